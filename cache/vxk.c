@@ -1,0 +1,344 @@
+/*
+ * vxk.c - SQLite-backed cache of compiled kernels (see vxk.h).
+ *
+ * Schema (version 1):
+ *   entries(key TEXT PRIMARY KEY, created_us, last_used_us, hits, bytes, nkernels)
+ *   kernels(key, ordinal, name, object BLOB, metadata BLOB)  PRIMARY KEY(key, ordinal)
+ *   counters(name TEXT PRIMARY KEY, value INTEGER)
+ *   meta(k TEXT PRIMARY KEY, v TEXT)                -- schema_version
+ * An entry and all its kernels are written in one IMMEDIATE transaction.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <sqlite3.h>
+
+#include "vxk.h"
+
+#define VXK_SCHEMA_VERSION "1"
+
+struct vxk_cache {
+  sqlite3 *db;
+  uint64_t max_bytes;
+  char err[512];
+  sqlite3_stmt *get_all, *get_one, *touch, *exists;
+};
+
+const char *vxk_errmsg(const vxk_cache *c) { return c ? c->err : "no cache"; }
+
+static uint64_t vxk__now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Records the SQLite error and maps it to a VXK code. */
+static int vxk__fail(vxk_cache *c, int src, const char *what) {
+  snprintf(c->err, sizeof c->err, "%s: %s", what, sqlite3_errmsg(c->db));
+  int prim = src & 0xff;
+  if (prim == SQLITE_FULL) return VXK_EFULL;
+  if (prim == SQLITE_NOMEM) return VXK_ENOMEM;
+  return VXK_EIO;
+}
+
+static const char vxk__schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "PRAGMA foreign_keys=ON;"
+    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
+    "INSERT OR IGNORE INTO meta VALUES('schema_version', '" VXK_SCHEMA_VERSION "');"
+    "CREATE TABLE IF NOT EXISTS entries("
+    " key TEXT PRIMARY KEY, created_us INTEGER NOT NULL, last_used_us INTEGER NOT NULL,"
+    " hits INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL, nkernels INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used_us);"
+    "CREATE TABLE IF NOT EXISTS kernels("
+    " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"
+    " ordinal INTEGER NOT NULL, name TEXT NOT NULL, object BLOB NOT NULL,"
+    " metadata BLOB NOT NULL, PRIMARY KEY(key, ordinal));"
+    "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+
+static int vxk__prepare(vxk_cache *c, const char *sql, sqlite3_stmt **st) {
+  int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+  return rc == SQLITE_OK ? 0 : vxk__fail(c, rc, "prepare");
+}
+
+/* Opens path and applies the schema; 0 or an SQLite result code. */
+static int vxk__open_db(vxk_cache *c, const char *path) {
+  int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_busy_timeout(c->db, 5000);
+  sqlite3_extended_result_codes(c->db, 1);
+  rc = sqlite3_exec(c->db, vxk__schema, NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_stmt *st = NULL;
+  rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(st);
+  int ok = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0;
+  sqlite3_finalize(st);
+  return ok ? SQLITE_OK : SQLITE_MISMATCH;
+}
+
+int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf, size_t errcap) {
+  vxk_cache *c = calloc(1, sizeof *c);
+  if (!c) return VXK_ENOMEM;
+  c->max_bytes = max_bytes ? max_bytes : VXK_DEFAULT_MAX_BYTES;
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    snprintf(errbuf, errcap, "cannot create cache directory %s: %s", dir, strerror(errno));
+    free(c);
+    return VXK_EIO;
+  }
+  char path[4096];
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  int rc = vxk__open_db(c, path);
+  int prim = rc & 0xff;
+  if (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT || rc == SQLITE_MISMATCH) {
+    /* Unreadable or foreign database: keep it for inspection, start anew. */
+    sqlite3_close(c->db);
+    c->db = NULL;
+    char aside[4200];
+    snprintf(aside, sizeof aside, "%s.corrupt", path);
+    rename(path, aside);
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    unlink(wal);
+    snprintf(wal, sizeof wal, "%s-shm", path);
+    unlink(wal);
+    rc = vxk__open_db(c, path);
+  }
+  if (rc != SQLITE_OK) {
+    snprintf(errbuf, errcap, "cannot open cache %s: %s", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    sqlite3_close(c->db);
+    free(c);
+    return VXK_EIO;
+  }
+  if (vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
+      vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 AND name=?2", &c->get_one) ||
+      vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch) ||
+      vxk__prepare(c, "SELECT 1 FROM entries WHERE key=?1", &c->exists)) {
+    snprintf(errbuf, errcap, "%s", c->err);
+    vxk_close(c);
+    return VXK_EIO;
+  }
+  *out = c;
+  return VXK_OK;
+}
+
+void vxk_close(vxk_cache *c) {
+  if (!c) return;
+  sqlite3_finalize(c->get_all);
+  sqlite3_finalize(c->get_one);
+  sqlite3_finalize(c->touch);
+  sqlite3_finalize(c->exists);
+  sqlite3_close(c->db);
+  free(c);
+}
+
+int vxk_key_valid(const char *s) {
+  if (!s || strlen(s) != VXK_KEY_HEX) return 0;
+  for (int i = 0; i < VXK_KEY_HEX; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
+/* Evicts least recently used entries until at most 90% of max_bytes is used. */
+static int vxk__evict(vxk_cache *c) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "SELECT COALESCE(SUM(bytes),0) FROM entries", -1, &st, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "evict");
+  uint64_t total = sqlite3_step(st) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (total <= c->max_bytes) return VXK_OK;
+  uint64_t target = c->max_bytes / 10 * 9, evicted = 0;
+  rc = sqlite3_prepare_v2(c->db, "SELECT key, bytes FROM entries ORDER BY last_used_us", -1, &st, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "evict");
+  sqlite3_stmt *del = NULL;
+  rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE key=?1", -1, &del, NULL);
+  if (rc != SQLITE_OK) { sqlite3_finalize(st); return vxk__fail(c, rc, "evict"); }
+  while (total > target && sqlite3_step(st) == SQLITE_ROW) {
+    sqlite3_bind_text(del, 1, (const char *)sqlite3_column_text(st, 0), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(del) != SQLITE_DONE) break;
+    sqlite3_reset(del);
+    total -= (uint64_t)sqlite3_column_int64(st, 1);
+    evicted++;
+  }
+  sqlite3_finalize(st);
+  sqlite3_finalize(del);
+  return evicted ? vxk_counter_add(c, "evictions", (int64_t)evicted) : VXK_OK;
+}
+
+int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n) {
+  if (!vxk_key_valid(key)) return VXK_EINVAL;
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < n; i++) bytes += ks[i].object_size + ks[i].metadata_size;
+  int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "begin");
+  sqlite3_stmt *e = NULL, *k = NULL;
+  rc = sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels)"
+                                 " VALUES(?1, ?2, ?2, 0, ?3, ?4)", -1, &e, NULL);
+  if (rc == SQLITE_OK) {
+    uint64_t now = vxk__now_us();
+    sqlite3_bind_text(e, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(e, 2, (sqlite3_int64)now);
+    sqlite3_bind_int64(e, 3, (sqlite3_int64)bytes);
+    sqlite3_bind_int64(e, 4, n);
+    rc = sqlite3_step(e) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
+  }
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(c->db, "INSERT INTO kernels(key, ordinal, name, object, metadata)"
+                                   " VALUES(?1, ?2, ?3, ?4, ?5)", -1, &k, NULL);
+  for (uint32_t i = 0; rc == SQLITE_OK && i < n; i++) {
+    sqlite3_bind_text(k, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(k, 2, i);
+    sqlite3_bind_text(k, 3, ks[i].name, -1, SQLITE_STATIC);
+    sqlite3_bind_blob64(k, 4, ks[i].object ? (const void *)ks[i].object : "", ks[i].object_size, SQLITE_STATIC);
+    sqlite3_bind_blob64(k, 5, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size, SQLITE_STATIC);
+    rc = sqlite3_step(k) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
+    sqlite3_reset(k);
+  }
+  int out = VXK_OK;
+  if (rc != SQLITE_OK) out = vxk__fail(c, rc, "put");
+  sqlite3_finalize(e);
+  sqlite3_finalize(k);
+  if (out == VXK_OK) {
+    rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) out = vxk__fail(c, rc, "commit");
+  }
+  if (out != VXK_OK) {
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return out;
+  }
+  return vxk__evict(c);
+}
+
+static void *vxk__dup(const void *p, size_t n) {
+  void *d = malloc(n ? n : 1);
+  if (d && n) memcpy(d, p, n);
+  return d;
+}
+
+void vxk_kernels_free(vxk_kernel_out *ks, uint32_t n) {
+  for (uint32_t i = 0; ks && i < n; i++) {
+    free(ks[i].name);
+    free(ks[i].object);
+    free(ks[i].metadata);
+  }
+  free(ks);
+}
+
+int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **out, uint32_t *n) {
+  if (!vxk_key_valid(key)) return VXK_EINVAL;
+  sqlite3_stmt *st = kernel ? c->get_one : c->get_all;
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  if (kernel) sqlite3_bind_text(st, 2, kernel, -1, SQLITE_STATIC);
+  vxk_kernel_out *ks = NULL;
+  uint32_t cnt = 0, cap = 0;
+  int rc, out_rc = VXK_OK;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (cnt == cap) {
+      cap = cap ? cap * 2 : 4;
+      vxk_kernel_out *nk = realloc(ks, cap * sizeof *nk);
+      if (!nk) { out_rc = VXK_ENOMEM; break; }
+      ks = nk;
+    }
+    vxk_kernel_out *k = &ks[cnt++];
+    memset(k, 0, sizeof *k);
+    k->name = strdup((const char *)sqlite3_column_text(st, 0));
+    k->object_size = (size_t)sqlite3_column_bytes(st, 1);
+    k->object = vxk__dup(sqlite3_column_blob(st, 1), k->object_size);
+    k->metadata_size = (size_t)sqlite3_column_bytes(st, 2);
+    k->metadata = vxk__dup(sqlite3_column_blob(st, 2), k->metadata_size);
+    if (!k->name || !k->object || !k->metadata) { out_rc = VXK_ENOMEM; break; }
+  }
+  if (out_rc == VXK_OK && rc != SQLITE_DONE) out_rc = vxk__fail(c, rc, "get");
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (out_rc == VXK_OK && cnt == 0) out_rc = VXK_ENOTFOUND;
+  if (out_rc != VXK_OK) {
+    vxk_kernels_free(ks, cnt);
+    return out_rc;
+  }
+  /* LRU bookkeeping; a failure here does not fail the read. */
+  sqlite3_bind_text(c->touch, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(c->touch, 2, (sqlite3_int64)vxk__now_us());
+  sqlite3_step(c->touch);
+  sqlite3_reset(c->touch);
+  *out = ks;
+  *n = cnt;
+  return VXK_OK;
+}
+
+int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "INSERT INTO counters(name, value) VALUES(?1, ?2)"
+                                     " ON CONFLICT(name) DO UPDATE SET value = value + ?2", -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, delta);
+    rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_OK ? VXK_OK : vxk__fail(c, rc, "counter");
+}
+
+int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
+  memset(out, 0, sizeof *out);
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "SELECT COUNT(*), COALESCE(SUM(bytes),0) FROM entries", -1, &st, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "stats");
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    out->entries = (uint64_t)sqlite3_column_int64(st, 0);
+    out->bytes = (uint64_t)sqlite3_column_int64(st, 1);
+  }
+  sqlite3_finalize(st);
+  rc = sqlite3_prepare_v2(c->db, "SELECT name, value FROM counters", -1, &st, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "stats");
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const char *n = (const char *)sqlite3_column_text(st, 0);
+    uint64_t v = (uint64_t)sqlite3_column_int64(st, 1);
+    if (strcmp(n, "hits") == 0) out->hits = v;
+    else if (strcmp(n, "misses") == 0) out->misses = v;
+    else if (strcmp(n, "compile_errors") == 0) out->compile_errors = v;
+    else if (strcmp(n, "evictions") == 0) out->evictions = v;
+  }
+  sqlite3_finalize(st);
+  return VXK_OK;
+}
+
+static void vxk__hash_lp(EVP_MD_CTX *h, const void *p, uint64_t n) {
+  uint8_t le[8];
+  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(n >> (8 * i));
+  EVP_DigestUpdate(h, le, sizeof le);
+  EVP_DigestUpdate(h, p, (size_t)n);
+}
+
+int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t nparts,
+            char out[VXK_KEY_HEX + 1]) {
+  EVP_MD_CTX *h = EVP_MD_CTX_new();
+  if (!h) return VXK_ENOMEM;
+  unsigned char md[32];
+  unsigned int mdlen = 0;
+  static const char tag[] = "vortexd cache key v1";
+  int ok = EVP_DigestInit_ex(h, EVP_sha256(), NULL);
+  if (ok) {
+    vxk__hash_lp(h, tag, sizeof tag - 1);
+    for (size_t i = 0; i < nparts; i++) vxk__hash_lp(h, parts[i], strlen(parts[i]));
+    vxk__hash_lp(h, source, len);
+    ok = EVP_DigestFinal_ex(h, md, &mdlen);
+  }
+  EVP_MD_CTX_free(h);
+  if (!ok || mdlen != 32) return VXK_ENOMEM;
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 32; i++) {
+    out[2 * i] = hex[md[i] >> 4];
+    out[2 * i + 1] = hex[md[i] & 15];
+  }
+  out[VXK_KEY_HEX] = '\0';
+  return VXK_OK;
+}

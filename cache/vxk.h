@@ -1,0 +1,107 @@
+/*
+ * vxk.h - the compiled-kernel cache: SQLite storage and content-hash keys.
+ *
+ * The only module that sees SQLite.  Stores opaque bytes: per entry, every
+ * kernel's object and its metadata (as protocol/ encodes it), written in one
+ * transaction so an entry is either whole or absent.  Survives restarts; the
+ * database runs in WAL mode so readers never see a half-written entry.
+ *
+ * THREAD NOTES: a vxk_cache is used by one thread at a time (the daemon's
+ * loop thread).  Several processes may open the same directory; SQLite's
+ * locking keeps them consistent (busy timeout 5 s).
+ *
+ * Errors: 0 on success, else a negative VXK_E* code; vxk_errmsg() says more
+ * about the last failure of that cache.
+ */
+#ifndef VXK_H
+#define VXK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Hex digits in a key (SHA-256). */
+#define VXK_KEY_HEX 64
+/* Default size limit of a cache directory (bytes of objects + metadata). */
+#define VXK_DEFAULT_MAX_BYTES (1024ull * 1024ull * 1024ull)
+
+enum {
+  VXK_OK = 0,
+  VXK_ENOMEM = -1,   /* allocation failed */
+  VXK_ENOTFOUND = -2,/* no such key (or kernel) */
+  VXK_EIO = -3,      /* SQLite or file-system error; see vxk_errmsg */
+  VXK_EFULL = -4,    /* disk full: nothing was written */
+  VXK_EINVAL = -5,   /* bad argument (key not 64 hex digits, ...) */
+};
+
+typedef struct vxk_cache vxk_cache;
+
+/* A kernel to store; the cache copies the bytes. */
+typedef struct {
+  const char *name;
+  const uint8_t *object;
+  size_t object_size;
+  const uint8_t *metadata;
+  size_t metadata_size;
+} vxk_kernel_in;
+
+/* A kernel read back; every pointer from malloc(), see vxk_kernels_free. */
+typedef struct {
+  char *name;
+  uint8_t *object;
+  size_t object_size;
+  uint8_t *metadata;
+  size_t metadata_size;
+} vxk_kernel_out;
+
+typedef struct {
+  uint64_t entries;        /* entries stored */
+  uint64_t bytes;          /* object + metadata bytes stored */
+  uint64_t hits;           /* persistent counters (survive restarts) */
+  uint64_t misses;
+  uint64_t compile_errors;
+  uint64_t evictions;
+} vxk_stats;
+
+/* Opens (creating as needed, mode 0700) the directory dir and its cache.db.
+ * max_bytes bounds the stored bytes (0 = VXK_DEFAULT_MAX_BYTES): least
+ * recently used entries are evicted after a put goes over it.  A database
+ * file SQLite cannot read is moved aside as cache.db.corrupt and a new one
+ * started.  Returns 0 and *out (caller owns; vxk_close) or VXK_EIO/ENOMEM,
+ * with a message in errbuf (errcap bytes). */
+int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf, size_t errcap);
+void vxk_close(vxk_cache *c);
+
+/* Message about the last failure of c; static or owned by c. */
+const char *vxk_errmsg(const vxk_cache *c);
+
+/* Stores n kernels under key in one transaction, replacing any entry with
+ * that key.  Returns 0, VXK_EFULL (disk full; the cache is unchanged),
+ * VXK_EIO, VXK_EINVAL. */
+int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n);
+
+/* Reads the entry for key; kernel NULL reads every kernel, else only the one
+ * with that name.  On success *out (n entries, caller frees with
+ * vxk_kernels_free) and marks the entry used (LRU).  Returns 0,
+ * VXK_ENOTFOUND, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
+int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **out, uint32_t *n);
+
+void vxk_kernels_free(vxk_kernel_out *ks, uint32_t n);
+
+/* Adds delta to a persistent counter: "hits", "misses", "compile_errors". */
+int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta);
+
+int vxk_stats_get(vxk_cache *c, vxk_stats *out);
+
+/* Derives a cache key: SHA-256 (OpenSSL) over a domain tag, then each of the
+ * nparts strings and finally the source bytes, each preceded by its length
+ * as a little-endian u64 (so no two different inputs concatenate alike).
+ * parts must name everything that changes the output: target, options,
+ * vortexd and lowering-ABI versions, LLVM version.  Writes 64 lowercase hex
+ * digits and a NUL to out.  Any thread.  Returns 0 or VXK_ENOMEM. */
+int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t nparts,
+            char out[VXK_KEY_HEX + 1]);
+
+/* True when s is 64 lowercase hex digits. */
+int vxk_key_valid(const char *s);
+
+#endif /* VXK_H */

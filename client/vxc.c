@@ -1,0 +1,286 @@
+/*
+ * vxc.c - libvxc: blocking client of vortexd (see vxc.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vxc.h"
+
+struct vxc_conn {
+  int fd;
+  uint64_t next_id;
+  vxp_response hello; /* the daemon's hello answer */
+};
+
+static int vxc__fmt(char *buf, size_t cap, const char *a, const char *b) {
+  int n = snprintf(buf, cap, "%s%s", a, b);
+  return (n < 0 || (size_t)n >= cap) ? -ENAMETOOLONG : 0;
+}
+
+int vxc_default_socket_path(char *buf, size_t cap) {
+  const char *env = getenv("VORTEXD_SOCKET");
+  int rc;
+  if (env && *env) rc = vxc__fmt(buf, cap, env, "");
+  else if ((env = getenv("XDG_RUNTIME_DIR")) && *env) rc = vxc__fmt(buf, cap, env, "/vortexd/vortexd.sock");
+  else {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/vortexd-%u", (unsigned)getuid());
+    rc = vxc__fmt(buf, cap, dir, "/vortexd.sock");
+  }
+  if (rc == 0 && strlen(buf) >= sizeof(((struct sockaddr_un *)0)->sun_path)) rc = -ENAMETOOLONG;
+  return rc;
+}
+
+int vxc_default_cache_dir(char *buf, size_t cap) {
+  const char *env = getenv("VORTEXD_CACHE_DIR");
+  if (env && *env) return vxc__fmt(buf, cap, env, "");
+  if ((env = getenv("XDG_CACHE_HOME")) && *env) return vxc__fmt(buf, cap, env, "/vortexd");
+  env = getenv("HOME");
+  return vxc__fmt(buf, cap, env && *env ? env : "/tmp", "/.cache/vortexd");
+}
+
+static int vxc__write_full(int fd, const uint8_t *p, size_t n) {
+  while (n) {
+    ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int vxc__read_full(int fd, uint8_t *p, size_t n) {
+  while (n) {
+    ssize_t r = read(fd, p, n);
+    if (r == 0) return -ECONNRESET;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Sends req (id assigned here) and reads its response. */
+static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
+  memset(resp, 0, sizeof *resp);
+  req->id = ++c->next_id;
+  uint8_t *frame = NULL;
+  size_t flen = 0;
+  int rc = vxp_request_encode(req, &frame, &flen);
+  if (rc != VXP_OK) return rc == VXP_ETOOBIG ? -EMSGSIZE : -ENOMEM;
+  rc = vxc__write_full(c->fd, frame, flen);
+  free(frame);
+  if (rc) return rc;
+  uint8_t hdr[VXP_FRAME_HEADER_SIZE];
+  rc = vxc__read_full(c->fd, hdr, sizeof hdr);
+  if (rc) return rc;
+  uint32_t len = 0;
+  if (vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK) return -EPROTO;
+  uint8_t *payload = malloc(len);
+  if (!payload) return -ENOMEM;
+  rc = vxc__read_full(c->fd, payload, len);
+  if (rc == 0) rc = vxp_response_decode(payload, len, resp) == VXP_OK ? 0 : -EPROTO;
+  free(payload);
+  if (rc == 0 && resp->id != req->id && resp->id != 0) {
+    vxp_response_clear(resp);
+    rc = -EPROTO;
+  }
+  return rc;
+}
+
+int vxc_connect(const char *path, vxc_conn **out) {
+  char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  if (!path) {
+    int rc = vxc_default_socket_path(def, sizeof def);
+    if (rc) return rc;
+    path = def;
+  }
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof a.sun_path) return -ENAMETOOLONG;
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  vxc_conn *c = calloc(1, sizeof *c);
+  if (!c) {
+    close(fd);
+    return -ENOMEM;
+  }
+  c->fd = fd;
+  vxp_request hello = {.op = VXP_OP_HELLO, .proto_version = VXP_PROTOCOL_VERSION,
+                       .client = (char *)"libvxc " VORTEXD_VERSION};
+  int rc = vxc__roundtrip(c, &hello, &c->hello);
+  if (rc == 0 && c->hello.status != VXP_STATUS_OK) rc = -EPROTONOSUPPORT;
+  if (rc) {
+    vxc_close(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+void vxc_close(vxc_conn *c) {
+  if (!c) return;
+  close(c->fd);
+  vxp_response_clear(&c->hello);
+  free(c);
+}
+
+const vxp_response *vxc_server_info(const vxc_conn *c) { return &c->hello; }
+
+/* Starts `program --socket path --idle-timeout T` detached (double fork,
+ * new session, stdio on /dev/null except stderr on a log beside the socket). */
+static int vxc__spawn_daemon(const char *program, const char *path) {
+  char log[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
+  snprintf(log, sizeof log, "%s.log", path);
+  const char *idle = getenv("VORTEXD_IDLE_TIMEOUT");
+  if (!idle || !*idle) idle = "600"; /* like sccache: an auto-started daemon goes away */
+  pid_t pid = fork();
+  if (pid < 0) return -errno;
+  if (pid == 0) {
+    setsid();
+    if (fork() != 0) _exit(0);
+    int nul = open("/dev/null", O_RDWR);
+    int lf = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
+    if (lf >= 0) dup2(lf, 2);
+    char *args[] = {(char *)program, (char *)"--socket", (char *)path, (char *)"--idle-timeout",
+                    (char *)idle, NULL};
+    if (strchr(program, '/')) execv(program, args);
+    else execvp(program, args);
+    _exit(127);
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  return 0;
+}
+
+/* "vortexd" beside the running program, if there is one. */
+static void vxc__beside_self(char *buf, size_t cap) {
+  buf[0] = '\0';
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  if (!slash) return;
+  *slash = '\0';
+  char cand[4200];
+  snprintf(cand, sizeof cand, "%s/vortexd", self);
+  if (access(cand, X_OK) == 0 && strlen(cand) < cap) snprintf(buf, cap, "%s", cand);
+}
+
+int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, vxc_conn **out) {
+  char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  if (!path) {
+    int rc = vxc_default_socket_path(def, sizeof def);
+    if (rc) return rc;
+    path = def;
+  }
+  int rc = vxc_connect(path, out);
+  if (rc != -ENOENT && rc != -ECONNREFUSED) return rc;
+
+  /* Serialize starters: one takes the lock, starts the daemon, waits for it;
+   * the others then find it answering. */
+  char dir[sizeof def];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = '\0';
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) return -errno;
+  }
+  char lock[sizeof def + 8];
+  snprintf(lock, sizeof lock, "%s.spawn", path);
+  int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lfd < 0) return -errno;
+  while (flock(lfd, LOCK_EX) != 0 && errno == EINTR) {}
+  rc = vxc_connect(path, out);
+  if (rc == -ENOENT || rc == -ECONNREFUSED) {
+    char beside[4096];
+    if (!program) {
+      vxc__beside_self(beside, sizeof beside);
+      program = beside[0] ? beside : "vortexd";
+    }
+    rc = vxc__spawn_daemon(program, path);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      rc = vxc_connect(path, out);
+      if (rc != -ENOENT && rc != -ECONNREFUSED) break;
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+      if (ms > timeout_ms) break;
+      struct timespec d = {0, 10 * 1000 * 1000};
+      nanosleep(&d, NULL);
+    }
+  }
+  flock(lfd, LOCK_UN);
+  close(lfd);
+  return rc;
+}
+
+int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
+                const vxc_compile_options *opts, vxp_response *resp) {
+  vxp_request r = {.op = VXP_OP_COMPILE, .source = (uint8_t *)source, .source_len = len,
+                   .source_name = (char *)source_name, .opt_level = opts ? opts->opt_level : 2,
+                   .emit_ir = opts && opts->emit_ir, .emulator = opts && opts->emulator};
+  return vxc__roundtrip(c, &r, resp);
+}
+
+int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *resp) {
+  vxp_request r = {.op = VXP_OP_FETCH, .key = (char *)key, .kernel = (char *)kernel};
+  return vxc__roundtrip(c, &r, resp);
+}
+
+int vxc_stats(vxc_conn *c, vxp_response *resp) {
+  vxp_request r = {.op = VXP_OP_STATS};
+  return vxc__roundtrip(c, &r, resp);
+}
+
+static void vxc__put_u32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+  p[2] = (uint8_t)(v >> 16);
+  p[3] = (uint8_t)(v >> 24);
+}
+
+int vxc_pack_args(const vxp_kernel *k, const void *const *values, const uint32_t grid[3],
+                  const uint32_t block[3], uint32_t shared_bytes, void *buf, size_t buf_size) {
+  if (!k || !buf || buf_size < k->buffer_size || !grid || !block) return -EINVAL;
+  if (k->launch_offset + VXP_LAUNCH_HEADER_SIZE > k->buffer_size) return -EINVAL;
+  for (int i = 0; i < 3; i++)
+    if (grid[i] == 0 || block[i] == 0) return -EINVAL;
+  uint8_t *b = buf;
+  memset(b, 0, k->buffer_size);
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    const vxp_arg *a = &k->args[i];
+    if (!values || !values[i] || a->offset + a->size > k->launch_offset) return -EINVAL;
+    memcpy(b + a->offset, values[i], a->size); /* host and RV32 are both little-endian */
+  }
+  uint8_t *h = b + k->launch_offset;
+  for (int i = 0; i < 3; i++) vxc__put_u32(h + 4 * i, grid[i]);
+  for (int i = 0; i < 3; i++) vxc__put_u32(h + 12 + 4 * i, block[i]);
+  vxc__put_u32(h + 24, shared_bytes);
+  return 0;
+}

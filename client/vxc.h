@@ -1,0 +1,81 @@
+/*
+ * vxc.h - libvxc, the blocking client library of vortexd.
+ *
+ * A runtime or build tool links libvxc to compile kernels through the daemon,
+ * fetch cached kernels by key, and pack a kernel's argument buffer at launch
+ * time from the metadata the daemon returns.  Depends on protocol/ only.
+ *
+ * THREAD NOTES: a vxc_conn is used by one thread at a time; open one
+ * connection per thread.  Every call blocks until the daemon answers.
+ *
+ * Errors: 0 on success, else a negative errno value (-ECONNREFUSED,
+ * -ENOENT: no daemon at that path; -EPROTO: the daemon sent a malformed
+ * frame; -EMSGSIZE: a frame over the limit; -ENOMEM...).  A request the
+ * daemon answered is a success even if it failed at the daemon: look at
+ * resp->status (compile errors come back as VXP_STATUS_COMPILE_ERROR with
+ * diagnostics).
+ */
+#ifndef VXC_H
+#define VXC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vxp.h"
+
+typedef struct vxc_conn vxc_conn;
+
+/* Socket path clients and daemon agree on, written to buf (cap bytes):
+ * $VORTEXD_SOCKET, else $XDG_RUNTIME_DIR/vortexd/vortexd.sock, else
+ * /tmp/vortexd-$UID/vortexd.sock.  Returns 0, or -ENAMETOOLONG when the path
+ * does not fit a Unix socket address (108 bytes on Linux).  Any thread. */
+int vxc_default_socket_path(char *buf, size_t cap);
+
+/* Cache directory: $VORTEXD_CACHE_DIR, else $XDG_CACHE_HOME/vortexd, else
+ * $HOME/.cache/vortexd.  Returns 0 or -ENAMETOOLONG.  Any thread. */
+int vxc_default_cache_dir(char *buf, size_t cap);
+
+/* Connects to the daemon at path (NULL: vxc_default_socket_path) and
+ * exchanges hello.  Returns 0 and *out (caller owns; vxc_close). */
+int vxc_connect(const char *path, vxc_conn **out);
+
+/* Like vxc_connect, but when no daemon answers starts one (the vortexd
+ * program given, or "vortexd" found beside the calling program or on PATH)
+ * and waits up to timeout_ms for it.  Concurrent callers serialize on a lock
+ * file beside the socket, so many vxc starting at once start one daemon. */
+int vxc_connect_or_spawn(const char *path, const char *vortexd_program, int timeout_ms, vxc_conn **out);
+
+void vxc_close(vxc_conn *c);
+
+/* The daemon's hello answer (server string, limits); borrowed from c. */
+const vxp_response *vxc_server_info(const vxc_conn *c);
+
+/* Compiles MLIR source (len bytes) named source_name (for diagnostics).
+ * opts may be NULL (O2, no IR, hardware intrinsics).  Fills *resp (caller
+ * clears it with vxp_response_clear). */
+typedef struct {
+  uint32_t opt_level; /* 0..3 */
+  int emit_ir;        /* nonzero: also return the lowered MLIR */
+  int emulator;       /* nonzero: emulator calls instead of custom instructions */
+} vxc_compile_options;
+int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
+                const vxc_compile_options *opts, vxp_response *resp);
+
+/* Fetches the cached entry key (64 hex digits); kernel NULL for all. */
+int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *resp);
+
+/* Daemon counters in resp->stats. */
+int vxc_stats(vxc_conn *c, vxp_response *resp);
+
+/* Packs a launch of kernel k into buf (k->buffer_size bytes; buf_size must
+ * be at least that).  values[i] points to argument i in host form: for a
+ * scalar, k->args[i].size bytes of the value (i1 as one byte 0/1, index as a
+ * 32-bit integer); for a pointer, a uint32_t device address.  grid and block
+ * are the launch dimensions (unused ones 1); shared_bytes is the dynamic
+ * shared memory per block.  Offsets are the ones the daemon computed from
+ * the RV32 data layout, the same the kernel's entry reads.  Returns 0,
+ * -EINVAL (NULL value, small buffer, zero dimension).  Any thread. */
+int vxc_pack_args(const vxp_kernel *k, const void *const *values, const uint32_t grid[3],
+                  const uint32_t block[3], uint32_t shared_bytes, void *buf, size_t buf_size);
+
+#endif /* VXC_H */

@@ -1,0 +1,269 @@
+/*
+ * vxc_cli.c - the vxc command line client.
+ *
+ *   vxc [--socket PATH] [--no-spawn] compile FILE.mlir [-o DIR] [--json]
+ *       [-O LEVEL] [--emit-ir] [--emulator]
+ *   vxc [--socket PATH] fetch KEY [--kernel NAME] [-o DIR] [--json]
+ *   vxc [--socket PATH] stats [--json]
+ *
+ * Starts vortexd (beside vxc, else on PATH) when none answers, unless
+ * --no-spawn.  Exit status: 0 success, 1 compile error or not found,
+ * 2 daemon or I/O failure, 64 usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "vxc.h"
+
+static void usage(FILE *f) {
+  fputs("usage: vxc [--socket PATH] [--no-spawn] COMMAND ...\n"
+        "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--emulator]\n"
+        "      compile through vortexd; writes DIR/<kernel>.o (default DIR: .)\n"
+        "  fetch KEY [--kernel NAME] [-o DIR] [--json]\n"
+        "      fetch a cached entry by key\n"
+        "  stats [--json]\n"
+        "      daemon and cache counters\n",
+        f);
+}
+
+/* ---- JSON output (write-only: objects and arrays of strings/numbers) ---- */
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    switch (*p) {
+    case '"': fputs("\\\"", f); break;
+    case '\\': fputs("\\\\", f); break;
+    case '\n': fputs("\\n", f); break;
+    case '\t': fputs("\\t", f); break;
+    case '\r': fputs("\\r", f); break;
+    default:
+      if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+      else fputc(*p, f);
+    }
+  }
+  fputc('"', f);
+}
+
+static void json_kernel(FILE *f, const vxp_kernel *k) {
+  fputs("{\"name\":", f);
+  json_str(f, k->name);
+  fputs(",\"args\":[", f);
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    const vxp_arg *a = &k->args[i];
+    fprintf(f, "%s{\"index\":%u,\"type\":", i ? "," : "", a->index);
+    json_str(f, a->type);
+    fprintf(f, ",\"kind\":\"%s\",\"size\":%u,\"align\":%u,\"offset\":%u}",
+            a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", a->size, a->align, a->offset);
+  }
+  fprintf(f, "],\"args_size\":%u,\"launch_offset\":%u,\"buffer_size\":%u,\"object_size\":%zu,"
+             "\"grid_dims\":%u,\"known_block\":[%u,%u,%u],\"shared_bytes\":%u}",
+          k->args_size, k->launch_offset, k->buffer_size, k->object_size, k->grid_dims,
+          k->known_block[0], k->known_block[1], k->known_block[2], k->shared_bytes);
+}
+
+static void json_result(FILE *f, const vxp_response *r) {
+  fputs("{\"key\":", f);
+  json_str(f, r->key);
+  fprintf(f, ",\"cached\":%s,\"status\":\"%s\",\"kernels\":[", r->cached ? "true" : "false",
+          vxp_status_name(r->status));
+  for (uint32_t i = 0; i < r->nkernels; i++) {
+    if (i) fputc(',', f);
+    json_kernel(f, &r->kernels[i]);
+  }
+  fputs("],\"diagnostics\":[", f);
+  for (uint32_t i = 0; i < r->ndiags; i++) {
+    if (i) fputc(',', f);
+    json_str(f, r->diags[i]);
+  }
+  fputs("]}\n", f);
+}
+
+/* ---- table output (the shape of seed 000's "Expected Output") ---- */
+
+static void table_result(FILE *f, const vxp_response *r, const char *dir) {
+  fprintf(f, "key %s (%s)\n", r->key ? r->key : "-", r->cached ? "cached" : "compiled");
+  for (uint32_t i = 0; i < r->nkernels; i++) {
+    const vxp_kernel *k = &r->kernels[i];
+    fprintf(f, "\nKernel: %s\n", k->name);
+    if (dir) fprintf(f, "  object: %s/%s.o (%zu bytes)\n", dir, k->name, k->object_size);
+    fprintf(f, "  argument buffer: %u bytes (arguments %u, launch header at %u)\n", k->buffer_size,
+            k->args_size, k->launch_offset);
+    fprintf(f, "  grid dimensions used: %u", k->grid_dims);
+    if (k->known_block[0])
+      fprintf(f, ", known block size %ux%ux%u", k->known_block[0], k->known_block[1], k->known_block[2]);
+    fprintf(f, ", static shared memory %u bytes\n", k->shared_bytes);
+    fprintf(f, "  Arguments:\n");
+    for (uint32_t j = 0; j < k->nargs; j++) {
+      const vxp_arg *a = &k->args[j];
+      fprintf(f, "    [%u] offset=%-4u size=%-2u align=%-2u %-7s (%s)\n", a->index, a->offset, a->size,
+              a->align, a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", a->type);
+    }
+  }
+}
+
+static int write_objects(const vxp_response *r, const char *dir) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "vxc: cannot create %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  for (uint32_t i = 0; i < r->nkernels; i++) {
+    const vxp_kernel *k = &r->kernels[i];
+    if (!k->object) continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.o", dir, k->name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(k->object, 1, k->object_size, f) != k->object_size || fclose(f) != 0) {
+      fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
+      if (f) fclose(f);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  size_t cap = 0, n = 0;
+  for (;;) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 65536;
+      char *nb = realloc(buf, cap);
+      if (!nb) { free(buf); fclose(f); errno = ENOMEM; return NULL; }
+      buf = nb;
+    }
+    size_t r = fread(buf + n, 1, cap - n, f);
+    n += r;
+    if (r == 0) break;
+  }
+  int err = ferror(f);
+  fclose(f);
+  if (err) { free(buf); errno = EIO; return NULL; }
+  *len = n;
+  return buf;
+}
+
+/* Prints diagnostics and maps the response status to an exit code. */
+static int finish(const vxp_response *r, int json, const char *dir) {
+  for (uint32_t i = 0; i < r->ndiags; i++) fprintf(stderr, "%s\n", r->diags[i]);
+  if (r->status != VXP_STATUS_OK && !(json && r->status == VXP_STATUS_COMPILE_ERROR)) {
+    fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), r->message ? r->message : "");
+    return r->status == VXP_STATUS_INTERNAL || r->status == VXP_STATUS_BAD_REQUEST ? 2 : 1;
+  }
+  if (r->status == VXP_STATUS_OK && dir && write_objects(r, dir) != 0) return 2;
+  if (r->lowered_ir) fputs(r->lowered_ir, stdout);
+  if (json) json_result(stdout, r);
+  else table_result(stdout, r, dir);
+  return r->status == VXP_STATUS_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  const char *socket = NULL;
+  int spawn = 1, i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) socket = argv[++i];
+    else if (strcmp(argv[i], "--no-spawn") == 0) spawn = 0;
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { usage(stdout); return 0; }
+    else { usage(stderr); return 64; }
+  }
+  if (i >= argc) { usage(stderr); return 64; }
+  const char *cmd = argv[i];
+  /* getopt over the command's own arguments */
+  int cargc = argc - i;
+  char **cargv = argv + i;
+  enum { O_JSON = 256, O_IR, O_EMU, O_KERNEL };
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, O_JSON}, {"emit-ir", no_argument, NULL, O_IR},
+      {"emulator", no_argument, NULL, O_EMU}, {"kernel", required_argument, NULL, O_KERNEL},
+      {NULL, 0, NULL, 0}};
+  int json = 0, c;
+  const char *dir = NULL, *kernel = NULL;
+  vxc_compile_options co = {.opt_level = 2};
+  optind = 1;
+  while ((c = getopt_long(cargc, cargv, "o:O:", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': dir = optarg; break;
+    case 'O':
+      if (optarg[0] < '0' || optarg[0] > '3' || optarg[1]) { fprintf(stderr, "vxc: -O takes 0..3\n"); return 64; }
+      co.opt_level = (uint32_t)(optarg[0] - '0');
+      break;
+    case O_JSON: json = 1; break;
+    case O_IR: co.emit_ir = 1; break;
+    case O_EMU: co.emulator = 1; break;
+    case O_KERNEL: kernel = optarg; break;
+    default: usage(stderr); return 64;
+    }
+  }
+  int nargs = cargc - optind;
+  char **args = cargv + optind;
+
+  vxc_conn *conn = NULL;
+  int rc = spawn ? vxc_connect_or_spawn(socket, NULL, 15000, &conn) : vxc_connect(socket, &conn);
+  if (rc) {
+    char def[108] = "";
+    if (!socket) vxc_default_socket_path(def, sizeof def);
+    fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", socket ? socket : def, strerror(-rc));
+    return 2;
+  }
+  vxp_response r;
+  int status = 0;
+  if (strcmp(cmd, "compile") == 0) {
+    if (nargs != 1) { usage(stderr); vxc_close(conn); return 64; }
+    size_t len = 0;
+    char *src = read_file(args[0], &len);
+    if (!src) {
+      fprintf(stderr, "vxc: cannot read %s: %s\n", args[0], strerror(errno));
+      vxc_close(conn);
+      return 2;
+    }
+    rc = vxc_compile(conn, src, len, args[0], &co, &r);
+    free(src);
+    if (rc == 0) status = finish(&r, json, dir ? dir : ".");
+  } else if (strcmp(cmd, "fetch") == 0) {
+    if (nargs != 1) { usage(stderr); vxc_close(conn); return 64; }
+    rc = vxc_fetch(conn, args[0], kernel, &r);
+    if (rc == 0) status = finish(&r, json, dir);
+  } else if (strcmp(cmd, "stats") == 0) {
+    rc = vxc_stats(conn, &r);
+    if (rc == 0) {
+      const vxp_stats *s = &r.stats;
+      if (r.status != VXP_STATUS_OK) {
+        fprintf(stderr, "vxc: %s\n", r.message ? r.message : "stats failed");
+        status = 2;
+      } else if (json)
+        printf("{\"hits\":%llu,\"misses\":%llu,\"compile_errors\":%llu,\"entries\":%llu,\"bytes\":%llu,"
+               "\"requests\":%llu,\"workers\":%llu,\"worker_restarts\":%llu,\"uptime_ms\":%llu}\n",
+               (unsigned long long)s->hits, (unsigned long long)s->misses,
+               (unsigned long long)s->compile_errors, (unsigned long long)s->entries,
+               (unsigned long long)s->bytes, (unsigned long long)s->requests,
+               (unsigned long long)s->workers, (unsigned long long)s->worker_restarts,
+               (unsigned long long)s->uptime_ms);
+      else
+        printf("server          %s\nhits            %llu\nmisses          %llu\ncompile errors  %llu\n"
+               "entries         %llu\nbytes           %llu\nrequests        %llu\nworkers         %llu\n"
+               "worker restarts %llu\nuptime          %.1f s\n",
+               vxc_server_info(conn)->server, (unsigned long long)s->hits, (unsigned long long)s->misses,
+               (unsigned long long)s->compile_errors, (unsigned long long)s->entries,
+               (unsigned long long)s->bytes, (unsigned long long)s->requests,
+               (unsigned long long)s->workers, (unsigned long long)s->worker_restarts, s->uptime_ms / 1000.0);
+    }
+  } else {
+    fprintf(stderr, "vxc: unknown command '%s'\n", cmd);
+    vxc_close(conn);
+    return 64;
+  }
+  if (rc) {
+    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+    status = 2;
+  } else {
+    vxp_response_clear(&r);
+  }
+  vxc_close(conn);
+  return status;
+}

@@ -1,0 +1,131 @@
+/*
+ * vxd_worker.c - one compile worker process.
+ *
+ * Started by the daemon as `vortexd --worker` with its stdin/stdout on pipes.
+ * Reads compile requests as protocol frames from stdin, compiles each with
+ * one long-lived vxl_compiler (warm MLIR context, pass pipeline and target
+ * machine), writes one response frame per request to stdout.  A crash here
+ * loses only the request in flight: the daemon answers it with an error and
+ * starts another worker.
+ *
+ * The compiler is re-created every VXD_WORKER_RECYCLE compiles: an MLIR
+ * context never frees the types and attributes it has uniqued, so a worker
+ * that compiled thousands of distinct modules would otherwise only grow.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vxd.h"
+#include "vxl.h"
+#include "vxp.h"
+
+#define VXD_WORKER_RECYCLE 2000
+
+static int vxd__read_full(int fd, void *buf, size_t n) {
+  uint8_t *p = buf;
+  while (n) {
+    ssize_t r = read(fd, p, n);
+    if (r == 0) return -EPIPE;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int vxd__write_full(int fd, const void *buf, size_t n) {
+  const uint8_t *p = buf;
+  while (n) {
+    ssize_t r = write(fd, p, n);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Compiles one request into resp (ownership of kernels moves into resp). */
+static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
+  vxl_options o = {.opt_level = req->opt_level, .emit_ir = req->emit_ir, .emulator = req->emulator};
+  vxl_result r;
+  int rc = vxl_compile(c, (const char *)req->source, req->source_len,
+                       req->source_name ? req->source_name : "<source>", &o, &r);
+  resp->op = VXP_OP_COMPILE;
+  resp->id = req->id;
+  if (rc == -ENOMEM) {
+    resp->status = VXP_STATUS_INTERNAL;
+    resp->message = strdup("compile worker ran out of memory");
+    vxl_result_clear(&r);
+    return;
+  }
+  resp->status = r.ok ? VXP_STATUS_OK : VXP_STATUS_COMPILE_ERROR;
+  resp->kernels = r.kernels;
+  resp->nkernels = r.nkernels;
+  resp->diags = r.diags;
+  resp->ndiags = r.ndiags;
+  resp->lowered_ir = r.lowered_ir;
+  if (!r.ok) resp->message = strdup("compilation failed");
+}
+
+int vxd_worker_run(void) {
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGINT, SIG_IGN); /* the daemon decides when workers stop */
+  vxl_compiler *c = NULL;
+  if (vxl_compiler_create(&c) != 0) {
+    fprintf(stderr, "vortexd worker: cannot create the compiler\n");
+    return 1;
+  }
+  unsigned compiles = 0;
+  for (;;) {
+    uint8_t hdr[VXP_FRAME_HEADER_SIZE];
+    uint32_t len = 0;
+    if (vxd__read_full(0, hdr, sizeof hdr) != 0) break; /* daemon gone: EOF */
+    if (vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK) return 3;
+    uint8_t *payload = malloc(len);
+    if (!payload || vxd__read_full(0, payload, len) != 0) return 3;
+    vxp_request req;
+    vxp_response resp;
+    memset(&resp, 0, sizeof resp);
+    int drc = vxp_request_decode(payload, len, &req);
+    free(payload);
+    uint64_t id = req.id;
+    if (drc != VXP_OK || req.op != VXP_OP_COMPILE) {
+      resp.id = id;
+      resp.op = VXP_OP_COMPILE;
+      resp.status = VXP_STATUS_INTERNAL;
+      resp.message = strdup("worker received a malformed compile request");
+    } else {
+      if (++compiles % VXD_WORKER_RECYCLE == 0) {
+        vxl_compiler_destroy(c);
+        if (vxl_compiler_create(&c) != 0) return 1;
+      }
+      vxd__compile(c, &req, &resp);
+    }
+    vxp_request_clear(&req);
+    uint8_t *frame = NULL;
+    size_t flen = 0;
+    int erc = vxp_response_encode(&resp, &frame, &flen);
+    vxp_response_clear(&resp);
+    if (erc != VXP_OK) {
+      /* objects too large for one frame, or no memory: say so instead */
+      vxp_response small = {.id = id, .op = VXP_OP_COMPILE, .status = VXP_STATUS_INTERNAL,
+                            .message = (char *)vxp_strerror(erc)};
+      if (vxp_response_encode(&small, &frame, &flen) != VXP_OK) return 4;
+    }
+    int wrc = vxd__write_full(1, frame, flen);
+    free(frame);
+    if (wrc != 0) break;
+  }
+  vxl_compiler_destroy(c);
+  return 0;
+}

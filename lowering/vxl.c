@@ -1,0 +1,328 @@
+/*
+ * vxl.c - the lowering driver: compiler lifetime, one compile end to end.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm/Config/llvm-config.h>
+#include <mlir-c/BuiltinAttributes.h>
+#include <mlir-c/BuiltinTypes.h>
+#include <mlir-c/Diagnostics.h>
+#include <mlir-c/Dialect/LLVM.h>
+#include <mlir-c/IR.h>
+#include <mlir-c/Pass.h>
+#include <mlir-c/RegisterEverything.h>
+#include <mlir-c/Target/LLVMIR.h>
+
+#include "vxl_internal.h"
+#include "vxl_prelude.h"
+
+/* RV32IMAF, ilp32f, medany: the flags Vortex builds kernels with
+ * (vortex-abi.md, "Kernel build flags"). */
+#define VXL_TRIPLE "riscv32-unknown-elf"
+#define VXL_CPU "generic-rv32"
+#define VXL_FEATURES "+m,+a,+f"
+#define VXL_ABI "ilp32f"
+
+/* Upstream passes after the GPU-specific rewrite; index is 32-bit in every
+ * pass that takes it (mlir-c-api.md pitfall 5). */
+#define VXL_PIPELINE                                                           \
+  "builtin.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"     \
+  "convert-math-to-llvm,convert-math-to-libm,"                                 \
+  "convert-arith-to-llvm{index-bitwidth=32},"                                  \
+  "convert-index-to-llvm{index-bitwidth=32},"                                  \
+  "finalize-memref-to-llvm{index-bitwidth=32},"                                \
+  "convert-cf-to-llvm{index-bitwidth=32},"                                     \
+  "convert-func-to-llvm{index-bitwidth=32},"                                   \
+  "convert-ub-to-llvm{index-bitwidth=32},"                                     \
+  "reconcile-unrealized-casts,canonicalize)"
+
+const char *vxl_toolchain_fingerprint(void) {
+  return "llvm=" LLVM_VERSION_STRING ";triple=" VXL_TRIPLE ";cpu=" VXL_CPU
+         ";features=" VXL_FEATURES ";abi=" VXL_ABI ";pipeline=" VXL_PIPELINE;
+}
+
+/* Context diagnostic handler: appends "file:line:col: severity: msg" (and
+ * its notes) to the compile in progress.  Runs on the compiling thread. */
+static void vxl__record_diag(vxl__diags *d, MlirDiagnostic diag) {
+  const char *sev;
+  switch (mlirDiagnosticGetSeverity(diag)) {
+  case MlirDiagnosticError: sev = "error"; break;
+  case MlirDiagnosticWarning: sev = "warning"; break;
+  case MlirDiagnosticNote: sev = "note"; break;
+  default: sev = "remark"; break;
+  }
+  char where[512];
+  vxl__loc_format(d, mlirDiagnosticGetLocation(diag), where, sizeof where);
+  vxl__buf msg = {0};
+  mlirDiagnosticPrint(diag, vxl__buf_append, &msg);
+  vxl__diag_add(d, "%s: %s: %s", where, sev, msg.p && !msg.oom ? msg.p : "");
+  free(msg.p);
+  for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(diag); i++)
+    vxl__record_diag(d, mlirDiagnosticGetNote(diag, i));
+}
+
+static MlirLogicalResult vxl__on_diag(MlirDiagnostic diag, void *ud) {
+  vxl_compiler *c = ud;
+  if (c->cur_diags) vxl__record_diag(c->cur_diags, diag);
+  return mlirLogicalResultSuccess(); /* handled: do not print to stderr */
+}
+
+static MlirModule vxl__parse_prelude(MlirContext ctx, const char *text) {
+  return mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(text));
+}
+
+int vxl_compiler_create(vxl_compiler **out) {
+  vxl_compiler *c = calloc(1, sizeof *c);
+  if (!c) return -ENOMEM;
+
+  MlirDialectRegistry reg = mlirDialectRegistryCreate();
+  mlirRegisterAllDialects(reg);
+  /* Threading off: one context per worker (mlir-c-api.md pitfall 9). */
+  c->ctx = mlirContextCreateWithRegistry(reg, false);
+  mlirDialectRegistryDestroy(reg);
+  mlirContextSetAllowUnregisteredDialects(c->ctx, true);
+  mlirRegisterAllLLVMTranslations(c->ctx);
+  mlirRegisterAllPasses();
+  /* Patterns and generic op creation need the dialects loaded, not only
+   * registered (pitfall 1). */
+  static const char *const dialects[] = {"builtin", "func", "arith", "llvm", "gpu", "memref",
+                                         "scf", "cf", "math", "index", "affine", "ub", NULL};
+  for (int i = 0; dialects[i]; i++)
+    mlirContextGetOrLoadDialect(c->ctx, mlirStringRefCreateFromCString(dialects[i]));
+  mlirContextAttachDiagnosticHandler(c->ctx, vxl__on_diag, c, NULL);
+
+  vxl__diags d = {0};
+  c->cur_diags = &d;
+  c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
+  c->prelude_emu = vxl__parse_prelude(c->ctx, VXL_PRELUDE_EMULATOR);
+  c->pm = mlirPassManagerCreate(c->ctx);
+  vxl__buf perr = {0};
+  MlirLogicalResult pr = mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(c->pm),
+                                               mlirStringRefCreateFromCString(VXL_PIPELINE),
+                                               vxl__buf_append, &perr);
+  if (perr.p) vxl__diag_add(&d, "%s", perr.p);
+  free(perr.p);
+  c->cur_diags = NULL;
+  int bad = mlirModuleIsNull(c->prelude_hw) || mlirModuleIsNull(c->prelude_emu) ||
+            mlirLogicalResultIsFailure(pr);
+  for (uint32_t i = 0; i < d.n; i++) {
+    fprintf(stderr, "vxl: prelude/pipeline: %s\n", d.v[i]);
+    free(d.v[i]);
+  }
+  free(d.v);
+  if (bad) {
+    vxl_compiler_destroy(c);
+    return -EINVAL;
+  }
+
+  LLVMInitializeRISCVTargetInfo();
+  LLVMInitializeRISCVTarget();
+  LLVMInitializeRISCVTargetMC();
+  LLVMInitializeRISCVAsmPrinter();
+  LLVMInitializeRISCVAsmParser(); /* inline asm (.insn, csrr) in objects */
+  LLVMTargetRef target = NULL;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(VXL_TRIPLE, &target, &err)) {
+    fprintf(stderr, "vxl: %s\n", err);
+    LLVMDisposeMessage(err);
+    vxl_compiler_destroy(c);
+    return -EINVAL;
+  }
+  LLVMTargetMachineOptionsRef o = LLVMCreateTargetMachineOptions();
+  LLVMTargetMachineOptionsSetCPU(o, VXL_CPU);
+  LLVMTargetMachineOptionsSetFeatures(o, VXL_FEATURES);
+  LLVMTargetMachineOptionsSetABI(o, VXL_ABI);
+  LLVMTargetMachineOptionsSetRelocMode(o, LLVMRelocStatic);
+  LLVMTargetMachineOptionsSetCodeModel(o, LLVMCodeModelMedium); /* medany */
+  LLVMTargetMachineOptionsSetCodeGenOptLevel(o, LLVMCodeGenLevelDefault);
+  c->tm = LLVMCreateTargetMachineWithOptions(target, VXL_TRIPLE, o);
+  LLVMDisposeTargetMachineOptions(o);
+  if (!c->tm) {
+    vxl_compiler_destroy(c);
+    return -EINVAL;
+  }
+  c->td = LLVMCreateTargetDataLayout(c->tm);
+  *out = c;
+  return 0;
+}
+
+void vxl_compiler_destroy(vxl_compiler *c) {
+  if (!c) return;
+  if (c->td) LLVMDisposeTargetData(c->td);
+  if (c->tm) LLVMDisposeTargetMachine(c->tm);
+  if (!mlirPassManagerIsNull(c->pm)) mlirPassManagerDestroy(c->pm);
+  if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
+  if (!mlirModuleIsNull(c->prelude_emu)) mlirModuleDestroy(c->prelude_emu);
+  if (!mlirContextIsNull(c->ctx)) mlirContextDestroy(c->ctx);
+  free(c);
+}
+
+void vxl_result_clear(vxl_result *res) {
+  if (!res) return;
+  for (uint32_t i = 0; i < res->nkernels; i++) vxp_kernel_clear(&res->kernels[i]);
+  free(res->kernels);
+  for (uint32_t i = 0; i < res->ndiags; i++) free(res->diags[i]);
+  free(res->diags);
+  free(res->lowered_ir);
+  memset(res, 0, sizeof *res);
+}
+
+/* Writes the layouts into the lowered MLIR module as the module attribute
+ * vortex.kernel_args (seed 000, option C), so lowered IR shows them. */
+static void vxl__attach_metadata(MlirModule mod, const vxp_kernel *ks, uint32_t n) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return;
+  fputc('{', f);
+  for (uint32_t i = 0; i < n; i++) {
+    const vxp_kernel *k = &ks[i];
+    fprintf(f, "%s\"%s\" = {args = [", i ? ", " : "", k->name);
+    for (uint32_t j = 0; j < k->nargs; j++) {
+      const vxp_arg *a = &k->args[j];
+      fprintf(f, "%s{align = %u : i32, index = %u : i32, kind = \"%s\", offset = %u : i32, "
+                 "size = %u : i32, type = \"%s\"}",
+              j ? ", " : "", a->align, a->index, a->kind == VXP_ARG_POINTER ? "pointer" : "scalar",
+              a->offset, a->size, a->type);
+    }
+    fprintf(f, "], args_size = %u : i32, buffer_size = %u : i32, grid_dims = %u : i32, "
+               "launch_offset = %u : i32, shared_bytes = %u : i32}",
+            k->args_size, k->buffer_size, k->grid_dims, k->launch_offset, k->shared_bytes);
+  }
+  fputc('}', f);
+  fclose(f);
+  MlirOperation op = mlirModuleGetOperation(mod);
+  MlirAttribute a = mlirAttributeParseGet(mlirOperationGetContext(op), mlirStringRefCreate(text, len));
+  if (!mlirAttributeIsNull(a))
+    mlirOperationSetAttributeByName(op, mlirStringRefCreateFromCString("vortex.kernel_args"), a);
+  free(text);
+}
+
+int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                const vxl_options *opts, vxl_result *res) {
+  memset(res, 0, sizeof *res);
+  if (!source_name || !*source_name) source_name = "<source>";
+  vxl__diags d = {.source_name = source_name};
+  MlirModule mod = {0};
+  vxl__kernel_info *kinfo = NULL;
+  uint32_t nk = 0;
+  LLVMContextRef lctx = NULL;
+  LLVMModuleRef lm = NULL;
+
+  c->cur_diags = &d;
+  c->compiles++;
+  int rc = vxl__lower_to_llvm_dialect(c, source, len, source_name, opts, &d, &mod, &kinfo, &nk);
+  if (rc) goto done;
+
+  lctx = LLVMContextCreate();
+  lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(mod), lctx);
+  if (!lm) {
+    vxl__diag_add(&d, "%s: error: translation to LLVM IR failed", source_name);
+    rc = -EINVAL;
+    goto done;
+  }
+  LLVMSetTarget(lm, VXL_TRIPLE);
+  char *dl = LLVMCopyStringRepOfTargetData(c->td);
+  LLVMSetDataLayout(lm, dl);
+  LLVMDisposeMessage(dl);
+
+  res->kernels = calloc(nk, sizeof *res->kernels);
+  if (!res->kernels) { rc = -ENOMEM; goto done; }
+  res->nkernels = nk;
+  for (uint32_t i = 0; i < nk && rc == 0; i++) {
+    vxp_kernel *k = &res->kernels[i];
+    LLVMValueRef kf = LLVMGetNamedFunction(lm, kinfo[i].name);
+    k->name = strdup(kinfo[i].name);
+    if (!k->name) { rc = -ENOMEM; break; }
+    if (!kf) {
+      vxl__diag_add(&d, "%s: error: internal: kernel %s missing after translation", source_name, k->name);
+      rc = -EINVAL;
+      break;
+    }
+    LLVMTypeRef fty = LLVMGlobalGetValueType(kf);
+    uint32_t np = LLVMCountParamTypes(fty);
+    if (np != kinfo[i].nargs) {
+      vxl__diag_add(&d, "%s: error: internal: kernel %s has %u LLVM parameters for %u arguments",
+                    source_name, k->name, np, kinfo[i].nargs);
+      rc = -EINVAL;
+      break;
+    }
+    LLVMTypeRef *params = malloc((np ? np : 1) * sizeof *params);
+    if (!params) { rc = -ENOMEM; break; }
+    LLVMGetParamTypes(fty, params);
+    rc = vxl__layout(c->td, lctx, params, np, kinfo[i].arg_types, k);
+    free(params);
+    k->grid_dims = kinfo[i].grid_dims ? kinfo[i].grid_dims : 1;
+    memcpy(k->known_block, kinfo[i].known_block, sizeof k->known_block);
+    k->shared_bytes = kinfo[i].shared_bytes;
+  }
+  if (rc) goto done;
+
+  vxl__attach_metadata(mod, res->kernels, nk);
+  if (opts->emit_ir) {
+    vxl__buf ir = {0};
+    mlirOperationPrint(mlirModuleGetOperation(mod), vxl__buf_append, &ir);
+    if (ir.oom) { free(ir.p); rc = -ENOMEM; goto done; }
+    res->lowered_ir = ir.p;
+  }
+  rc = vxl__emit_objects(c, lm, res->kernels, nk, opts, &d);
+  lm = NULL; /* consumed by the last kernel's emission */
+
+done:
+  c->cur_diags = NULL;
+  if (lm) LLVMDisposeModule(lm);
+  if (lctx) LLVMContextDispose(lctx);
+  if (!mlirModuleIsNull(mod)) mlirModuleDestroy(mod);
+  for (uint32_t i = 0; i < nk; i++) vxl__kernel_info_clear(&kinfo[i]);
+  free(kinfo);
+  res->ok = (rc == 0);
+  res->diags = d.v;
+  res->ndiags = d.n;
+  if (rc) {
+    for (uint32_t i = 0; i < res->nkernels; i++) vxp_kernel_clear(&res->kernels[i]);
+    free(res->kernels);
+    res->kernels = NULL;
+    res->nkernels = 0;
+    if (res->ndiags == 0 && rc != -ENOMEM)
+      vxl__diag_add(&d, "%s: error: compilation failed", source_name), res->diags = d.v,
+                                                                      res->ndiags = d.n;
+  }
+  return rc == -ENOMEM ? -ENOMEM : 0;
+}
+
+int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxp_kernel *k) {
+  /* A private context and target machine: this entry point exists for the
+   * unit tests and tools, and must not disturb any compiler's state. */
+  vxl_compiler *c = NULL;
+  int rc = vxl_compiler_create(&c);
+  if (rc) return rc;
+  LLVMContextRef lctx = LLVMContextCreate();
+  MlirTypeToLLVMIRTranslator tr = mlirTypeToLLVMIRTranslatorCreate(lctx);
+  LLVMTypeRef *params = calloc(n ? n : 1, sizeof *params);
+  char **names = calloc(n ? n : 1, sizeof *names);
+  if (!params || !names) rc = -ENOMEM;
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
+    names[i] = (char *)mlir_types[i];
+    MlirType t = mlirTypeParseGet(c->ctx, mlirStringRefCreateFromCString(mlir_types[i]));
+    if (mlirTypeIsNull(t)) { rc = -EINVAL; break; }
+    /* the same type mapping the kernel signature rewrite applies */
+    if (mlirTypeIsAMemRef(t)) t = mlirLLVMPointerTypeGet(c->ctx, 0);
+    else if (mlirTypeIsAIndex(t)) t = mlirIntegerTypeGet(c->ctx, 32);
+    params[i] = mlirTypeToLLVMIRTranslatorTranslateType(tr, t);
+    if (!params[i]) rc = -EINVAL;
+  }
+  if (rc == 0) rc = vxl__layout(c->td, lctx, params, n, names, k);
+  free(params);
+  free(names);
+  mlirTypeToLLVMIRTranslatorDestroy(tr);
+  LLVMContextDispose(lctx);
+  vxl_compiler_destroy(c);
+  return rc;
+}

@@ -1,0 +1,84 @@
+/*
+ * vxl.h - GPU-to-Vortex lowering and kernel argument-layout extraction.
+ *
+ * The only module that sees MLIR or LLVM types; none of them appear here.
+ *
+ * A vxl_compiler owns one MLIR context (all dialects, passes and LLVM
+ * translations registered, threading off), the parsed upstream pass pipeline
+ * and one RV32IMAF/ilp32f LLVM target machine.  Creating one costs a few
+ * milliseconds; compiling with a warm one is the cheap part.  It holds no
+ * global or static mutable state, so any number may exist, but one compiler
+ * must only be used by one thread at a time (MLIR contexts are not
+ * thread-safe with threading disabled).
+ *
+ * Inputs are GPU-dialect modules as Polygeist's cgeist writes them (see
+ * ../shared/notes/vortex-abi.md): gpu.module / gpu.func kernels, host code
+ * with gpu.launch_func and unregistered polygeist.* ops, DLTI entries with
+ * vector<Kxi32> values.  Host code is not compiled; only gpu.modules are.
+ */
+#ifndef VXL_H
+#define VXL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vxp.h"
+
+/* Version of the code the lowering emits (entry convention, argument-buffer
+ * layout, thread model).  Part of every cache key: bump it whenever the same
+ * source would produce a different object or layout. */
+#define VXL_LOWERING_ABI_VERSION 1u
+
+typedef struct vxl_compiler vxl_compiler;
+
+typedef struct {
+  uint32_t opt_level;  /* LLVM pipeline default<O0..O3>; default 2 */
+  bool emit_ir;        /* keep the lowered MLIR (LLVM dialect) as text */
+  bool emulator;       /* Vortex custom instructions and CSR reads become calls
+                          to vx_emu_* functions (for the test device) */
+} vxl_options;
+
+typedef struct {
+  bool ok;             /* true: kernels are valid */
+  uint32_t nkernels;
+  vxp_kernel *kernels; /* malloc(); each with object and metadata */
+  uint32_t ndiags;
+  char **diags;        /* "file:line:col: error: message"; malloc() */
+  char *lowered_ir;    /* when opts.emit_ir; malloc(), may be NULL */
+} vxl_result;
+
+/* Creates a compiler (MLIR context, pipeline, target machine).  Returns 0 and
+ * *out (caller owns; vxl_compiler_destroy) or a negative errno-style code
+ * (-ENOMEM, -EINVAL if the RISC-V target is missing from LLVM). */
+int vxl_compiler_create(vxl_compiler **out);
+void vxl_compiler_destroy(vxl_compiler *c);
+
+/* Compiles one MLIR source of len bytes (need not be NUL-terminated).
+ * source_name is the file name diagnostics use.  Always fills *res (the
+ * caller releases it with vxl_result_clear): on a source error res->ok is
+ * false and res->diags says why, with file:line:col.  Returns 0, or -ENOMEM
+ * when memory ran out (res then may be partial but is safe to clear). */
+int vxl_compile(vxl_compiler *c, const char *source, size_t len,
+                const char *source_name, const vxl_options *opts,
+                vxl_result *res);
+
+void vxl_result_clear(vxl_result *res);
+
+/* Describes the toolchain for cache keys: LLVM version, target triple, CPU,
+ * features, ABI, data layout.  Static string; any thread. */
+const char *vxl_toolchain_fingerprint(void);
+
+/* ---- layout rule, exposed for the unit tests (seed 000 / seed 001) ---- */
+
+/* Scalar/pointer argument types the layout understands, by MLIR type text
+ * ("i8", "i16", "i32", "i64", "f32", "f64", "index", "memref<...>",
+ * "!llvm.ptr").  Computes offsets, sizes and alignments of the arguments of a
+ * kernel with these types from the RV32 LLVM data layout, then the launch
+ * header and total size.  Fills k->args (types copied), k->nargs,
+ * k->args_size, k->launch_offset, k->buffer_size.  Returns 0, -EINVAL for a
+ * type it cannot place (k untouched), -ENOMEM. Any thread. */
+int vxl_layout_from_types(const char *const *mlir_types, uint32_t n,
+                          vxp_kernel *k);
+
+#endif /* VXL_H */

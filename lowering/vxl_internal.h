@@ -1,0 +1,95 @@
+/*
+ * vxl_internal.h - shared between the files of lowering/ only.
+ *
+ * vxl_mlir.c turns the GPU dialect into the LLVM dialect (MLIR side);
+ * vxl_codegen.c lays out argument buffers, writes each kernel's Vortex entry
+ * and emits objects (LLVM side).  vxl.c drives both.
+ */
+#ifndef VXL_INTERNAL_H
+#define VXL_INTERNAL_H
+
+#include <mlir-c/IR.h>
+#include <mlir-c/Pass.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "vxl.h"
+
+/* Growable NUL-terminated string, usable as an MlirStringCallback sink
+ * (user data = the vxl__buf).  p is from malloc(); oom set on failure. */
+typedef struct {
+  char *p;
+  size_t n, cap;
+  int oom;
+} vxl__buf;
+
+void vxl__buf_append(MlirStringRef s, void *ud);
+
+/* Growable list of diagnostic lines (each from malloc()). */
+typedef struct {
+  char **v;
+  uint32_t n, cap;
+  const char *source_name; /* names locations the parser left unnamed */
+} vxl__diags;
+
+/* Appends a formatted line; silently drops it when memory runs out. */
+void vxl__diag_add(vxl__diags *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends "file:line:col: error: unsupported: WHAT" for loc. */
+void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Formats loc as "file:line:col" into buf (always NUL-terminated). */
+void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t cap);
+
+/* What the MLIR side learned about one kernel (all strings malloc()). */
+typedef struct {
+  char *name;
+  uint32_t nargs;
+  char **arg_types;        /* MLIR type text per argument */
+  uint32_t grid_dims;      /* 1..3 */
+  uint32_t known_block[3];
+  uint32_t shared_bytes;
+} vxl__kernel_info;
+
+void vxl__kernel_info_clear(vxl__kernel_info *k);
+
+/* Per-compiler state the two halves share. */
+struct vxl_compiler {
+  MlirContext ctx;
+  MlirModule prelude_hw;   /* parsed VXL_PRELUDE_HARDWARE */
+  MlirModule prelude_emu;  /* parsed VXL_PRELUDE_EMULATOR */
+  MlirPassManager pm;      /* the upstream lowering pipeline, parsed once */
+  LLVMTargetMachineRef tm;
+  LLVMTargetDataRef td;
+  vxl__diags *cur_diags;   /* where the context's diagnostic handler writes */
+  uint64_t compiles;       /* compiles done with this context */
+};
+
+/* MLIR side: parses source and lowers every gpu.module to one LLVM-dialect
+ * module.  On success returns 0 with *out_module (caller destroys) and the
+ * kernels in *kinfo / *nkernels (caller frees).  On a source error returns
+ * -EINVAL with diagnostics in d. */
+int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
+                               const char *source_name, const vxl_options *opts,
+                               vxl__diags *d, MlirModule *out_module,
+                               vxl__kernel_info **kinfo, uint32_t *nkernels);
+
+/* LLVM side: computes the argument-buffer layout of a kernel whose LLVM
+ * parameter types are params (from the translated function) into k. */
+int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx,
+                LLVMTypeRef *params, uint32_t n, char *const *mlir_types,
+                vxp_kernel *k);
+
+/* LLVM side: for each kernel, adds the Vortex entry (body + main), runs the
+ * LLVM pipeline and emits an object into kernels[i].object.  layouts must
+ * already be filled by vxl__layout().  Returns 0 or -EINVAL with diags. */
+int vxl__emit_objects(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels,
+                      uint32_t n, const vxl_options *opts, vxl__diags *d);
+
+/* The LLVM struct type of a kernel's whole argument buffer: its parameters
+ * in order, then the launch header {[3 x i32], [3 x i32], i32}. */
+LLVMTypeRef vxl__buffer_type(LLVMContextRef lctx, LLVMTypeRef *params,
+                             uint32_t n);
+
+#endif /* VXL_INTERNAL_H */

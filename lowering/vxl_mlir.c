@@ -1,0 +1,703 @@
+/*
+ * vxl_mlir.c - GPU dialect -> LLVM dialect for Vortex (MLIR side).
+ *
+ * Steps, for one source:
+ *   1. Make Polygeist output parseable: the host DLTI spec uses
+ *      `dense<..> : vector<Kxi32>` values that MLIR 22 rejects; they are
+ *      rewritten to vector<Kxi64> in place (same length, so every
+ *      diagnostic keeps its line:col).  Unregistered polygeist.* ops are
+ *      allowed by the context.
+ *   2. Parse; outline any gpu.launch bodies (upstream gpu-kernel-outlining).
+ *   3. Move the ops of every gpu.module into a fresh module (host code is
+ *      not compiled) and add the Vortex device-ABI prelude (vxl_prelude.h).
+ *   4. Reject anything the lowering does not handle with
+ *      "unsupported: <op> at file:line:col".
+ *   5. gpu.func -> func.func: kernel memref arguments become one !llvm.ptr
+ *      (a 32-bit device address) and a memref view is rebuilt from it at
+ *      function entry; gpu.return -> func.return; gpu.thread_id/block_id/
+ *      block_dim/grid_dim/barrier -> calls to the prelude helpers.
+ *   6. Run the upstream conversion pipeline with 32-bit index.
+ *
+ * No static mutable state: everything lives in the vxl_compiler or on the
+ * stack of one compile.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mlir-c/BuiltinAttributes.h>
+#include <mlir-c/BuiltinTypes.h>
+#include <mlir-c/AffineMap.h>
+#include <mlir-c/Dialect/LLVM.h>
+#include <mlir-c/Pass.h>
+#include <mlir-c/Support.h>
+
+#include "vxl_internal.h"
+
+/* ---- small helpers ---- */
+
+static MlirStringRef vxl__str(const char *s) { return mlirStringRefCreateFromCString(s); }
+
+static int vxl__streq(MlirStringRef a, const char *b) {
+  size_t n = strlen(b);
+  return a.length == n && memcmp(a.data, b, n) == 0;
+}
+
+static MlirStringRef vxl__op_name(MlirOperation op) {
+  return mlirIdentifierStr(mlirOperationGetName(op));
+}
+
+void vxl__buf_append(MlirStringRef s, void *ud) {
+  vxl__buf *b = ud;
+  if (b->oom) return;
+  if (b->n + s.length + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 256;
+    while (cap < b->n + s.length + 1) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) { b->oom = 1; return; }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s.data, s.length);
+  b->n += s.length;
+  b->p[b->n] = '\0';
+}
+
+static char *vxl__type_str(MlirType t) {
+  vxl__buf b = {0};
+  mlirTypePrint(t, vxl__buf_append, &b);
+  if (b.oom) { free(b.p); return NULL; }
+  return b.p ? b.p : strdup("");
+}
+
+static char *vxl__attr_str(MlirAttribute a) {
+  vxl__buf b = {0};
+  mlirAttributePrint(a, vxl__buf_append, &b);
+  if (b.oom) { free(b.p); return NULL; }
+  return b.p ? b.p : strdup("");
+}
+
+/* ---- diagnostics ---- */
+
+void vxl__diag_add(vxl__diags *d, const char *fmt, ...) {
+  char *line = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vasprintf(&line, fmt, ap);
+  va_end(ap);
+  if (r < 0) return;
+  if (d->n == d->cap) {
+    uint32_t cap = d->cap ? d->cap * 2 : 8;
+    char **v = realloc(d->v, cap * sizeof *v);
+    if (!v) { free(line); return; }
+    d->v = v;
+    d->cap = cap;
+  }
+  d->v[d->n++] = line;
+}
+
+void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t cap) {
+  if (mlirLocationIsAFileLineColRange(loc)) {
+    MlirStringRef f = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc));
+    if ((f.length == 0 || vxl__streq(f, "-")) && d && d->source_name) f = vxl__str(d->source_name);
+    snprintf(buf, cap, "%.*s:%d:%d", (int)f.length, f.data,
+             mlirLocationFileLineColRangeGetStartLine(loc),
+             mlirLocationFileLineColRangeGetStartColumn(loc));
+    return;
+  }
+  /* Fused, name or call-site locations: print MLIR's own form. */
+  vxl__buf b = {0};
+  mlirLocationPrint(loc, vxl__buf_append, &b);
+  snprintf(buf, cap, "%s", b.p && !b.oom ? b.p : "<unknown>");
+  free(b.p);
+}
+
+void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...) {
+  char where[512], *what = NULL;
+  vxl__loc_format(d, loc, where, sizeof where);
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vasprintf(&what, fmt, ap);
+  va_end(ap);
+  if (r < 0) return;
+  vxl__diag_add(d, "%s: error: %s", where, what);
+  free(what);
+}
+
+void vxl__kernel_info_clear(vxl__kernel_info *k) {
+  if (!k) return;
+  free(k->name);
+  for (uint32_t i = 0; i < k->nargs; i++) free(k->arg_types[i]);
+  free(k->arg_types);
+  memset(k, 0, sizeof *k);
+}
+
+/* ---- step 1: DLTI fix-up ---- */
+
+/* Rewrites ": vector<Nxi32>" to ": vector<Nxi64>" inside every
+ * "#dlti.dl_entry<...>" of buf (in place, same length).  MLIR 22's DLTI
+ * parser wants i64 elements; Polygeist writes i32 (vortex-abi.md). */
+static void vxl__fix_dlti(char *buf, size_t len) {
+  const char *tag = "#dlti.dl_entry<";
+  size_t tlen = strlen(tag);
+  for (size_t i = 0; i + tlen <= len; i++) {
+    if (memcmp(buf + i, tag, tlen) != 0) continue;
+    int depth = 1;
+    size_t j = i + tlen;
+    for (; j < len && depth > 0; j++) {
+      if (buf[j] == '"') { /* skip string literal */
+        for (j++; j < len && buf[j] != '"'; j++)
+          if (buf[j] == '\\') j++;
+      } else if (buf[j] == '<') depth++;
+      else if (buf[j] == '>') depth--;
+    }
+    /* [i, j) is one entry; look for ": vector<" digits "xi32>" */
+    for (size_t k = i; k + 9 < j; k++) {
+      if (memcmp(buf + k, ": vector<", 9) != 0) continue;
+      size_t m = k + 9;
+      while (m < j && buf[m] >= '0' && buf[m] <= '9') m++;
+      if (m + 5 <= j && memcmp(buf + m, "xi32>", 5) == 0) {
+        buf[m + 2] = '6';
+        buf[m + 3] = '4';
+      }
+    }
+    i = j - 1;
+  }
+}
+
+/* ---- op collection ---- */
+
+typedef struct {
+  MlirOperation *v;
+  size_t n, cap;
+  int oom;
+} vxl__ops;
+
+static void vxl__ops_push(vxl__ops *o, MlirOperation op) {
+  if (o->oom) return;
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? o->cap * 2 : 64;
+    MlirOperation *v = realloc(o->v, cap * sizeof *v);
+    if (!v) { o->oom = 1; return; }
+    o->v = v;
+    o->cap = cap;
+  }
+  o->v[o->n++] = op;
+}
+
+static MlirWalkResult vxl__collect_cb(MlirOperation op, void *ud) {
+  vxl__ops_push(ud, op);
+  return MlirWalkResultAdvance;
+}
+
+/* ---- step 4: what the lowering accepts ---- */
+
+/* Dialects whose ops the upstream pipeline lowers completely. */
+static int vxl__dialect_supported(MlirStringRef name) {
+  static const char *const prefixes[] = {
+      "arith.", "math.", "scf.", "cf.", "memref.", "func.", "llvm.",
+      "index.", "affine.", "ub.", "vector.", NULL};
+  for (int i = 0; prefixes[i]; i++) {
+    size_t n = strlen(prefixes[i]);
+    if (name.length > n && memcmp(name.data, prefixes[i], n) == 0) return 1;
+  }
+  return vxl__streq(name, "builtin.unrealized_conversion_cast");
+}
+
+/* GPU-dialect ops this file rewrites. */
+static int vxl__gpu_op_supported(MlirStringRef name) {
+  static const char *const ops[] = {
+      "gpu.func", "gpu.return", "gpu.thread_id", "gpu.block_id",
+      "gpu.block_dim", "gpu.grid_dim", "gpu.barrier", "gpu.module_end", NULL};
+  for (int i = 0; ops[i]; i++)
+    if (vxl__streq(name, ops[i])) return 1;
+  return 0;
+}
+
+/* Memref ops whose lowering needs what the device does not have yet:
+ * reported precisely instead of failing later with a generic message. */
+static int vxl__memref_op_unsupported(MlirOperation op) {
+  MlirStringRef n = vxl__op_name(op);
+  if (vxl__streq(n, "memref.global") || vxl__streq(n, "memref.get_global")) {
+    /* address-space-3 (workgroup) globals need the shared-memory lowering */
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- step 5: gpu.func -> func.func ---- */
+
+static MlirNamedAttribute vxl__named(MlirContext ctx, const char *name, MlirAttribute a) {
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, vxl__str(name)), a);
+}
+
+/* Creates "arith.constant V : i32" before `before`. */
+static MlirValue vxl__const_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk,
+                                MlirOperation before, int32_t v) {
+  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
+  MlirOperationState st = mlirOperationStateGet(vxl__str("arith.constant"), loc);
+  MlirNamedAttribute a = vxl__named(ctx, "value", mlirIntegerAttrGet(i32, v));
+  mlirOperationStateAddAttributes(&st, 1, &a);
+  mlirOperationStateAddResults(&st, 1, &i32);
+  MlirOperation op = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(blk, before, op);
+  return mlirOperationGetResult(op, 0);
+}
+
+/* Creates "func.call @callee(args) : (...) -> (result?)" before `before`. */
+static MlirOperation vxl__call(MlirContext ctx, MlirLocation loc, MlirBlock blk,
+                               MlirOperation before, const char *callee,
+                               intptr_t nargs, MlirValue *args,
+                               intptr_t nres, MlirType *res) {
+  MlirOperationState st = mlirOperationStateGet(vxl__str("func.call"), loc);
+  MlirNamedAttribute a = vxl__named(ctx, "callee", mlirFlatSymbolRefAttrGet(ctx, vxl__str(callee)));
+  mlirOperationStateAddAttributes(&st, 1, &a);
+  mlirOperationStateAddOperands(&st, nargs, args);
+  mlirOperationStateAddResults(&st, nres, res);
+  MlirOperation op = mlirOperationCreate(&st);
+  if (mlirOperationIsNull(before))
+    mlirBlockAppendOwnedOperation(blk, op);
+  else
+    mlirBlockInsertOwnedOperationBefore(blk, before, op);
+  return op;
+}
+
+/* Reads the x/y/z of a `dimension` attribute (#gpu<dim x>): the 22 C API has
+ * no accessor for it (mlir-c-api.md pitfall 3), so it is printed and read. */
+static int vxl__dimension(MlirOperation op) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, vxl__str("dimension"));
+  if (mlirAttributeIsNull(a)) return -1;
+  char *s = vxl__attr_str(a);
+  if (!s) return -1;
+  int dim = -1;
+  size_t n = strlen(s);
+  if (n >= 2 && s[n - 1] == '>') {
+    char c = s[n - 2];
+    dim = c == 'x' ? 0 : c == 'y' ? 1 : c == 'z' ? 2 : -1;
+  }
+  free(s);
+  return dim;
+}
+
+/* State of one compile's rewrite. */
+typedef struct {
+  vxl_compiler *c;
+  MlirModule mod;
+  vxl__diags *d;
+  unsigned views;        /* memref view helpers created so far */
+} vxl__rw;
+
+/* Builds "func.func private @NAME(%p: !llvm.ptr) -> MEMREF" that rebuilds a
+ * memref descriptor (allocated = aligned = %p, offset 0, row-major strides)
+ * from a device pointer, and appends it to the module.  Only the leading
+ * extent may be dynamic: the host passes just an address, so inner extents
+ * must be static for the strides to be known.  The dynamic leading extent is
+ * set to INT32_MAX (unknown; nothing the lowering emits reads it). */
+static int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *name, size_t cap) {
+  intptr_t rank = mlirShapedTypeGetRank(memref);
+  if (rank < 1 || rank > 8) {
+    vxl__diag_at(rw->d, loc, "unsupported: kernel argument of rank-%ld memref type", (long)rank);
+    return -EINVAL;
+  }
+  for (intptr_t i = 1; i < rank; i++)
+    if (mlirShapedTypeIsDynamicDim(memref, i)) {
+      vxl__diag_at(rw->d, loc, "unsupported: kernel memref argument with a dynamic inner dimension (only the leading one may be dynamic)");
+      return -EINVAL;
+    }
+  MlirAttribute layout = mlirMemRefTypeGetLayout(memref);
+  if (!mlirAttributeIsNull(layout) &&
+      !(mlirAttributeIsAAffineMap(layout) && mlirAffineMapIsIdentity(mlirMemRefTypeGetAffineMap(memref)))) {
+    vxl__diag_at(rw->d, loc, "unsupported: kernel memref argument with a non-identity layout");
+    return -EINVAL;
+  }
+  char *ty = vxl__type_str(memref);
+  if (!ty) return -ENOMEM;
+  snprintf(name, cap, "__vxl_view%u", rw->views++);
+
+  int64_t sizes[8], strides[8];
+  for (intptr_t i = 0; i < rank; i++)
+    sizes[i] = mlirShapedTypeIsDynamicDim(memref, i) ? 2147483647 : mlirShapedTypeGetDimSize(memref, i);
+  strides[rank - 1] = 1;
+  for (intptr_t i = rank - 2; i >= 0; i--) strides[i] = strides[i + 1] * sizes[i + 1];
+
+  char desc[128];
+  snprintf(desc, sizeof desc, "!llvm.struct<(ptr, ptr, i32, array<%ld x i32>, array<%ld x i32>)>",
+           (long)rank, (long)rank);
+  vxl__buf b = {0};
+#define EMIT(...) do { char *t_ = NULL; if (asprintf(&t_, __VA_ARGS__) < 0) { b.oom = 1; break; } \
+    vxl__buf_append(vxl__str(t_), &b); free(t_); } while (0)
+  EMIT("func.func private @%s(%%p: !llvm.ptr) -> %s {\n", name, ty);
+  EMIT("  %%u = llvm.mlir.undef : %s\n", desc);
+  EMIT("  %%d0 = llvm.insertvalue %%p, %%u[0] : %s\n", desc);
+  EMIT("  %%d1 = llvm.insertvalue %%p, %%d0[1] : %s\n", desc);
+  EMIT("  %%z = llvm.mlir.constant(0 : i32) : i32\n");
+  EMIT("  %%d2 = llvm.insertvalue %%z, %%d1[2] : %s\n", desc);
+  int cur = 2, tmp = 0;
+  for (intptr_t i = 0; i < rank; i++, cur++, tmp++) {
+    EMIT("  %%s%d = llvm.mlir.constant(%lld : i32) : i32\n", tmp, (long long)sizes[i]);
+    EMIT("  %%d%d = llvm.insertvalue %%s%d, %%d%d[3, %ld] : %s\n", cur + 1, tmp, cur, (long)i, desc);
+  }
+  for (intptr_t i = 0; i < rank; i++, cur++, tmp++) {
+    EMIT("  %%s%d = llvm.mlir.constant(%lld : i32) : i32\n", tmp, (long long)strides[i]);
+    EMIT("  %%d%d = llvm.insertvalue %%s%d, %%d%d[4, %ld] : %s\n", cur + 1, tmp, cur, (long)i, desc);
+  }
+  EMIT("  %%m = builtin.unrealized_conversion_cast %%d%d : %s to %s\n", cur, desc, ty);
+  EMIT("  return %%m : %s\n}\n", ty);
+#undef EMIT
+  free(ty);
+  if (b.oom) { free(b.p); return -ENOMEM; }
+  MlirOperation fn = mlirOperationCreateParse(rw->c->ctx, vxl__str(b.p), vxl__str("<vortexd view helper>"));
+  free(b.p);
+  if (mlirOperationIsNull(fn)) {
+    vxl__diag_at(rw->d, loc, "internal: could not build the memref view for this argument");
+    return -EINVAL;
+  }
+  mlirBlockAppendOwnedOperation(mlirModuleGetBody(rw->mod), fn);
+  return 0;
+}
+
+/* Records which grid/block dimensions a kernel reads. */
+static void vxl__note_dims(vxl__kernel_info *k, MlirStringRef name, int dim) {
+  if (dim < 0 || !k) return;
+  if (vxl__streq(name, "gpu.block_id") || vxl__streq(name, "gpu.grid_dim"))
+    if ((uint32_t)dim + 1 > k->grid_dims) k->grid_dims = (uint32_t)dim + 1;
+}
+
+/* Rewrites one gpu.* op inside a converted function body. */
+static int vxl__rewrite_gpu_op(vxl__rw *rw, MlirOperation op, vxl__kernel_info *k) {
+  MlirContext ctx = rw->c->ctx;
+  MlirStringRef name = vxl__op_name(op);
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirBlock blk = mlirOperationGetBlock(op);
+  const char *helper = NULL;
+  if (vxl__streq(name, "gpu.thread_id")) helper = "__vxl_thread_id";
+  else if (vxl__streq(name, "gpu.block_id")) helper = "__vxl_block_id";
+  else if (vxl__streq(name, "gpu.block_dim")) helper = "__vxl_block_dim";
+  else if (vxl__streq(name, "gpu.grid_dim")) helper = "__vxl_grid_dim";
+
+  if (helper) {
+    int dim = vxl__dimension(op);
+    if (dim < 0) {
+      vxl__diag_at(rw->d, loc, "unsupported: %.*s with an unreadable dimension", (int)name.length, name.data);
+      return -EINVAL;
+    }
+    vxl__note_dims(k, name, dim);
+    MlirValue c = vxl__const_i32(ctx, loc, blk, op, dim);
+    MlirType idx = mlirIndexTypeGet(ctx);
+    MlirOperation call = vxl__call(ctx, loc, blk, op, helper, 1, &c, 1, &idx);
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0), mlirOperationGetResult(call, 0));
+    mlirOperationDestroy(op);
+    return 0;
+  }
+  if (vxl__streq(name, "gpu.barrier")) {
+    vxl__call(ctx, loc, blk, op, "__vxl_barrier", 0, NULL, 0, NULL);
+    mlirOperationDestroy(op);
+    return 0;
+  }
+  if (vxl__streq(name, "gpu.return")) {
+    MlirOperationState st = mlirOperationStateGet(vxl__str("func.return"), loc);
+    intptr_t n = mlirOperationGetNumOperands(op);
+    for (intptr_t i = 0; i < n; i++) {
+      MlirValue v = mlirOperationGetOperand(op, i);
+      mlirOperationStateAddOperands(&st, 1, &v);
+    }
+    mlirBlockInsertOwnedOperationBefore(blk, op, mlirOperationCreate(&st));
+    mlirOperationDestroy(op);
+    return 0;
+  }
+  return 0;
+}
+
+/* Converts one gpu.func (already moved into the new module) to func.func.
+ * For kernels fills *k. */
+static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
+  MlirContext ctx = rw->c->ctx;
+  MlirLocation loc = mlirOperationGetLocation(gf);
+  MlirAttribute sym = mlirOperationGetAttributeByName(gf, vxl__str("sym_name"));
+  MlirAttribute fta = mlirOperationGetAttributeByName(gf, vxl__str("function_type"));
+  if (mlirAttributeIsNull(sym) || mlirAttributeIsNull(fta)) {
+    vxl__diag_at(rw->d, loc, "internal: gpu.func without sym_name or function_type");
+    return -EINVAL;
+  }
+  MlirStringRef fname = mlirStringAttrGetValue(sym);
+  MlirType fty = mlirTypeAttrGetValue(fta);
+  intptr_t nin = mlirFunctionTypeGetNumInputs(fty);
+  MlirRegion body = mlirOperationGetRegion(gf, 0);
+  MlirBlock entry = mlirRegionGetFirstBlock(body);
+  if (mlirBlockIsNull(entry)) {
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.func @%.*s without a body", (int)fname.length, fname.data);
+    return -EINVAL;
+  }
+  if (mlirBlockGetNumArguments(entry) != nin) {
+    vxl__diag_at(rw->d, loc, "unsupported: workgroup/private memory attributions on gpu.func @%.*s",
+                 (int)fname.length, fname.data);
+    return -EINVAL;
+  }
+
+  /* New signature: kernel memrefs become !llvm.ptr. */
+  MlirType *ins = calloc(nin ? (size_t)nin : 1, sizeof *ins);
+  if (!ins) return -ENOMEM;
+  MlirType ptr = mlirLLVMPointerTypeGet(ctx, 0);
+  int rc = 0;
+  if (k) {
+    k->name = strndup(fname.data, fname.length);
+    k->nargs = (uint32_t)nin;
+    k->arg_types = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_types);
+    k->grid_dims = 1;
+    if (!k->name || !k->arg_types) { free(ins); return -ENOMEM; }
+    MlirAttribute kb = mlirOperationGetAttributeByName(gf, vxl__str("gpu.known_block_size"));
+    if (!mlirAttributeIsNull(kb) && mlirAttributeIsADenseI32Array(kb) && mlirDenseArrayGetNumElements(kb) == 3)
+      for (int i = 0; i < 3; i++) k->known_block[i] = (uint32_t)mlirDenseI32ArrayGetElement(kb, i);
+  }
+  for (intptr_t i = 0; i < nin; i++) {
+    MlirType t = mlirFunctionTypeGetInput(fty, i);
+    ins[i] = t;
+    if (k) {
+      k->arg_types[i] = vxl__type_str(t);
+      if (!k->arg_types[i]) { free(ins); return -ENOMEM; }
+      if (mlirTypeIsAMemRef(t)) ins[i] = ptr;
+      else if (!(mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) || mlirTypeIsAF32(t) ||
+                 mlirTypeIsAF64(t) || mlirTypeIsAF16(t) || mlirTypeIsALLVMPointerType(t))) {
+        vxl__diag_at(rw->d, loc, "unsupported: kernel @%.*s argument %ld of type %s",
+                     (int)fname.length, fname.data, (long)i, k->arg_types[i]);
+        free(ins);
+        return -EINVAL;
+      }
+    }
+  }
+  MlirType nfty = mlirFunctionTypeGet(ctx, nin, ins, mlirFunctionTypeGetNumResults(fty), NULL);
+  if (mlirFunctionTypeGetNumResults(fty) > 0) {
+    intptr_t nr = mlirFunctionTypeGetNumResults(fty);
+    MlirType *rs = calloc((size_t)nr, sizeof *rs);
+    if (!rs) { free(ins); return -ENOMEM; }
+    for (intptr_t i = 0; i < nr; i++) rs[i] = mlirFunctionTypeGetResult(fty, i);
+    nfty = mlirFunctionTypeGet(ctx, nin, ins, nr, rs);
+    free(rs);
+  }
+  free(ins);
+
+  MlirOperationState st = mlirOperationStateGet(vxl__str("func.func"), loc);
+  MlirNamedAttribute attrs[2] = {
+      vxl__named(ctx, "sym_name", mlirStringAttrGet(ctx, fname)),
+      vxl__named(ctx, "function_type", mlirTypeAttrGet(nfty)),
+  };
+  mlirOperationStateAddAttributes(&st, 2, attrs);
+  MlirRegion r = mlirRegionCreate();
+  mlirOperationStateAddOwnedRegions(&st, 1, &r);
+  MlirOperation ff = mlirOperationCreate(&st);
+  mlirRegionTakeBody(mlirOperationGetRegion(ff, 0), body);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(gf), gf, ff);
+  mlirOperationDestroy(gf);
+
+  /* Kernel memref arguments: retype to !llvm.ptr, rebuild the view. */
+  if (k) {
+    for (intptr_t i = 0; i < nin && rc == 0; i++) {
+      MlirValue arg = mlirBlockGetArgument(entry, i);
+      MlirType t = mlirValueGetType(arg);
+      if (!mlirTypeIsAMemRef(t)) continue;
+      char view[64];
+      rc = vxl__make_view(rw, t, loc, view, sizeof view);
+      if (rc) break;
+      mlirBlockArgumentSetType(arg, ptr);
+      MlirOperation first = mlirBlockGetFirstOperation(entry);
+      MlirOperation call = vxl__call(ctx, loc, entry, first, view, 1, &arg, 1, &t);
+      mlirValueReplaceAllUsesExcept(arg, mlirOperationGetResult(call, 0), 1, &call);
+    }
+  }
+  if (rc) return rc;
+
+  /* Rewrite the gpu.* ops of the body (collected first: the walk must not
+   * see the ops it mutates). */
+  vxl__ops ops = {0};
+  mlirOperationWalk(ff, vxl__collect_cb, &ops, MlirWalkPreOrder);
+  if (ops.oom) { free(ops.v); return -ENOMEM; }
+  for (size_t i = 0; i < ops.n && rc == 0; i++) {
+    MlirStringRef n = vxl__op_name(ops.v[i]);
+    if (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) rc = vxl__rewrite_gpu_op(rw, ops.v[i], k);
+  }
+  free(ops.v);
+  return rc;
+}
+
+/* ---- driver ---- */
+
+static int vxl__check_supported(vxl__rw *rw, MlirOperation root) {
+  vxl__ops ops = {0};
+  mlirOperationWalk(root, vxl__collect_cb, &ops, MlirWalkPreOrder);
+  if (ops.oom) { free(ops.v); return -ENOMEM; }
+  int bad = 0;
+  for (size_t i = 0; i < ops.n; i++) {
+    MlirOperation op = ops.v[i];
+    if (mlirOperationEqual(op, root)) continue;
+    MlirStringRef n = vxl__op_name(op);
+    int ok = (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) ? vxl__gpu_op_supported(n)
+                                                              : vxl__dialect_supported(n);
+    if (ok && vxl__memref_op_unsupported(op)) ok = 0;
+    if (!ok) {
+      vxl__diag_at(rw->d, mlirOperationGetLocation(op), "unsupported: %.*s", (int)n.length, n.data);
+      bad = 1;
+    }
+  }
+  free(ops.v);
+  return bad ? -EINVAL : 0;
+}
+
+static int vxl__has_op(MlirOperation root, const char *name) {
+  vxl__ops ops = {0};
+  mlirOperationWalk(root, vxl__collect_cb, &ops, MlirWalkPreOrder);
+  int found = 0;
+  for (size_t i = 0; i < ops.n && !found; i++) found = vxl__streq(vxl__op_name(ops.v[i]), name);
+  free(ops.v);
+  return found;
+}
+
+int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
+                               const char *source_name, const vxl_options *opts,
+                               vxl__diags *d, MlirModule *out_module,
+                               vxl__kernel_info **kinfo_out, uint32_t *nkernels_out) {
+  MlirContext ctx = c->ctx;
+  char *text = malloc(len + 1);
+  if (!text) return -ENOMEM;
+  memcpy(text, source, len);
+  text[len] = '\0';
+  vxl__fix_dlti(text, len);
+
+  /* Module parse: several top-level ops are wrapped in an implicit module,
+   * as mlir-opt does.  The parser names no file; d->source_name does. */
+  MlirModule parsed = mlirModuleCreateParse(ctx, (MlirStringRef){text, len});
+  free(text);
+  MlirOperation top = mlirModuleIsNull(parsed) ? (MlirOperation){NULL} : mlirModuleGetOperation(parsed);
+  if (mlirOperationIsNull(top)) {
+    if (d->n == 0) vxl__diag_add(d, "%s: error: could not parse the module", source_name);
+    return -EINVAL;
+  }
+  if (!vxl__streq(vxl__op_name(top), "builtin.module")) {
+    vxl__diag_at(d, mlirOperationGetLocation(top), "expected a builtin.module at top level");
+    mlirOperationDestroy(top);
+    return -EINVAL;
+  }
+
+  int rc = 0;
+  /* gpu.launch bodies become gpu.func kernels (upstream outlining). */
+  if (vxl__has_op(top, "gpu.launch")) {
+    MlirPassManager pm = mlirPassManagerCreate(ctx);
+    MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
+    mlirOpPassManagerAddPipeline(opm, vxl__str("builtin.module(gpu-kernel-outlining)"), NULL, NULL);
+    if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, top))) rc = -EINVAL;
+    mlirPassManagerDestroy(pm);
+    if (rc) {
+      vxl__diag_add(d, "%s: error: gpu-kernel-outlining failed", source_name);
+      mlirOperationDestroy(top);
+      return rc;
+    }
+  }
+
+  MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
+  MlirBlock mbody = mlirModuleGetBody(mod);
+  vxl__rw rw = {.c = c, .mod = mod, .d = d};
+
+  /* Move every gpu.module's ops into mod. */
+  vxl__ops funcs = {0};
+  uint32_t nkernels = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(top)));
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    if (!vxl__streq(vxl__op_name(op), "gpu.module")) continue;
+    MlirBlock gb = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    MlirOperation inner = mlirBlockGetFirstOperation(gb);
+    while (!mlirOperationIsNull(inner)) {
+      MlirOperation next = mlirOperationGetNextInBlock(inner);
+      MlirStringRef n = vxl__op_name(inner);
+      if (!vxl__streq(n, "gpu.module_end")) {
+        /* two gpu.modules defining one symbol would collide once merged */
+        MlirAttribute s = mlirOperationGetAttributeByName(inner, vxl__str("sym_name"));
+        if (!mlirAttributeIsNull(s) && mlirAttributeIsAString(s)) {
+          MlirStringRef sn = mlirStringAttrGetValue(s);
+          for (MlirOperation o = mlirBlockGetFirstOperation(mbody); !mlirOperationIsNull(o);
+               o = mlirOperationGetNextInBlock(o)) {
+            MlirAttribute s2 = mlirOperationGetAttributeByName(o, vxl__str("sym_name"));
+            if (!mlirAttributeIsNull(s2) && mlirStringRefEqual(mlirStringAttrGetValue(s2), sn) &&
+                !vxl__streq(n, "llvm.func")) {
+              vxl__diag_at(d, mlirOperationGetLocation(inner),
+                           "unsupported: symbol @%.*s is defined in two gpu.modules",
+                           (int)sn.length, sn.data);
+              rc = -EINVAL;
+            }
+          }
+        }
+        mlirOperationRemoveFromParent(inner);
+        mlirBlockAppendOwnedOperation(mbody, inner);
+        if (vxl__streq(n, "gpu.func")) {
+          vxl__ops_push(&funcs, inner);
+          if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(inner, vxl__str("gpu.kernel"))))
+            nkernels++;
+        }
+      }
+      inner = next;
+    }
+  }
+  mlirOperationDestroy(top);
+  if (funcs.oom) rc = -ENOMEM;
+  if (rc == 0 && nkernels == 0) {
+    vxl__diag_add(d, "%s: error: no kernels: the module has no gpu.func with the kernel attribute",
+                  source_name);
+    rc = -EINVAL;
+  }
+  if (rc == 0) rc = vxl__check_supported(&rw, mlirModuleGetOperation(mod));
+
+  /* The Vortex device ABI helpers. */
+  if (rc == 0) {
+    MlirModule prelude = opts->emulator ? c->prelude_emu : c->prelude_hw;
+    for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(prelude));
+         !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+      mlirBlockAppendOwnedOperation(mbody, mlirOperationClone(op));
+  }
+
+  vxl__kernel_info *kinfo = NULL;
+  if (rc == 0) {
+    kinfo = calloc(nkernels, sizeof *kinfo);
+    if (!kinfo) rc = -ENOMEM;
+  }
+  uint32_t ki = 0;
+  for (size_t i = 0; rc == 0 && i < funcs.n; i++) {
+    int is_kernel = !mlirAttributeIsNull(mlirOperationGetAttributeByName(funcs.v[i], vxl__str("gpu.kernel")));
+    rc = vxl__convert_func(&rw, funcs.v[i], is_kernel ? &kinfo[ki] : NULL);
+    if (is_kernel) ki++;
+  }
+  free(funcs.v);
+
+  if (rc == 0 && !mlirOperationVerify(mlirModuleGetOperation(mod))) {
+    vxl__diag_add(d, "%s: error: internal: the rewritten module does not verify", source_name);
+    rc = -EINVAL;
+  }
+  if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm, mlirModuleGetOperation(mod)))) {
+    vxl__diag_add(d, "%s: error: the upstream lowering pipeline failed", source_name);
+    rc = -EINVAL;
+  }
+  /* Everything must be LLVM dialect now. */
+  if (rc == 0) {
+    vxl__ops ops = {0};
+    mlirOperationWalk(mlirModuleGetOperation(mod), vxl__collect_cb, &ops, MlirWalkPreOrder);
+    for (size_t i = 1; i < ops.n; i++) {
+      MlirStringRef n = vxl__op_name(ops.v[i]);
+      if (!(n.length > 5 && memcmp(n.data, "llvm.", 5) == 0)) {
+        vxl__diag_at(d, mlirOperationGetLocation(ops.v[i]), "unsupported: %.*s (not lowered to LLVM)",
+                     (int)n.length, n.data);
+        rc = -EINVAL;
+      }
+    }
+    free(ops.v);
+  }
+  if (rc) {
+    for (uint32_t i = 0; kinfo && i < nkernels; i++) vxl__kernel_info_clear(&kinfo[i]);
+    free(kinfo);
+    mlirModuleDestroy(mod);
+    return rc;
+  }
+  *out_module = mod;
+  *kinfo_out = kinfo;
+  *nkernels_out = nkernels;
+  return 0;
+}

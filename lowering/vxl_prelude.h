@@ -1,0 +1,81 @@
+/*
+ * vxl_prelude.h - the Vortex device ABI as MLIR text (internal to lowering/).
+ *
+ * The GPU-dialect rewrite replaces each gpu.thread_id / block_id / block_dim /
+ * grid_dim / barrier op by a call to one of the helpers below; after the
+ * upstream lowering and LLVM O2 the helpers are inlined and vanish.  Keeping
+ * the ABI here, as readable IR, means the rule "what does gpu.thread_id x read"
+ * lives in exactly one place.
+ *
+ * Source of every rule: Vortex kernel/include/vx_spawn.h and vx_intrinsics.h
+ * (see ../shared/notes/vortex-abi.md):
+ *   - threadIdx, blockIdx: extern __thread dim3_t (thread-locals);
+ *   - blockDim, gridDim:   extern dim3_t (plain globals);
+ *   - __syncthreads() = vx_barrier(__local_group_id, __warps_per_group), where
+ *     vx_barrier is `.insn r 0x0B, 4, 0, x0, id, nwarps` (custom-0, funct3 4)
+ *     and counts WARPS, not threads.
+ * dim3_t is three u32 {x, y, z}; it is modelled as !llvm.array<3 x i32> so a
+ * dimension index can select the field.
+ *
+ * The emulator variant (vxl_options.emulator) keeps the same thread-locals and
+ * globals, which the test device defines, and replaces the custom instruction
+ * by a call to vx_emu_barrier(id, nwarps) that the test device implements.
+ */
+#ifndef VXL_PRELUDE_H
+#define VXL_PRELUDE_H
+
+#define VXL__PRELUDE_COMMON                                                     \
+  "llvm.mlir.global external thread_local @threadIdx() {addr_space = 0 : i32}"  \
+  " : !llvm.array<3 x i32>\n"                                                   \
+  "llvm.mlir.global external thread_local @blockIdx() {addr_space = 0 : i32}"   \
+  " : !llvm.array<3 x i32>\n"                                                   \
+  "llvm.mlir.global external @blockDim() {addr_space = 0 : i32}"                \
+  " : !llvm.array<3 x i32>\n"                                                   \
+  "llvm.mlir.global external @gridDim() {addr_space = 0 : i32}"                 \
+  " : !llvm.array<3 x i32>\n"                                                   \
+  "llvm.mlir.global external thread_local @__local_group_id()"                  \
+  " {addr_space = 0 : i32} : i32\n"                                             \
+  "llvm.mlir.global external @__warps_per_group() {addr_space = 0 : i32}"       \
+  " : i32\n"                                                                    \
+  VXL__DIM3_READER("__vxl_thread_id", "threadIdx")                              \
+  VXL__DIM3_READER("__vxl_block_id", "blockIdx")                                \
+  VXL__DIM3_READER("__vxl_block_dim", "blockDim")                               \
+  VXL__DIM3_READER("__vxl_grid_dim", "gridDim")
+
+/* func @NAME(%dim: i32) -> index: loads field %dim of the dim3 global VAR. */
+#define VXL__DIM3_READER(NAME, VAR)                                             \
+  "func.func private @" NAME "(%dim: i32) -> index {\n"                         \
+  "  %p = llvm.mlir.addressof @" VAR " : !llvm.ptr\n"                           \
+  "  %f = llvm.getelementptr %p[0, %dim] : (!llvm.ptr, i32) -> !llvm.ptr,"      \
+  " !llvm.array<3 x i32>\n"                                                     \
+  "  %v = llvm.load %f : !llvm.ptr -> i32\n"                                    \
+  "  %i = arith.index_cast %v : i32 to index\n"                                 \
+  "  return %i : index\n"                                                       \
+  "}\n"
+
+/* Loads the barrier id and warp count __syncthreads() passes to vx_barrier. */
+#define VXL__BARRIER_OPERANDS                                                   \
+  "  %gp = llvm.mlir.addressof @__local_group_id : !llvm.ptr\n"                 \
+  "  %gid = llvm.load %gp : !llvm.ptr -> i32\n"                                 \
+  "  %wp = llvm.mlir.addressof @__warps_per_group : !llvm.ptr\n"                \
+  "  %nw = llvm.load %wp : !llvm.ptr -> i32\n"
+
+#define VXL_PRELUDE_HARDWARE                                                    \
+  "module {\n" VXL__PRELUDE_COMMON                                              \
+  "func.func private @__vxl_barrier() {\n" VXL__BARRIER_OPERANDS                \
+  "  llvm.inline_asm has_side_effects \".insn r 0x0B, 4, 0, x0, $0, $1\","      \
+  " \"r,r,~{memory}\" %gid, %nw : (i32, i32) -> ()\n"                           \
+  "  return\n"                                                                  \
+  "}\n"                                                                         \
+  "}\n"
+
+#define VXL_PRELUDE_EMULATOR                                                    \
+  "module {\n" VXL__PRELUDE_COMMON                                              \
+  "llvm.func @vx_emu_barrier(i32, i32)\n"                                       \
+  "func.func private @__vxl_barrier() {\n" VXL__BARRIER_OPERANDS                \
+  "  llvm.call @vx_emu_barrier(%gid, %nw) : (i32, i32) -> ()\n"                 \
+  "  return\n"                                                                  \
+  "}\n"                                                                         \
+  "}\n"
+
+#endif /* VXL_PRELUDE_H */

@@ -1,0 +1,538 @@
+/*
+ * vxp.c - msgpack encoding of the vortexd protocol (grammar in vxp.h and
+ * docs/PROTOCOL.md).  Pure functions: no I/O, no global state, any thread.
+ *
+ * Decoding is strict for requests (an unknown key or a wrong value type is
+ * an error the daemon reports back) and tolerant of unknown keys in
+ * responses, so a newer daemon may add fields without breaking older clients.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "vxp.h"
+
+const char *vxp_strerror(int err) {
+  switch (err) {
+  case VXP_OK: return "success";
+  case VXP_ENOMEM: return "out of memory";
+  case VXP_EFORMAT: return "malformed message (not a msgpack map of the expected shape)";
+  case VXP_ETOOBIG: return "frame larger than the maximum frame size";
+  case VXP_EEMPTY: return "empty frame";
+  case VXP_EUNKNOWNKEY: return "unknown key in message";
+  case VXP_ETYPE: return "value of the wrong type";
+  case VXP_EMISSING: return "required key missing";
+  default: return "unknown protocol error";
+  }
+}
+
+static const char *const vxp__ops[] = {NULL, "hello", "compile", "fetch", "stats"};
+static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found",
+                                            "internal"};
+
+const char *vxp_op_name(vxp_op op) {
+  return (op >= VXP_OP_HELLO && op <= VXP_OP_STATS) ? vxp__ops[op] : NULL;
+}
+
+const char *vxp_status_name(vxp_status s) {
+  return (s <= VXP_STATUS_INTERNAL) ? vxp__statuses[s] : "unknown";
+}
+
+int vxp_frame_length(const uint8_t h[VXP_FRAME_HEADER_SIZE], uint32_t max_frame, uint32_t *len) {
+  uint32_t n = ((uint32_t)h[0] << 24) | ((uint32_t)h[1] << 16) | ((uint32_t)h[2] << 8) | h[3];
+  if (n == 0) return VXP_EEMPTY;
+  if (n > max_frame) return VXP_ETOOBIG;
+  *len = n;
+  return VXP_OK;
+}
+
+/* ---- freeing ---- */
+
+void vxp_kernel_clear(vxp_kernel *k) {
+  if (!k) return;
+  free(k->name);
+  for (uint32_t i = 0; i < k->nargs; i++) free(k->args[i].type);
+  free(k->args);
+  free(k->object);
+  memset(k, 0, sizeof *k);
+}
+
+void vxp_request_clear(vxp_request *r) {
+  if (!r) return;
+  free(r->client);
+  free(r->source);
+  free(r->source_name);
+  free(r->key);
+  free(r->kernel);
+  memset(r, 0, sizeof *r);
+}
+
+void vxp_response_clear(vxp_response *r) {
+  if (!r) return;
+  free(r->message);
+  free(r->server);
+  free(r->key);
+  for (uint32_t i = 0; i < r->nkernels; i++) vxp_kernel_clear(&r->kernels[i]);
+  free(r->kernels);
+  for (uint32_t i = 0; i < r->ndiags; i++) free(r->diags[i]);
+  free(r->diags);
+  free(r->lowered_ir);
+  memset(r, 0, sizeof *r);
+}
+
+int vxp_kernel_copy(vxp_kernel *dst, const vxp_kernel *src) {
+  memset(dst, 0, sizeof *dst);
+  *dst = *src;
+  dst->name = NULL;
+  dst->args = NULL;
+  dst->object = NULL;
+  dst->nargs = 0;
+  dst->name = strdup(src->name ? src->name : "");
+  dst->args = calloc(src->nargs ? src->nargs : 1, sizeof *dst->args);
+  if (!dst->name || !dst->args) goto fail;
+  for (uint32_t i = 0; i < src->nargs; i++) {
+    dst->args[i] = src->args[i];
+    dst->args[i].type = strdup(src->args[i].type ? src->args[i].type : "");
+    dst->nargs = i + 1;
+    if (!dst->args[i].type) goto fail;
+  }
+  if (src->object) {
+    dst->object = malloc(src->object_size ? src->object_size : 1);
+    if (!dst->object) goto fail;
+    memcpy(dst->object, src->object, src->object_size);
+  }
+  return VXP_OK;
+fail:
+  vxp_kernel_clear(dst);
+  return VXP_ENOMEM;
+}
+
+/* ---- encoding ---- */
+
+static void vxp__str(msgpack_packer *pk, const char *s) {
+  size_t n = strlen(s);
+  msgpack_pack_str(pk, n);
+  msgpack_pack_str_body(pk, s, n);
+}
+
+static void vxp__kv_str(msgpack_packer *pk, const char *k, const char *v) {
+  vxp__str(pk, k);
+  vxp__str(pk, v);
+}
+
+static void vxp__kv_u64(msgpack_packer *pk, const char *k, uint64_t v) {
+  vxp__str(pk, k);
+  msgpack_pack_uint64(pk, v);
+}
+
+static void vxp__kv_bool(msgpack_packer *pk, const char *k, bool v) {
+  vxp__str(pk, k);
+  v ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
+}
+
+static void vxp__kv_bin(msgpack_packer *pk, const char *k, const uint8_t *p, size_t n) {
+  vxp__str(pk, k);
+  msgpack_pack_bin(pk, n);
+  msgpack_pack_bin_body(pk, p, n);
+}
+
+static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k, bool with_object) {
+  msgpack_pack_map(pk, 9 + (with_object && k->object ? 1 : 0));
+  vxp__kv_str(pk, "name", k->name ? k->name : "");
+  vxp__str(pk, "args");
+  msgpack_pack_array(pk, k->nargs);
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    const vxp_arg *a = &k->args[i];
+    msgpack_pack_map(pk, 6);
+    vxp__kv_u64(pk, "index", a->index);
+    vxp__kv_str(pk, "type", a->type ? a->type : "");
+    vxp__kv_str(pk, "kind", a->kind == VXP_ARG_POINTER ? "pointer" : "scalar");
+    vxp__kv_u64(pk, "size", a->size);
+    vxp__kv_u64(pk, "align", a->align);
+    vxp__kv_u64(pk, "offset", a->offset);
+  }
+  vxp__kv_u64(pk, "args_size", k->args_size);
+  vxp__kv_u64(pk, "launch_offset", k->launch_offset);
+  vxp__kv_u64(pk, "buffer_size", k->buffer_size);
+  vxp__kv_u64(pk, "grid_dims", k->grid_dims);
+  vxp__str(pk, "known_block");
+  msgpack_pack_array(pk, 3);
+  for (int i = 0; i < 3; i++) msgpack_pack_uint32(pk, k->known_block[i]);
+  vxp__kv_u64(pk, "shared_bytes", k->shared_bytes);
+  vxp__kv_u64(pk, "object_size", k->object_size);
+  if (with_object && k->object) vxp__kv_bin(pk, "object", k->object, k->object_size);
+}
+
+/* Takes the packed bytes out of sbuf (ownership moves to the caller). */
+static int vxp__take(msgpack_sbuffer *sb, uint8_t **out, size_t *len) {
+  if (!sb->data) return VXP_ENOMEM;
+  *len = sb->size;
+  *out = (uint8_t *)msgpack_sbuffer_release(sb);
+  return VXP_OK;
+}
+
+int vxp_kernel_meta_encode(const vxp_kernel *k, uint8_t **out, size_t *out_len) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  vxp__pack_kernel(&pk, k, false);
+  int rc = vxp__take(&sb, out, out_len);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+/* Starts a frame: 4 placeholder bytes for the length. */
+static void vxp__frame_begin(msgpack_sbuffer *sb, msgpack_packer *pk) {
+  msgpack_sbuffer_init(sb);
+  msgpack_packer_init(pk, sb, msgpack_sbuffer_write);
+  static const char zero[VXP_FRAME_HEADER_SIZE] = {0};
+  msgpack_sbuffer_write(sb, zero, sizeof zero);
+}
+
+static int vxp__frame_end(msgpack_sbuffer *sb, uint8_t **frame, size_t *frame_len) {
+  if (!sb->data || sb->size < VXP_FRAME_HEADER_SIZE) {
+    msgpack_sbuffer_destroy(sb);
+    return VXP_ENOMEM;
+  }
+  size_t n = sb->size - VXP_FRAME_HEADER_SIZE;
+  if (n > VXP_MAX_FRAME_DEFAULT) {
+    msgpack_sbuffer_destroy(sb);
+    return VXP_ETOOBIG;
+  }
+  uint8_t *p = (uint8_t *)sb->data;
+  p[0] = (uint8_t)(n >> 24);
+  p[1] = (uint8_t)(n >> 16);
+  p[2] = (uint8_t)(n >> 8);
+  p[3] = (uint8_t)n;
+  int rc = vxp__take(sb, frame, frame_len);
+  msgpack_sbuffer_destroy(sb);
+  return rc;
+}
+
+int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len) {
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  vxp__frame_begin(&sb, &pk);
+  const char *op = vxp_op_name(r->op);
+  uint32_t n = 2;
+  switch (r->op) {
+  case VXP_OP_HELLO: n += 1 + (r->client != NULL); break;
+  case VXP_OP_COMPILE: n += 4 + (r->source_name != NULL); break;
+  case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
+  default: break;
+  }
+  msgpack_pack_map(&pk, n);
+  vxp__kv_u64(&pk, "id", r->id);
+  vxp__kv_str(&pk, "op", op ? op : "");
+  switch (r->op) {
+  case VXP_OP_HELLO:
+    vxp__kv_u64(&pk, "proto", r->proto_version);
+    if (r->client) vxp__kv_str(&pk, "client", r->client);
+    break;
+  case VXP_OP_COMPILE:
+    vxp__kv_bin(&pk, "source", r->source, r->source_len);
+    if (r->source_name) vxp__kv_str(&pk, "source_name", r->source_name);
+    vxp__kv_u64(&pk, "opt_level", r->opt_level);
+    vxp__kv_bool(&pk, "emit_ir", r->emit_ir);
+    vxp__kv_bool(&pk, "emulator", r->emulator);
+    break;
+  case VXP_OP_FETCH:
+    vxp__kv_str(&pk, "key", r->key ? r->key : "");
+    if (r->kernel) vxp__kv_str(&pk, "kernel", r->kernel);
+    break;
+  default: break;
+  }
+  return vxp__frame_end(&sb, frame, frame_len);
+}
+
+int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_len) {
+  msgpack_sbuffer sb;
+  msgpack_packer pk;
+  vxp__frame_begin(&sb, &pk);
+  const char *op = vxp_op_name(r->op);
+  uint32_t n = 3 + (r->message != NULL);
+  bool results = r->op == VXP_OP_COMPILE || r->op == VXP_OP_FETCH;
+  if (r->op == VXP_OP_HELLO) n += 3;
+  if (results) n += 4 + (r->key != NULL) + (r->lowered_ir != NULL);
+  if (r->op == VXP_OP_STATS) n += 1;
+  msgpack_pack_map(&pk, n);
+  vxp__kv_u64(&pk, "id", r->id);
+  vxp__kv_str(&pk, "op", op ? op : "");
+  vxp__kv_str(&pk, "status", vxp_status_name(r->status));
+  if (r->message) vxp__kv_str(&pk, "message", r->message);
+  if (r->op == VXP_OP_HELLO) {
+    vxp__kv_u64(&pk, "proto", r->proto_version);
+    vxp__kv_str(&pk, "server", r->server ? r->server : "");
+    vxp__kv_u64(&pk, "max_frame", r->max_frame);
+  }
+  if (results) {
+    if (r->key) vxp__kv_str(&pk, "key", r->key);
+    vxp__kv_bool(&pk, "cached", r->cached);
+    vxp__str(&pk, "kernels");
+    msgpack_pack_array(&pk, r->nkernels);
+    for (uint32_t i = 0; i < r->nkernels; i++) vxp__pack_kernel(&pk, &r->kernels[i], true);
+    vxp__str(&pk, "diags");
+    msgpack_pack_array(&pk, r->ndiags);
+    for (uint32_t i = 0; i < r->ndiags; i++) vxp__str(&pk, r->diags[i] ? r->diags[i] : "");
+    if (r->lowered_ir) vxp__kv_str(&pk, "ir", r->lowered_ir);
+    vxp__kv_u64(&pk, "nkernels", r->nkernels);
+  }
+  if (r->op == VXP_OP_STATS) {
+    const vxp_stats *s = &r->stats;
+    vxp__str(&pk, "stats");
+    msgpack_pack_map(&pk, 9);
+    vxp__kv_u64(&pk, "hits", s->hits);
+    vxp__kv_u64(&pk, "misses", s->misses);
+    vxp__kv_u64(&pk, "compile_errors", s->compile_errors);
+    vxp__kv_u64(&pk, "entries", s->entries);
+    vxp__kv_u64(&pk, "bytes", s->bytes);
+    vxp__kv_u64(&pk, "requests", s->requests);
+    vxp__kv_u64(&pk, "workers", s->workers);
+    vxp__kv_u64(&pk, "worker_restarts", s->worker_restarts);
+    vxp__kv_u64(&pk, "uptime_ms", s->uptime_ms);
+  }
+  return vxp__frame_end(&sb, frame, frame_len);
+}
+
+/* ---- decoding ---- */
+
+static bool vxp__key(const msgpack_object *k, const char *name) {
+  size_t n = strlen(name);
+  return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n && memcmp(k->via.str.ptr, name, n) == 0;
+}
+
+static int vxp__u64(const msgpack_object *v, uint64_t *out) {
+  if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER) return VXP_ETYPE;
+  *out = v->via.u64;
+  return VXP_OK;
+}
+
+static int vxp__u32(const msgpack_object *v, uint32_t *out) {
+  uint64_t x;
+  int rc = vxp__u64(v, &x);
+  if (rc) return rc;
+  if (x > UINT32_MAX) return VXP_ETYPE;
+  *out = (uint32_t)x;
+  return VXP_OK;
+}
+
+static int vxp__bool(const msgpack_object *v, bool *out) {
+  if (v->type != MSGPACK_OBJECT_BOOLEAN) return VXP_ETYPE;
+  *out = v->via.boolean;
+  return VXP_OK;
+}
+
+static int vxp__strdup(const msgpack_object *v, char **out) {
+  if (v->type != MSGPACK_OBJECT_STR) return VXP_ETYPE;
+  if (memchr(v->via.str.ptr, '\0', v->via.str.size)) return VXP_ETYPE;
+  char *s = malloc(v->via.str.size + 1);
+  if (!s) return VXP_ENOMEM;
+  memcpy(s, v->via.str.ptr, v->via.str.size);
+  s[v->via.str.size] = '\0';
+  free(*out);
+  *out = s;
+  return VXP_OK;
+}
+
+static int vxp__bindup(const msgpack_object *v, uint8_t **out, size_t *len) {
+  const char *p;
+  size_t n;
+  if (v->type == MSGPACK_OBJECT_BIN) p = v->via.bin.ptr, n = v->via.bin.size;
+  else if (v->type == MSGPACK_OBJECT_STR) p = v->via.str.ptr, n = v->via.str.size;
+  else return VXP_ETYPE;
+  uint8_t *b = malloc(n ? n : 1);
+  if (!b) return VXP_ENOMEM;
+  memcpy(b, p, n);
+  free(*out);
+  *out = b;
+  *len = n;
+  return VXP_OK;
+}
+
+static int vxp__op(const msgpack_object *v, vxp_op *op) {
+  for (int i = VXP_OP_HELLO; i <= VXP_OP_STATS; i++)
+    if (vxp__key(v, vxp__ops[i])) { *op = (vxp_op)i; return VXP_OK; }
+  return v->type == MSGPACK_OBJECT_STR ? VXP_EFORMAT : VXP_ETYPE;
+}
+
+/* Unpacks one msgpack map covering exactly [buf, buf+len). */
+static int vxp__unpack(const uint8_t *buf, size_t len, msgpack_unpacked *u) {
+  size_t off = 0;
+  msgpack_unpacked_init(u);
+  msgpack_unpack_return ret = msgpack_unpack_next(u, (const char *)buf, len, &off);
+  if (ret != MSGPACK_UNPACK_SUCCESS) return ret == MSGPACK_UNPACK_NOMEM_ERROR ? VXP_ENOMEM : VXP_EFORMAT;
+  if (off != len || u->data.type != MSGPACK_OBJECT_MAP) return VXP_EFORMAT;
+  return VXP_OK;
+}
+
+static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool strict) {
+  if (o->type != MSGPACK_OBJECT_MAP) return VXP_ETYPE;
+  int rc = VXP_OK;
+  bool have_name = false;
+  for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
+    const msgpack_object *key = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
+    if (vxp__key(key, "name")) rc = vxp__strdup(v, &k->name), have_name = true;
+    else if (vxp__key(key, "args_size")) rc = vxp__u32(v, &k->args_size);
+    else if (vxp__key(key, "launch_offset")) rc = vxp__u32(v, &k->launch_offset);
+    else if (vxp__key(key, "buffer_size")) rc = vxp__u32(v, &k->buffer_size);
+    else if (vxp__key(key, "grid_dims")) rc = vxp__u32(v, &k->grid_dims);
+    else if (vxp__key(key, "shared_bytes")) rc = vxp__u32(v, &k->shared_bytes);
+    else if (vxp__key(key, "object_size")) {
+      uint64_t x;
+      rc = vxp__u64(v, &x);
+      if (rc == VXP_OK && !k->object) k->object_size = (size_t)x;
+    } else if (vxp__key(key, "object")) rc = vxp__bindup(v, &k->object, &k->object_size);
+    else if (vxp__key(key, "known_block")) {
+      if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 3) rc = VXP_ETYPE;
+      for (int j = 0; j < 3 && rc == VXP_OK; j++) rc = vxp__u32(&v->via.array.ptr[j], &k->known_block[j]);
+    } else if (vxp__key(key, "args")) {
+      if (v->type != MSGPACK_OBJECT_ARRAY) { rc = VXP_ETYPE; break; }
+      free(k->args);
+      k->nargs = 0;
+      k->args = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *k->args);
+      if (!k->args) { rc = VXP_ENOMEM; break; }
+      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
+        const msgpack_object *ao = &v->via.array.ptr[j];
+        vxp_arg *a = &k->args[j];
+        k->nargs = j + 1;
+        if (ao->type != MSGPACK_OBJECT_MAP) { rc = VXP_ETYPE; break; }
+        for (uint32_t m = 0; m < ao->via.map.size && rc == VXP_OK; m++) {
+          const msgpack_object *ak = &ao->via.map.ptr[m].key, *av = &ao->via.map.ptr[m].val;
+          if (vxp__key(ak, "index")) rc = vxp__u32(av, &a->index);
+          else if (vxp__key(ak, "type")) rc = vxp__strdup(av, &a->type);
+          else if (vxp__key(ak, "size")) rc = vxp__u32(av, &a->size);
+          else if (vxp__key(ak, "align")) rc = vxp__u32(av, &a->align);
+          else if (vxp__key(ak, "offset")) rc = vxp__u32(av, &a->offset);
+          else if (vxp__key(ak, "kind")) {
+            if (vxp__key(av, "pointer")) a->kind = VXP_ARG_POINTER;
+            else if (vxp__key(av, "scalar")) a->kind = VXP_ARG_SCALAR;
+            else rc = VXP_ETYPE;
+          } else if (strict) rc = VXP_EUNKNOWNKEY;
+        }
+        if (rc == VXP_OK && !a->type) rc = VXP_EMISSING;
+      }
+    } else if (strict) rc = VXP_EUNKNOWNKEY;
+  }
+  if (rc == VXP_OK && !have_name) rc = VXP_EMISSING;
+  return rc;
+}
+
+int vxp_kernel_meta_decode(const uint8_t *buf, size_t len, vxp_kernel *k) {
+  memset(k, 0, sizeof *k);
+  msgpack_unpacked u;
+  int rc = vxp__unpack(buf, len, &u);
+  if (rc == VXP_OK) rc = vxp__decode_kernel(&u.data, k, true);
+  msgpack_unpacked_destroy(&u);
+  if (rc) vxp_kernel_clear(k);
+  return rc;
+}
+
+int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
+  memset(r, 0, sizeof *r);
+  r->opt_level = 2;
+  msgpack_unpacked u;
+  int rc = vxp__unpack(payload, len, &u);
+  bool have_id = false, have_op = false, have_proto = false, have_src = false, have_key = false;
+  const msgpack_object_map *m = &u.data.via.map;
+  /* the id first, so that any later error can still be answered by id */
+  for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++)
+    if (vxp__key(&m->ptr[i].key, "id") && vxp__u64(&m->ptr[i].val, &r->id) == VXP_OK) have_id = true;
+  for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++) {
+    const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
+    if (vxp__key(k, "id")) rc = vxp__u64(v, &r->id);
+    else if (vxp__key(k, "op")) rc = vxp__op(v, &r->op), have_op = true;
+    else if (vxp__key(k, "proto")) rc = vxp__u32(v, &r->proto_version), have_proto = true;
+    else if (vxp__key(k, "client")) rc = vxp__strdup(v, &r->client);
+    else if (vxp__key(k, "source")) rc = vxp__bindup(v, &r->source, &r->source_len), have_src = true;
+    else if (vxp__key(k, "source_name")) rc = vxp__strdup(v, &r->source_name);
+    else if (vxp__key(k, "opt_level")) {
+      rc = vxp__u32(v, &r->opt_level);
+      if (rc == VXP_OK && r->opt_level > 3) rc = VXP_ETYPE;
+    } else if (vxp__key(k, "emit_ir")) rc = vxp__bool(v, &r->emit_ir);
+    else if (vxp__key(k, "emulator")) rc = vxp__bool(v, &r->emulator);
+    else if (vxp__key(k, "key")) rc = vxp__strdup(v, &r->key), have_key = true;
+    else if (vxp__key(k, "kernel")) rc = vxp__strdup(v, &r->kernel);
+    else rc = VXP_EUNKNOWNKEY;
+  }
+  if (rc == VXP_OK) {
+    if (!have_id || !have_op) rc = VXP_EMISSING;
+    else if (r->op == VXP_OP_HELLO && !have_proto) rc = VXP_EMISSING;
+    else if (r->op == VXP_OP_COMPILE && !have_src) rc = VXP_EMISSING;
+    else if (r->op == VXP_OP_FETCH && !have_key) rc = VXP_EMISSING;
+  }
+  msgpack_unpacked_destroy(&u);
+  if (rc) {
+    uint64_t id = r->id;
+    vxp_request_clear(r);
+    if (have_id) r->id = id;
+  }
+  return rc;
+}
+
+static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
+  if (o->type != MSGPACK_OBJECT_MAP) return VXP_ETYPE;
+  int rc = VXP_OK;
+  for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
+    const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
+    if (vxp__key(k, "hits")) rc = vxp__u64(v, &s->hits);
+    else if (vxp__key(k, "misses")) rc = vxp__u64(v, &s->misses);
+    else if (vxp__key(k, "compile_errors")) rc = vxp__u64(v, &s->compile_errors);
+    else if (vxp__key(k, "entries")) rc = vxp__u64(v, &s->entries);
+    else if (vxp__key(k, "bytes")) rc = vxp__u64(v, &s->bytes);
+    else if (vxp__key(k, "requests")) rc = vxp__u64(v, &s->requests);
+    else if (vxp__key(k, "workers")) rc = vxp__u64(v, &s->workers);
+    else if (vxp__key(k, "worker_restarts")) rc = vxp__u64(v, &s->worker_restarts);
+    else if (vxp__key(k, "uptime_ms")) rc = vxp__u64(v, &s->uptime_ms);
+  }
+  return rc;
+}
+
+int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
+  memset(r, 0, sizeof *r);
+  msgpack_unpacked u;
+  int rc = vxp__unpack(payload, len, &u);
+  bool have_id = false, have_status = false;
+  const msgpack_object_map *m = &u.data.via.map;
+  for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++) {
+    const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
+    if (vxp__key(k, "id")) rc = vxp__u64(v, &r->id), have_id = true;
+    else if (vxp__key(k, "op")) rc = vxp__op(v, &r->op);
+    else if (vxp__key(k, "status")) {
+      rc = VXP_ETYPE;
+      for (int s = 0; s <= VXP_STATUS_INTERNAL; s++)
+        if (vxp__key(v, vxp__statuses[s])) { r->status = (vxp_status)s; rc = VXP_OK; }
+      have_status = true;
+    } else if (vxp__key(k, "message")) rc = vxp__strdup(v, &r->message);
+    else if (vxp__key(k, "proto")) rc = vxp__u32(v, &r->proto_version);
+    else if (vxp__key(k, "server")) rc = vxp__strdup(v, &r->server);
+    else if (vxp__key(k, "max_frame")) rc = vxp__u32(v, &r->max_frame);
+    else if (vxp__key(k, "key")) rc = vxp__strdup(v, &r->key);
+    else if (vxp__key(k, "cached")) rc = vxp__bool(v, &r->cached);
+    else if (vxp__key(k, "ir")) rc = vxp__strdup(v, &r->lowered_ir);
+    else if (vxp__key(k, "stats")) rc = vxp__decode_stats(v, &r->stats);
+    else if (vxp__key(k, "kernels")) {
+      if (v->type != MSGPACK_OBJECT_ARRAY) { rc = VXP_ETYPE; break; }
+      r->kernels = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->kernels);
+      if (!r->kernels) { rc = VXP_ENOMEM; break; }
+      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
+        r->nkernels = j + 1;
+        rc = vxp__decode_kernel(&v->via.array.ptr[j], &r->kernels[j], false);
+      }
+    } else if (vxp__key(k, "diags")) {
+      if (v->type != MSGPACK_OBJECT_ARRAY) { rc = VXP_ETYPE; break; }
+      r->diags = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->diags);
+      if (!r->diags) { rc = VXP_ENOMEM; break; }
+      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
+        r->ndiags = j + 1;
+        rc = vxp__strdup(&v->via.array.ptr[j], &r->diags[j]);
+      }
+    }
+    /* unknown keys: ignored in responses (see the file comment) */
+  }
+  if (rc == VXP_OK && (!have_id || !have_status)) rc = VXP_EMISSING;
+  msgpack_unpacked_destroy(&u);
+  if (rc) vxp_response_clear(r);
+  return rc;
+}

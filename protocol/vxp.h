@@ -1,0 +1,192 @@
+/*
+ * vxp.h - the vortexd wire protocol: bytes <-> C structs, nothing else.
+ *
+ * This module owns the data model every other module speaks (kernel argument
+ * metadata, requests, responses) and its msgpack encoding.  It does no I/O and
+ * keeps no state; every function may be called from any thread.
+ *
+ * Frame grammar (see docs/PROTOCOL.md for the full message grammar):
+ *
+ *   frame   = length payload
+ *   length  = u32, big-endian, 1 .. VXP_MAX_FRAME_DEFAULT (or the limit the
+ *             peer announced in hello), counts payload bytes only
+ *   payload = one msgpack map (request or response)
+ *
+ * Ownership: every char* / uint8_t* field of a decoded struct is from malloc()
+ * and is released by the matching *_free() function.  Encoders never take
+ * ownership of their input.
+ */
+#ifndef VXP_H
+#define VXP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Protocol version announced in hello.  Bump on any incompatible change. */
+#define VXP_PROTOCOL_VERSION 1u
+/* Bytes in the frame length prefix. */
+#define VXP_FRAME_HEADER_SIZE 4u
+/* Largest payload either side accepts unless hello said otherwise (bytes). */
+#define VXP_MAX_FRAME_DEFAULT (64u * 1024u * 1024u)
+/* Bytes of the launch header that follows the kernel arguments in an
+ * argument buffer: grid_dim[3], block_dim[3] (u32 each), then the dynamic
+ * shared-memory size (u32).  Layout rule from seed 001 (arguments first,
+ * scheduling information after them). */
+#define VXP_LAUNCH_HEADER_SIZE 28u
+
+/* Error codes: 0 on success, otherwise one of these (negative). */
+enum {
+  VXP_OK = 0,
+  VXP_ENOMEM = -1,     /* allocation failed */
+  VXP_EFORMAT = -2,    /* not msgpack, or not the expected shape */
+  VXP_ETOOBIG = -3,    /* frame length over the limit */
+  VXP_EEMPTY = -4,     /* zero-length frame */
+  VXP_EUNKNOWNKEY = -5,/* a map key this protocol version does not define */
+  VXP_ETYPE = -6,      /* a known key carries a value of the wrong type */
+  VXP_EMISSING = -7,   /* a required key is missing */
+};
+
+/* Returns a static English description of a VXP_* error code. */
+const char *vxp_strerror(int err);
+
+/* ---- kernel argument metadata (seed 000, buffer shape from seed 001) ---- */
+
+typedef enum { VXP_ARG_SCALAR = 0, VXP_ARG_POINTER = 1 } vxp_arg_kind;
+
+/* One kernel argument as the host must pack it (all sizes in bytes). */
+typedef struct {
+  uint32_t index;      /* position in the gpu.func signature */
+  char *type;          /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
+  vxp_arg_kind kind;   /* pointer for memref and !llvm.ptr, else scalar */
+  uint32_t size;       /* store size on RV32 */
+  uint32_t align;      /* ABI alignment on RV32 */
+  uint32_t offset;     /* offset from the start of the argument buffer */
+} vxp_arg;
+
+/* One compiled kernel: its argument-buffer layout and its object. */
+typedef struct {
+  char *name;             /* gpu.func symbol name; malloc() */
+  uint32_t nargs;
+  vxp_arg *args;          /* nargs entries; malloc() */
+  uint32_t args_size;     /* end of the last argument (bytes) */
+  uint32_t launch_offset; /* offset of the launch header (bytes) */
+  uint32_t buffer_size;   /* whole argument buffer, a multiple of 8 */
+  uint32_t grid_dims;     /* highest grid dimension the kernel reads, 1..3 */
+  uint32_t known_block[3];/* gpu.known_block_size, or {0,0,0} */
+  uint32_t shared_bytes;  /* static workgroup (shared) memory per block */
+  uint8_t *object;        /* ELF32 RISC-V relocatable; malloc(), may be NULL
+                             when only metadata was asked for */
+  size_t object_size;
+} vxp_kernel;
+
+/* Releases the fields of k (not k itself).  NULL-safe. */
+void vxp_kernel_clear(vxp_kernel *k);
+/* Deep-copies src into *dst.  Returns VXP_OK or VXP_ENOMEM (dst cleared). */
+int vxp_kernel_copy(vxp_kernel *dst, const vxp_kernel *src);
+
+/* Encodes the metadata of k (everything but the object) as a msgpack map
+ * into a malloc()ed buffer *out of *out_len bytes.  This is also the format
+ * the cache stores.  Returns VXP_OK or VXP_ENOMEM. */
+int vxp_kernel_meta_encode(const vxp_kernel *k, uint8_t **out, size_t *out_len);
+/* Decodes what vxp_kernel_meta_encode() wrote into *k (object left NULL).
+ * Returns VXP_OK or a VXP_E* code; on error *k is cleared. */
+int vxp_kernel_meta_decode(const uint8_t *buf, size_t len, vxp_kernel *k);
+
+/* ---- messages ---- */
+
+typedef enum {
+  VXP_OP_HELLO = 1,
+  VXP_OP_COMPILE = 2,
+  VXP_OP_FETCH = 3,
+  VXP_OP_STATS = 4,
+} vxp_op;
+
+/* Returns "hello", "compile", ... or NULL for an unknown op. */
+const char *vxp_op_name(vxp_op op);
+
+typedef struct {
+  uint64_t id;            /* chosen by the client, echoed in the response */
+  vxp_op op;
+  /* hello */
+  uint32_t proto_version; /* VXP_PROTOCOL_VERSION of the client */
+  char *client;           /* free text, e.g. "vxc 0.1.0"; may be NULL */
+  /* compile */
+  uint8_t *source;        /* MLIR text (not NUL-terminated) */
+  size_t source_len;
+  char *source_name;      /* file name used in diagnostics; may be NULL */
+  uint32_t opt_level;     /* LLVM optimisation level 0..3, default 2 */
+  bool emit_ir;           /* also return the lowered MLIR (LLVM dialect) */
+  bool emulator;          /* lower Vortex intrinsics to emulator calls */
+  /* fetch */
+  char *key;              /* cache key, 64 lowercase hex digits */
+  char *kernel;           /* one kernel only; NULL for all */
+} vxp_request;
+
+typedef enum {
+  VXP_STATUS_OK = 0,            /* request served */
+  VXP_STATUS_COMPILE_ERROR = 1, /* the source did not compile: see diags */
+  VXP_STATUS_BAD_REQUEST = 2,   /* malformed or unknown request */
+  VXP_STATUS_NOT_FOUND = 3,     /* fetch: no such key or kernel */
+  VXP_STATUS_INTERNAL = 4,      /* daemon fault (I/O, worker crash, ...) */
+} vxp_status;
+
+/* Returns "ok", "compile_error", ... */
+const char *vxp_status_name(vxp_status s);
+
+/* Daemon counters (stats); persistent ones survive restarts. */
+typedef struct {
+  uint64_t hits;            /* compile/fetch served from the cache */
+  uint64_t misses;          /* compile requests that had to compile */
+  uint64_t compile_errors;  /* compiles that failed with diagnostics */
+  uint64_t entries;         /* cache entries stored */
+  uint64_t bytes;           /* object + metadata bytes stored */
+  uint64_t requests;        /* requests since this daemon started */
+  uint64_t workers;         /* compile worker processes configured */
+  uint64_t worker_restarts; /* workers restarted after a crash */
+  uint64_t uptime_ms;       /* since this daemon started */
+} vxp_stats;
+
+typedef struct {
+  uint64_t id;
+  vxp_op op;
+  vxp_status status;
+  char *message;          /* human-readable error; NULL when ok */
+  /* hello */
+  uint32_t proto_version;
+  char *server;           /* "vortexd 0.1.0 (LLVM 22.1.8)" */
+  uint32_t max_frame;     /* largest payload the server accepts (bytes) */
+  /* compile / fetch */
+  char *key;              /* cache key (hex) */
+  bool cached;            /* served from the cache without compiling */
+  uint32_t nkernels;
+  vxp_kernel *kernels;
+  uint32_t ndiags;
+  char **diags;           /* "file:line:col: error: text" lines */
+  char *lowered_ir;       /* when emit_ir was asked; may be NULL */
+  /* stats */
+  vxp_stats stats;
+} vxp_response;
+
+/* Release the fields of a request / response (not the struct).  NULL-safe. */
+void vxp_request_clear(vxp_request *r);
+void vxp_response_clear(vxp_response *r);
+
+/* Encode a message into a whole frame (length prefix included) in a malloc()ed
+ * buffer.  Returns VXP_OK, VXP_ENOMEM, or VXP_ETOOBIG when the payload would
+ * exceed VXP_MAX_FRAME_DEFAULT. */
+int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len);
+int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_len);
+
+/* Decode one payload (without the length prefix).  Unknown keys, wrong value
+ * types and missing required keys are errors.  On error *r is cleared and, when
+ * the id could be read, r->id holds it (so an error reply can echo it). */
+int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r);
+int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r);
+
+/* Reads a frame length prefix.  Returns VXP_OK and the payload length, or
+ * VXP_EEMPTY / VXP_ETOOBIG when it is 0 or over max_frame. */
+int vxp_frame_length(const uint8_t header[VXP_FRAME_HEADER_SIZE],
+                     uint32_t max_frame, uint32_t *payload_len);
+
+#endif /* VXP_H */
