@@ -69,6 +69,7 @@ typedef struct vxd_job {
   uint64_t id;
   char key[VXK_KEY_HEX + 1];
   int emit_ir;          /* such jobs are never shared */
+  int crashes;          /* workers that died while compiling it */
   uint8_t *frame;       /* request frame for the worker; malloc() */
   size_t frame_len;
   vxd_waiter *waiters;
@@ -335,6 +336,16 @@ static void vxd__worker_exit_cb(uv_process_t *p, int64_t status, int term_signal
   vxd_worker *w = p->data;
   vxd_server *s = w->srv;
   w->exited = 1;
+  if (w->job && !w->timed_out && w->job->crashes++ == 0 && !s->stopping) {
+    /* The worker may have died for reasons of its own (killed, out of
+     * memory): give the job one more worker.  A source that crashes the
+     * compiler crashes the second one too and then fails. */
+    vxd__inflight_remove(s, w->job);
+    w->job->next = s->queue_head;
+    s->queue_head = w->job;
+    if (!s->queue_tail) s->queue_tail = w->job;
+    w->job = NULL;
+  }
   if (w->job) {
     char msg[256];
     if (w->timed_out)
@@ -342,7 +353,7 @@ static void vxd__worker_exit_cb(uv_process_t *p, int64_t status, int term_signal
                s->cfg->job_timeout_s);
     else
       snprintf(msg, sizeof msg,
-               "compile worker crashed (%s %d) while compiling this source; it was restarted",
+               "compile worker crashed twice (last: %s %d) while compiling this source; it was restarted",
                term_signal ? "signal" : "exit status", term_signal ? term_signal : (int)status);
     vxd__fail_job(s, w->job, msg);
     vxd__inflight_remove(s, w->job);
@@ -355,6 +366,7 @@ static void vxd__worker_exit_cb(uv_process_t *p, int64_t status, int term_signal
              term_signal ? term_signal : (int)status);
   }
   vxd__worker_close(w);
+  vxd__dispatch(s);
 }
 
 static void vxd__worker_timeout_cb(uv_timer_t *t) {

@@ -252,14 +252,15 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   msgpack_packer pk;
   vxp__frame_begin(&sb, &pk);
   const char *op = vxp_op_name(r->op);
-  uint32_t n = 3 + (r->message != NULL);
+  /* op is absent when the request it answers had none we could read */
+  uint32_t n = 2 + (op != NULL) + (r->message != NULL);
   bool results = r->op == VXP_OP_COMPILE || r->op == VXP_OP_FETCH;
   if (r->op == VXP_OP_HELLO) n += 3;
   if (results) n += 4 + (r->key != NULL) + (r->lowered_ir != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
   msgpack_pack_map(&pk, n);
   vxp__kv_u64(&pk, "id", r->id);
-  vxp__kv_str(&pk, "op", op ? op : "");
+  if (op) vxp__kv_str(&pk, "op", op);
   vxp__kv_str(&pk, "status", vxp_status_name(r->status));
   if (r->message) vxp__kv_str(&pk, "message", r->message);
   if (r->op == VXP_OP_HELLO) {

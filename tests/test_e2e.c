@@ -1,0 +1,493 @@
+/* test_e2e.c - vortexd + libvxc + vxc end to end, including bad input. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vxc.h"
+#include "vxt.h"
+
+#define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
+
+static vxt_daemon d;
+
+static void start(void) {
+  memset(&d, 0, sizeof d);
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0, "vortexd did not start");
+}
+
+static void stop(void) {
+  cr_assert_eq(vxt_daemon_stop(&d), 0, "vortexd did not exit cleanly");
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", d.dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(e2e, .init = start, .fini = stop, .timeout = 300);
+
+static vxc_conn *conn(void) {
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d.sock, &c), 0);
+  return c;
+}
+
+static void compile_path(vxc_conn *c, const char *path, vxp_response *r) {
+  size_t len;
+  char *src = vxt_read_file(path, &len);
+  cr_assert_not_null(src, "%s", path);
+  cr_assert_eq(vxc_compile(c, src, len, path, NULL, r), 0);
+  free(src);
+}
+
+static uint64_t misses(vxc_conn *c) {
+  vxp_response s;
+  cr_assert_eq(vxc_stats(c, &s), 0);
+  cr_assert_eq(s.status, VXP_STATUS_OK);
+  uint64_t m = s.stats.misses;
+  vxp_response_clear(&s);
+  return m;
+}
+
+/* Compiles path twice: a miss that produces valid objects, then a hit with
+ * identical bytes and no recompilation. */
+static void compile_twice(vxc_conn *c, const char *path, uint32_t want_kernels) {
+  vxp_response a, b;
+  uint64_t m0 = misses(c);
+  compile_path(c, path, &a);
+  cr_assert_eq(a.status, VXP_STATUS_OK, "%s: %s", path, a.ndiags ? a.diags[0] : a.message);
+  cr_assert_not(a.cached, "%s first compile", path);
+  cr_assert_eq(a.nkernels, want_kernels, "%s", path);
+  cr_assert_eq(strlen(a.key), 64);
+  for (uint32_t i = 0; i < a.nkernels; i++) {
+    const char *why = vxt_elf_check(a.kernels[i].object, a.kernels[i].object_size);
+    cr_assert_null(why, "%s %s: %s", path, a.kernels[i].name, why);
+    cr_assert_geq(a.kernels[i].buffer_size, a.kernels[i].launch_offset + VXP_LAUNCH_HEADER_SIZE);
+    cr_assert_eq(a.kernels[i].buffer_size % 8, 0);
+  }
+  cr_assert_eq(misses(c), m0 + 1);
+  compile_path(c, path, &b);
+  cr_assert_eq(b.status, VXP_STATUS_OK);
+  cr_assert(b.cached, "%s second compile must be a cache hit", path);
+  cr_assert_str_eq(a.key, b.key);
+  cr_assert_eq(misses(c), m0 + 1, "a hit does not compile again");
+  cr_assert_eq(b.nkernels, a.nkernels);
+  for (uint32_t i = 0; i < a.nkernels; i++) {
+    cr_assert_str_eq(a.kernels[i].name, b.kernels[i].name);
+    cr_assert_eq(a.kernels[i].object_size, b.kernels[i].object_size);
+    cr_assert_eq(memcmp(a.kernels[i].object, b.kernels[i].object, a.kernels[i].object_size), 0);
+    cr_assert_eq(a.kernels[i].nargs, b.kernels[i].nargs);
+    for (uint32_t j = 0; j < a.kernels[i].nargs; j++) {
+      cr_assert_eq(a.kernels[i].args[j].offset, b.kernels[i].args[j].offset);
+      cr_assert_str_eq(a.kernels[i].args[j].type, b.kernels[i].args[j].type);
+    }
+  }
+  vxp_response_clear(&a);
+  vxp_response_clear(&b);
+}
+
+Test(e2e, corpus_and_examples_compile_then_hit) {
+  vxc_conn *c = conn();
+  const char *files[] = {"basic_kernel", "conv3_kernel", "cta_kernel", "dogfood_kernel",
+                         "dotproduct_kernel", "metadata_test", "printf_kernel", "relu_kernel",
+                         "sgemm_kernel", "sort_kernel", "vecadd_kernel"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char path[512];
+    snprintf(path, sizeof path, CORPUS "%s.mlir", files[i]);
+    compile_twice(c, path, 1);
+  }
+  compile_twice(c, VXT_EXAMPLES_DIR "/saxpy.mlir", 1);
+  compile_twice(c, VXT_EXAMPLES_DIR "/mixed_args.mlir", 1);
+  compile_twice(c, VXT_EXAMPLES_DIR "/two_kernels.mlir", 2);
+  vxc_close(c);
+}
+
+Test(e2e, metadata_of_metadata_test) {
+  vxc_conn *c = conn();
+  vxp_response r;
+  compile_path(c, CORPUS "metadata_test.mlir", &r);
+  cr_assert_eq(r.status, VXP_STATUS_OK);
+  const vxp_kernel *k = &r.kernels[0];
+  uint32_t off[] = {0, 4, 8, 12};
+  for (int i = 0; i < 4; i++) cr_assert_eq(k->args[i].offset, off[i]);
+  cr_assert_eq(k->args[1].kind, VXP_ARG_POINTER);
+  cr_assert_eq(k->args_size, 16);
+  /* libvxc packs exactly where the kernel reads */
+  int32_t count = 1000;
+  uint32_t in = 0x10000, out = 0x20000;
+  float scale = 2.5f;
+  const void *vals[] = {&count, &in, &scale, &out};
+  uint32_t grid[3] = {4, 8, 1}, block[3] = {32, 1, 1};
+  uint8_t buf[64];
+  cr_assert_eq(vxc_pack_args(k, vals, grid, block, 0, buf, sizeof buf), 0);
+  int32_t gc;
+  memcpy(&gc, buf + 0, 4);
+  cr_assert_eq(gc, 1000);
+  float gs;
+  memcpy(&gs, buf + 8, 4);
+  cr_assert_eq(gs, 2.5f);
+  uint32_t g[7];
+  memcpy(g, buf + k->launch_offset, sizeof g);
+  cr_assert_eq(g[0], 4);
+  cr_assert_eq(g[1], 8);
+  cr_assert_eq(g[3], 32);
+  cr_assert_eq(vxc_pack_args(k, vals, grid, block, 0, buf, 8), -EINVAL, "small buffer refused");
+  vxp_response_clear(&r);
+  vxc_close(c);
+}
+
+Test(e2e, fetch_by_key_and_one_kernel) {
+  vxc_conn *c = conn();
+  vxp_response r, f;
+  compile_path(c, VXT_EXAMPLES_DIR "/two_kernels.mlir", &r);
+  cr_assert_eq(r.status, VXP_STATUS_OK);
+  cr_assert_eq(vxc_fetch(c, r.key, NULL, &f), 0);
+  cr_assert_eq(f.status, VXP_STATUS_OK);
+  cr_assert_eq(f.nkernels, 2);
+  vxp_response_clear(&f);
+  cr_assert_eq(vxc_fetch(c, r.key, "transpose_add", &f), 0);
+  cr_assert_eq(f.nkernels, 1);
+  cr_assert_str_eq(f.kernels[0].name, "transpose_add");
+  cr_assert_eq(f.kernels[0].object_size, r.kernels[1].object_size);
+  vxp_response_clear(&f);
+  cr_assert_eq(vxc_fetch(c, r.key, "no_such_kernel", &f), 0);
+  cr_assert_eq(f.status, VXP_STATUS_NOT_FOUND);
+  vxp_response_clear(&f);
+  cr_assert_eq(vxc_fetch(c, "0000000000000000000000000000000000000000000000000000000000000000", NULL, &f), 0);
+  cr_assert_eq(f.status, VXP_STATUS_NOT_FOUND);
+  vxp_response_clear(&f);
+  cr_assert_eq(vxc_fetch(c, "../../etc/passwd", NULL, &f), 0);
+  cr_assert_eq(f.status, VXP_STATUS_BAD_REQUEST);
+  vxp_response_clear(&f);
+  vxp_response_clear(&r);
+  vxc_close(c);
+}
+
+Test(e2e, cache_survives_restart) {
+  vxc_conn *c = conn();
+  vxp_response r;
+  compile_path(c, CORPUS "sgemm_kernel.mlir", &r);
+  cr_assert_eq(r.status, VXP_STATUS_OK);
+  cr_assert_not(r.cached);
+  vxp_response_clear(&r);
+  vxc_close(c);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0); /* same directory, same cache */
+  c = conn();
+  compile_path(c, CORPUS "sgemm_kernel.mlir", &r);
+  cr_assert(r.cached, "served from the cache after a restart");
+  vxp_response_clear(&r);
+  vxp_response s;
+  cr_assert_eq(vxc_stats(c, &s), 0);
+  cr_assert_eq(s.stats.misses, 1, "counters survive the restart too");
+  cr_assert_eq(s.stats.hits, 1);
+  vxp_response_clear(&s);
+  vxc_close(c);
+}
+
+Test(e2e, source_errors_come_back_as_diagnostics_and_the_daemon_goes_on) {
+  vxc_conn *c = conn();
+  const char *bad[] = {
+      "module {\n  gpu.module @m {\n    gpu.func @k() kernel {\n      %x = arith.addi %y, %y : i32\n",
+      "module {\n  func.func @host() {\n    return\n  }\n}\n",
+      "module {\n  gpu.module @m {\n    gpu.func @k() kernel {\n      %l = gpu.lane_id\n"
+      "      gpu.return\n    }\n  }\n}\n",
+  };
+  const char *want[] = {"bad.mlir:4:", "no kernels", "bad.mlir:4:12: error: unsupported: gpu.lane_id"};
+  for (int i = 0; i < 3; i++) {
+    vxp_response r;
+    cr_assert_eq(vxc_compile(c, bad[i], strlen(bad[i]), "bad.mlir", NULL, &r), 0);
+    cr_assert_eq(r.status, VXP_STATUS_COMPILE_ERROR, "case %d", i);
+    cr_assert_eq(r.nkernels, 0);
+    cr_assert_geq(r.ndiags, 1);
+    int found = 0;
+    for (uint32_t j = 0; j < r.ndiags; j++) found |= strstr(r.diags[j], want[i]) != NULL;
+    cr_assert(found, "case %d: no diagnostic with '%s' (first: %s)", i, want[i], r.diags[0]);
+    vxp_response_clear(&r);
+  }
+  compile_twice(c, CORPUS "relu_kernel.mlir", 1);
+  vxp_response s;
+  cr_assert_eq(vxc_stats(c, &s), 0);
+  cr_assert_eq(s.stats.compile_errors, 3);
+  cr_assert_eq(s.stats.entries, 1, "failed compiles are not cached");
+  vxp_response_clear(&s);
+  vxc_close(c);
+}
+
+/* ---- raw sockets: frames libvxc would never send ---- */
+
+static int raw_connect(void) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  cr_assert_lt(strlen(d.sock), sizeof a.sun_path);
+  memcpy(a.sun_path, d.sock, strlen(d.sock) + 1);
+  cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+/* Reads one response frame; returns 0 and *r, or -1 on EOF/error. */
+static int raw_read(int fd, vxp_response *r) {
+  uint8_t h[4];
+  size_t got = 0;
+  while (got < 4) {
+    ssize_t n = read(fd, h + got, 4 - got);
+    if (n <= 0) return -1;
+    got += (size_t)n;
+  }
+  uint32_t len;
+  cr_assert_eq(vxp_frame_length(h, VXP_MAX_FRAME_DEFAULT, &len), VXP_OK);
+  uint8_t *p = malloc(len);
+  for (got = 0; got < len;) {
+    ssize_t n = read(fd, p + got, len - got);
+    cr_assert_gt(n, 0);
+    got += (size_t)n;
+  }
+  int rc = vxp_response_decode(p, len, r);
+  free(p);
+  return rc == VXP_OK ? 0 : -1;
+}
+
+static void assert_still_serving(void) {
+  vxc_conn *c = conn();
+  vxp_response r;
+  cr_assert_eq(vxc_stats(c, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_OK);
+  vxp_response_clear(&r);
+  vxc_close(c);
+}
+
+Test(e2e, oversized_frame_gets_an_error_and_a_closed_connection) {
+  int fd = raw_connect();
+  uint8_t h[4] = {0x7f, 0xff, 0xff, 0xff}; /* 2 GiB announced */
+  cr_assert_eq(write(fd, h, 4), 4);
+  vxp_response r;
+  cr_assert_eq(raw_read(fd, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_BAD_REQUEST);
+  cr_assert_not_null(strstr(r.message, "larger than the maximum"), "%s", r.message);
+  vxp_response_clear(&r);
+  char x;
+  cr_assert_eq(read(fd, &x, 1), 0, "the daemon closed the connection");
+  close(fd);
+  assert_still_serving();
+}
+
+Test(e2e, truncated_frame_and_empty_frame_do_not_hurt_other_clients) {
+  int fd = raw_connect();
+  uint8_t part[10] = {0, 0, 0, 100, 0x85, 1, 2, 3, 4, 5}; /* 100 announced, 6 sent */
+  cr_assert_eq(write(fd, part, sizeof part), (ssize_t)sizeof part);
+  assert_still_serving(); /* while that frame hangs half-sent */
+  close(fd);
+  fd = raw_connect();
+  uint8_t empty[4] = {0, 0, 0, 0};
+  cr_assert_eq(write(fd, empty, 4), 4);
+  vxp_response r;
+  cr_assert_eq(raw_read(fd, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_BAD_REQUEST);
+  vxp_response_clear(&r);
+  close(fd);
+  assert_still_serving();
+}
+
+Test(e2e, malformed_payload_keeps_the_connection) {
+  int fd = raw_connect();
+  /* {"id": 77, "op": "compile", "source": 5}: a wrong msgpack type */
+  uint8_t bad[] = {0, 0, 0, 0, 0x83, 0xa2, 'i', 'd', 77, 0xa2, 'o', 'p', 0xa7, 'c', 'o', 'm', 'p', 'i', 'l',
+                   'e', 0xa6, 's', 'o', 'u', 'r', 'c', 'e', 5};
+  bad[3] = sizeof bad - 4;
+  cr_assert_eq(write(fd, bad, sizeof bad), (ssize_t)sizeof bad);
+  vxp_response r;
+  cr_assert_eq(raw_read(fd, &r), 0);
+  cr_assert_eq(r.id, 77, "the error names the request");
+  cr_assert_eq(r.status, VXP_STATUS_BAD_REQUEST);
+  cr_assert_not_null(strstr(r.message, "wrong type"), "%s", r.message);
+  vxp_response_clear(&r);
+  /* an unknown key, then a valid request on the same connection */
+  uint8_t unk[] = {0, 0, 0, 0, 0x83, 0xa2, 'i', 'd', 78, 0xa2, 'o', 'p', 0xa5, 's', 't', 'a', 't', 's',
+                   0xa1, 'x', 0xc3};
+  unk[3] = sizeof unk - 4;
+  cr_assert_eq(write(fd, unk, sizeof unk), (ssize_t)sizeof unk);
+  cr_assert_eq(raw_read(fd, &r), 0);
+  cr_assert_eq(r.id, 78);
+  cr_assert_eq(r.status, VXP_STATUS_BAD_REQUEST);
+  cr_assert_not_null(strstr(r.message, "unknown key"), "%s", r.message);
+  vxp_response_clear(&r);
+  vxp_request ok = {.id = 79, .op = VXP_OP_STATS};
+  uint8_t *frame;
+  size_t flen;
+  cr_assert_eq(vxp_request_encode(&ok, &frame, &flen), VXP_OK);
+  cr_assert_eq(write(fd, frame, flen), (ssize_t)flen);
+  free(frame);
+  cr_assert_eq(raw_read(fd, &r), 0);
+  cr_assert_eq(r.id, 79);
+  cr_assert_eq(r.status, VXP_STATUS_OK);
+  vxp_response_clear(&r);
+  close(fd);
+}
+
+/* ---- workers ---- */
+
+/* PIDs of the daemon's worker processes (its children). */
+static int worker_pids(pid_t *out, int cap) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", d.pid, d.pid);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f);
+  int n = 0;
+  while (n < cap && fscanf(f, "%d", &out[n]) == 1) n++;
+  fclose(f);
+  return n;
+}
+
+Test(e2e, a_crashed_worker_is_restarted) {
+  pid_t pids[8];
+  int n = worker_pids(pids, 8);
+  cr_assert_eq(n, 2);
+  cr_assert_eq(kill(pids[0], SIGKILL), 0);
+  /* the next compiles are served all the same */
+  vxc_conn *c = conn();
+  compile_twice(c, CORPUS "cta_kernel.mlir", 1);
+  compile_twice(c, CORPUS "basic_kernel.mlir", 1);
+  vxp_response s;
+  for (int i = 0; i < 300; i++) { /* the restart shows up within the respawn delay */
+    cr_assert_eq(vxc_stats(c, &s), 0);
+    uint64_t restarts = s.stats.worker_restarts;
+    vxp_response_clear(&s);
+    if (restarts == 1 && worker_pids(pids, 8) == 2) break;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  cr_assert_eq(worker_pids(pids, 8), 2, "the pool is back to two workers");
+  vxc_close(c);
+}
+
+Test(e2e, a_hung_compile_fails_only_its_request) {
+  /* freeze both workers: the compile cannot finish within the timeout */
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  cr_assert_eq(vxt_daemon_start(&d, "--job-timeout=1"), 0);
+  pid_t pids[8];
+  int n = worker_pids(pids, 8);
+  cr_assert_eq(n, 2);
+  for (int i = 0; i < n; i++) kill(pids[i], SIGSTOP);
+  vxc_conn *c = conn();
+  vxp_response r;
+  compile_path(c, CORPUS "vecadd_kernel.mlir", &r);
+  cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
+  cr_assert_not_null(strstr(r.message, "exceeded the 1 s limit"), "%s", r.message);
+  vxp_response_clear(&r);
+  compile_path(c, CORPUS "vecadd_kernel.mlir", &r); /* a fresh worker takes it */
+  cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
+  cr_assert_not(r.cached, "the failed compile left nothing in the cache");
+  vxp_response_clear(&r);
+  for (int i = 0; i < n; i++) kill(pids[i], SIGCONT);
+  vxc_close(c);
+}
+
+Test(e2e, many_concurrent_clients) {
+  const char *files[] = {"vecadd_kernel", "relu_kernel", "sort_kernel", "vecadd_kernel"};
+  pid_t kids[8];
+  for (int i = 0; i < 8; i++) {
+    kids[i] = fork();
+    if (kids[i] == 0) {
+      vxc_conn *c = NULL;
+      if (vxc_connect(d.sock, &c) != 0) _exit(10);
+      char path[512];
+      snprintf(path, sizeof path, CORPUS "%s.mlir", files[i % 4]);
+      size_t len;
+      char *src = vxt_read_file(path, &len);
+      for (int j = 0; j < 5; j++) {
+        vxp_response r;
+        if (vxc_compile(c, src, len, path, NULL, &r) != 0) _exit(11);
+        if (r.status != VXP_STATUS_OK || r.nkernels != 1) _exit(12);
+        if (vxt_elf_check(r.kernels[0].object, r.kernels[0].object_size)) _exit(13);
+        vxp_response_clear(&r);
+      }
+      free(src);
+      vxc_close(c);
+      _exit(0);
+    }
+  }
+  for (int i = 0; i < 8; i++) {
+    int st;
+    cr_assert_eq(waitpid(kids[i], &st, 0), kids[i]);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d failed with %d", i, WEXITSTATUS(st));
+  }
+  vxc_conn *c = conn();
+  cr_assert_eq(misses(c), 3, "three distinct sources compiled once each (identical ones shared)");
+  vxc_close(c);
+}
+
+/* ---- the vxc program ---- */
+
+static int run(const char *cmd, char *out, size_t cap) {
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(e2e, vxc_cli_json_table_and_objects) {
+  static char out[65536];
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile --json -o %s/objs %s", VXT_VXC, d.sock, d.dir,
+           CORPUS "metadata_test.mlir");
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "%s", out);
+  cr_assert_not_null(strstr(out, "\"kind\":\"pointer\",\"size\":4,\"align\":4,\"offset\":12"), "%s", out);
+  cr_assert_not_null(strstr(out, "\"args_size\":16"), "%s", out);
+  cr_assert_eq(run(cmd, out, sizeof out), 0);
+  cr_assert_not_null(strstr(out, "\"cached\":true"), "%s", out);
+  char obj[512];
+  snprintf(obj, sizeof obj, "%s/objs/_Z22launch_metadata_kernelPiS_if_kernel94738444747728.o", d.dir);
+  size_t len;
+  char *bytes = vxt_read_file(obj, &len);
+  cr_assert_not_null(bytes, "vxc wrote %s", obj);
+  cr_assert_null(vxt_elf_check((const uint8_t *)bytes, len));
+  free(bytes);
+
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile -o %s/objs %s", VXT_VXC, d.sock, d.dir,
+           VXT_EXAMPLES_DIR "/mixed_args.mlir");
+  cr_assert_eq(run(cmd, out, sizeof out), 0);
+  cr_assert_not_null(strstr(out, "Kernel: scale_offset"), "%s", out);
+  cr_assert_not_null(strstr(out, "[1] offset=8    size=8  align=8  scalar  (i64)"), "%s", out);
+
+  snprintf(cmd, sizeof cmd, "%s --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0);
+  cr_assert_not_null(strstr(out, "\"hits\":1,\"misses\":2"), "%s", out);
+
+  snprintf(cmd, sizeof cmd, "printf 'gpu.module' > %s/x.mlir; %s --socket %s compile -o %s %s/x.mlir 2>&1",
+           d.dir, VXT_VXC, d.sock, d.dir, d.dir);
+  cr_assert_eq(run(cmd, out, sizeof out), 1, "a compile error exits 1: %s", out);
+  cr_assert_not_null(strstr(out, "x.mlir:1:"), "%s", out);
+}
+
+Test(e2e, many_vxc_at_once_start_exactly_one_daemon) {
+  /* a second socket in the test's directory, no daemon behind it yet */
+  char sock[108], cache[256];
+  snprintf(sock, sizeof sock, "%.80s/auto/vortexd.sock", d.dir);
+  snprintf(cache, sizeof cache, "%s/autocache", d.dir);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "export VORTEXD_SOCKET=%s VORTEXD_CACHE_DIR=%s VORTEXD_IDLE_TIMEOUT=60;"
+           " for i in 1 2 3 4 5 6; do %s stats --json > %s/auto.$i.out 2>&1 & done; wait;"
+           " n=0; for i in 1 2 3 4 5 6; do grep -q '\"workers\"' %s/auto.$i.out && n=$((n+1)); done; echo $n",
+           sock, cache, VXT_VXC, d.dir, d.dir);
+  static char out[4096];
+  cr_assert_eq(run(cmd, out, sizeof out), 0);
+  cr_assert_eq(atoi(out), 6, "all six vxc got an answer: %s", out);
+  snprintf(cmd, sizeof cmd, "pgrep -f -x '.*vortexd --socket %s --idle-timeout 60' | wc -l", sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0);
+  cr_assert_eq(atoi(out), 1, "exactly one daemon was started, found %s", out);
+  snprintf(cmd, sizeof cmd, "pkill -TERM -f -x '.*vortexd --socket %s --idle-timeout 60'", sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0);
+}

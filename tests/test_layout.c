@@ -1,0 +1,282 @@
+/* test_layout.c - argument-buffer layout (seed 000) and the lowering itself. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vxl.h"
+#include "vxt.h"
+
+#define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
+
+static vxp_kernel layout_of(const char *const *types, uint32_t n) {
+  vxp_kernel k = {0};
+  cr_assert_eq(vxl_layout_from_types(types, n, &k), 0);
+  cr_assert_eq(k.nargs, n);
+  return k;
+}
+
+/* ---- seed 000's five validation tests on metadata_test's signature ---- */
+
+static const char *const metadata_test_types[] = {"i32", "memref<?xi32>", "f32", "memref<?xi32>"};
+
+Test(seed000, test1_argument_count) {
+  vxp_kernel k = layout_of(metadata_test_types, 4);
+  cr_assert_eq(k.nargs, 4);
+  vxp_kernel_clear(&k);
+}
+
+Test(seed000, test2_argument_kinds) {
+  vxp_kernel k = layout_of(metadata_test_types, 4);
+  cr_assert_eq(k.args[0].kind, VXP_ARG_SCALAR);
+  cr_assert_eq(k.args[1].kind, VXP_ARG_POINTER);
+  cr_assert_eq(k.args[2].kind, VXP_ARG_SCALAR);
+  cr_assert_eq(k.args[3].kind, VXP_ARG_POINTER);
+  vxp_kernel_clear(&k);
+}
+
+Test(seed000, test3_argument_sizes) {
+  vxp_kernel k = layout_of(metadata_test_types, 4);
+  for (int i = 0; i < 4; i++) cr_assert_eq(k.args[i].size, 4, "arg %d", i);
+  vxp_kernel_clear(&k);
+}
+
+Test(seed000, test4_offsets) {
+  vxp_kernel k = layout_of(metadata_test_types, 4);
+  cr_assert_eq(k.args[0].offset, 0);
+  cr_assert_eq(k.args[1].offset, 4);
+  cr_assert_eq(k.args[2].offset, 8);
+  cr_assert_eq(k.args[3].offset, 12);
+  vxp_kernel_clear(&k);
+}
+
+Test(seed000, test5_total_size) {
+  vxp_kernel k = layout_of(metadata_test_types, 4);
+  cr_assert_eq(k.args_size, 16);
+  /* seed 001 shape: launch header right after, buffer padded to 8 */
+  cr_assert_eq(k.launch_offset, 16);
+  cr_assert_eq(k.buffer_size, 48); /* 16 + 28 -> 44 -> 48 */
+  vxp_kernel_clear(&k);
+}
+
+/* ---- padding cases: RV32 data layout e-m:e-p:32:32-i64:64-n32-S128 ---- */
+
+Test(layout, i8_then_i32_pads_to_4) {
+  const char *t[] = {"i8", "i32"};
+  vxp_kernel k = layout_of(t, 2);
+  cr_assert_eq(k.args[0].offset, 0);
+  cr_assert_eq(k.args[1].offset, 4);
+  cr_assert_eq(k.args_size, 8);
+  vxp_kernel_clear(&k);
+}
+
+Test(layout, i64_and_f64_are_8_aligned_on_rv32) {
+  const char *t[] = {"i8", "i64", "i16", "f64", "memref<?xi64>", "index"};
+  vxp_kernel k = layout_of(t, 6);
+  uint32_t off[] = {0, 8, 16, 24, 32, 36}, size[] = {1, 8, 2, 8, 4, 4}, al[] = {1, 8, 2, 8, 4, 4};
+  for (int i = 0; i < 6; i++) {
+    cr_assert_eq(k.args[i].offset, off[i], "arg %d offset %u", i, k.args[i].offset);
+    cr_assert_eq(k.args[i].size, size[i], "arg %d size", i);
+    cr_assert_eq(k.args[i].align, al[i], "arg %d align", i);
+  }
+  cr_assert_eq(k.args_size, 40);
+  cr_assert_eq(k.launch_offset, 40);
+  cr_assert_eq(k.buffer_size, 72); /* struct alignment 8: 40 + 28 = 68 -> 72 */
+  vxp_kernel_clear(&k);
+}
+
+Test(layout, trailing_i8_puts_the_header_on_a_4_byte_boundary) {
+  const char *t[] = {"!llvm.ptr", "i1", "i8"};
+  vxp_kernel k = layout_of(t, 3);
+  cr_assert_eq(k.args[0].kind, VXP_ARG_POINTER);
+  cr_assert_eq(k.args[1].offset, 4);
+  cr_assert_eq(k.args[1].size, 1);
+  cr_assert_eq(k.args[2].offset, 5);
+  cr_assert_eq(k.args_size, 6);
+  cr_assert_eq(k.launch_offset, 8);
+  cr_assert_eq(k.buffer_size, 40); /* 8 + 28 = 36 -> 40 */
+  vxp_kernel_clear(&k);
+}
+
+Test(layout, i16_after_i8_and_i64_after_i32) {
+  const char *t[] = {"i8", "i16", "i32", "i64"};
+  vxp_kernel k = layout_of(t, 4);
+  cr_assert_eq(k.args[1].offset, 2);
+  cr_assert_eq(k.args[2].offset, 4);
+  cr_assert_eq(k.args[3].offset, 8);
+  cr_assert_eq(k.args_size, 16);
+  vxp_kernel_clear(&k);
+}
+
+Test(layout, no_arguments) {
+  vxp_kernel k = layout_of(NULL, 0);
+  cr_assert_eq(k.args_size, 0);
+  cr_assert_eq(k.launch_offset, 0);
+  cr_assert_eq(k.buffer_size, 32);
+  vxp_kernel_clear(&k);
+}
+
+Test(layout, unplaceable_type_is_refused) {
+  const char *t[] = {"tensor<4xf32>"};
+  vxp_kernel k = {0};
+  cr_assert_neq(vxl_layout_from_types(t, 1, &k), 0);
+  cr_assert_null(k.args);
+}
+
+/* ---- the lowering ---- */
+
+static vxl_compiler *cc;
+static void make_compiler(void) { cr_assert_eq(vxl_compiler_create(&cc), 0); }
+static void drop_compiler(void) { vxl_compiler_destroy(cc); }
+
+static vxl_result compile_file(const char *path, bool emit_ir) {
+  size_t len;
+  char *src = vxt_read_file(path, &len);
+  cr_assert_not_null(src, "cannot read %s", path);
+  vxl_options o = {.opt_level = 2, .emit_ir = emit_ir};
+  vxl_result r;
+  cr_assert_eq(vxl_compile(cc, src, len, path, &o, &r), 0);
+  free(src);
+  return r;
+}
+
+static vxl_result compile_text(const char *text) {
+  vxl_options o = {.opt_level = 2};
+  vxl_result r;
+  cr_assert_eq(vxl_compile(cc, text, strlen(text), "t.mlir", &o, &r), 0);
+  return r;
+}
+
+TestSuite(lowering, .init = make_compiler, .fini = drop_compiler);
+
+Test(lowering, metadata_test_matches_seed000_and_is_a_vortex_object) {
+  vxl_result r = compile_file(CORPUS "metadata_test.mlir", true);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  cr_assert_eq(r.nkernels, 1, "only the first polygeist.alternatives kernel is defined");
+  vxp_kernel *k = &r.kernels[0];
+  cr_assert_str_eq(k->name, "_Z22launch_metadata_kernelPiS_if_kernel94738444747728");
+  cr_assert_eq(k->nargs, 4);
+  uint32_t off[] = {0, 4, 8, 12};
+  vxp_arg_kind kind[] = {VXP_ARG_SCALAR, VXP_ARG_POINTER, VXP_ARG_SCALAR, VXP_ARG_POINTER};
+  for (int i = 0; i < 4; i++) {
+    cr_assert_eq(k->args[i].offset, off[i]);
+    cr_assert_eq(k->args[i].size, 4);
+    cr_assert_eq(k->args[i].kind, kind[i]);
+  }
+  cr_assert_str_eq(k->args[1].type, "memref<?xi32>");
+  cr_assert_eq(k->args_size, 16);
+  cr_assert_eq(k->grid_dims, 2, "the kernel reads blockIdx.y");
+  cr_assert_eq(k->known_block[0], 32);
+  cr_assert_eq(k->known_block[1], 1);
+  const char *why = vxt_elf_check(k->object, k->object_size);
+  cr_assert_null(why, "%s", why);
+  /* seed 000 option C: the layout rides along in the lowered module */
+  cr_assert_not_null(r.lowered_ir);
+  cr_assert_not_null(strstr(r.lowered_ir, "vortex.kernel_args"));
+  cr_assert_not_null(strstr(r.lowered_ir, "args_size = 16 : i32"));
+  cr_assert_not_null(strstr(r.lowered_ir, "kind = \"pointer\", offset = 12 : i32"));
+  vxl_result_clear(&r);
+}
+
+Test(lowering, thread_model_and_barrier_follow_vx_spawn) {
+  vxl_result r = compile_file(VXT_EXAMPLES_DIR "/two_kernels.mlir", true);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  cr_assert_eq(r.nkernels, 2);
+  const char *ir = r.lowered_ir;
+  /* threadIdx/blockIdx are thread-locals, blockDim/gridDim plain globals */
+  cr_assert_not_null(strstr(ir, "llvm.mlir.global external thread_local @threadIdx()"));
+  cr_assert_not_null(strstr(ir, "llvm.mlir.global external thread_local @blockIdx()"));
+  cr_assert_not_null(strstr(ir, "llvm.mlir.global external @blockDim()"));
+  cr_assert_null(strstr(ir, "thread_local @blockDim"));
+  /* __syncthreads = vx_barrier(__local_group_id, __warps_per_group) */
+  cr_assert_not_null(strstr(ir, ".insn r 0x0B, 4, 0, x0, $0, $1"));
+  cr_assert_not_null(strstr(ir, "@__local_group_id"));
+  cr_assert_not_null(strstr(ir, "@__warps_per_group"));
+  for (uint32_t i = 0; i < 2; i++) {
+    const char *why = vxt_elf_check(r.kernels[i].object, r.kernels[i].object_size);
+    cr_assert_null(why, "%s: %s", r.kernels[i].name, why);
+    /* one kernel per object: the other kernel is not in it */
+    const char *other = r.kernels[1 - i].name;
+    cr_assert_not(vxt_elf_has_symbol(r.kernels[i].object, r.kernels[i].object_size, other, 1));
+  }
+  cr_assert(vxt_elf_has_symbol(r.kernels[1].object, r.kernels[1].object_size, "__warps_per_group", 0),
+            "the barrier kernel reads __warps_per_group");
+  cr_assert_eq(r.kernels[1].known_block[0], 16);
+  cr_assert_eq(r.kernels[1].known_block[1], 16);
+  vxl_result_clear(&r);
+}
+
+Test(lowering, every_vortex_hip_file_compiles_unmodified) {
+  const char *files[] = {"basic_kernel", "conv3_kernel", "cta_kernel", "dogfood_kernel",
+                         "dotproduct_kernel", "metadata_test", "printf_kernel", "relu_kernel",
+                         "sgemm_kernel", "sort_kernel", "vecadd_kernel"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char path[512];
+    snprintf(path, sizeof path, CORPUS "%s.mlir", files[i]);
+    vxl_result r = compile_file(path, false);
+    cr_assert(r.ok, "%s: %s", files[i], r.ndiags ? r.diags[0] : "");
+    cr_assert_eq(r.nkernels, 1, "%s", files[i]);
+    cr_assert_null(vxt_elf_check(r.kernels[0].object, r.kernels[0].object_size), "%s", files[i]);
+    vxl_result_clear(&r);
+  }
+}
+
+Test(lowering, invalid_mlir_reports_file_line_col) {
+  vxl_result r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k() kernel {\n"
+                              "      %x = arith.addi %y, %y : i32\n      gpu.return\n    }\n  }\n}\n");
+  cr_assert_not(r.ok);
+  cr_assert_eq(r.nkernels, 0);
+  cr_assert_geq(r.ndiags, 1);
+  cr_assert_not_null(strstr(r.diags[0], "t.mlir:4:"), "%s", r.diags[0]);
+  cr_assert_not_null(strstr(r.diags[0], "error"), "%s", r.diags[0]);
+  vxl_result_clear(&r);
+}
+
+Test(lowering, unsupported_op_is_named_with_its_location) {
+  vxl_result r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: f32) kernel {\n"
+                              "      %s = gpu.shuffle xor %a, %c, %w : f32\n"
+                              "      gpu.return\n    }\n  }\n}\n");
+  cr_assert_not(r.ok);
+  /* the module is invalid (undefined %c), so either diagnostic names a line */
+  cr_assert_not_null(strstr(r.diags[0], "t.mlir:4:"), "%s", r.diags[0]);
+  vxl_result_clear(&r);
+
+  r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: f32) kernel {\n"
+                   "      %l = gpu.lane_id\n      gpu.return\n    }\n  }\n}\n");
+  cr_assert_not(r.ok);
+  cr_assert_str_eq(r.diags[0], "t.mlir:4:12: error: unsupported: gpu.lane_id");
+  vxl_result_clear(&r);
+}
+
+Test(lowering, module_without_kernels_is_an_error) {
+  vxl_result r = compile_text("module {\n  func.func @host() {\n    return\n  }\n}\n");
+  cr_assert_not(r.ok);
+  cr_assert_not_null(strstr(r.diags[0], "no kernels"), "%s", r.diags[0]);
+  vxl_result_clear(&r);
+}
+
+Test(lowering, one_compiler_gives_identical_objects_across_compiles) {
+  /* no state carries over from one compile to the next */
+  vxl_result a = compile_file(CORPUS "vecadd_kernel.mlir", false);
+  vxl_result bad = compile_text("not mlir at all");
+  cr_assert_not(bad.ok);
+  vxl_result b = compile_file(CORPUS "vecadd_kernel.mlir", false);
+  cr_assert(a.ok && b.ok);
+  cr_assert_eq(a.kernels[0].object_size, b.kernels[0].object_size);
+  cr_assert_eq(memcmp(a.kernels[0].object, b.kernels[0].object, a.kernels[0].object_size), 0);
+  vxl_compiler *other = NULL;
+  cr_assert_eq(vxl_compiler_create(&other), 0);
+  size_t len;
+  char *src = vxt_read_file(CORPUS "vecadd_kernel.mlir", &len);
+  vxl_options o = {.opt_level = 2};
+  vxl_result c;
+  cr_assert_eq(vxl_compile(other, src, len, "x.mlir", &o, &c), 0);
+  cr_assert_eq(memcmp(a.kernels[0].object, c.kernels[0].object, a.kernels[0].object_size), 0,
+               "a second compiler produces the same bytes");
+  free(src);
+  vxl_result_clear(&a);
+  vxl_result_clear(&b);
+  vxl_result_clear(&bad);
+  vxl_result_clear(&c);
+  vxl_compiler_destroy(other);
+}

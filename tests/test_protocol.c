@@ -1,0 +1,297 @@
+/* test_protocol.c - protocol/ round trips and malformed input. */
+#include <criterion/criterion.h>
+#include <msgpack.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vxp.h"
+
+static vxp_kernel make_kernel(void) {
+  vxp_kernel k = {0};
+  k.name = strdup("vecadd");
+  k.nargs = 2;
+  k.args = calloc(2, sizeof *k.args);
+  k.args[0] = (vxp_arg){0, strdup("memref<?xf32>"), VXP_ARG_POINTER, 4, 4, 0};
+  k.args[1] = (vxp_arg){1, strdup("i64"), VXP_ARG_SCALAR, 8, 8, 8};
+  k.args_size = 16;
+  k.launch_offset = 16;
+  k.buffer_size = 48;
+  k.grid_dims = 2;
+  k.known_block[0] = 32, k.known_block[1] = 1, k.known_block[2] = 1;
+  k.shared_bytes = 1024;
+  k.object_size = 5;
+  k.object = malloc(5);
+  memcpy(k.object, "\x7f" "ELF\x01", 5);
+  return k;
+}
+
+/* The payload length a frame announces. */
+static uint32_t frame_len(const uint8_t *frame) {
+  return ((uint32_t)frame[0] << 24) | ((uint32_t)frame[1] << 16) | ((uint32_t)frame[2] << 8) | frame[3];
+}
+
+/* Splits a frame into header-checked payload. */
+static const uint8_t *payload_of(const uint8_t *frame, size_t flen, uint32_t *len) {
+  cr_assert_geq(flen, VXP_FRAME_HEADER_SIZE);
+  cr_assert_eq(vxp_frame_length(frame, VXP_MAX_FRAME_DEFAULT, len), VXP_OK);
+  cr_assert_eq((size_t)*len + VXP_FRAME_HEADER_SIZE, flen);
+  return frame + VXP_FRAME_HEADER_SIZE;
+}
+
+Test(protocol, compile_request_round_trip) {
+  vxp_request in = {.id = 42, .op = VXP_OP_COMPILE, .source = (uint8_t *)"module {}", .source_len = 9,
+                    .source_name = "k.mlir", .opt_level = 3, .emit_ir = true, .emulator = true};
+  uint8_t *frame;
+  size_t flen;
+  cr_assert_eq(vxp_request_encode(&in, &frame, &flen), VXP_OK);
+  uint32_t len;
+  const uint8_t *p = payload_of(frame, flen, &len);
+  vxp_request out;
+  cr_assert_eq(vxp_request_decode(p, len, &out), VXP_OK);
+  cr_assert_eq(out.id, 42);
+  cr_assert_eq(out.op, VXP_OP_COMPILE);
+  cr_assert_eq(out.source_len, 9);
+  cr_assert_eq(memcmp(out.source, "module {}", 9), 0);
+  cr_assert_str_eq(out.source_name, "k.mlir");
+  cr_assert_eq(out.opt_level, 3);
+  cr_assert(out.emit_ir);
+  cr_assert(out.emulator);
+  vxp_request_clear(&out);
+  free(frame);
+}
+
+Test(protocol, fetch_and_hello_round_trip) {
+  vxp_request f = {.id = 7, .op = VXP_OP_FETCH, .key = "ab", .kernel = "k1"};
+  uint8_t *frame;
+  size_t flen;
+  uint32_t len;
+  cr_assert_eq(vxp_request_encode(&f, &frame, &flen), VXP_OK);
+  vxp_request out;
+  cr_assert_eq(vxp_request_decode(payload_of(frame, flen, &len), frame_len(frame), &out), VXP_OK);
+  cr_assert_str_eq(out.key, "ab");
+  cr_assert_str_eq(out.kernel, "k1");
+  vxp_request_clear(&out);
+  free(frame);
+
+  vxp_request h = {.id = 1, .op = VXP_OP_HELLO, .proto_version = VXP_PROTOCOL_VERSION, .client = "t"};
+  cr_assert_eq(vxp_request_encode(&h, &frame, &flen), VXP_OK);
+  cr_assert_eq(vxp_request_decode(payload_of(frame, flen, &len), frame_len(frame), &out), VXP_OK);
+  cr_assert_eq(out.op, VXP_OP_HELLO);
+  cr_assert_eq(out.proto_version, VXP_PROTOCOL_VERSION);
+  cr_assert_str_eq(out.client, "t");
+  vxp_request_clear(&out);
+  free(frame);
+}
+
+Test(protocol, compile_response_round_trip_keeps_every_field) {
+  vxp_kernel k = make_kernel();
+  char *diags[] = {"a.mlir:1:2: error: x"};
+  vxp_response in = {.id = 9, .op = VXP_OP_COMPILE, .status = VXP_STATUS_OK, .key = "k", .cached = true,
+                     .nkernels = 1, .kernels = &k, .ndiags = 1, .diags = diags, .lowered_ir = "llvm"};
+  uint8_t *frame;
+  size_t flen;
+  uint32_t len;
+  cr_assert_eq(vxp_response_encode(&in, &frame, &flen), VXP_OK);
+  vxp_response out;
+  cr_assert_eq(vxp_response_decode(payload_of(frame, flen, &len), frame_len(frame), &out), VXP_OK);
+  cr_assert_eq(out.id, 9);
+  cr_assert_eq(out.status, VXP_STATUS_OK);
+  cr_assert(out.cached);
+  cr_assert_str_eq(out.key, "k");
+  cr_assert_str_eq(out.lowered_ir, "llvm");
+  cr_assert_eq(out.ndiags, 1);
+  cr_assert_str_eq(out.diags[0], "a.mlir:1:2: error: x");
+  cr_assert_eq(out.nkernels, 1);
+  vxp_kernel *o = &out.kernels[0];
+  cr_assert_str_eq(o->name, "vecadd");
+  cr_assert_eq(o->nargs, 2);
+  cr_assert_str_eq(o->args[1].type, "i64");
+  cr_assert_eq(o->args[1].kind, VXP_ARG_SCALAR);
+  cr_assert_eq(o->args[0].kind, VXP_ARG_POINTER);
+  cr_assert_eq(o->args[1].offset, 8);
+  cr_assert_eq(o->args[1].align, 8);
+  cr_assert_eq(o->args_size, 16);
+  cr_assert_eq(o->launch_offset, 16);
+  cr_assert_eq(o->buffer_size, 48);
+  cr_assert_eq(o->grid_dims, 2);
+  cr_assert_eq(o->known_block[0], 32);
+  cr_assert_eq(o->shared_bytes, 1024);
+  cr_assert_eq(o->object_size, 5);
+  cr_assert_eq(memcmp(o->object, "\x7f" "ELF\x01", 5), 0);
+  vxp_response_clear(&out);
+  vxp_kernel_clear(&k);
+  free(frame);
+}
+
+Test(protocol, stats_response_round_trip) {
+  vxp_response in = {.id = 3, .op = VXP_OP_STATS, .status = VXP_STATUS_OK,
+                     .stats = {.hits = 10, .misses = 2, .compile_errors = 1, .entries = 2, .bytes = 999,
+                               .requests = 20, .workers = 2, .worker_restarts = 1, .uptime_ms = 5}};
+  uint8_t *frame;
+  size_t flen;
+  uint32_t len;
+  cr_assert_eq(vxp_response_encode(&in, &frame, &flen), VXP_OK);
+  vxp_response out;
+  cr_assert_eq(vxp_response_decode(payload_of(frame, flen, &len), frame_len(frame), &out), VXP_OK);
+  cr_assert_eq(out.stats.hits, 10);
+  cr_assert_eq(out.stats.misses, 2);
+  cr_assert_eq(out.stats.bytes, 999);
+  cr_assert_eq(out.stats.worker_restarts, 1);
+  vxp_response_clear(&out);
+  free(frame);
+}
+
+Test(protocol, kernel_metadata_round_trip_without_object) {
+  vxp_kernel k = make_kernel();
+  uint8_t *buf;
+  size_t n;
+  cr_assert_eq(vxp_kernel_meta_encode(&k, &buf, &n), VXP_OK);
+  vxp_kernel o;
+  cr_assert_eq(vxp_kernel_meta_decode(buf, n, &o), VXP_OK);
+  cr_assert_str_eq(o.name, "vecadd");
+  cr_assert_eq(o.nargs, 2);
+  cr_assert_null(o.object);
+  cr_assert_eq(o.object_size, 5, "metadata remembers the object size");
+  cr_assert_eq(o.buffer_size, 48);
+  vxp_kernel_clear(&o);
+  /* a truncated metadata blob is refused, not half-read */
+  cr_assert_neq(vxp_kernel_meta_decode(buf, n - 3, &o), VXP_OK);
+  cr_assert_null(o.name);
+  vxp_kernel_clear(&k);
+  free(buf);
+}
+
+Test(protocol, frame_length_limits) {
+  uint8_t h[4] = {0, 0, 0, 0};
+  uint32_t len = 77;
+  cr_assert_eq(vxp_frame_length(h, 1024, &len), VXP_EEMPTY);
+  cr_assert_eq(len, 77, "output untouched on error");
+  uint8_t big[4] = {0x00, 0x00, 0x04, 0x01}; /* 1025 */
+  cr_assert_eq(vxp_frame_length(big, 1024, &len), VXP_ETOOBIG);
+  uint8_t ok[4] = {0x00, 0x00, 0x04, 0x00};
+  cr_assert_eq(vxp_frame_length(ok, 1024, &len), VXP_OK);
+  cr_assert_eq(len, 1024);
+  uint8_t huge[4] = {0xff, 0xff, 0xff, 0xff};
+  cr_assert_eq(vxp_frame_length(huge, VXP_MAX_FRAME_DEFAULT, &len), VXP_ETOOBIG);
+}
+
+/* Packs a map with the given raw msgpack writer into a payload. */
+typedef void (*packfn)(msgpack_packer *);
+
+static int decode_packed(packfn f, vxp_request *out) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  f(&pk);
+  int rc = vxp_request_decode((const uint8_t *)sb.data, sb.size, out);
+  msgpack_sbuffer_destroy(&sb);
+  return rc;
+}
+
+static void kstr(msgpack_packer *pk, const char *s) {
+  msgpack_pack_str(pk, strlen(s));
+  msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+static void pack_unknown_key(msgpack_packer *pk) {
+  msgpack_pack_map(pk, 3);
+  kstr(pk, "id"); msgpack_pack_uint64(pk, 5);
+  kstr(pk, "op"); kstr(pk, "stats");
+  kstr(pk, "colour"); kstr(pk, "blue");
+}
+static void pack_wrong_type(msgpack_packer *pk) {
+  msgpack_pack_map(pk, 3);
+  kstr(pk, "id"); msgpack_pack_uint64(pk, 6);
+  kstr(pk, "op"); kstr(pk, "compile");
+  kstr(pk, "source"); msgpack_pack_uint64(pk, 12);
+}
+static void pack_missing_source(msgpack_packer *pk) {
+  msgpack_pack_map(pk, 2);
+  kstr(pk, "id"); msgpack_pack_uint64(pk, 8);
+  kstr(pk, "op"); kstr(pk, "compile");
+}
+static void pack_unknown_op(msgpack_packer *pk) {
+  msgpack_pack_map(pk, 2);
+  kstr(pk, "id"); msgpack_pack_uint64(pk, 9);
+  kstr(pk, "op"); kstr(pk, "format-disk");
+}
+static void pack_not_a_map(msgpack_packer *pk) {
+  msgpack_pack_array(pk, 1);
+  msgpack_pack_uint64(pk, 1);
+}
+static void pack_bad_opt(msgpack_packer *pk) {
+  msgpack_pack_map(pk, 4);
+  kstr(pk, "id"); msgpack_pack_uint64(pk, 10);
+  kstr(pk, "op"); kstr(pk, "compile");
+  kstr(pk, "source"); msgpack_pack_bin(pk, 1); msgpack_pack_bin_body(pk, "x", 1);
+  kstr(pk, "opt_level"); msgpack_pack_uint64(pk, 9);
+}
+
+Test(protocol, malformed_requests_are_refused_with_their_id) {
+  vxp_request r;
+  cr_assert_eq(decode_packed(pack_unknown_key, &r), VXP_EUNKNOWNKEY);
+  cr_assert_eq(r.id, 5, "the id survives so the error reply can name it");
+  cr_assert_eq(decode_packed(pack_wrong_type, &r), VXP_ETYPE);
+  cr_assert_eq(r.id, 6);
+  cr_assert_eq(decode_packed(pack_missing_source, &r), VXP_EMISSING);
+  cr_assert_eq(decode_packed(pack_unknown_op, &r), VXP_EFORMAT);
+  cr_assert_eq(decode_packed(pack_not_a_map, &r), VXP_EFORMAT);
+  cr_assert_eq(decode_packed(pack_bad_opt, &r), VXP_ETYPE);
+  cr_assert_null(r.source, "nothing is left allocated on error");
+}
+
+Test(protocol, truncated_and_trailing_bytes_are_refused) {
+  vxp_request in = {.id = 1, .op = VXP_OP_STATS};
+  uint8_t *frame;
+  size_t flen;
+  cr_assert_eq(vxp_request_encode(&in, &frame, &flen), VXP_OK);
+  const uint8_t *p = frame + VXP_FRAME_HEADER_SIZE;
+  size_t n = flen - VXP_FRAME_HEADER_SIZE;
+  vxp_request out;
+  for (size_t cut = 0; cut < n; cut++)
+    cr_assert_neq(vxp_request_decode(p, cut, &out), VXP_OK, "prefix of %zu bytes accepted", cut);
+  uint8_t *longer = malloc(n + 1);
+  memcpy(longer, p, n);
+  longer[n] = 0xc0; /* a trailing nil */
+  cr_assert_eq(vxp_request_decode(longer, n + 1, &out), VXP_EFORMAT);
+  free(longer);
+  free(frame);
+}
+
+Test(protocol, garbage_never_crashes_the_decoder) {
+  /* deterministic pseudo-random payloads, including deep nesting */
+  uint32_t x = 12345;
+  uint8_t buf[256];
+  for (int round = 0; round < 20000; round++) {
+    size_t n = (size_t)(round % 255) + 1;
+    for (size_t i = 0; i < n; i++) {
+      x = x * 1103515245u + 12345u;
+      buf[i] = (uint8_t)(x >> 16);
+    }
+    if (round % 3 == 0) buf[0] = 0x80 | (buf[0] & 0x0f); /* a fixmap start */
+    vxp_request r;
+    vxp_response s;
+    if (vxp_request_decode(buf, n, &r) == VXP_OK) vxp_request_clear(&r);
+    if (vxp_response_decode(buf, n, &s) == VXP_OK) vxp_response_clear(&s);
+  }
+  memset(buf, 0x91, sizeof buf); /* 256 nested one-element arrays */
+  vxp_request r;
+  cr_assert_neq(vxp_request_decode(buf, sizeof buf, &r), VXP_OK);
+}
+
+Test(protocol, unknown_response_keys_are_tolerated) {
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 3);
+  kstr(&pk, "id"); msgpack_pack_uint64(&pk, 4);
+  kstr(&pk, "status"); kstr(&pk, "ok");
+  kstr(&pk, "added_in_v2"); msgpack_pack_true(&pk);
+  vxp_response r;
+  cr_assert_eq(vxp_response_decode((const uint8_t *)sb.data, sb.size, &r), VXP_OK);
+  cr_assert_eq(r.id, 4);
+  vxp_response_clear(&r);
+  msgpack_sbuffer_destroy(&sb);
+}

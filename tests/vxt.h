@@ -1,0 +1,40 @@
+/*
+ * vxt.h - helpers shared by the test suites (not part of any module).
+ */
+#ifndef VXT_H
+#define VXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Checks that an in-memory object is what Vortex links: ELF32, little
+ * endian, EM_RISCV, relocatable, single-float ABI (EF_RISCV_FLOAT_ABI_SINGLE),
+ * defining `main` and referencing `vx_spawn_threads`.  Returns NULL when it
+ * is, else a static description of the first thing that is wrong. */
+const char *vxt_elf_check(const uint8_t *obj, size_t len);
+
+/* 1 if obj has a symbol `name` that is defined (want_defined=1) or
+ * undefined (want_defined=0), else 0. */
+int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined);
+
+/* Reads a whole file into a malloc()ed buffer; NULL on error. */
+char *vxt_read_file(const char *path, size_t *len);
+
+/* A vortexd started for one test in a fresh temporary directory. */
+typedef struct {
+  pid_t pid;
+  char dir[128];    /* mkdtemp directory holding socket and cache */
+  char sock[192];
+  char cache[192];
+} vxt_daemon;
+
+/* Starts VXT_VORTEXD with --socket/--cache-dir in a new temp dir (or in
+ * d->dir when already set, to restart on the same cache) and waits until it
+ * answers.  extra may be NULL or one more argument.  Returns 0 or -1. */
+int vxt_daemon_start(vxt_daemon *d, const char *extra);
+
+/* SIGTERM, then waits; returns the daemon's exit status (0 = clean). */
+int vxt_daemon_stop(vxt_daemon *d);
+
+#endif

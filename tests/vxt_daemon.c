@@ -1,0 +1,49 @@
+/* vxt_daemon.c - start and stop a vortexd for one test. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vxc.h"
+#include "vxt.h"
+
+int vxt_daemon_start(vxt_daemon *d, const char *extra) {
+  if (!d->dir[0]) {
+    snprintf(d->dir, sizeof d->dir, "/tmp/vxt-XXXXXX");
+    if (!mkdtemp(d->dir)) return -1;
+  }
+  snprintf(d->sock, sizeof d->sock, "%s/vortexd.sock", d->dir);
+  snprintf(d->cache, sizeof d->cache, "%s/cache", d->dir);
+  d->pid = fork();
+  if (d->pid < 0) return -1;
+  if (d->pid == 0) {
+    char *args[] = {(char *)VXT_VORTEXD, (char *)"--socket", d->sock, (char *)"--cache-dir", d->cache,
+                    (char *)"--workers", (char *)"2", (char *)extra, NULL};
+    execv(VXT_VORTEXD, args);
+    _exit(127);
+  }
+  for (int i = 0; i < 1000; i++) { /* up to 10 s */
+    vxc_conn *c = NULL;
+    if (vxc_connect(d->sock, &c) == 0) {
+      vxc_close(c);
+      return 0;
+    }
+    if (waitpid(d->pid, NULL, WNOHANG) == d->pid) return -1;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return -1;
+}
+
+int vxt_daemon_stop(vxt_daemon *d) {
+  if (d->pid <= 0) return -1;
+  kill(d->pid, SIGTERM);
+  int st = 0;
+  while (waitpid(d->pid, &st, 0) < 0 && errno == EINTR) {}
+  d->pid = 0;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}

@@ -1,0 +1,67 @@
+/* vxt_elf.c - ELF checks for the test suites (glibc <elf.h> structures). */
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vxt.h"
+
+#ifndef EF_RISCV_FLOAT_ABI
+#define EF_RISCV_FLOAT_ABI 0x0006
+#define EF_RISCV_FLOAT_ABI_SINGLE 0x0002
+#endif
+
+int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
+  if (len < sizeof(Elf32_Ehdr)) return 0;
+  const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
+  if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
+  const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
+  for (int i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+    const Elf32_Shdr *strs = &sh[sh[i].sh_link];
+    if ((size_t)sh[i].sh_offset + sh[i].sh_size > len || (size_t)strs->sh_offset + strs->sh_size > len) return 0;
+    const Elf32_Sym *sym = (const Elf32_Sym *)(obj + sh[i].sh_offset);
+    size_t n = sh[i].sh_size / sizeof(Elf32_Sym);
+    for (size_t j = 0; j < n; j++) {
+      if (sym[j].st_name >= strs->sh_size) continue;
+      const char *s = (const char *)obj + strs->sh_offset + sym[j].st_name;
+      if (strcmp(s, name) != 0) continue;
+      int defined = sym[j].st_shndx != SHN_UNDEF;
+      if (defined == want_defined) return 1;
+    }
+  }
+  return 0;
+}
+
+const char *vxt_elf_check(const uint8_t *obj, size_t len) {
+  if (len < sizeof(Elf32_Ehdr)) return "too short for an ELF header";
+  const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) return "not ELF";
+  if (eh->e_ident[EI_CLASS] != ELFCLASS32) return "not ELF32";
+  if (eh->e_ident[EI_DATA] != ELFDATA2LSB) return "not little-endian";
+  if (eh->e_machine != EM_RISCV) return "not EM_RISCV";
+  if (eh->e_type != ET_REL) return "not a relocatable object";
+  if ((eh->e_flags & EF_RISCV_FLOAT_ABI) != EF_RISCV_FLOAT_ABI_SINGLE) return "not the single-float ABI";
+  if (!vxt_elf_has_symbol(obj, len, "main", 1)) return "does not define main";
+  if (!vxt_elf_has_symbol(obj, len, "vx_spawn_threads", 0)) return "does not reference vx_spawn_threads";
+  return NULL;
+}
+
+char *vxt_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *b = malloc((size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  if (b) {
+    b[n] = '\0';
+    *len = (size_t)n;
+  }
+  return b;
+}
