@@ -85,11 +85,27 @@ static int vxk__open_db(vxk_cache *c, const char *path) {
   return ok ? SQLITE_OK : SQLITE_MISMATCH;
 }
 
+/* mkdir -p with mode 0700 for what it creates; 0 or -1 with errno. */
+static int vxk__mkdirs(const char *dir) {
+  char p[4096];
+  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    if (mkdir(p, 0700) != 0 && errno != EEXIST) return -1;
+    *s = '/';
+  }
+  return (mkdir(p, 0700) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
 int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf, size_t errcap) {
   vxk_cache *c = calloc(1, sizeof *c);
   if (!c) return VXK_ENOMEM;
   c->max_bytes = max_bytes ? max_bytes : VXK_DEFAULT_MAX_BYTES;
-  if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+  if (vxk__mkdirs(dir) != 0) {
     snprintf(errbuf, errcap, "cannot create cache directory %s: %s", dir, strerror(errno));
     free(c);
     return VXK_EIO;

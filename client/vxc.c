@@ -148,9 +148,10 @@ void vxc_close(vxc_conn *c) {
 
 const vxp_response *vxc_server_info(const vxc_conn *c) { return &c->hello; }
 
-/* Starts `program --socket path --idle-timeout T` detached (double fork,
- * new session, stdio on /dev/null except stderr on a log beside the socket). */
-static int vxc__spawn_daemon(const char *program, const char *path) {
+/* Starts `program --socket path --idle-timeout T` in a new session with
+ * stdin/stdout on /dev/null and stderr appended to a log beside the socket.
+ * Returns its pid or a negative errno. */
+static pid_t vxc__spawn_daemon(const char *program, const char *path) {
   char log[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
   snprintf(log, sizeof log, "%s.log", path);
   const char *idle = getenv("VORTEXD_IDLE_TIMEOUT");
@@ -159,7 +160,6 @@ static int vxc__spawn_daemon(const char *program, const char *path) {
   if (pid < 0) return -errno;
   if (pid == 0) {
     setsid();
-    if (fork() != 0) _exit(0);
     int nul = open("/dev/null", O_RDWR);
     int lf = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
@@ -170,9 +170,7 @@ static int vxc__spawn_daemon(const char *program, const char *path) {
     else execvp(program, args);
     _exit(127);
   }
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-  return 0;
+  return pid;
 }
 
 /* "vortexd" beside the running program, if there is one. */
@@ -221,12 +219,22 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
       vxc__beside_self(beside, sizeof beside);
       program = beside[0] ? beside : "vortexd";
     }
-    rc = vxc__spawn_daemon(program, path);
+    pid_t pid = vxc__spawn_daemon(program, path);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
       rc = vxc_connect(path, out);
       if (rc != -ENOENT && rc != -ECONNREFUSED) break;
+      int st = 0;
+      if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+        pid = 0;
+        /* status 2: another daemon holds the lock and will answer; anything
+         * else: the daemon could not start (its log says why) */
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 2)) {
+          rc = -ECHILD;
+          break;
+        }
+      }
       struct timespec now;
       clock_gettime(CLOCK_MONOTONIC, &now);
       long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;

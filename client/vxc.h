@@ -42,7 +42,9 @@ int vxc_connect(const char *path, vxc_conn **out);
 /* Like vxc_connect, but when no daemon answers starts one (the vortexd
  * program given, or "vortexd" found beside the calling program or on PATH)
  * and waits up to timeout_ms for it.  Concurrent callers serialize on a lock
- * file beside the socket, so many vxc starting at once start one daemon. */
+ * file beside the socket, so many vxc starting at once start one daemon.
+ * Returns -ECHILD when the started daemon exited at once (its stderr is in
+ * PATH.log beside the socket). */
 int vxc_connect_or_spawn(const char *path, const char *vortexd_program, int timeout_ms, vxc_conn **out);
 
 void vxc_close(vxc_conn *c);

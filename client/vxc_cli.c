@@ -208,7 +208,10 @@ int main(int argc, char **argv) {
   if (rc) {
     char def[108] = "";
     if (!socket) vxc_default_socket_path(def, sizeof def);
-    fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", socket ? socket : def, strerror(-rc));
+    if (rc == -ECHILD)
+      fprintf(stderr, "vxc: vortexd did not start; see %s.log\n", socket ? socket : def);
+    else
+      fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", socket ? socket : def, strerror(-rc));
     return 2;
   }
   vxp_response r;

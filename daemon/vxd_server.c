@@ -499,8 +499,8 @@ static void vxd__on_hello(vxd_conn *c, const vxp_request *req) {
     vxd__send_error(c, req->id, VXP_OP_HELLO, VXP_STATUS_BAD_REQUEST, msg, 0);
     return;
   }
-  char server[1024];
-  snprintf(server, sizeof server, "%s (%s)", VXD_SERVER_NAME, vxl_toolchain_fingerprint());
+  char server[256];
+  snprintf(server, sizeof server, "%s (%s)", VXD_SERVER_NAME, vxl_toolchain_summary());
   vxp_response r = {.id = req->id, .op = VXP_OP_HELLO, .status = VXP_STATUS_OK,
                     .proto_version = VXP_PROTOCOL_VERSION, .server = server,
                     .max_frame = c->srv->cfg->max_frame};

@@ -48,6 +48,10 @@ const char *vxl_toolchain_fingerprint(void) {
          ";features=" VXL_FEATURES ";abi=" VXL_ABI ";pipeline=" VXL_PIPELINE;
 }
 
+const char *vxl_toolchain_summary(void) {
+  return "LLVM " LLVM_VERSION_STRING ", " VXL_TRIPLE " " VXL_CPU " " VXL_FEATURES " " VXL_ABI;
+}
+
 /* Context diagnostic handler: appends "file:line:col: severity: msg" (and
  * its notes) to the compile in progress.  Runs on the compiling thread. */
 static void vxl__record_diag(vxl__diags *d, MlirDiagnostic diag) {

@@ -69,6 +69,10 @@ void vxl_result_clear(vxl_result *res);
  * features, ABI, data layout.  Static string; any thread. */
 const char *vxl_toolchain_fingerprint(void);
 
+/* Short human-readable form: "LLVM 22.1.8, riscv32-unknown-elf
+ * generic-rv32 +m,+a,+f ilp32f".  Static string; any thread. */
+const char *vxl_toolchain_summary(void);
+
 /* ---- layout rule, exposed for the unit tests (seed 000 / seed 001) ---- */
 
 /* Scalar/pointer argument types the layout understands, by MLIR type text

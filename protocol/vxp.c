@@ -358,10 +358,77 @@ static int vxp__op(const msgpack_object *v, vxp_op *op) {
   return v->type == MSGPACK_OBJECT_STR ? VXP_EFORMAT : VXP_ETYPE;
 }
 
+static uint64_t vxp__be(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++) v = (v << 8) | p[i];
+  return v;
+}
+
+/* Walks the msgpack encoding of [buf, buf+len) without building anything and
+ * refuses it unless it is exactly one object whose every declared length and
+ * element count fits in the bytes that are there.  msgpack-c sizes its zone
+ * from the counts a payload declares, so without this a 5-byte frame that
+ * claims a 2^32-element array would make it allocate 128 GiB.  Format:
+ * github.com/msgpack/msgpack/blob/master/spec.md. */
+static int vxp__precheck(const uint8_t *buf, size_t len) {
+  size_t pos = 0;
+  uint64_t pending = 1; /* objects still to read; each takes >= 1 byte */
+  while (pending > 0) {
+    if (pos >= len || pending > len - pos) return VXP_EFORMAT;
+    uint8_t b = buf[pos++];
+    pending--;
+    uint64_t skip = 0, items = 0;
+    int hdr = 0; /* length bytes after the type byte */
+    if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) continue;
+    if ((b & 0xf0) == 0x80) items = 2u * (b & 0x0f);
+    else if ((b & 0xf0) == 0x90) items = b & 0x0f;
+    else if ((b & 0xe0) == 0xa0) skip = b & 0x1f;
+    else switch (b) {
+      case 0xc4: case 0xd9: hdr = 1; break;                 /* bin8, str8 */
+      case 0xc5: case 0xda: hdr = 2; break;                 /* bin16, str16 */
+      case 0xc6: case 0xdb: hdr = 4; break;                 /* bin32, str32 */
+      case 0xc7: hdr = 1; skip = 1; break;                  /* ext8: len, type */
+      case 0xc8: hdr = 2; skip = 1; break;
+      case 0xc9: hdr = 4; skip = 1; break;
+      case 0xca: skip = 4; break;                           /* float32 */
+      case 0xcb: skip = 8; break;                           /* float64 */
+      case 0xcc: case 0xd0: skip = 1; break;                /* (u)int8 */
+      case 0xcd: case 0xd1: skip = 2; break;
+      case 0xce: case 0xd2: skip = 4; break;
+      case 0xcf: case 0xd3: skip = 8; break;
+      case 0xd4: skip = 2; break;                           /* fixext 1..16 */
+      case 0xd5: skip = 3; break;
+      case 0xd6: skip = 5; break;
+      case 0xd7: skip = 9; break;
+      case 0xd8: skip = 17; break;
+      case 0xdc: case 0xde:                                 /* array16, map16 */
+      case 0xdd: case 0xdf: {                               /* array32, map32 */
+        int n = (b == 0xdc || b == 0xde) ? 2 : 4;
+        if (len - pos < (size_t)n) return VXP_EFORMAT;
+        items = vxp__be(buf + pos, n);
+        if (b == 0xde || b == 0xdf) items *= 2;
+        pos += (size_t)n;
+        break;
+      }
+      default: return VXP_EFORMAT;                          /* 0xc1: never used */
+      }
+    if (hdr) {
+      if (len - pos < (size_t)hdr) return VXP_EFORMAT;
+      skip += vxp__be(buf + pos, hdr);
+      pos += (size_t)hdr;
+    }
+    if (skip > len - pos) return VXP_EFORMAT;
+    pos += (size_t)skip;
+    pending += items;
+  }
+  return pos == len ? VXP_OK : VXP_EFORMAT;
+}
+
 /* Unpacks one msgpack map covering exactly [buf, buf+len). */
 static int vxp__unpack(const uint8_t *buf, size_t len, msgpack_unpacked *u) {
   size_t off = 0;
   msgpack_unpacked_init(u);
+  if (vxp__precheck(buf, len) != VXP_OK) return VXP_EFORMAT;
   msgpack_unpack_return ret = msgpack_unpack_next(u, (const char *)buf, len, &off);
   if (ret != MSGPACK_UNPACK_SUCCESS) return ret == MSGPACK_UNPACK_NOMEM_ERROR ? VXP_ENOMEM : VXP_EFORMAT;
   if (off != len || u->data.type != MSGPACK_OBJECT_MAP) return VXP_EFORMAT;

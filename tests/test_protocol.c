@@ -280,6 +280,22 @@ Test(protocol, garbage_never_crashes_the_decoder) {
   cr_assert_neq(vxp_request_decode(buf, sizeof buf, &r), VXP_OK);
 }
 
+Test(protocol, declared_sizes_beyond_the_payload_are_refused_before_allocating) {
+  /* {"id": [2^32-1 elements...]} in 12 bytes: msgpack-c alone would try to
+   * allocate for four billion objects */
+  const uint8_t arr32[] = {0x81, 0xa2, 'i', 'd', 0xdd, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02, 0x03};
+  vxp_request r;
+  cr_assert_eq(vxp_request_decode(arr32, sizeof arr32, &r), VXP_EFORMAT);
+  const uint8_t map32[] = {0xdf, 0x7f, 0xff, 0xff, 0xff, 0xc0};
+  cr_assert_eq(vxp_request_decode(map32, sizeof map32, &r), VXP_EFORMAT);
+  const uint8_t str32[] = {0x81, 0xa2, 'o', 'p', 0xdb, 0xff, 0xff, 0xff, 0xf0, 'x'};
+  cr_assert_eq(vxp_request_decode(str32, sizeof str32, &r), VXP_EFORMAT);
+  const uint8_t bin32[] = {0x81, 0xa6, 's', 'o', 'u', 'r', 'c', 'e', 0xc6, 0x10, 0, 0, 0, 'x'};
+  cr_assert_eq(vxp_request_decode(bin32, sizeof bin32, &r), VXP_EFORMAT);
+  vxp_response s;
+  cr_assert_eq(vxp_response_decode(arr32, sizeof arr32, &s), VXP_EFORMAT);
+}
+
 Test(protocol, unknown_response_keys_are_tolerated) {
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);

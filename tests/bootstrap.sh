@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One-step set-up on a fresh Debian 12 machine: installs what is missing,
+# builds, then either runs the demo on the bundled example kernels or the
+# whole test suite.  The README's two commands are exactly:
+#   bash tests/bootstrap.sh demo
+#   bash tests/bootstrap.sh test
+# `test` also builds and tests an ASan+UBSan configuration (set
+# VORTEXD_SKIP_SANITIZERS=1 to skip that second pass locally).
+set -euo pipefail
+
+mode=${1:-test}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jobs=$(nproc)
+
+# ---- dependencies: Debian 12 packages only (LLVM/MLIR 22 from bookworm-security)
+pkgs=(build-essential cmake pkg-config
+      llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22
+      libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
+      libcriterion-dev procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "bootstrap: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build() { # build DIR [cmake args...]
+  local dir=$1; shift
+  cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVORTEXD_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+}
+
+case "$mode" in
+test)
+  build "$root/build"
+  (cd "$root/build" && ctest --output-on-failure)
+  if [ "${VORTEXD_SKIP_SANITIZERS:-0}" != 1 ]; then
+    echo "bootstrap: ASan + UBSan build"
+    build "$root/build-asan" -DVORTEXD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+    (cd "$root/build-asan" &&
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" ctest --output-on-failure)
+  fi
+  ;;
+demo)
+  build "$root/build"
+  exec bash "$root/tests/demo.sh" "$root/build"
+  ;;
+*)
+  echo "usage: $0 demo|test" >&2
+  exit 64
+  ;;
+esac
