@@ -23,11 +23,18 @@
 
 #define VXK_SCHEMA_VERSION "1"
 
+/* Keys read since the last vxk_flush(): their LRU time is written in one
+ * transaction then, not one write per hit. */
+#define VXK_TOUCH_MAX 256
+
 struct vxk_cache {
   sqlite3 *db;
   uint64_t max_bytes;
   char err[512];
   sqlite3_stmt *get_all, *get_one, *touch, *exists;
+  char (*touched)[VXK_KEY_HEX + 1]; /* VXK_TOUCH_MAX keys, from malloc() */
+  uint32_t ntouched;
+  uint64_t touched_us;               /* time of the latest pending read */
 };
 
 const char *vxk_errmsg(const vxk_cache *c) { return c ? c->err : "no cache"; }
@@ -134,6 +141,12 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     free(c);
     return VXK_EIO;
   }
+  c->touched = malloc(VXK_TOUCH_MAX * sizeof *c->touched);
+  if (!c->touched) {
+    snprintf(errbuf, errcap, "out of memory");
+    vxk_close(c);
+    return VXK_ENOMEM;
+  }
   if (vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
       vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 AND name=?2", &c->get_one) ||
       vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch) ||
@@ -146,8 +159,29 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
   return VXK_OK;
 }
 
+int vxk_flush(vxk_cache *c) {
+  if (c->ntouched == 0) return VXK_OK;
+  int rc = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+  for (uint32_t i = 0; rc == SQLITE_OK && i < c->ntouched; i++) {
+    sqlite3_bind_text(c->touch, 1, c->touched[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(c->touch, 2, (sqlite3_int64)c->touched_us);
+    rc = sqlite3_step(c->touch) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
+    sqlite3_reset(c->touch);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+  c->ntouched = 0;
+  if (rc != SQLITE_OK) {
+    int out = vxk__fail(c, rc, "flush");
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return out;
+  }
+  return VXK_OK;
+}
+
 void vxk_close(vxk_cache *c) {
   if (!c) return;
+  if (c->touch && c->touched) vxk_flush(c);
+  free(c->touched);
   sqlite3_finalize(c->get_all);
   sqlite3_finalize(c->get_one);
   sqlite3_finalize(c->touch);
@@ -165,6 +199,7 @@ int vxk_key_valid(const char *s) {
 
 /* Evicts least recently used entries until at most 90% of max_bytes is used. */
 static int vxk__evict(vxk_cache *c) {
+  vxk_flush(c); /* pending reads count as use */
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(c->db, "SELECT COALESCE(SUM(bytes),0) FROM entries", -1, &st, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "evict");
@@ -188,6 +223,7 @@ static int vxk__evict(vxk_cache *c) {
   sqlite3_finalize(del);
   return evicted ? vxk_counter_add(c, "evictions", (int64_t)evicted) : VXK_OK;
 }
+
 
 int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n) {
   if (!vxk_key_valid(key)) return VXK_EINVAL;
@@ -280,11 +316,15 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **
     vxk_kernels_free(ks, cnt);
     return out_rc;
   }
-  /* LRU bookkeeping; a failure here does not fail the read. */
-  sqlite3_bind_text(c->touch, 1, key, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(c->touch, 2, (sqlite3_int64)vxk__now_us());
-  sqlite3_step(c->touch);
-  sqlite3_reset(c->touch);
+  /* LRU bookkeeping, written by the next vxk_flush(); a full batch is
+   * written now.  A failure there does not fail this read. */
+  uint32_t i = 0;
+  while (i < c->ntouched && strcmp(c->touched[i], key) != 0) i++;
+  if (i == c->ntouched) {
+    if (c->ntouched == VXK_TOUCH_MAX) vxk_flush(c);
+    memcpy(c->touched[c->ntouched++], key, VXK_KEY_HEX + 1);
+  }
+  c->touched_us = vxk__now_us();
   *out = ks;
   *n = cnt;
   return VXK_OK;

@@ -87,6 +87,12 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **
 
 void vxk_kernels_free(vxk_kernel_out *ks, uint32_t n);
 
+/* Writes the LRU times of entries read since the last flush in one
+ * transaction (reads do not write, so a hit costs no write transaction).
+ * Call it periodically (the daemon does every second); vxk_close and eviction
+ * call it too.  Returns 0 or VXK_EIO/VXK_EFULL. */
+int vxk_flush(vxk_cache *c);
+
 /* Adds delta to a persistent counter: "hits", "misses", "compile_errors". */
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta);
 

@@ -269,6 +269,7 @@ static void vxd__flush_counters(vxd_server *s) {
   if (s->pending_misses) vxk_counter_add(s->cache, "misses", s->pending_misses);
   if (s->pending_errors) vxk_counter_add(s->cache, "compile_errors", s->pending_errors);
   s->pending_hits = s->pending_misses = s->pending_errors = 0;
+  vxk_flush(s->cache);
 }
 
 static void vxd__flush_cb(uv_timer_t *t) { vxd__flush_counters(t->data); }

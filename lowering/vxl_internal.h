@@ -59,7 +59,8 @@ struct vxl_compiler {
   MlirContext ctx;
   MlirModule prelude_hw;   /* parsed VXL_PRELUDE_HARDWARE */
   MlirModule prelude_emu;  /* parsed VXL_PRELUDE_EMULATOR */
-  MlirPassManager pm;      /* the upstream lowering pipeline, parsed once */
+  MlirPassManager pm;      /* upstream lowering pipeline (base), parsed once */
+  MlirPassManager pm_full; /* ... with affine/math/ub/strided-memref passes */
   LLVMTargetMachineRef tm;
   LLVMTargetDataRef td;
   vxl__diags *cur_diags;   /* where the context's diagnostic handler writes */

@@ -199,7 +199,7 @@ static MlirWalkResult vxl__collect_cb(MlirOperation op, void *ud) {
 static int vxl__dialect_supported(MlirStringRef name) {
   static const char *const prefixes[] = {
       "arith.", "math.", "scf.", "cf.", "memref.", "func.", "llvm.",
-      "index.", "affine.", "ub.", "vector.", NULL};
+      "index.", "affine.", "ub.", NULL};
   for (int i = 0; prefixes[i]; i++) {
     size_t n = strlen(prefixes[i]);
     if (name.length > n && memcmp(name.data, prefixes[i], n) == 0) return 1;
@@ -288,6 +288,7 @@ typedef struct {
   MlirModule mod;
   vxl__diags *d;
   unsigned views;        /* memref view helpers created so far */
+  int needs_full;        /* ops only the full pipeline lowers were seen */
 } vxl__rw;
 
 /* Builds "func.func private @NAME(%p: !llvm.ptr) -> MEMREF" that rebuilds a
@@ -524,6 +525,16 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
 
 /* ---- driver ---- */
 
+/* Ops the base pipeline does not lower (see VXL_PIPELINE_BASE). */
+static int vxl__needs_full_pipeline(MlirStringRef n) {
+  static const char *const prefixes[] = {"affine.", "math.", "ub.", NULL};
+  for (int i = 0; prefixes[i]; i++)
+    if (n.length > strlen(prefixes[i]) && memcmp(n.data, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  if (n.length > 7 && memcmp(n.data, "memref.", 7) == 0)
+    return !(vxl__streq(n, "memref.load") || vxl__streq(n, "memref.store"));
+  return 0;
+}
+
 static int vxl__check_supported(vxl__rw *rw, MlirOperation root) {
   vxl__ops ops = {0};
   mlirOperationWalk(root, vxl__collect_cb, &ops, MlirWalkPreOrder);
@@ -536,6 +547,7 @@ static int vxl__check_supported(vxl__rw *rw, MlirOperation root) {
     int ok = (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) ? vxl__gpu_op_supported(n)
                                                               : vxl__dialect_supported(n);
     if (ok && vxl__memref_op_unsupported(op)) ok = 0;
+    if (ok && vxl__needs_full_pipeline(n)) rw->needs_full = 1;
     if (!ok) {
       vxl__diag_at(rw->d, mlirOperationGetLocation(op), "unsupported: %.*s", (int)n.length, n.data);
       bad = 1;
@@ -672,8 +684,13 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     vxl__diag_add(d, "%s: error: internal: the rewritten module does not verify", source_name);
     rc = -EINVAL;
   }
-  if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm, mlirModuleGetOperation(mod)))) {
+  MlirPassManager pm = rw.needs_full ? c->pm_full : c->pm;
+  if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(mod)))) {
     vxl__diag_add(d, "%s: error: the upstream lowering pipeline failed", source_name);
+    rc = -EINVAL;
+  }
+  if (rc == 0 && !mlirOperationVerify(mlirModuleGetOperation(mod))) {
+    vxl__diag_add(d, "%s: error: internal: the lowered module does not verify", source_name);
     rc = -EINVAL;
   }
   /* Everything must be LLVM dialect now. */

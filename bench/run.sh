@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the benchmark against a fresh daemon and cache in a temp directory.
+#   bash bench/run.sh [BUILD_DIR] [FILE.mlir]
+# Defaults: build/, ../shared/corpus/vortex-hip/metadata_test.mlir.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build}
+file=${2:-$root/../shared/corpus/vortex-hip/metadata_test.mlir}
+dir=$(mktemp -d /tmp/vxd-bench-XXXXXX)
+"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" &
+pid=$!
+trap 'kill -TERM $pid; wait $pid || true; rm -rf "$dir"' EXIT
+for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
+"$build/bench/vxd_bench" "$dir/s.sock" "$file" "${BENCH_MISSES:-100}" "${BENCH_HITS:-5000}" "${BENCH_CHAIN:-20}"
