@@ -211,7 +211,7 @@ static int vxl__dialect_supported(MlirStringRef name) {
 static int vxl__gpu_op_supported(MlirStringRef name) {
   static const char *const ops[] = {
       "gpu.func", "gpu.return", "gpu.thread_id", "gpu.block_id",
-      "gpu.block_dim", "gpu.grid_dim", "gpu.barrier", "gpu.module_end", NULL};
+      "gpu.block_dim", "gpu.grid_dim", "gpu.global_id", "gpu.barrier", "gpu.module_end", NULL};
   for (int i = 0; ops[i]; i++)
     if (vxl__streq(name, ops[i])) return 1;
   return 0;
@@ -363,7 +363,8 @@ static int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *
 /* Records which grid/block dimensions a kernel reads. */
 static void vxl__note_dims(vxl__kernel_info *k, MlirStringRef name, int dim) {
   if (dim < 0 || !k) return;
-  if (vxl__streq(name, "gpu.block_id") || vxl__streq(name, "gpu.grid_dim"))
+  if (vxl__streq(name, "gpu.block_id") || vxl__streq(name, "gpu.grid_dim") ||
+      vxl__streq(name, "gpu.global_id"))
     if ((uint32_t)dim + 1 > k->grid_dims) k->grid_dims = (uint32_t)dim + 1;
 }
 
@@ -378,6 +379,7 @@ static int vxl__rewrite_gpu_op(vxl__rw *rw, MlirOperation op, vxl__kernel_info *
   else if (vxl__streq(name, "gpu.block_id")) helper = "__vxl_block_id";
   else if (vxl__streq(name, "gpu.block_dim")) helper = "__vxl_block_dim";
   else if (vxl__streq(name, "gpu.grid_dim")) helper = "__vxl_grid_dim";
+  else if (vxl__streq(name, "gpu.global_id")) helper = "__vxl_global_id";
 
   if (helper) {
     int dim = vxl__dimension(op);

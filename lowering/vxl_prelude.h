@@ -2,7 +2,7 @@
  * vxl_prelude.h - the Vortex device ABI as MLIR text (internal to lowering/).
  *
  * The GPU-dialect rewrite replaces each gpu.thread_id / block_id / block_dim /
- * grid_dim / barrier op by a call to one of the helpers below; after the
+ * grid_dim / global_id / barrier op by a call to one of the helpers below; after the
  * upstream lowering and LLVM O2 the helpers are inlined and vanish.  Keeping
  * the ABI here, as readable IR, means the rule "what does gpu.thread_id x read"
  * lives in exactly one place.
@@ -40,7 +40,15 @@
   VXL__DIM3_READER("__vxl_thread_id", "threadIdx")                              \
   VXL__DIM3_READER("__vxl_block_id", "blockIdx")                                \
   VXL__DIM3_READER("__vxl_block_dim", "blockDim")                               \
-  VXL__DIM3_READER("__vxl_grid_dim", "gridDim")
+  VXL__DIM3_READER("__vxl_grid_dim", "gridDim")                                \
+  "func.func private @__vxl_global_id(%dim: i32) -> index {\n"                  \
+  "  %b = func.call @__vxl_block_id(%dim) : (i32) -> index\n"                   \
+  "  %d = func.call @__vxl_block_dim(%dim) : (i32) -> index\n"                  \
+  "  %t = func.call @__vxl_thread_id(%dim) : (i32) -> index\n"                  \
+  "  %bd = arith.muli %b, %d : index\n"                                         \
+  "  %g = arith.addi %bd, %t : index\n"                                         \
+  "  return %g : index\n"                                                      \
+  "}\n"
 
 /* func @NAME(%dim: i32) -> index: loads field %dim of the dim3 global VAR. */
 #define VXL__DIM3_READER(NAME, VAR)                                             \

@@ -1,0 +1,477 @@
+/*
+ * test_device.c - compiled kernels executed on the emulated Vortex device.
+ *
+ * Each test compiles a kernel with the lowering's emulator option (custom
+ * instructions and CSR reads become vx_emu_* calls; everything else is the
+ * object the hardware gets), packs its argument buffer with libvxc from the
+ * metadata, runs it under qemu-riscv32 with tests/device/vxemu.c, and checks
+ * every output element against a C reference computed here.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vxl.h"
+#include "vxt.h"
+#include "vxt_device.h"
+
+#define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
+#define DEV(off) (VXT_MEM_BASE + (off))
+
+static vxl_compiler *cc;
+static void setup(void) { cr_assert_eq(vxl_compiler_create(&cc), 0); }
+static void teardown(void) { vxl_compiler_destroy(cc); }
+TestSuite(device, .init = setup, .fini = teardown, .timeout = 300);
+
+static vxl_result build(const char *path) {
+  size_t len;
+  char *src = vxt_read_file(path, &len);
+  cr_assert_not_null(src, "%s", path);
+  vxl_options o = {.opt_level = 2, .emulator = true};
+  vxl_result r;
+  cr_assert_eq(vxl_compile(cc, src, len, path, &o, &r), 0);
+  free(src);
+  cr_assert(r.ok, "%s: %s", path, r.ndiags ? r.diags[0] : "");
+  return r;
+}
+
+static const vxp_kernel *kernel(const vxl_result *r, const char *name) {
+  for (uint32_t i = 0; i < r->nkernels; i++)
+    if (!name || strcmp(r->kernels[i].name, name) == 0) return &r->kernels[i];
+  cr_assert_fail("no kernel %s", name);
+  return NULL;
+}
+
+/* Launches k on img and returns the device memory afterwards (malloc()). */
+static uint8_t *launch(const vxp_kernel *k, vxt_image *img, const void *const *vals, uint32_t gx,
+                       uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t shared,
+                       char *printed, size_t cap) {
+  uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  uint32_t args = vxt_image_args(img, k, vals, grid, block, shared);
+  cr_assert_neq(args, UINT32_MAX, "argument packing failed");
+  uint8_t *mem = malloc(img->size);
+  int32_t rc = -1;
+  char local[4096];
+  if (!printed) printed = local, cap = sizeof local;
+  const char *fail = vxt_device_run(k, img, args, 0, img->size, mem, &rc, printed, cap);
+  cr_assert_null(fail, "%s: %s\n%s", k->name, fail, printed);
+  cr_assert_eq(rc, 0, "vx_spawn_threads returned %d", rc);
+  return mem;
+}
+
+/* A deterministic pseudo-random sequence for inputs. */
+static uint32_t rnd_state = 1;
+static uint32_t rnd(void) { return rnd_state = rnd_state * 1664525u + 1013904223u; }
+static float rndf(void) { return (float)(rnd() >> 8) / (float)(1u << 24) * 4.0f - 2.0f; }
+
+static void assert_floats(const float *got, const float *want, uint32_t n, float tol, const char *what) {
+  for (uint32_t i = 0; i < n; i++)
+    cr_assert(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])), "%s[%u] = %g, want %g", what, i,
+              (double)got[i], (double)want[i]);
+}
+
+/* ---- the project's own kernels ---- */
+
+static void run_saxpy(uint32_t n, uint32_t block) {
+  vxl_result r = build(VXT_EXAMPLES_DIR "/saxpy.mlir");
+  const vxp_kernel *k = kernel(&r, "saxpy");
+  float *x = malloc(n * 4), *y = malloc(n * 4), *want = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++) x[i] = rndf(), y[i] = rndf();
+  float a = 1.75f;
+  for (uint32_t i = 0; i < n; i++) want[i] = a * x[i] + y[i];
+  vxt_image img = {0};
+  uint32_t xo = vxt_image_put(&img, x, n * 4), yo = vxt_image_put(&img, y, n * 4);
+  int32_t n32 = (int32_t)n;
+  uint32_t xd = DEV(xo), yd = DEV(yo);
+  const void *vals[] = {&n32, &a, &xd, &yd};
+  uint8_t *mem = launch(k, &img, vals, (n + block - 1) / block, 1, 1, block, 1, 1, 0, NULL, 0);
+  assert_floats((float *)(mem + yo), want, n, 1e-6f, "y");
+  free(mem), free(x), free(y), free(want);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, saxpy_several_shapes) {
+  run_saxpy(1000, 64);
+  run_saxpy(37, 16); /* not a multiple of the block */
+  run_saxpy(5, 8);   /* fewer elements than one block */
+}
+
+static void run_sgemm(uint32_t m, uint32_t n, uint32_t kk, uint32_t bx, uint32_t by) {
+  vxl_result r = build(VXT_KERNELS_DIR "/sgemm_naive.mlir");
+  const vxp_kernel *k = kernel(&r, "sgemm_naive");
+  float *a = malloc(m * kk * 4), *b = malloc(kk * n * 4), *want = calloc(m * n, 4);
+  for (uint32_t i = 0; i < m * kk; i++) a[i] = rndf();
+  for (uint32_t i = 0; i < kk * n; i++) b[i] = rndf();
+  for (uint32_t i = 0; i < m; i++)
+    for (uint32_t j = 0; j < n; j++) {
+      float s = 0;
+      for (uint32_t p = 0; p < kk; p++) s += a[i * kk + p] * b[p * n + j];
+      want[i * n + j] = s;
+    }
+  vxt_image img = {0};
+  uint32_t ao = vxt_image_put(&img, a, m * kk * 4), bo = vxt_image_put(&img, b, kk * n * 4);
+  uint32_t co = vxt_image_put(&img, NULL, m * n * 4);
+  uint32_t ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
+  const void *vals[] = {&ad, &bd, &cd, &m, &n, &kk};
+  uint8_t *mem = launch(k, &img, vals, (n + bx - 1) / bx, (m + by - 1) / by, 1, bx, by, 1, 0, NULL, 0);
+  assert_floats((float *)(mem + co), want, m * n, 1e-5f, "C");
+  free(mem), free(a), free(b), free(want);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, naive_sgemm_2d_grid) {
+  run_sgemm(16, 16, 16, 8, 8);
+  run_sgemm(19, 13, 7, 4, 8); /* ragged edges in both dimensions */
+}
+
+Test(device, stencil_3d_grid_and_block) {
+  vxl_result r = build(VXT_KERNELS_DIR "/stencil3d.mlir");
+  const vxp_kernel *k = kernel(&r, "stencil7");
+  cr_assert_eq(k->grid_dims, 3);
+  uint32_t nx = 11, ny = 7, nz = 6, n = nx * ny * nz;
+  float *in = malloc(n * 4), *want = calloc(n, 4), c0 = 0.5f, c1 = 0.125f;
+  for (uint32_t i = 0; i < n; i++) in[i] = rndf();
+  for (uint32_t z = 1; z + 1 < nz; z++)
+    for (uint32_t y = 1; y + 1 < ny; y++)
+      for (uint32_t x = 1; x + 1 < nx; x++) {
+        uint32_t p = (z * ny + y) * nx + x;
+        float s1 = in[p - 1] + in[p + 1], s2 = in[p - nx] + in[p + nx], s3 = in[p - nx * ny] + in[p + nx * ny];
+        want[p] = c0 * in[p] + c1 * ((s1 + s2) + s3);
+      }
+  vxt_image img = {0};
+  uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+  uint32_t id = DEV(io), od = DEV(oo);
+  const void *vals[] = {&id, &od, &nx, &ny, &nz, &c0, &c1};
+  uint8_t *mem = launch(k, &img, vals, 3, 2, 2, 4, 4, 3, 0, NULL, 0);
+  assert_floats((float *)(mem + oo), want, n, 1e-6f, "out");
+  free(mem), free(in), free(want);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+static int32_t control_ref(uint32_t i, int32_t v) {
+  int32_t steps = 0;
+  uint32_t x = (uint32_t)v;
+  while (x != 1) x = (x & 1) ? 3 * x + 1 : x / 2, steps++;
+  int32_t sel = (i % 4 == 0) ? 7 : (i % 4 == 1) ? ((i % 3 == 0) ? 100 : (i % 3 == 1) ? 200 : 300) : 11;
+  int32_t nest = 0;
+  for (uint32_t j = 0; j < i % 5; j++)
+    for (uint32_t kk = 0; kk <= j; kk++) nest += (kk & 1) ? (int32_t)kk : -(int32_t)kk;
+  return steps * 1000 + sel + nest;
+}
+
+Test(device, control_flow_while_switch_divergent_ifs) {
+  vxl_result r = build(VXT_KERNELS_DIR "/control_flow.mlir");
+  const vxp_kernel *k = kernel(&r, "control");
+  uint32_t n = 203;
+  int32_t *in = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++) in[i] = 1 + (int32_t)(rnd() % 97);
+  vxt_image img = {0};
+  uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+  uint32_t id = DEV(io), od = DEV(oo);
+  const void *vals[] = {&id, &od, &n};
+  uint8_t *mem = launch(k, &img, vals, 7, 1, 1, 32, 1, 1, 0, NULL, 0);
+  const int32_t *out = (const int32_t *)(mem + oo);
+  for (uint32_t i = 0; i < n; i++) cr_assert_eq(out[i], control_ref(i, in[i]), "out[%u] (in %d)", i, in[i]);
+  free(mem), free(in);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, i64_and_f64_arithmetic) {
+  vxl_result r = build(VXT_KERNELS_DIR "/wide_types.mlir");
+  const vxp_kernel *k = kernel(&r, "wide");
+  cr_assert_eq(k->args[1].offset, 8, "i64 after a pointer is 8-aligned");
+  uint32_t n = 45;
+  int64_t *a = malloc(n * 8), *wq = malloc(n * 8), b = -123456789012LL;
+  double *x = malloc(n * 8), *wr = malloc(n * 8);
+  int16_t *sm = malloc(n * 2);
+  for (uint32_t i = 0; i < n; i++) {
+    a[i] = ((int64_t)rnd() << 20) - ((int64_t)rnd() << 3);
+    x[i] = (double)rndf() * 1e6;
+    sm[i] = (int16_t)(rnd() & 0xffff);
+    wq[i] = (a[i] * 3 + (a[i] >> 7) - b) / 5;
+    wr[i] = x[i] * 0.5 + (double)sm[i] / 3.0;
+  }
+  vxt_image img = {0};
+  uint32_t ao = vxt_image_put(&img, a, n * 8), qo = vxt_image_put(&img, NULL, n * 8);
+  uint32_t xo = vxt_image_put(&img, x, n * 8), so = vxt_image_put(&img, sm, n * 2);
+  uint32_t ro = vxt_image_put(&img, NULL, n * 8);
+  uint32_t ad = DEV(ao), qd = DEV(qo), xd = DEV(xo), sd = DEV(so), rd = DEV(ro);
+  int32_t n32 = (int32_t)n;
+  const void *vals[] = {&ad, &b, &qd, &xd, &sd, &rd, &n32};
+  uint8_t *mem = launch(k, &img, vals, 3, 1, 1, 16, 1, 1, 0, NULL, 0);
+  const int64_t *q = (const int64_t *)(mem + qo);
+  const double *rr = (const double *)(mem + ro);
+  for (uint32_t i = 0; i < n; i++) {
+    cr_assert_eq(q[i], wq[i], "q[%u] = %lld, want %lld", i, (long long)q[i], (long long)wq[i]);
+    cr_assert_eq(rr[i], wr[i], "r[%u] = %.17g, want %.17g", i, rr[i], wr[i]);
+  }
+  free(mem), free(a), free(wq), free(x), free(wr), free(sm);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, mixed_width_arguments_land_where_the_kernel_reads_them) {
+  vxl_result r = build(VXT_EXAMPLES_DIR "/mixed_args.mlir");
+  const vxp_kernel *k = kernel(&r, "scale_offset");
+  uint32_t n = 50;
+  int8_t flag = -3;
+  int64_t bias = 1LL << 40;
+  int16_t shift = 3;
+  double scale = 2.5;
+  vxt_image img = {0};
+  uint32_t oo = vxt_image_put(&img, NULL, n * 8);
+  uint32_t od = DEV(oo);
+  const void *vals[] = {&flag, &bias, &shift, &scale, &od, &n};
+  uint8_t *mem = launch(k, &img, vals, 4, 1, 1, 16, 1, 1, 0, NULL, 0);
+  const int64_t *out = (const int64_t *)(mem + oo);
+  for (uint32_t i = 0; i < n; i++) {
+    int64_t want = ((int64_t)((double)i * scale) << shift) + bias + flag;
+    cr_assert_eq(out[i], want, "out[%u] = %lld, want %lld", i, (long long)out[i], (long long)want);
+  }
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, module_with_two_kernels_and_a_barrier) {
+  vxl_result r = build(VXT_EXAMPLES_DIR "/two_kernels.mlir");
+  cr_assert_eq(r.nkernels, 2);
+  /* kernel 1: fill */
+  const vxp_kernel *fill = kernel(&r, "fill");
+  uint32_t n = 77;
+  float v = 3.25f;
+  vxt_image img = {0};
+  uint32_t oo = vxt_image_put(&img, NULL, n * 4);
+  uint32_t od = DEV(oo);
+  const void *fv[] = {&v, &od, &n};
+  uint8_t *mem = launch(fill, &img, fv, 3, 1, 1, 32, 1, 1, 0, NULL, 0);
+  for (uint32_t i = 0; i < n; i++) cr_assert_eq(((float *)(mem + oo))[i], v);
+  free(mem);
+  vxt_image_free(&img);
+  /* kernel 2: copy a rows x 16 matrix, barrier, double it in place */
+  const vxp_kernel *ta = kernel(&r, "transpose_add");
+  uint32_t rows = 40;
+  float *a = malloc(rows * 16 * 4);
+  for (uint32_t i = 0; i < rows * 16; i++) a[i] = rndf();
+  uint32_t ao = vxt_image_put(&img, a, rows * 64), bo = vxt_image_put(&img, NULL, rows * 64);
+  uint32_t ad = DEV(ao), bd = DEV(bo);
+  const void *tv[] = {&ad, &bd, &rows};
+  mem = launch(ta, &img, tv, 1, 3, 1, 16, 16, 1, 0, NULL, 0);
+  const float *b = (const float *)(mem + bo);
+  for (uint32_t i = 0; i < rows * 16; i++) cr_assert_eq(b[i], a[i] + a[i], "b[%u]", i);
+  free(mem), free(a);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+/* ---- Polygeist output (../shared/corpus/vortex-hip) ----
+ *
+ * cgeist re-tiles a 256-thread block into 32 threads x 8 in grid y; every
+ * kernel computes i = blockIdx.x * bs + blockIdx.y * 32 + threadIdx.x and is
+ * launched with grid (ceil(n / bs), bs / 32, 1), block (32, 1, 1), and
+ * leading arguments (bs : index, bs : i32, n : i32) - read from the host
+ * functions in each file. */
+
+#define PG_BS 256u
+
+static uint8_t *pg_launch(const vxp_kernel *k, vxt_image *img, const void *const *vals, uint32_t n,
+                          char *printed, size_t cap) {
+  return launch(k, img, vals, (n + PG_BS - 1) / PG_BS, PG_BS / 32, 1, 32, 1, 1, 0, printed, cap);
+}
+
+/* vecadd, dotproduct: c[i] = a[i] op b[i] */
+static void pg_binary(const char *file, int mul) {
+  vxl_result r = build(file);
+  const vxp_kernel *k = kernel(&r, NULL);
+  uint32_t n = 1000, bs = PG_BS;
+  float *a = malloc(n * 4), *b = malloc(n * 4), *want = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++) a[i] = rndf(), b[i] = rndf(), want[i] = mul ? a[i] * b[i] : a[i] + b[i];
+  vxt_image img = {0};
+  uint32_t ao = vxt_image_put(&img, a, n * 4), bo = vxt_image_put(&img, b, n * 4);
+  uint32_t co = vxt_image_put(&img, NULL, n * 4);
+  uint32_t ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
+  const void *vals[] = {&bs, &bs, &n, &ad, &bd, &cd};
+  uint8_t *mem = pg_launch(k, &img, vals, n, NULL, 0);
+  assert_floats((float *)(mem + co), want, n, 0, file);
+  free(mem), free(a), free(b), free(want);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, polygeist_vecadd) { pg_binary(CORPUS "vecadd_kernel.mlir", 0); }
+Test(device, polygeist_dotproduct) { pg_binary(CORPUS "dotproduct_kernel.mlir", 1); }
+
+Test(device, polygeist_basic_copy_and_relu) {
+  uint32_t n = 700, bs = PG_BS;
+  {
+    vxl_result r = build(CORPUS "basic_kernel.mlir");
+    int32_t *in = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++) in[i] = (int32_t)rnd();
+    vxt_image img = {0};
+    uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+    uint32_t id = DEV(io), od = DEV(oo);
+    const void *vals[] = {&bs, &bs, &n, &id, &od};
+    uint8_t *mem = pg_launch(kernel(&r, NULL), &img, vals, n, NULL, 0);
+    cr_assert_eq(memcmp(mem + oo, in, n * 4), 0, "basic copies its input");
+    free(mem), free(in);
+    vxt_image_free(&img);
+    vxl_result_clear(&r);
+  }
+  {
+    vxl_result r = build(CORPUS "relu_kernel.mlir");
+    float *in = malloc(n * 4), *want = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++) in[i] = rndf(), want[i] = in[i] > 0 ? in[i] : 0;
+    vxt_image img = {0};
+    uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+    uint32_t id = DEV(io), od = DEV(oo);
+    const void *vals[] = {&bs, &bs, &n, &id, &od};
+    uint8_t *mem = pg_launch(kernel(&r, NULL), &img, vals, n, NULL, 0);
+    assert_floats((float *)(mem + oo), want, n, 0, "relu");
+    free(mem), free(in), free(want);
+    vxt_image_free(&img);
+    vxl_result_clear(&r);
+  }
+}
+
+Test(device, polygeist_metadata_test) {
+  vxl_result r = build(CORPUS "metadata_test.mlir");
+  uint32_t n = 900;
+  int32_t *in = malloc(n * 4), count = (int32_t)n;
+  float scale = 2.5f;
+  for (uint32_t i = 0; i < n; i++) in[i] = (int32_t)(rnd() % 20001) - 10000;
+  vxt_image img = {0};
+  uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+  uint32_t id = DEV(io), od = DEV(oo);
+  const void *vals[] = {&count, &id, &scale, &od}; /* gpu.func order: count, input, scale, output */
+  uint8_t *mem = launch(kernel(&r, NULL), &img, vals, (n + 255) / 256, 8, 1, 32, 1, 1, 0, NULL, 0);
+  const int32_t *out = (const int32_t *)(mem + oo);
+  for (uint32_t i = 0; i < n; i++) cr_assert_eq(out[i], (int32_t)((float)in[i] * scale), "out[%u]", i);
+  free(mem), free(in);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, polygeist_cta_and_dogfood) {
+  uint32_t bs = PG_BS;
+  {
+    /* cta: out[g] = g + in[local] over the whole grid */
+    vxl_result r = build(CORPUS "cta_kernel.mlir");
+    uint32_t blocks = 3, n = blocks * bs;
+    int32_t *in = malloc(bs * 4);
+    for (uint32_t i = 0; i < bs; i++) in[i] = (int32_t)(rnd() % 1000);
+    vxt_image img = {0};
+    uint32_t io = vxt_image_put(&img, in, bs * 4), oo = vxt_image_put(&img, NULL, n * 4);
+    uint32_t id = DEV(io), od = DEV(oo);
+    const void *vals[] = {&bs, &bs, &id, &od};
+    uint8_t *mem = launch(kernel(&r, NULL), &img, vals, blocks, bs / 32, 1, 32, 1, 1, 0, NULL, 0);
+    const int32_t *out = (const int32_t *)(mem + oo);
+    for (uint32_t g = 0; g < n; g++) cr_assert_eq(out[g], (int32_t)g + in[g % bs], "out[%u]", g);
+    free(mem), free(in);
+    vxt_image_free(&img);
+    vxl_result_clear(&r);
+  }
+  {
+    /* dogfood: a switch on an operation code */
+    vxl_result r = build(CORPUS "dogfood_kernel.mlir");
+    uint32_t n = 600;
+    int32_t *a = malloc(n * 4), *b = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++) a[i] = (int32_t)(rnd() % 2001) - 1000, b[i] = (int32_t)(rnd() % 21) - 10;
+    for (int32_t op = 0; op <= 4; op++) {
+      vxt_image img = {0};
+      uint32_t ao = vxt_image_put(&img, a, n * 4), bo = vxt_image_put(&img, b, n * 4);
+      uint32_t oo = vxt_image_put(&img, NULL, n * 4);
+      uint32_t ad = DEV(ao), bd = DEV(bo), od = DEV(oo);
+      const void *vals[] = {&bs, &bs, &n, &ad, &bd, &op, &od};
+      uint8_t *mem = pg_launch(kernel(&r, NULL), &img, vals, n, NULL, 0);
+      const int32_t *out = (const int32_t *)(mem + oo);
+      for (uint32_t i = 0; i < n; i++) {
+        int32_t want = op == 1 ? a[i] * b[i] : op == 2 ? (b[i] ? a[i] / b[i] : 0) : op == 3 ? a[i] - b[i] : a[i] + b[i];
+        cr_assert_eq(out[i], want, "op %d out[%u]", op, i);
+      }
+      free(mem);
+      vxt_image_free(&img);
+    }
+    free(a), free(b);
+    vxl_result_clear(&r);
+  }
+}
+
+Test(device, polygeist_sort_sgemm_conv3) {
+  uint32_t bs = PG_BS;
+  {
+    /* sort: each thread ranks its element and stores it at its rank */
+    vxl_result r = build(CORPUS "sort_kernel.mlir");
+    uint32_t n = 300;
+    int32_t *in = malloc(n * 4), *want = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++) in[i] = (int32_t)(rnd() % 50), want[i] = in[i];
+    for (uint32_t i = 1; i < n; i++)
+      for (uint32_t j = i; j > 0 && want[j - 1] > want[j]; j--) {
+        int32_t t = want[j];
+        want[j] = want[j - 1], want[j - 1] = t;
+      }
+    vxt_image img = {0};
+    uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+    uint32_t id = DEV(io), od = DEV(oo);
+    const void *vals[] = {&bs, &bs, &n, &id, &n, &od};
+    uint8_t *mem = pg_launch(kernel(&r, NULL), &img, vals, n, NULL, 0);
+    cr_assert_eq(memcmp(mem + oo, want, n * 4), 0, "sorted");
+    free(mem), free(in), free(want);
+    vxt_image_free(&img);
+    vxl_result_clear(&r);
+  }
+  {
+    /* sgemm (as cgeist simplified it): c[i] = sum_k a[k] * b[k * n + i] */
+    vxl_result r = build(CORPUS "sgemm_kernel.mlir");
+    uint32_t n = 40;
+    float *a = malloc(n * 4), *b = malloc(n * n * 4), *want = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++) a[i] = rndf();
+    for (uint32_t i = 0; i < n * n; i++) b[i] = rndf();
+    for (uint32_t i = 0; i < n; i++) {
+      float s = 0;
+      for (uint32_t kk = 0; kk < n; kk++) s += a[kk] * b[kk * n + i];
+      want[i] = s;
+    }
+    vxt_image img = {0};
+    uint32_t ao = vxt_image_put(&img, a, n * 4), bo = vxt_image_put(&img, b, n * n * 4);
+    uint32_t co = vxt_image_put(&img, NULL, n * 4);
+    uint32_t ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
+    uint8_t pos = 1;
+    const void *vals[] = {&bs, &bs, &n, &pos, &ad, &bd, &n, &cd};
+    uint8_t *mem = pg_launch(kernel(&r, NULL), &img, vals, n, NULL, 0);
+    assert_floats((float *)(mem + co), want, n, 1e-5f, "sgemm");
+    free(mem), free(a), free(b), free(want);
+    vxt_image_free(&img);
+    vxl_result_clear(&r);
+  }
+  {
+    /* conv3: 3x3 convolution of a (width+2)-wide padded image, one row */
+    vxl_result r = build(CORPUS "conv3_kernel.mlir");
+    uint32_t w = 100, stride = w + 2, stride2 = 2 * stride;
+    float *in = malloc(3 * stride * 4), wt[9], *want = malloc(w * 4);
+    for (uint32_t i = 0; i < 3 * stride; i++) in[i] = rndf();
+    for (int i = 0; i < 9; i++) wt[i] = rndf();
+    for (uint32_t i = 0; i < w; i++) {
+      float s = 0.0f;
+      for (uint32_t rr = 0; rr < 3; rr++)
+        for (uint32_t c = 0; c < 3; c++) s = s + in[i + rr * stride + c] * wt[rr * 3 + c];
+      want[i] = s;
+    }
+    vxt_image img = {0};
+    uint32_t io = vxt_image_put(&img, in, 3 * stride * 4), wo = vxt_image_put(&img, wt, 36);
+    uint32_t oo = vxt_image_put(&img, NULL, w * 4);
+    uint32_t id = DEV(io), wd = DEV(wo), od = DEV(oo);
+    uint8_t nonpos = 0;
+    const void *vals[] = {&bs, &bs, &w, &nonpos, &id, &wd, &stride, &stride2, &od};
+    uint8_t *mem = pg_launch(kernel(&r, NULL), &img, vals, w, NULL, 0);
+    assert_floats((float *)(mem + oo), want, w, 1e-5f, "conv3");
+    free(mem), free(in), free(want);
+    vxt_image_free(&img);
+    vxl_result_clear(&r);
+  }
+}
