@@ -78,8 +78,9 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params,
   return 0;
 }
 
-/* Adds `void __vxl_body(ptr buf)` and `i32 main()` for kernel kf. */
-static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, int emulator) {
+/* Adds `void __vxl_body(ptr buf)` and `i32 main()` for kernel kf, whose
+ * static workgroup memory is static_bytes per block. */
+static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_bytes, int emulator) {
   LLVMContextRef lctx = LLVMGetModuleContext(m);
   LLVMTypeRef kty = LLVMGlobalGetValueType(kf);
   uint32_t n = LLVMCountParamTypes(kty);
@@ -125,6 +126,15 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, int emulator) {
   LLVMValueRef hdr = LLVMBuildStructGEP2(b, bufty, args, n, "launch");
   LLVMValueRef grid = LLVMBuildStructGEP2(b, hdrty, hdr, 0, "grid_dim");
   LLVMValueRef block = LLVMBuildStructGEP2(b, hdrty, hdr, 1, "block_dim");
+  /* local memory per group = static + dynamic shared bytes of this launch
+   * (read by __vxl_local_base / __vxl_dynamic_base in the prelude) */
+  LLVMValueRef dynp = LLVMBuildStructGEP2(b, hdrty, hdr, 2, "dynamic_shared");
+  LLVMValueRef dyn = LLVMBuildLoad2(b, i32, dynp, "");
+  LLVMValueRef stat = LLVMConstInt(i32, static_bytes, 0);
+  LLVMValueRef gb = LLVMGetNamedGlobal(m, "__vxl_group_bytes");
+  LLVMValueRef sb = LLVMGetNamedGlobal(m, "__vxl_static_bytes");
+  if (gb) LLVMBuildStore(b, LLVMBuildAdd(b, stat, dyn, "group_bytes"), gb);
+  if (sb) LLVMBuildStore(b, stat, sb);
   LLVMTypeRef spty_params[5] = {i32, ptr, ptr, ptr, ptr};
   LLVMTypeRef spty = LLVMFunctionType(i32, spty_params, 5, 0);
   LLVMValueRef spawn = LLVMGetNamedFunction(m, "vx_spawn_threads");
@@ -208,7 +218,7 @@ int vxl__emit_objects(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uin
       vxl__diag_add(d, "error: internal: kernel %s vanished during translation", kernels[i].name);
       rc = -EINVAL;
     } else {
-      vxl__add_entry(km, kf, opts->emulator);
+      vxl__add_entry(km, kf, kernels[i].shared_bytes, opts->emulator);
       rc = vxl__emit_one(c, km, &kernels[i], opts, d);
     }
     if (km != m) LLVMDisposeModule(km);

@@ -34,6 +34,8 @@
 #include <mlir-c/Dialect/LLVM.h>
 #include <mlir-c/Pass.h>
 #include <mlir-c/Support.h>
+#include <mlir-c/Target/LLVMIR.h>
+#include <llvm-c/Target.h>
 
 #include "vxl_internal.h"
 
@@ -220,11 +222,7 @@ static int vxl__gpu_op_supported(MlirStringRef name) {
 /* Memref ops whose lowering needs what the device does not have yet:
  * reported precisely instead of failing later with a generic message. */
 static int vxl__memref_op_unsupported(MlirOperation op) {
-  MlirStringRef n = vxl__op_name(op);
-  if (vxl__streq(n, "memref.global") || vxl__streq(n, "memref.get_global")) {
-    /* address-space-3 (workgroup) globals need the shared-memory lowering */
-    return 1;
-  }
+  (void)op;
   return 0;
 }
 
@@ -289,6 +287,12 @@ typedef struct {
   vxl__diags *d;
   unsigned views;        /* memref view helpers created so far */
   int needs_full;        /* ops only the full pipeline lowers were seen */
+  /* workgroup memory: module-level address-space-3 memref.globals first
+   * (static ones at fixed offsets, 1-element uninitialized ones = Polygeist's
+   * extern __shared__ at the dynamic base), then each kernel's attributions */
+  uint64_t globals_bytes;
+  LLVMContextRef lctx;                /* for element sizes from the data layout */
+  MlirTypeToLLVMIRTranslator tr;
 } vxl__rw;
 
 /* Builds "func.func private @NAME(%p: !llvm.ptr) -> MEMREF" that rebuilds a
@@ -358,6 +362,223 @@ static int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *
   }
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(rw->mod), fn);
   return 0;
+}
+
+
+/* ---- workgroup and private memory ---- */
+
+/* Memory space of a memref type: 0 default, 3 workgroup, 5 private, -1
+ * anything else.  Accepts integer spaces and #gpu.address_space<...>. */
+static int vxl__memspace(MlirType t) {
+  if (!mlirTypeIsAMemRef(t)) return 0;
+  MlirAttribute ms = mlirMemRefTypeGetMemorySpace(t);
+  if (mlirAttributeIsNull(ms)) return 0;
+  if (mlirAttributeIsAInteger(ms)) {
+    int64_t v = mlirIntegerAttrGetValueInt(ms);
+    return v == 0 || v == 3 || v == 5 ? (int)v : -1;
+  }
+  char *str = vxl__attr_str(ms);
+  int r = !str ? -1 : strstr(str, "workgroup") ? 3 : strstr(str, "private") ? 5 : strstr(str, "global") ? 0 : -1;
+  free(str);
+  return r;
+}
+
+/* The same memref type in the default memory space: Vortex local memory is
+ * reached through ordinary pointers, so after placement nothing downstream
+ * needs to know a buffer was shared. */
+static MlirType vxl__strip_space(MlirType t) {
+  intptr_t rank = mlirShapedTypeGetRank(t);
+  int64_t shape[16];
+  if (rank > 16) return t;
+  for (intptr_t i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
+  return mlirMemRefTypeGet(mlirShapedTypeGetElementType(t), rank, shape, mlirMemRefTypeGetLayout(t),
+                           mlirAttributeGetNull());
+}
+
+/* Bytes and alignment of a statically shaped memref's buffer, element size
+ * and alignment from the RV32 LLVM data layout (index is 32-bit). */
+static int vxl__memref_bytes(vxl__rw *rw, MlirType t, uint64_t *bytes, uint32_t *align) {
+  if (!mlirShapedTypeHasStaticShape(t)) return -EINVAL;
+  MlirType el = mlirShapedTypeGetElementType(t);
+  if (mlirTypeIsAIndex(el)) el = mlirIntegerTypeGet(rw->c->ctx, 32);
+  if (!rw->lctx) {
+    rw->lctx = LLVMContextCreate();
+    rw->tr = mlirTypeToLLVMIRTranslatorCreate(rw->lctx);
+  }
+  LLVMTypeRef lt = mlirTypeToLLVMIRTranslatorTranslateType(rw->tr, el);
+  if (!lt) return -EINVAL;
+  uint64_t n = 1;
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) n *= (uint64_t)mlirShapedTypeGetDimSize(t, i);
+  *bytes = n * LLVMABISizeOfType(rw->c->td, lt);
+  *align = LLVMABIAlignmentOfType(rw->c->td, lt);
+  return 0;
+}
+
+/* Builds "func.func private @NAME() -> T" returning a view of a workgroup
+ * buffer at byte offset off from the group's local-memory base (or from the
+ * dynamic-shared base), and appends it to the module. */
+static int vxl__make_shmem(vxl__rw *rw, MlirType t, uint64_t off, int dynamic, MlirLocation loc,
+                           char *name, size_t cap) {
+  char view[64];
+  int rc = vxl__make_view(rw, t, loc, view, sizeof view);
+  if (rc) return rc;
+  char *ty = vxl__type_str(t), *text = NULL;
+  if (!ty) return -ENOMEM;
+  snprintf(name, cap, "__vxl_shmem%u", rw->views++);
+  /* parsed inside a module that declares what it calls, so that the
+   * symbol references verify; only the helper itself is moved out */
+  const char *base = dynamic ? "__vxl_dynamic_base" : "__vxl_local_base";
+  int n = asprintf(&text,
+                   "module {\n"
+                   "func.func private @%s() -> !llvm.ptr\n"
+                   "func.func private @%s(!llvm.ptr) -> %s\n"
+                   "func.func private @%s() -> %s {\n"
+                   "  %%b = func.call @%s() : () -> !llvm.ptr\n"
+                   "  %%p = llvm.getelementptr %%b[%llu] : (!llvm.ptr) -> !llvm.ptr, i8\n"
+                   "  %%m = func.call @%s(%%p) : (!llvm.ptr) -> %s\n"
+                   "  return %%m : %s\n}\n}\n",
+                   base, view, ty, name, ty, base, (unsigned long long)off, view, ty, ty);
+  free(ty);
+  if (n < 0) return -ENOMEM;
+  MlirModule wrap = mlirModuleCreateParse(rw->c->ctx, vxl__str(text));
+  free(text);
+  if (mlirModuleIsNull(wrap)) {
+    vxl__diag_at(rw->d, loc, "internal: could not build the workgroup buffer view");
+    return -EINVAL;
+  }
+  MlirOperation fn = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
+  fn = mlirOperationGetNextInBlock(mlirOperationGetNextInBlock(fn));
+  mlirOperationRemoveFromParent(fn);
+  mlirModuleDestroy(wrap);
+  mlirBlockAppendOwnedOperation(mlirModuleGetBody(rw->mod), fn);
+  return 0;
+}
+
+/* Places every address-space-3 memref.global and rewrites its
+ * memref.get_globals into calls of a view helper.  Runs before the
+ * functions are converted. */
+static int vxl__place_workgroup_globals(vxl__rw *rw) {
+  MlirContext ctx = rw->c->ctx;
+  MlirBlock body = mlirModuleGetBody(rw->mod);
+  vxl__ops gets = {0};
+  mlirOperationWalk(mlirModuleGetOperation(rw->mod), vxl__collect_cb, &gets, MlirWalkPreOrder);
+  if (gets.oom) { free(gets.v); return -ENOMEM; }
+  int rc = 0;
+  for (MlirOperation g = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(g) && rc == 0;) {
+    MlirOperation next = mlirOperationGetNextInBlock(g);
+    if (!vxl__streq(vxl__op_name(g), "memref.global")) { g = next; continue; }
+    MlirAttribute ta = mlirOperationGetAttributeByName(g, vxl__str("type"));
+    MlirType t = mlirTypeAttrGetValue(ta);
+    int space = vxl__memspace(t);
+    MlirLocation loc = mlirOperationGetLocation(g);
+    if (space == 0) { g = next; continue; } /* a global in device memory: upstream lowers it */
+    if (space != 3) {
+      vxl__diag_at(rw->d, loc, "unsupported: memref.global in memory space %d", space);
+      rc = -EINVAL;
+      break;
+    }
+    MlirType st = vxl__strip_space(t);
+    uint64_t bytes;
+    uint32_t align;
+    if (vxl__memref_bytes(rw, st, &bytes, &align) != 0) {
+      vxl__diag_at(rw->d, loc, "unsupported: workgroup memref.global without a static shape");
+      rc = -EINVAL;
+      break;
+    }
+    int64_t elems = 1;
+    for (intptr_t i = 0; i < mlirShapedTypeGetRank(st); i++) elems *= mlirShapedTypeGetDimSize(st, i);
+    int dynamic = elems == 1 && mlirAttributeIsNull(mlirOperationGetAttributeByName(g, vxl__str("initial_value")));
+    uint64_t off = 0;
+    if (!dynamic) {
+      off = (rw->globals_bytes + align - 1) / align * align;
+      rw->globals_bytes = off + bytes;
+    }
+    MlirStringRef sym = mlirStringAttrGetValue(mlirOperationGetAttributeByName(g, vxl__str("sym_name")));
+    char helper[64];
+    rc = vxl__make_shmem(rw, st, off, dynamic, loc, helper, sizeof helper);
+    for (size_t i = 0; rc == 0 && i < gets.n; i++) {
+      MlirOperation u = gets.v[i];
+      if (mlirOperationIsNull(u) || !vxl__streq(vxl__op_name(u), "memref.get_global")) continue;
+      MlirAttribute nm = mlirOperationGetAttributeByName(u, vxl__str("name"));
+      if (mlirAttributeIsNull(nm) || !mlirStringRefEqual(mlirFlatSymbolRefAttrGetValue(nm), sym)) continue;
+      MlirOperation call = vxl__call(ctx, mlirOperationGetLocation(u), mlirOperationGetBlock(u), u, helper, 0,
+                                     NULL, 1, &st);
+      mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(u, 0), mlirOperationGetResult(call, 0));
+      mlirOperationDestroy(u);
+      gets.v[i] = (MlirOperation){NULL};
+    }
+    mlirOperationDestroy(g);
+    g = next;
+  }
+  free(gets.v);
+  return rc;
+}
+
+/* Replaces the workgroup and private attributions of a function (entry
+ * block arguments past the inputs) and removes those arguments.  Workgroup
+ * buffers are placed after the module's workgroup globals; the kernel's
+ * static workgroup bytes go to *shared_bytes. */
+static int vxl__lower_attributions(vxl__rw *rw, MlirOperation fn, MlirBlock entry, intptr_t nin,
+                                   int64_t nworkgroup, uint32_t *shared_bytes) {
+  MlirContext ctx = rw->c->ctx;
+  MlirLocation loc = mlirOperationGetLocation(fn);
+  intptr_t nargs = mlirBlockGetNumArguments(entry);
+  uint64_t used = rw->globals_bytes;
+  for (intptr_t i = nin; i < nargs; i++) {
+    MlirValue arg = mlirBlockGetArgument(entry, i);
+    MlirType t = mlirValueGetType(arg);
+    MlirType st = vxl__strip_space(t);
+    MlirOperation first = mlirBlockGetFirstOperation(entry);
+    MlirValue repl;
+    if (i - nin < nworkgroup) {
+      uint64_t bytes;
+      uint32_t align;
+      if (vxl__memref_bytes(rw, st, &bytes, &align) != 0) {
+        vxl__diag_at(rw->d, loc, "unsupported: workgroup attribution without a static shape");
+        return -EINVAL;
+      }
+      uint64_t off = (used + align - 1) / align * align;
+      used = off + bytes;
+      char helper[64];
+      int rc = vxl__make_shmem(rw, st, off, 0, loc, helper, sizeof helper);
+      if (rc) return rc;
+      repl = mlirOperationGetResult(vxl__call(ctx, loc, entry, first, helper, 0, NULL, 1, &st), 0);
+    } else {
+      /* private memory: a stack allocation in the function itself */
+      MlirOperationState os = mlirOperationStateGet(vxl__str("memref.alloca"), loc);
+      int32_t segs[2] = {0, 0};
+      MlirNamedAttribute a = vxl__named(ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(ctx, 2, segs));
+      mlirOperationStateAddAttributes(&os, 1, &a);
+      mlirOperationStateAddResults(&os, 1, &st);
+      MlirOperation alloca = mlirOperationCreate(&os);
+      mlirBlockInsertOwnedOperationBefore(entry, first, alloca);
+      repl = mlirOperationGetResult(alloca, 0);
+    }
+    mlirValueReplaceAllUsesOfWith(arg, repl);
+  }
+  for (intptr_t i = nargs - 1; i >= nin; i--) mlirBlockEraseArgument(entry, (unsigned)i);
+  if (used > UINT32_MAX) {
+    vxl__diag_at(rw->d, loc, "unsupported: more than 4 GiB of workgroup memory");
+    return -EINVAL;
+  }
+  *shared_bytes = (uint32_t)used;
+  return 0;
+}
+
+static void vxl__strip_value(MlirValue v) {
+  MlirType t = mlirValueGetType(v);
+  int sp = vxl__memspace(t);
+  if (mlirTypeIsAMemRef(t) && (sp == 3 || sp == 5)) mlirValueSetType(v, vxl__strip_space(t));
+}
+
+static MlirWalkResult vxl__strip_cb(MlirOperation op, void *ud) {
+  (void)ud;
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) vxl__strip_value(mlirOperationGetResult(op, i));
+  for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
+    for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
+         b = mlirBlockGetNextInRegion(b))
+      for (intptr_t i = 0; i < mlirBlockGetNumArguments(b); i++) vxl__strip_value(mlirBlockGetArgument(b, i));
+  return MlirWalkResultAdvance;
 }
 
 /* Records which grid/block dimensions a kernel reads. */
@@ -434,8 +655,11 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
     vxl__diag_at(rw->d, loc, "unsupported: gpu.func @%.*s without a body", (int)fname.length, fname.data);
     return -EINVAL;
   }
-  if (mlirBlockGetNumArguments(entry) != nin) {
-    vxl__diag_at(rw->d, loc, "unsupported: workgroup/private memory attributions on gpu.func @%.*s",
+  int64_t nworkgroup = 0;
+  MlirAttribute wa = mlirOperationGetAttributeByName(gf, vxl__str("workgroup_attributions"));
+  if (!mlirAttributeIsNull(wa) && mlirAttributeIsAInteger(wa)) nworkgroup = mlirIntegerAttrGetValueInt(wa);
+  if (!k && nworkgroup > 0) {
+    vxl__diag_at(rw->d, loc, "unsupported: workgroup attributions on non-kernel gpu.func @%.*s",
                  (int)fname.length, fname.data);
     return -EINVAL;
   }
@@ -494,6 +718,13 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
   mlirRegionTakeBody(mlirOperationGetRegion(ff, 0), body);
   mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(gf), gf, ff);
   mlirOperationDestroy(gf);
+
+  uint32_t shared = (uint32_t)rw->globals_bytes;
+  if (mlirBlockGetNumArguments(entry) > nin) {
+    rc = vxl__lower_attributions(rw, ff, entry, nin, nworkgroup, &shared);
+    if (rc) return rc;
+  }
+  if (k) k->shared_bytes = shared;
 
   /* Kernel memref arguments: retype to !llvm.ptr, rebuild the view. */
   if (k) {
@@ -669,6 +900,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
       mlirBlockAppendOwnedOperation(mbody, mlirOperationClone(op));
   }
 
+  if (rc == 0) rc = vxl__place_workgroup_globals(&rw);
+
   vxl__kernel_info *kinfo = NULL;
   if (rc == 0) {
     kinfo = calloc(nkernels, sizeof *kinfo);
@@ -681,6 +914,11 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     if (is_kernel) ki++;
   }
   free(funcs.v);
+  if (rc == 0) mlirOperationWalk(mlirModuleGetOperation(mod), vxl__strip_cb, NULL, MlirWalkPreOrder);
+  if (rw.lctx) {
+    mlirTypeToLLVMIRTranslatorDestroy(rw.tr);
+    LLVMContextDispose(rw.lctx);
+  }
 
   if (rc == 0 && !mlirOperationVerify(mlirModuleGetOperation(mod))) {
     vxl__diag_add(d, "%s: error: internal: the rewritten module does not verify", source_name);

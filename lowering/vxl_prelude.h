@@ -61,6 +61,32 @@
   "  return %i : index\n"                                                       \
   "}\n"
 
+/* Workgroup (shared) memory: __local_mem(size) in vx_spawn.h is
+ * csr_read(VX_CSR_LOCAL_MEM_BASE = 0xFC3) + __local_group_id * size.  Here
+ * size is __vxl_group_bytes (static + dynamic bytes of this launch) and the
+ * dynamic part starts __vxl_static_bytes in; both are written by main from
+ * the kernel metadata and the launch header before vx_spawn_threads. */
+#define VXL__LOCAL_MEMORY(CSR_READ)                                             \
+  "llvm.mlir.global internal @__vxl_group_bytes(0 : i32) : i32\n"               \
+  "llvm.mlir.global internal @__vxl_static_bytes(0 : i32) : i32\n"              \
+  "func.func private @__vxl_local_base() -> !llvm.ptr {\n"                      \
+  CSR_READ                                                                      \
+  "  %gp = llvm.mlir.addressof @__local_group_id : !llvm.ptr\n"                 \
+  "  %gid = llvm.load %gp : !llvm.ptr -> i32\n"                                 \
+  "  %bp = llvm.mlir.addressof @__vxl_group_bytes : !llvm.ptr\n"                \
+  "  %bytes = llvm.load %bp : !llvm.ptr -> i32\n"                               \
+  "  %off = llvm.mul %gid, %bytes : i32\n"                                      \
+  "  %p = llvm.getelementptr %base[%off] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n" \
+  "  return %p : !llvm.ptr\n"                                                  \
+  "}\n"                                                                        \
+  "func.func private @__vxl_dynamic_base() -> !llvm.ptr {\n"                    \
+  "  %b = func.call @__vxl_local_base() : () -> !llvm.ptr\n"                    \
+  "  %sp = llvm.mlir.addressof @__vxl_static_bytes : !llvm.ptr\n"               \
+  "  %s = llvm.load %sp : !llvm.ptr -> i32\n"                                   \
+  "  %p = llvm.getelementptr %b[%s] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n"      \
+  "  return %p : !llvm.ptr\n"                                                  \
+  "}\n"
+
 /* Loads the barrier id and warp count __syncthreads() passes to vx_barrier. */
 #define VXL__BARRIER_OPERANDS                                                   \
   "  %gp = llvm.mlir.addressof @__local_group_id : !llvm.ptr\n"                 \
@@ -70,6 +96,10 @@
 
 #define VXL_PRELUDE_HARDWARE                                                    \
   "module {\n" VXL__PRELUDE_COMMON                                              \
+  VXL__LOCAL_MEMORY(                                                            \
+      "  %csr = llvm.inline_asm has_side_effects \"csrr $0, 0xFC3\", \"=r\""     \
+      " : () -> i32\n"                                                          \
+      "  %base = llvm.inttoptr %csr : i32 to !llvm.ptr\n")                      \
   "func.func private @__vxl_barrier() {\n" VXL__BARRIER_OPERANDS                \
   "  llvm.inline_asm has_side_effects \".insn r 0x0B, 4, 0, x0, $0, $1\","      \
   " \"r,r,~{memory}\" %gid, %nw : (i32, i32) -> ()\n"                           \
@@ -80,6 +110,8 @@
 #define VXL_PRELUDE_EMULATOR                                                    \
   "module {\n" VXL__PRELUDE_COMMON                                              \
   "llvm.func @vx_emu_barrier(i32, i32)\n"                                       \
+  "llvm.func @vx_emu_local_mem_base() -> !llvm.ptr\n"                           \
+  VXL__LOCAL_MEMORY("  %base = llvm.call @vx_emu_local_mem_base() : () -> !llvm.ptr\n") \
   "func.func private @__vxl_barrier() {\n" VXL__BARRIER_OPERANDS                \
   "  llvm.call @vx_emu_barrier(%gid, %nw) : (i32, i32) -> ()\n"                 \
   "  return\n"                                                                  \

@@ -128,6 +128,82 @@ Test(device, naive_sgemm_2d_grid) {
   run_sgemm(19, 13, 7, 4, 8); /* ragged edges in both dimensions */
 }
 
+Test(device, tiled_sgemm_with_shared_memory_and_two_barriers_per_tile) {
+  vxl_result r = build(VXT_KERNELS_DIR "/sgemm_tiled.mlir");
+  const vxp_kernel *k = kernel(&r, "sgemm_tiled");
+  cr_assert_eq(k->shared_bytes, 2 * 8 * 8 * 4, "two 8x8 f32 tiles");
+  uint32_t sizes[][3] = {{16, 16, 16}, {21, 10, 19}};
+  for (int t = 0; t < 2; t++) {
+    uint32_t m = sizes[t][0], n = sizes[t][1], kk = sizes[t][2];
+    float *a = malloc(m * kk * 4), *b = malloc(kk * n * 4), *want = calloc(m * n, 4);
+    for (uint32_t i = 0; i < m * kk; i++) a[i] = rndf();
+    for (uint32_t i = 0; i < kk * n; i++) b[i] = rndf();
+    for (uint32_t i = 0; i < m; i++)
+      for (uint32_t j = 0; j < n; j++) {
+        float s = 0;
+        for (uint32_t p = 0; p < kk; p++) s += a[i * kk + p] * b[p * n + j];
+        want[i * n + j] = s;
+      }
+    vxt_image img = {0};
+    uint32_t ao = vxt_image_put(&img, a, m * kk * 4), bo = vxt_image_put(&img, b, kk * n * 4);
+    uint32_t co = vxt_image_put(&img, NULL, m * n * 4);
+    uint32_t ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
+    const void *vals[] = {&ad, &bd, &cd, &m, &n, &kk};
+    uint8_t *mem = launch(k, &img, vals, (n + 7) / 8, (m + 7) / 8, 1, 8, 8, 1, 0, NULL, 0);
+    assert_floats((float *)(mem + co), want, m * n, 1e-5f, "C");
+    free(mem), free(a), free(b), free(want);
+    vxt_image_free(&img);
+  }
+  vxl_result_clear(&r);
+}
+
+Test(device, block_reduction_over_a_workgroup_global) {
+  vxl_result r = build(VXT_KERNELS_DIR "/block_reduce.mlir");
+  const vxp_kernel *k = kernel(&r, "block_sum");
+  cr_assert_eq(k->shared_bytes, 64 * 4);
+  uint32_t n = 1000, blocks = (n + 63) / 64;
+  int32_t *in = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++) in[i] = (int32_t)(rnd() % 2001) - 1000;
+  vxt_image img = {0};
+  uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, blocks * 4);
+  uint32_t id = DEV(io), od = DEV(oo);
+  const void *vals[] = {&id, &od, &n};
+  uint8_t *mem = launch(k, &img, vals, blocks, 1, 1, 64, 1, 1, 0, NULL, 0);
+  const int32_t *out = (const int32_t *)(mem + oo);
+  for (uint32_t b = 0; b < blocks; b++) {
+    int32_t want = 0;
+    for (uint32_t i = b * 64; i < n && i < b * 64 + 64; i++) want += in[i];
+    cr_assert_eq(out[b], want, "block %u", b);
+  }
+  free(mem), free(in);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, dynamic_shared_memory_sized_by_the_launch) {
+  vxl_result r = build(VXT_KERNELS_DIR "/dynamic_shared.mlir");
+  const vxp_kernel *k = kernel(&r, "reverse_block");
+  cr_assert_eq(k->shared_bytes, 16, "only the static 4 x i32 buffer is static");
+  uint32_t bs[] = {32, 100};
+  for (int t = 0; t < 2; t++) {
+    uint32_t blocks = 3, n = blocks * bs[t];
+    float *in = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++) in[i] = rndf();
+    vxt_image img = {0};
+    uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+    uint32_t id = DEV(io), od = DEV(oo);
+    const void *vals[] = {&id, &od};
+    uint8_t *mem = launch(k, &img, vals, blocks, 1, 1, bs[t], 1, 1, bs[t] * 4, NULL, 0);
+    const float *out = (const float *)(mem + oo);
+    for (uint32_t b = 0; b < blocks; b++)
+      for (uint32_t i = 0; i < bs[t]; i++)
+        cr_assert_eq(out[b * bs[t] + i], in[b * bs[t] + bs[t] - 1 - i] + 7.0f, "block %u thread %u", b, i);
+    free(mem), free(in);
+    vxt_image_free(&img);
+  }
+  vxl_result_clear(&r);
+}
+
 Test(device, stencil_3d_grid_and_block) {
   vxl_result r = build(VXT_KERNELS_DIR "/stencil3d.mlir");
   const vxp_kernel *k = kernel(&r, "stencil7");

@@ -280,3 +280,19 @@ Test(lowering, one_compiler_gives_identical_objects_across_compiles) {
   vxl_result_clear(&c);
   vxl_compiler_destroy(other);
 }
+
+Test(lowering, workgroup_memory_is_vortex_local_memory) {
+  vxl_result r = compile_file(VXT_KERNELS_DIR "/sgemm_tiled.mlir", true);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  cr_assert_eq(r.kernels[0].shared_bytes, 512);
+  /* __local_mem: csr_read(VX_CSR_LOCAL_MEM_BASE) + __local_group_id * size */
+  cr_assert_not_null(strstr(r.lowered_ir, "csrr $0, 0xFC3"));
+  cr_assert_not_null(strstr(r.lowered_ir, "@__vxl_group_bytes"));
+  cr_assert_null(strstr(r.lowered_ir, "address_space"), "no workgroup address space survives");
+  cr_assert_null(vxt_elf_check(r.kernels[0].object, r.kernels[0].object_size));
+  vxl_result_clear(&r);
+  r = compile_file(VXT_KERNELS_DIR "/dynamic_shared.mlir", false);
+  cr_assert(r.ok);
+  cr_assert_eq(r.kernels[0].shared_bytes, 16, "the extern-shared global is dynamic, not static");
+  vxl_result_clear(&r);
+}
