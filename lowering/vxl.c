@@ -50,7 +50,7 @@
 
 const char *vxl_toolchain_fingerprint(void) {
   return "llvm=" LLVM_VERSION_STRING ";triple=" VXL_TRIPLE ";cpu=" VXL_CPU
-         ";features=" VXL_FEATURES ";abi=" VXL_ABI ";pipeline=" VXL_PIPELINE_FULL;
+         ";features=" VXL_FEATURES ";abi=" VXL_ABI ";pipeline=scf-for-to-while+divergence," VXL_PIPELINE_FULL;
 }
 
 const char *vxl_toolchain_summary(void) {
@@ -112,9 +112,9 @@ int vxl_compiler_create(vxl_compiler **out) {
   c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
   c->prelude_emu = vxl__parse_prelude(c->ctx, VXL_PRELUDE_EMULATOR);
   MlirLogicalResult pr = mlirLogicalResultSuccess();
-  const char *pipelines[2] = {VXL_PIPELINE_BASE, VXL_PIPELINE_FULL};
-  MlirPassManager *pms[2] = {&c->pm, &c->pm_full};
-  for (int i = 0; i < 2; i++) {
+  const char *pipelines[3] = {VXL_PIPELINE_BASE, VXL_PIPELINE_FULL, "builtin.module(scf-for-to-while)"};
+  MlirPassManager *pms[3] = {&c->pm, &c->pm_full, &c->pm_prep};
+  for (int i = 0; i < 3; i++) {
     *pms[i] = mlirPassManagerCreate(c->ctx);
     vxl__buf perr = {0};
     if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(*pms[i]),
@@ -166,17 +166,18 @@ int vxl_compiler_create(vxl_compiler **out) {
     vxl_compiler_destroy(c);
     return -EINVAL;
   }
-  c->td = LLVMCreateTargetDataLayout(c->tm);
   *out = c;
   return 0;
 }
 
+LLVMTargetDataRef vxl__target_data(const vxl_compiler *c) { return LLVMCreateTargetDataLayout(c->tm); }
+
 void vxl_compiler_destroy(vxl_compiler *c) {
   if (!c) return;
-  if (c->td) LLVMDisposeTargetData(c->td);
   if (c->tm) LLVMDisposeTargetMachine(c->tm);
   if (!mlirPassManagerIsNull(c->pm)) mlirPassManagerDestroy(c->pm);
   if (!mlirPassManagerIsNull(c->pm_full)) mlirPassManagerDestroy(c->pm_full);
+  if (!mlirPassManagerIsNull(c->pm_prep)) mlirPassManagerDestroy(c->pm_prep);
   if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
   if (!mlirModuleIsNull(c->prelude_emu)) mlirModuleDestroy(c->prelude_emu);
   if (!mlirContextIsNull(c->ctx)) mlirContextDestroy(c->ctx);
@@ -234,6 +235,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   uint32_t nk = 0;
   LLVMContextRef lctx = NULL;
   LLVMModuleRef lm = NULL;
+  LLVMTargetDataRef td = NULL;
 
   c->cur_diags = &d;
   c->compiles++;
@@ -241,6 +243,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   if (rc) goto done;
 
   lctx = LLVMContextCreate();
+  td = vxl__target_data(c);
   lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(mod), lctx);
   if (!lm) {
     vxl__diag_add(&d, "%s: error: translation to LLVM IR failed", source_name);
@@ -248,7 +251,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     goto done;
   }
   LLVMSetTarget(lm, VXL_TRIPLE);
-  char *dl = LLVMCopyStringRepOfTargetData(c->td);
+  char *dl = LLVMCopyStringRepOfTargetData(td);
   LLVMSetDataLayout(lm, dl);
   LLVMDisposeMessage(dl);
 
@@ -276,7 +279,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     LLVMTypeRef *params = malloc((np ? np : 1) * sizeof *params);
     if (!params) { rc = -ENOMEM; break; }
     LLVMGetParamTypes(fty, params);
-    rc = vxl__layout(c->td, lctx, params, np, kinfo[i].arg_types, k);
+    rc = vxl__layout(td, lctx, params, np, kinfo[i].arg_types, k);
     free(params);
     k->grid_dims = kinfo[i].grid_dims ? kinfo[i].grid_dims : 1;
     memcpy(k->known_block, kinfo[i].known_block, sizeof k->known_block);
@@ -297,6 +300,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
 done:
   c->cur_diags = NULL;
   if (lm) LLVMDisposeModule(lm);
+  if (td) LLVMDisposeTargetData(td);
   if (lctx) LLVMContextDispose(lctx);
   if (!mlirModuleIsNull(mod)) mlirModuleDestroy(mod);
   for (uint32_t i = 0; i < nk; i++) vxl__kernel_info_clear(&kinfo[i]);
@@ -337,7 +341,9 @@ int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxp_kernel 
     params[i] = mlirTypeToLLVMIRTranslatorTranslateType(tr, t);
     if (!params[i]) rc = -EINVAL;
   }
-  if (rc == 0) rc = vxl__layout(c->td, lctx, params, n, names, k);
+  LLVMTargetDataRef td = vxl__target_data(c);
+  if (rc == 0) rc = vxl__layout(td, lctx, params, n, names, k);
+  LLVMDisposeTargetData(td);
   free(params);
   free(names);
   mlirTypeToLLVMIRTranslatorDestroy(tr);

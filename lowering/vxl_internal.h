@@ -61,8 +61,12 @@ struct vxl_compiler {
   MlirModule prelude_emu;  /* parsed VXL_PRELUDE_EMULATOR */
   MlirPassManager pm;      /* upstream lowering pipeline (base), parsed once */
   MlirPassManager pm_full; /* ... with affine/math/ub/strided-memref passes */
+  MlirPassManager pm_prep; /* scf-for-to-while, before the divergence pass */
   LLVMTargetMachineRef tm;
-  LLVMTargetDataRef td;
+  /* No LLVMTargetDataRef here: a DataLayout caches struct layouts by
+   * StructType address, and every compile has its own LLVMContext, so a
+   * long-lived one hands out stale layouts for types that reuse a freed
+   * type's address.  Each compile creates its own (vxl__target_data). */
   vxl__diags *cur_diags;   /* where the context's diagnostic handler writes */
   uint64_t compiles;       /* compiles done with this context */
 };
@@ -75,6 +79,17 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
                                const char *source_name, const vxl_options *opts,
                                vxl__diags *d, MlirModule *out_module,
                                vxl__kernel_info **kinfo, uint32_t *nkernels);
+
+/* Uniformity analysis and vx_split/vx_join/vx_pred insertion on one
+ * func.func (vxl_divergence.c).  Kernel arguments are uniform; a non-kernel
+ * function's are not.  Adds to *splits / *preds what it inserted.  Returns
+ * 0 or -ENOMEM. */
+int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, unsigned *splits,
+                           unsigned *preds);
+
+/* A data layout for one LLVMContext's lifetime; caller disposes it before
+ * the context (see the note in struct vxl_compiler). */
+LLVMTargetDataRef vxl__target_data(const vxl_compiler *c);
 
 /* LLVM side: computes the argument-buffer layout of a kernel whose LLVM
  * parameter types are params (from the translated function) into k. */

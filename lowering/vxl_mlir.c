@@ -292,6 +292,7 @@ typedef struct {
    * extern __shared__ at the dynamic base), then each kernel's attributions */
   uint64_t globals_bytes;
   LLVMContextRef lctx;                /* for element sizes from the data layout */
+  LLVMTargetDataRef td;               /* lives and dies with lctx */
   MlirTypeToLLVMIRTranslator tr;
 } vxl__rw;
 
@@ -403,14 +404,15 @@ static int vxl__memref_bytes(vxl__rw *rw, MlirType t, uint64_t *bytes, uint32_t 
   if (mlirTypeIsAIndex(el)) el = mlirIntegerTypeGet(rw->c->ctx, 32);
   if (!rw->lctx) {
     rw->lctx = LLVMContextCreate();
+    rw->td = vxl__target_data(rw->c);
     rw->tr = mlirTypeToLLVMIRTranslatorCreate(rw->lctx);
   }
   LLVMTypeRef lt = mlirTypeToLLVMIRTranslatorTranslateType(rw->tr, el);
   if (!lt) return -EINVAL;
   uint64_t n = 1;
   for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) n *= (uint64_t)mlirShapedTypeGetDimSize(t, i);
-  *bytes = n * LLVMABISizeOfType(rw->c->td, lt);
-  *align = LLVMABIAlignmentOfType(rw->c->td, lt);
+  *bytes = n * LLVMABISizeOfType(rw->td, lt);
+  *align = LLVMABIAlignmentOfType(rw->td, lt);
   return 0;
 }
 
@@ -915,8 +917,30 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   }
   free(funcs.v);
   if (rc == 0) mlirOperationWalk(mlirModuleGetOperation(mod), vxl__strip_cb, NULL, MlirWalkPreOrder);
+
+  /* Divergence: loops as scf.while, then split/join and pred placement in
+   * every function but the prelude's (vxl_divergence.c). */
+  if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_prep, mlirModuleGetOperation(mod)))) {
+    vxl__diag_add(d, "%s: error: internal: scf-for-to-while failed", source_name);
+    rc = -EINVAL;
+  }
+  for (MlirOperation op = mlirBlockGetFirstOperation(mbody); rc == 0 && !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!vxl__streq(vxl__op_name(op), "func.func")) continue;
+    MlirStringRef fname = mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, vxl__str("sym_name")));
+    if (fname.length >= 6 && memcmp(fname.data, "__vxl_", 6) == 0) continue;
+    if (mlirRegionIsNull(mlirOperationGetRegion(op, 0)) ||
+        mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0))))
+      continue; /* a declaration */
+    int is_kernel = 0;
+    for (uint32_t i = 0; i < nkernels && kinfo; i++)
+      is_kernel |= strlen(kinfo[i].name) == fname.length && memcmp(kinfo[i].name, fname.data, fname.length) == 0;
+    unsigned splits = 0, preds = 0;
+    rc = vxl__insert_divergence(ctx, op, is_kernel, &splits, &preds);
+  }
   if (rw.lctx) {
     mlirTypeToLLVMIRTranslatorDestroy(rw.tr);
+    LLVMDisposeTargetData(rw.td);
     LLVMContextDispose(rw.lctx);
   }
 

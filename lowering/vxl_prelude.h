@@ -87,6 +87,19 @@
   "  return %p : !llvm.ptr\n"                                                  \
   "}\n"
 
+/* Divergence (vx_intrinsics.h): vx_split(pred) = .insn r 0x0B, 2, 0, rd,
+ * pred, x0 returns the IPDOM stack pointer vx_join (funct3 3) takes;
+ * vx_pred(cond, mask) = funct3 5; the active-thread mask is CSR 0xCC4
+ * (VX_CSR_ACTIVE_THREADS).  OP(name, operands) emits one operation. */
+#define VXL__DIVERGENCE(SPLIT, JOIN, PRED, ACTIVE)                              \
+  "func.func private @__vxl_split(%c: i1) -> i32 {\n"                           \
+  "  %x = arith.extui %c : i1 to i32\n" SPLIT "  return %sp : i32\n}\n"        \
+  "func.func private @__vxl_join(%sp: i32) {\n" JOIN "  return\n}\n"           \
+  "func.func private @__vxl_pred(%c: i1, %m: i32) {\n"                          \
+  "  %x = arith.extui %c : i1 to i32\n" PRED "  return\n}\n"                   \
+  "func.func private @__vxl_active_threads() -> i32 {\n" ACTIVE                 \
+  "  return %m : i32\n}\n"
+
 /* Loads the barrier id and warp count __syncthreads() passes to vx_barrier. */
 #define VXL__BARRIER_OPERANDS                                                   \
   "  %gp = llvm.mlir.addressof @__local_group_id : !llvm.ptr\n"                 \
@@ -96,6 +109,15 @@
 
 #define VXL_PRELUDE_HARDWARE                                                    \
   "module {\n" VXL__PRELUDE_COMMON                                              \
+  VXL__DIVERGENCE(                                                              \
+      "  %sp = llvm.inline_asm has_side_effects \".insn r 0x0B, 2, 0, $0, $1, x0\"," \
+      " \"=r,r,~{memory}\" %x : (i32) -> i32\n",                                 \
+      "  llvm.inline_asm has_side_effects \".insn r 0x0B, 3, 0, x0, $0, x0\","    \
+      " \"r,~{memory}\" %sp : (i32) -> ()\n",                                    \
+      "  llvm.inline_asm has_side_effects \".insn r 0x0B, 5, 0, x0, $0, $1\","    \
+      " \"r,r,~{memory}\" %x, %m : (i32, i32) -> ()\n",                          \
+      "  %m = llvm.inline_asm has_side_effects \"csrr $0, 0xCC4\", \"=r\""       \
+      " : () -> i32\n")                                                         \
   VXL__LOCAL_MEMORY(                                                            \
       "  %csr = llvm.inline_asm has_side_effects \"csrr $0, 0xFC3\", \"=r\""     \
       " : () -> i32\n"                                                          \
@@ -111,6 +133,14 @@
   "module {\n" VXL__PRELUDE_COMMON                                              \
   "llvm.func @vx_emu_barrier(i32, i32)\n"                                       \
   "llvm.func @vx_emu_local_mem_base() -> !llvm.ptr\n"                           \
+  "llvm.func @vx_emu_split(i32) -> i32\n"                                       \
+  "llvm.func @vx_emu_join(i32)\n"                                               \
+  "llvm.func @vx_emu_pred(i32, i32)\n"                                          \
+  "llvm.func @vx_emu_active_threads() -> i32\n"                                 \
+  VXL__DIVERGENCE("  %sp = llvm.call @vx_emu_split(%x) : (i32) -> i32\n",       \
+                  "  llvm.call @vx_emu_join(%sp) : (i32) -> ()\n",              \
+                  "  llvm.call @vx_emu_pred(%x, %m) : (i32, i32) -> ()\n",      \
+                  "  %m = llvm.call @vx_emu_active_threads() : () -> i32\n")    \
   VXL__LOCAL_MEMORY("  %base = llvm.call @vx_emu_local_mem_base() : () -> !llvm.ptr\n") \
   "func.func private @__vxl_barrier() {\n" VXL__BARRIER_OPERANDS                \
   "  llvm.call @vx_emu_barrier(%gid, %nw) : (i32, i32) -> ()\n"                 \

@@ -50,7 +50,8 @@ static uint8_t *launch(const vxp_kernel *k, vxt_image *img, const void *const *v
                        char *printed, size_t cap) {
   uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   uint32_t args = vxt_image_args(img, k, vals, grid, block, shared);
-  cr_assert_neq(args, UINT32_MAX, "argument packing failed");
+  cr_assert_neq(args, UINT32_MAX, "argument packing failed: %s nargs=%u launch=%u buffer=%u grid=%u,%u,%u block=%u,%u,%u",
+                k->name, k->nargs, k->launch_offset, k->buffer_size, gx, gy, gz, bx, by, bz);
   uint8_t *mem = malloc(img->size);
   int32_t rc = -1;
   char local[4096];

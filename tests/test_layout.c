@@ -296,3 +296,67 @@ Test(lowering, workgroup_memory_is_vortex_local_memory) {
   cr_assert_eq(r.kernels[0].shared_bytes, 16, "the extern-shared global is dynamic, not static");
   vxl_result_clear(&r);
 }
+
+Test(lowering, layouts_stay_right_across_many_compiles_on_one_compiler) {
+  /* Regression: one LLVM data layout kept across compiles cached struct
+   * layouts by StructType address; a later compile's type at a reused
+   * address got a stale layout (garbage launch_offset, intermittently). */
+  const char *files[] = {VXT_KERNELS_DIR "/sgemm_naive.mlir", CORPUS "metadata_test.mlir",
+                         VXT_EXAMPLES_DIR "/mixed_args.mlir", VXT_KERNELS_DIR "/wide_types.mlir"};
+  uint32_t want_launch[4], want_size[4];
+  for (int round = 0; round < 25; round++)
+    for (int f = 0; f < 4; f++) {
+      vxl_result r = compile_file(files[f], false);
+      cr_assert(r.ok);
+      if (round == 0) {
+        want_launch[f] = r.kernels[0].launch_offset;
+        want_size[f] = r.kernels[0].buffer_size;
+        cr_assert_leq(want_launch[f] + VXP_LAUNCH_HEADER_SIZE, want_size[f]);
+      }
+      cr_assert_eq(r.kernels[0].launch_offset, want_launch[f], "round %d %s", round, files[f]);
+      cr_assert_eq(r.kernels[0].buffer_size, want_size[f], "round %d %s", round, files[f]);
+      vxl_result_clear(&r);
+    }
+}
+
+Test(lowering, divergence_split_join_and_pred_placement) {
+  /* sort: the bounds guard and two data-dependent ifs diverge; its loop
+   * bound is a kernel argument, so the loop stays plain */
+  vxl_result r = compile_file(CORPUS "sort_kernel.mlir", true);
+  cr_assert(r.ok);
+  int splits = 0, joins = 0, preds = 0;
+  for (const char *p = r.lowered_ir; (p = strstr(p, "llvm.call @__vxl_split(")); p++) splits++;
+  for (const char *p = r.lowered_ir; (p = strstr(p, "llvm.call @__vxl_join(")); p++) joins++;
+  for (const char *p = r.lowered_ir; (p = strstr(p, "llvm.call @__vxl_pred(")); p++) preds++;
+  cr_assert_eq(splits, 3);
+  cr_assert_eq(joins, 3);
+  cr_assert_eq(preds, 0);
+  cr_assert_not_null(strstr(r.lowered_ir, ".insn r 0x0B, 2, 0, $0, $1, x0"), "vx_split encoding");
+  cr_assert_not_null(strstr(r.lowered_ir, ".insn r 0x0B, 3, 0, x0, $0, x0"), "vx_join encoding");
+  vxl_result_clear(&r);
+  /* a while loop and two for loops whose trip counts depend on the thread */
+  r = compile_file(VXT_KERNELS_DIR "/control_flow.mlir", true);
+  cr_assert(r.ok);
+  preds = 0;
+  for (const char *p = r.lowered_ir; (p = strstr(p, "llvm.call @__vxl_pred(")); p++) preds++;
+  cr_assert_eq(preds, 3);
+  cr_assert_not_null(strstr(r.lowered_ir, "csrr $0, 0xCC4"), "the mask vx_pred restores");
+  vxl_result_clear(&r);
+  /* uniform branches stay plain: a kernel that branches on an argument */
+  r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
+                   "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
+                   "      %p = arith.cmpi sgt, %a, %c0 : i32\n      scf.if %p {\n"
+                   "        memref.store %a, %o[%z] : memref<?xi32>\n      }\n      gpu.return\n    }\n  }\n}\n");
+  cr_assert(r.ok);
+  vxl_result_clear(&r);
+  vxl_options o = {.opt_level = 2, .emit_ir = true};
+  const char *src = "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
+                    "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
+                    "      %b = gpu.block_id x\n      %bi = arith.index_cast %b : index to i32\n"
+                    "      %p = arith.cmpi sgt, %bi, %a : i32\n      scf.if %p {\n"
+                    "        memref.store %a, %o[%z] : memref<?xi32>\n      }\n      gpu.return\n    }\n  }\n}\n";
+  cr_assert_eq(vxl_compile(cc, src, strlen(src), "u.mlir", &o, &r), 0);
+  cr_assert(r.ok);
+  cr_assert_null(strstr(r.lowered_ir, "llvm.call @__vxl_split("), "block ids are uniform");
+  vxl_result_clear(&r);
+}

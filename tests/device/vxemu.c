@@ -14,6 +14,10 @@
  *   vx_emu_barrier          (vx_barrier: blocks the fiber until every thread
  *                            of its block has arrived or finished)
  *   vx_emu_local_mem_base   (csr_read(VX_CSR_LOCAL_MEM_BASE))
+ *   vx_emu_split/join       (vx_split/vx_join: every emulated thread runs
+ *                            alone, so they only check that each split is
+ *                            joined, in order, on every path: exit 95/96)
+ *   vx_emu_pred, vx_emu_active_threads (vx_pred, CSR 0xCC4)
  * plus vx_printf.  Runs as a static Linux-user program under qemu-riscv32.
  *
  * I/O (little-endian u32s): stdin  = image_size, image (copied to device
@@ -116,6 +120,7 @@ void vxemu_fiber_entry(void);
 
 static vxemu_ctx sched_ctx, fiber_ctx[MAX_THREADS];
 static uint8_t fiber_state[MAX_THREADS]; /* 0 runnable, 1 at a barrier, 2 done */
+static uint16_t split_depth[MAX_THREADS];  /* open vx_split of each thread */
 static uint8_t tls_area[MAX_THREADS + 1][TLS_MAX] __attribute__((aligned(64)));
 static uint32_t cur_fiber;
 static void (*kernel_fn)(void *);
@@ -138,6 +143,7 @@ static void vxemu_tls_init(uint8_t *b) {
 
 void vxemu_fiber_main(uint32_t i) {
   kernel_fn((void *)kernel_arg);
+  if (split_depth[i] != 0) vxemu_exit(96); /* a vx_split without its vx_join */
   fiber_state[i] = 2;
   vxemu_switch(&fiber_ctx[i], &sched_ctx);
 }
@@ -148,6 +154,22 @@ void vx_emu_barrier(uint32_t id, uint32_t nwarps) {
   fiber_state[cur_fiber] = 1;
   vxemu_switch(&fiber_ctx[cur_fiber], &sched_ctx);
 }
+
+int32_t vx_emu_split(int32_t pred) {
+  (void)pred;
+  return split_depth[cur_fiber]++;
+}
+
+void vx_emu_join(int32_t sp) {
+  if (split_depth[cur_fiber] == 0 || --split_depth[cur_fiber] != (uint16_t)sp) vxemu_exit(95);
+}
+
+void vx_emu_pred(int32_t cond, int32_t mask) {
+  (void)cond;
+  (void)mask;
+}
+
+int32_t vx_emu_active_threads(void) { return (1 << THREADS_PER_WARP) - 1; }
 
 void *vx_emu_argument_buffer(void) { return argument_buffer; }
 void *vx_emu_local_mem_base(void) { return __vxlocal_start; }
@@ -184,6 +206,7 @@ int vx_spawn_threads(uint32_t dimension, const uint32_t *grid_dim, const uint32_
           fiber_ctx[t].s[0] = t;
           fiber_ctx[t].tp = (uint32_t)(uintptr_t)tls_area[t];
           fiber_state[t] = 0;
+          split_depth[t] = 0;
         }
         for (;;) {
           for (uint32_t t = 0; t < nthreads; t++)
