@@ -112,9 +112,10 @@ int vxl_compiler_create(vxl_compiler **out) {
   c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
   c->prelude_emu = vxl__parse_prelude(c->ctx, VXL_PRELUDE_EMULATOR);
   MlirLogicalResult pr = mlirLogicalResultSuccess();
-  const char *pipelines[3] = {VXL_PIPELINE_BASE, VXL_PIPELINE_FULL, "builtin.module(scf-for-to-while)"};
-  MlirPassManager *pms[3] = {&c->pm, &c->pm_full, &c->pm_prep};
-  for (int i = 0; i < 3; i++) {
+  const char *pipelines[4] = {VXL_PIPELINE_BASE, VXL_PIPELINE_FULL, "builtin.module(scf-for-to-while)",
+                              "builtin.module(gpu-kernel-outlining)"};
+  MlirPassManager *pms[4] = {&c->pm, &c->pm_full, &c->pm_prep, &c->pm_outline};
+  for (int i = 0; i < 4; i++) {
     *pms[i] = mlirPassManagerCreate(c->ctx);
     vxl__buf perr = {0};
     if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(*pms[i]),
@@ -178,6 +179,7 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm)) mlirPassManagerDestroy(c->pm);
   if (!mlirPassManagerIsNull(c->pm_full)) mlirPassManagerDestroy(c->pm_full);
   if (!mlirPassManagerIsNull(c->pm_prep)) mlirPassManagerDestroy(c->pm_prep);
+  if (!mlirPassManagerIsNull(c->pm_outline)) mlirPassManagerDestroy(c->pm_outline);
   if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
   if (!mlirModuleIsNull(c->prelude_emu)) mlirModuleDestroy(c->prelude_emu);
   if (!mlirContextIsNull(c->ctx)) mlirContextDestroy(c->ctx);

@@ -163,6 +163,10 @@ static void vxl__isolate(LLVMModuleRef m, const char *keep, vxp_kernel *kernels,
    * (mlir-c-api.md pitfall 10: the default initial-exec needs a GOT). */
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
     if (LLVMIsThreadLocal(g)) LLVMSetThreadLocalMode(g, LLVMLocalExecTLSModel);
+  /* Polygeist calls printf from device code; Vortex's device printf is
+   * vx_printf (vx_print.h). */
+  LLVMValueRef pf = LLVMGetNamedFunction(m, "printf");
+  if (pf && LLVMIsDeclaration(pf) && !LLVMGetNamedFunction(m, "vx_printf")) LLVMSetValueName2(pf, "vx_printf", 9);
 }
 
 static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const vxl_options *opts,

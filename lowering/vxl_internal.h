@@ -62,6 +62,7 @@ struct vxl_compiler {
   MlirPassManager pm;      /* upstream lowering pipeline (base), parsed once */
   MlirPassManager pm_full; /* ... with affine/math/ub/strided-memref passes */
   MlirPassManager pm_prep; /* scf-for-to-while, before the divergence pass */
+  MlirPassManager pm_outline; /* gpu-kernel-outlining, for gpu.launch inputs */
   LLVMTargetMachineRef tm;
   /* No LLVMTargetDataRef here: a DataLayout caches struct layouts by
    * StructType address, and every compile has its own LLVMContext, so a

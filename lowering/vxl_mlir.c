@@ -213,7 +213,7 @@ static int vxl__dialect_supported(MlirStringRef name) {
 static int vxl__gpu_op_supported(MlirStringRef name) {
   static const char *const ops[] = {
       "gpu.func", "gpu.return", "gpu.thread_id", "gpu.block_id",
-      "gpu.block_dim", "gpu.grid_dim", "gpu.global_id", "gpu.barrier", "gpu.module_end", NULL};
+      "gpu.block_dim", "gpu.grid_dim", "gpu.global_id", "gpu.barrier", "gpu.printf", "gpu.module_end", NULL};
   for (int i = 0; ops[i]; i++)
     if (vxl__streq(name, ops[i])) return 1;
   return 0;
@@ -591,6 +591,103 @@ static void vxl__note_dims(vxl__kernel_info *k, MlirStringRef name, int dim) {
     if ((uint32_t)dim + 1 > k->grid_dims) k->grid_dims = (uint32_t)dim + 1;
 }
 
+
+/* gpu.printf "fmt" %a... -> vx_printf(fmt, a...) (Vortex's device printf,
+ * vx_print.h).  Each call site gets a helper, parsed from text, that holds
+ * the format as a global and applies C's default argument promotions
+ * (f32 -> f64, small integers -> i32, index -> i32). */
+static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
+  MlirContext ctx = rw->c->ctx;
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirAttribute fa = mlirOperationGetAttributeByName(op, vxl__str("format"));
+  char *fmt = mlirAttributeIsNull(fa) ? NULL : vxl__attr_str(fa); /* "...", escaped */
+  if (!fmt || strlen(fmt) < 2) {
+    free(fmt);
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.printf without a readable format");
+    return -EINVAL;
+  }
+  fmt[strlen(fmt) - 1] = '\0'; /* drop the closing quote; \00 goes before it */
+  intptr_t n = mlirOperationGetNumOperands(op);
+  unsigned id = rw->views++;
+  vxl__buf b = {0};
+  char line[512];
+#define EMITF(...) (snprintf(line, sizeof line, __VA_ARGS__), vxl__buf_append(vxl__str(line), &b))
+  EMITF("module {\nllvm.func @vx_printf(!llvm.ptr, ...) -> i32\n");
+  vxl__buf_append(vxl__str("llvm.mlir.global internal constant @__vxl_fmt"), &b);
+  EMITF("%u(", id);
+  vxl__buf_append(vxl__str(fmt), &b);
+  vxl__buf_append(vxl__str("\\00\") {addr_space = 0 : i32}\n"), &b);
+  EMITF("func.func private @__vxl_printf%u(", id);
+  char *types[16];
+  if (n > 15) {
+    free(fmt);
+    free(b.p);
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.printf with more than 15 arguments");
+    return -EINVAL;
+  }
+  for (intptr_t i = 0; i < n; i++) {
+    types[i] = vxl__type_str(mlirValueGetType(mlirOperationGetOperand(op, i)));
+    EMITF("%s%%a%ld: %s", i ? ", " : "", (long)i, types[i]);
+  }
+  EMITF(") {\n  %%f = llvm.mlir.addressof @__vxl_fmt%u : !llvm.ptr\n", id);
+  char args[1024] = "%f", sig[1024] = "!llvm.ptr";
+  for (intptr_t i = 0; i < n; i++) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+    const char *pt = types[i];
+    if (mlirTypeIsAF32(t) || mlirTypeIsAF16(t)) {
+      EMITF("  %%p%ld = arith.extf %%a%ld : %s to f64\n", (long)i, (long)i, types[i]);
+      pt = "f64";
+    } else if (mlirTypeIsAIndex(t)) {
+      EMITF("  %%p%ld = arith.index_cast %%a%ld : index to i32\n", (long)i, (long)i);
+      pt = "i32";
+    } else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) < 32) {
+      EMITF("  %%p%ld = arith.extsi %%a%ld : %s to i32\n", (long)i, (long)i, types[i]);
+      pt = "i32";
+    }
+    size_t al = strlen(args), sl = strlen(sig);
+    int promoted = mlirTypeIsAF32(t) || mlirTypeIsAF16(t) || mlirTypeIsAIndex(t) ||
+                   (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) < 32);
+    snprintf(args + al, sizeof args - al, ", %%%c%ld", promoted ? 'p' : 'a', (long)i);
+    snprintf(sig + sl, sizeof sig - sl, ", %s", pt);
+  }
+  EMITF("  %%r = llvm.call @vx_printf(%s) vararg(!llvm.func<i32 (ptr, ...)>) : (%s) -> i32\n", args, sig);
+  EMITF("  return\n}\n}\n");
+#undef EMITF
+  for (intptr_t i = 0; i < n; i++) free(types[i]);
+  free(fmt);
+  if (b.oom) { free(b.p); return -ENOMEM; }
+  MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(b.p));
+  free(b.p);
+  if (mlirModuleIsNull(wrap)) {
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.printf with these argument types");
+    return -EINVAL;
+  }
+  /* move the global and the helper (and vx_printf's declaration, once) */
+  MlirBlock mb = mlirModuleGetBody(rw->mod);
+  int have_decl = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(mb); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    MlirAttribute sn = mlirOperationGetAttributeByName(o, vxl__str("sym_name"));
+    if (!mlirAttributeIsNull(sn) && vxl__streq(mlirStringAttrGetValue(sn), "vx_printf")) have_decl = 1;
+  }
+  MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
+  while (!mlirOperationIsNull(o)) {
+    MlirOperation next = mlirOperationGetNextInBlock(o);
+    if (!(have_decl && vxl__streq(vxl__op_name(o), "llvm.func"))) {
+      mlirOperationRemoveFromParent(o);
+      mlirBlockAppendOwnedOperation(mb, o);
+    }
+    o = next;
+  }
+  mlirModuleDestroy(wrap);
+  char helper[64];
+  snprintf(helper, sizeof helper, "__vxl_printf%u", id);
+  MlirValue ops[16];
+  for (intptr_t i = 0; i < n; i++) ops[i] = mlirOperationGetOperand(op, i);
+  vxl__call(ctx, loc, mlirOperationGetBlock(op), op, helper, n, ops, 0, NULL);
+  mlirOperationDestroy(op);
+  return 0;
+}
+
 /* Rewrites one gpu.* op inside a converted function body. */
 static int vxl__rewrite_gpu_op(vxl__rw *rw, MlirOperation op, vxl__kernel_info *k) {
   MlirContext ctx = rw->c->ctx;
@@ -618,6 +715,7 @@ static int vxl__rewrite_gpu_op(vxl__rw *rw, MlirOperation op, vxl__kernel_info *
     mlirOperationDestroy(op);
     return 0;
   }
+  if (vxl__streq(name, "gpu.printf")) return vxl__lower_printf(rw, op);
   if (vxl__streq(name, "gpu.barrier")) {
     vxl__call(ctx, loc, blk, op, "__vxl_barrier", 0, NULL, 0, NULL);
     mlirOperationDestroy(op);
@@ -678,6 +776,8 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
     k->grid_dims = 1;
     if (!k->name || !k->arg_types) { free(ins); return -ENOMEM; }
     MlirAttribute kb = mlirOperationGetAttributeByName(gf, vxl__str("gpu.known_block_size"));
+    if (mlirAttributeIsNull(kb)) /* outlined gpu.launch bodies carry it as an inherent attribute */
+      kb = mlirOperationGetAttributeByName(gf, vxl__str("known_block_size"));
     if (!mlirAttributeIsNull(kb) && mlirAttributeIsADenseI32Array(kb) && mlirDenseArrayGetNumElements(kb) == 3)
       for (int i = 0; i < 3; i++) k->known_block[i] = (uint32_t)mlirDenseI32ArrayGetElement(kb, i);
   }
@@ -812,6 +912,19 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   text[len] = '\0';
   vxl__fix_dlti(text, len);
 
+  /* mlir-opt test files hold several modules separated by "// -----" */
+  for (size_t i = 0, line = 1; i < len; line++) {
+    size_t e = i;
+    while (e < len && text[e] != '\n') e++;
+    if (e - i >= 8 && memcmp(text + i, "// -----", 8) == 0) {
+      vxl__diag_add(d, "%s:%zu:1: error: unsupported: split-input-file marker '// -----' (an mlir-opt test "
+                       "convention); compile each section as its own file", source_name, line);
+      free(text);
+      return -EINVAL;
+    }
+    i = e + 1;
+  }
+
   /* Module parse: several top-level ops are wrapped in an implicit module,
    * as mlir-opt does.  The parser names no file; d->source_name does. */
   MlirModule parsed = mlirModuleCreateParse(ctx, (MlirStringRef){text, len});
@@ -830,11 +943,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   int rc = 0;
   /* gpu.launch bodies become gpu.func kernels (upstream outlining). */
   if (vxl__has_op(top, "gpu.launch")) {
-    MlirPassManager pm = mlirPassManagerCreate(ctx);
-    MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
-    mlirOpPassManagerAddPipeline(opm, vxl__str("builtin.module(gpu-kernel-outlining)"), NULL, NULL);
-    if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, top))) rc = -EINVAL;
-    mlirPassManagerDestroy(pm);
+    if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_outline, top))) rc = -EINVAL;
     if (rc) {
       vxl__diag_add(d, "%s: error: gpu-kernel-outlining failed", source_name);
       mlirOperationDestroy(top);
@@ -885,13 +994,31 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
       inner = next;
     }
   }
-  mlirOperationDestroy(top);
-  if (funcs.oom) rc = -ENOMEM;
   if (rc == 0 && nkernels == 0) {
-    vxl__diag_add(d, "%s: error: no kernels: the module has no gpu.func with the kernel attribute",
-                  source_name);
+    /* point at the first GPU op that is not in a kernel, if there is one */
+    vxl__ops all = {0};
+    mlirOperationWalk(top, vxl__collect_cb, &all, MlirWalkPreOrder);
+    MlirOperation stray = {NULL};
+    for (size_t i = 0; i < all.n && mlirOperationIsNull(stray); i++) {
+      MlirStringRef n = vxl__op_name(all.v[i]);
+      if (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0 && !vxl__streq(n, "gpu.module") &&
+          !vxl__streq(n, "gpu.launch_func"))
+        stray = all.v[i];
+    }
+    free(all.v);
+    if (!mlirOperationIsNull(stray)) {
+      MlirStringRef n = vxl__op_name(stray);
+      vxl__diag_at(d, mlirOperationGetLocation(stray),
+                   "unsupported: %.*s outside a gpu.func kernel: no kernels in this module (vortexd "
+                   "compiles the kernels of gpu.modules)", (int)n.length, n.data);
+    } else {
+      vxl__diag_add(d, "%s:1:1: error: no kernels: the module has no gpu.func with the kernel attribute",
+                    source_name);
+    }
     rc = -EINVAL;
   }
+  mlirOperationDestroy(top);
+  if (funcs.oom) rc = -ENOMEM;
   if (rc == 0) rc = vxl__check_supported(&rw, mlirModuleGetOperation(mod));
 
   /* The Vortex device ABI helpers. */

@@ -552,3 +552,37 @@ Test(device, polygeist_sort_sgemm_conv3) {
     vxl_result_clear(&r);
   }
 }
+
+Test(device, gpu_printf_becomes_vx_printf) {
+  vxl_result r = build(VXT_CORPUS_DIR "/llvm-project/Integration-GPU-CUDA/printf.mlir");
+  const vxp_kernel *k = kernel(&r, "hello");
+  cr_assert(vxt_elf_has_symbol(k->object, k->object_size, "vx_printf", 0));
+  vxt_image img = {0};
+  vxt_image_put(&img, NULL, 16);
+  char printed[512];
+  uint8_t *mem = launch(k, &img, NULL, 1, 1, 1, 2, 1, 1, 0, printed, sizeof printed);
+  /* index is 32-bit on Vortex: %lld receives the promoted i32 */
+  cr_assert_str_eq(printed, "Hello from 0, 2, 3.000000\nHello from 1, 2, 3.000000\n");
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, polygeist_printf_with_a_device_format_string) {
+  vxl_result r = build(CORPUS "printf_kernel.mlir");
+  const vxp_kernel *k = kernel(&r, NULL);
+  cr_assert_eq(k->args[4].kind, VXP_ARG_POINTER, "the format string is a device pointer");
+  uint32_t n = 5, bs = PG_BS;
+  const char fmt[] = "task=%d, value=%c\n";
+  int8_t str[5] = {0, 1, 2, 25, 7};
+  vxt_image img = {0};
+  uint32_t so = vxt_image_put(&img, str, sizeof str), fo = vxt_image_put(&img, fmt, sizeof fmt);
+  uint32_t sd = DEV(so), fd = DEV(fo);
+  const void *vals[] = {&bs, &bs, &n, &sd, &fd};
+  char printed[512];
+  uint8_t *mem = pg_launch(k, &img, vals, n, printed, sizeof printed);
+  cr_assert_str_eq(printed, "task=0, value=A\ntask=1, value=B\ntask=2, value=C\ntask=3, value=Z\ntask=4, value=H\n");
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
