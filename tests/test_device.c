@@ -586,3 +586,26 @@ Test(device, polygeist_printf_with_a_device_format_string) {
   vxt_image_free(&img);
   vxl_result_clear(&r);
 }
+
+Test(device, math_ops_and_private_memory) {
+  vxl_result r = build(VXT_KERNELS_DIR "/math_private.mlir");
+  const vxp_kernel *k = kernel(&r, "math_private");
+  cr_assert_eq(k->shared_bytes, 0, "private memory is not shared memory");
+  uint32_t n = 70;
+  float *x = malloc(n * 4), *want = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++) {
+    x[i] = rndf();
+    float sum = 0.0f;
+    for (int kk = 0; kk < 4; kk++) sum += (float)kk * x[i];
+    want[i] = ((sqrtf(fabsf(x[i])) + fmaf(x[i], 2.0f, 1.0f)) + fmaxf(x[i], 0.0f)) + sum;
+  }
+  vxt_image img = {0};
+  uint32_t xo = vxt_image_put(&img, x, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+  uint32_t xd = DEV(xo), od = DEV(oo);
+  const void *vals[] = {&xd, &od, &n};
+  uint8_t *mem = launch(k, &img, vals, 3, 1, 1, 32, 1, 1, 0, NULL, 0);
+  assert_floats((float *)(mem + oo), want, n, 1e-6f, "out");
+  free(mem), free(x), free(want);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
