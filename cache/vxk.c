@@ -35,6 +35,8 @@ struct vxk_cache {
   char (*touched)[VXK_KEY_HEX + 1]; /* VXK_TOUCH_MAX keys, from malloc() */
   uint32_t ntouched;
   uint64_t touched_us;               /* time of the latest pending read */
+  uint64_t total_bytes;              /* SUM(entries.bytes), kept current so
+                                        a store does not scan the table */
 };
 
 const char *vxk_errmsg(const vxk_cache *c) { return c ? c->err : "no cache"; }
@@ -69,6 +71,8 @@ static const char vxk__schema[] =
     " ordinal INTEGER NOT NULL, name TEXT NOT NULL, object BLOB NOT NULL,"
     " metadata BLOB NOT NULL, PRIMARY KEY(key, ordinal));"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+
+static int vxk__load_total(vxk_cache *c);
 
 static int vxk__prepare(vxk_cache *c, const char *sql, sqlite3_stmt **st) {
   int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
@@ -141,6 +145,11 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     free(c);
     return VXK_EIO;
   }
+  if (vxk__load_total(c) != VXK_OK) {
+    snprintf(errbuf, errcap, "%s", c->err);
+    vxk_close(c);
+    return VXK_EIO;
+  }
   c->touched = malloc(VXK_TOUCH_MAX * sizeof *c->touched);
   if (!c->touched) {
     snprintf(errbuf, errcap, "out of memory");
@@ -197,15 +206,28 @@ int vxk_key_valid(const char *s) {
   return 1;
 }
 
-/* Evicts least recently used entries until at most 90% of max_bytes is used. */
-static int vxk__evict(vxk_cache *c) {
-  vxk_flush(c); /* pending reads count as use */
+/* Reads SUM(bytes) into c->total_bytes (at open, and after other
+ * processes may have written). */
+static int vxk__load_total(vxk_cache *c) {
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(c->db, "SELECT COALESCE(SUM(bytes),0) FROM entries", -1, &st, NULL);
-  if (rc != SQLITE_OK) return vxk__fail(c, rc, "evict");
-  uint64_t total = sqlite3_step(st) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "total");
+  c->total_bytes = sqlite3_step(st) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
   sqlite3_finalize(st);
+  return VXK_OK;
+}
+
+/* Evicts least recently used entries until at most 90% of max_bytes is used.
+ * The running total decides whether to look at all; only then is the table
+ * read (and the total re-read, in case another process shares the cache). */
+static int vxk__evict(vxk_cache *c) {
+  if (c->total_bytes <= c->max_bytes) return VXK_OK;
+  vxk_flush(c); /* pending reads count as use */
+  int rc = vxk__load_total(c);
+  if (rc != VXK_OK) return rc;
+  uint64_t total = c->total_bytes;
   if (total <= c->max_bytes) return VXK_OK;
+  sqlite3_stmt *st = NULL;
   uint64_t target = c->max_bytes / 10 * 9, evicted = 0;
   rc = sqlite3_prepare_v2(c->db, "SELECT key, bytes FROM entries ORDER BY last_used_us", -1, &st, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "evict");
@@ -221,6 +243,7 @@ static int vxk__evict(vxk_cache *c) {
   }
   sqlite3_finalize(st);
   sqlite3_finalize(del);
+  c->total_bytes = total;
   return evicted ? vxk_counter_add(c, "evictions", (int64_t)evicted) : VXK_OK;
 }
 
@@ -231,6 +254,13 @@ int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n) 
   for (uint32_t i = 0; i < n; i++) bytes += ks[i].object_size + ks[i].metadata_size;
   int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "begin");
+  uint64_t replaced = 0; /* bytes of an entry this put replaces */
+  sqlite3_stmt *old = NULL;
+  if (sqlite3_prepare_v2(c->db, "SELECT bytes FROM entries WHERE key=?1", -1, &old, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(old, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(old) == SQLITE_ROW) replaced = (uint64_t)sqlite3_column_int64(old, 0);
+  }
+  sqlite3_finalize(old);
   sqlite3_stmt *e = NULL, *k = NULL;
   rc = sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels)"
                                  " VALUES(?1, ?2, ?2, 0, ?3, ?4)", -1, &e, NULL);
@@ -266,6 +296,7 @@ int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n) 
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     return out;
   }
+  c->total_bytes = c->total_bytes - (replaced < c->total_bytes ? replaced : c->total_bytes) + bytes;
   return vxk__evict(c);
 }
 

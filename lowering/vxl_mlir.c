@@ -858,6 +858,44 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
   return rc;
 }
 
+
+/* Erases the prelude's __vxl_* functions that nothing calls (the prelude
+ * holds every helper; a typical kernel uses a few), to a fixed point since
+ * helpers call helpers.  Saves their trip through the pipeline. */
+static void vxl__prune_prelude(MlirModule mod) {
+  for (int changed = 1; changed;) {
+    changed = 0;
+    vxl__ops all = {0};
+    mlirOperationWalk(mlirModuleGetOperation(mod), vxl__collect_cb, &all, MlirWalkPreOrder);
+    for (MlirOperation f = mlirBlockGetFirstOperation(mlirModuleGetBody(mod)); !mlirOperationIsNull(f);) {
+      MlirOperation next = mlirOperationGetNextInBlock(f);
+      MlirAttribute sn = mlirOperationGetAttributeByName(f, vxl__str("sym_name"));
+      if (vxl__streq(vxl__op_name(f), "func.func") && !mlirAttributeIsNull(sn)) {
+        MlirStringRef name = mlirStringAttrGetValue(sn);
+        if (name.length > 6 && memcmp(name.data, "__vxl_", 6) == 0) {
+          int used = 0;
+          for (size_t i = 0; i < all.n && !used; i++) {
+            if (!vxl__streq(vxl__op_name(all.v[i]), "func.call")) continue;
+            MlirAttribute cal = mlirOperationGetAttributeByName(all.v[i], vxl__str("callee"));
+            used = !mlirAttributeIsNull(cal) && mlirStringRefEqual(mlirFlatSymbolRefAttrGetValue(cal), name);
+          }
+          if (!used) {
+            /* its own ops leave the list with it */
+            for (size_t i = 0; i < all.n; i++)
+              if (!mlirOperationIsNull(all.v[i]) && mlirOperationEqual(mlirOperationGetParentOperation(all.v[i]), f))
+                all.v[i] = (MlirOperation){NULL};
+            mlirOperationDestroy(f);
+            changed = 1;
+            break; /* the op list is stale now: collect again */
+          }
+        }
+      }
+      f = next;
+    }
+    free(all.v);
+  }
+}
+
 /* ---- driver ---- */
 
 /* Ops the base pipeline does not lower (see VXL_PIPELINE_BASE). */
@@ -1071,6 +1109,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     LLVMContextDispose(rw.lctx);
   }
 
+  if (rc == 0) vxl__prune_prelude(mod);
   if (rc == 0 && !mlirOperationVerify(mlirModuleGetOperation(mod))) {
     vxl__diag_add(d, "%s: error: internal: the rewritten module does not verify", source_name);
     rc = -EINVAL;
