@@ -650,7 +650,12 @@ static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
     snprintf(args + al, sizeof args - al, ", %%%c%ld", promoted ? 'p' : 'a', (long)i);
     snprintf(sig + sl, sizeof sig - sl, ", %s", pt);
   }
-  EMITF("  %%r = llvm.call @vx_printf(%s) vararg(!llvm.func<i32 (ptr, ...)>) : (%s) -> i32\n", args, sig);
+  /* args and sig can exceed line[]: appended as they are */
+  vxl__buf_append(vxl__str("  %r = llvm.call @vx_printf("), &b);
+  vxl__buf_append(vxl__str(args), &b);
+  vxl__buf_append(vxl__str(") vararg(!llvm.func<i32 (ptr, ...)>) : ("), &b);
+  vxl__buf_append(vxl__str(sig), &b);
+  vxl__buf_append(vxl__str(") -> i32\n"), &b);
   EMITF("  return\n}\n}\n");
 #undef EMITF
   for (intptr_t i = 0; i < n; i++) free(types[i]);
