@@ -100,9 +100,12 @@ Test(device, saxpy_several_shapes) {
   run_saxpy(5, 8);   /* fewer elements than one block */
 }
 
-static void run_sgemm(uint32_t m, uint32_t n, uint32_t kk, uint32_t bx, uint32_t by) {
-  vxl_result r = build(VXT_KERNELS_DIR "/sgemm_naive.mlir");
-  const vxp_kernel *k = kernel(&r, "sgemm_naive");
+/* C = A * B with kernel `name` of file (signature a, b, c, m, n, k), on
+ * bx x by blocks covering C, checked against a C reference. */
+static void run_sgemm(const char *file, const char *name, uint32_t m, uint32_t n, uint32_t kk, uint32_t bx,
+                      uint32_t by) {
+  vxl_result r = build(file);
+  const vxp_kernel *k = kernel(&r, name);
   float *a = malloc(m * kk * 4), *b = malloc(kk * n * 4), *want = calloc(m * n, 4);
   for (uint32_t i = 0; i < m * kk; i++) a[i] = rndf();
   for (uint32_t i = 0; i < kk * n; i++) b[i] = rndf();
@@ -125,37 +128,17 @@ static void run_sgemm(uint32_t m, uint32_t n, uint32_t kk, uint32_t bx, uint32_t
 }
 
 Test(device, naive_sgemm_2d_grid) {
-  run_sgemm(16, 16, 16, 8, 8);
-  run_sgemm(19, 13, 7, 4, 8); /* ragged edges in both dimensions */
+  run_sgemm(VXT_KERNELS_DIR "/sgemm_naive.mlir", "sgemm_naive", 16, 16, 16, 8, 8);
+  run_sgemm(VXT_KERNELS_DIR "/sgemm_naive.mlir", "sgemm_naive", 19, 13, 7, 4, 8); /* ragged edges */
 }
 
 Test(device, tiled_sgemm_with_shared_memory_and_two_barriers_per_tile) {
   vxl_result r = build(VXT_KERNELS_DIR "/sgemm_tiled.mlir");
   const vxp_kernel *k = kernel(&r, "sgemm_tiled");
   cr_assert_eq(k->shared_bytes, 2 * 8 * 8 * 4, "two 8x8 f32 tiles");
-  uint32_t sizes[][3] = {{16, 16, 16}, {21, 10, 19}};
-  for (int t = 0; t < 2; t++) {
-    uint32_t m = sizes[t][0], n = sizes[t][1], kk = sizes[t][2];
-    float *a = malloc(m * kk * 4), *b = malloc(kk * n * 4), *want = calloc(m * n, 4);
-    for (uint32_t i = 0; i < m * kk; i++) a[i] = rndf();
-    for (uint32_t i = 0; i < kk * n; i++) b[i] = rndf();
-    for (uint32_t i = 0; i < m; i++)
-      for (uint32_t j = 0; j < n; j++) {
-        float s = 0;
-        for (uint32_t p = 0; p < kk; p++) s += a[i * kk + p] * b[p * n + j];
-        want[i * n + j] = s;
-      }
-    vxt_image img = {0};
-    uint32_t ao = vxt_image_put(&img, a, m * kk * 4), bo = vxt_image_put(&img, b, kk * n * 4);
-    uint32_t co = vxt_image_put(&img, NULL, m * n * 4);
-    uint32_t ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
-    const void *vals[] = {&ad, &bd, &cd, &m, &n, &kk};
-    uint8_t *mem = launch(k, &img, vals, (n + 7) / 8, (m + 7) / 8, 1, 8, 8, 1, 0, NULL, 0);
-    assert_floats((float *)(mem + co), want, m * n, 1e-5f, "C");
-    free(mem), free(a), free(b), free(want);
-    vxt_image_free(&img);
-  }
   vxl_result_clear(&r);
+  run_sgemm(VXT_KERNELS_DIR "/sgemm_tiled.mlir", "sgemm_tiled", 16, 16, 16, 8, 8);
+  run_sgemm(VXT_KERNELS_DIR "/sgemm_tiled.mlir", "sgemm_tiled", 21, 10, 19, 8, 8); /* partial tiles */
 }
 
 Test(device, block_reduction_over_a_workgroup_global) {
