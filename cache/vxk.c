@@ -31,7 +31,7 @@ struct vxk_cache {
   sqlite3 *db;
   uint64_t max_bytes;
   char err[512];
-  sqlite3_stmt *get_all, *get_one, *touch, *exists;
+  sqlite3_stmt *get_all, *get_one, *touch;
   char (*touched)[VXK_KEY_HEX + 1]; /* VXK_TOUCH_MAX keys, from malloc() */
   uint32_t ntouched;
   uint64_t touched_us;               /* time of the latest pending read */
@@ -158,8 +158,7 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
   }
   if (vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
       vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 AND name=?2", &c->get_one) ||
-      vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch) ||
-      vxk__prepare(c, "SELECT 1 FROM entries WHERE key=?1", &c->exists)) {
+      vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch)) {
     snprintf(errbuf, errcap, "%s", c->err);
     vxk_close(c);
     return VXK_EIO;
@@ -194,7 +193,6 @@ void vxk_close(vxk_cache *c) {
   sqlite3_finalize(c->get_all);
   sqlite3_finalize(c->get_one);
   sqlite3_finalize(c->touch);
-  sqlite3_finalize(c->exists);
   sqlite3_close(c->db);
   free(c);
 }

@@ -240,7 +240,6 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   LLVMTargetDataRef td = NULL;
 
   c->cur_diags = &d;
-  c->compiles++;
   int rc = vxl__lower_to_llvm_dialect(c, source, len, source_name, opts, &d, &mod, &kinfo, &nk);
   if (rc) goto done;
 
@@ -289,8 +288,9 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   }
   if (rc) goto done;
 
-  vxl__attach_metadata(mod, res->kernels, nk);
   if (opts->emit_ir) {
+    /* only the printed IR shows the attribute: not built otherwise */
+    vxl__attach_metadata(mod, res->kernels, nk);
     vxl__buf ir = {0};
     mlirOperationPrint(mlirModuleGetOperation(mod), vxl__buf_append, &ir);
     if (ir.oom) { free(ir.p); rc = -ENOMEM; goto done; }

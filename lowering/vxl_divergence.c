@@ -74,16 +74,8 @@ static int vxl__vset_add(vxl__vset *s, MlirValue v) {
     }
 }
 
-static int vxl__is(MlirOperation op, const char *name) {
-  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-  return n.length == strlen(name) && memcmp(n.data, name, n.length) == 0;
-}
-
 static int vxl__calls(MlirOperation op, const char *callee) {
-  if (!vxl__is(op, "func.call")) return 0;
-  MlirAttribute a = mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("callee"));
-  if (mlirAttributeIsNull(a)) return 0;
-  MlirStringRef s = mlirFlatSymbolRefAttrGetValue(a);
+  MlirStringRef s = vxl__callee(op);
   return s.length == strlen(callee) && memcmp(s.data, callee, s.length) == 0;
 }
 
@@ -115,18 +107,18 @@ static int vxl__propagate(vxl__vset *s, MlirOperation op) {
   int ch = 0;
   intptr_t nops = mlirOperationGetNumOperands(op);
   if (vxl__calls(op, "__vxl_thread_id") || vxl__calls(op, "__vxl_global_id")) return vxl__mark_results(s, op);
-  if (vxl__is(op, "scf.if") || vxl__is(op, "scf.index_switch")) {
+  if (vxl__op_is(op, "scf.if") || vxl__op_is(op, "scf.index_switch")) {
     if (vxl__any_operand(s, op, 0, 1)) ch |= vxl__mark_results(s, op);
     return ch;
   }
-  if (vxl__is(op, "scf.execute_region")) return 0; /* results come from its yields */
-  if (vxl__is(op, "scf.while")) {
+  if (vxl__op_is(op, "scf.execute_region")) return 0; /* results come from its yields */
+  if (vxl__op_is(op, "scf.while")) {
     MlirBlock before = vxl__region_block(op, 0);
     for (intptr_t i = 0; i < nops; i++)
       if (vxl__vset_has(s, mlirOperationGetOperand(op, i))) ch |= vxl__vset_add(s, mlirBlockGetArgument(before, i));
     return ch;
   }
-  if (vxl__is(op, "scf.for")) {
+  if (vxl__op_is(op, "scf.for")) {
     MlirBlock body = vxl__region_block(op, 0);
     if (vxl__any_operand(s, op, 0, 3)) return vxl__mark_results(s, op) | vxl__mark_args(s, body, 0);
     for (intptr_t i = 3; i < nops; i++)
@@ -135,20 +127,20 @@ static int vxl__propagate(vxl__vset *s, MlirOperation op) {
               vxl__vset_add(s, mlirBlockGetArgument(body, i - 2));
     return ch;
   }
-  if (vxl__is(op, "scf.yield")) {
+  if (vxl__op_is(op, "scf.yield")) {
     MlirOperation parent = mlirOperationGetParentOperation(op);
     for (intptr_t i = 0; i < nops; i++) {
       if (!vxl__vset_has(s, mlirOperationGetOperand(op, i))) continue;
-      if (vxl__is(parent, "scf.while")) /* after-region yield feeds the before-region */
+      if (vxl__op_is(parent, "scf.while")) /* after-region yield feeds the before-region */
         ch |= vxl__vset_add(s, mlirBlockGetArgument(vxl__region_block(parent, 0), i));
       else if (i < mlirOperationGetNumResults(parent)) {
         ch |= vxl__vset_add(s, mlirOperationGetResult(parent, i));
-        if (vxl__is(parent, "scf.for")) ch |= vxl__vset_add(s, mlirBlockGetArgument(vxl__region_block(parent, 0), i + 1));
+        if (vxl__op_is(parent, "scf.for")) ch |= vxl__vset_add(s, mlirBlockGetArgument(vxl__region_block(parent, 0), i + 1));
       }
     }
     return ch;
   }
-  if (vxl__is(op, "scf.condition")) {
+  if (vxl__op_is(op, "scf.condition")) {
     MlirOperation loop = mlirOperationGetParentOperation(op);
     MlirBlock after = vxl__region_block(loop, 1);
     if (vxl__any_operand(s, op, 0, 1)) return vxl__mark_results(s, loop) | vxl__mark_args(s, after, 0);
@@ -167,40 +159,12 @@ static int vxl__propagate(vxl__vset *s, MlirOperation op) {
   return ch;
 }
 
-typedef struct {
-  MlirOperation *v;
-  size_t n, cap;
-  int oom;
-} vxl__oplist;
-
-static MlirWalkResult vxl__collect(MlirOperation op, void *ud) {
-  vxl__oplist *l = ud;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 128;
-    MlirOperation *nv = realloc(l->v, cap * sizeof *nv);
-    if (!nv) { l->oom = 1; return MlirWalkResultInterrupt; }
-    l->v = nv;
-    l->cap = cap;
-  }
-  l->v[l->n++] = op;
-  return MlirWalkResultAdvance;
-}
-
-static MlirOperation vxl__mkcall(MlirContext ctx, MlirLocation loc, const char *callee, intptr_t nargs,
-                                 MlirValue *args, intptr_t nres, MlirType *res) {
-  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("func.call"), loc);
-  MlirNamedAttribute a = mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString("callee")),
-                                               mlirFlatSymbolRefAttrGet(ctx, mlirStringRefCreateFromCString(callee)));
-  mlirOperationStateAddAttributes(&st, 1, &a);
-  mlirOperationStateAddOperands(&st, nargs, args);
-  mlirOperationStateAddResults(&st, nres, res);
-  return mlirOperationCreate(&st);
-}
-
 int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, unsigned *splits, unsigned *preds) {
-  vxl__oplist ops = {0};
-  mlirOperationWalk(fn, vxl__collect, &ops, MlirWalkPreOrder);
-  if (ops.oom) { free(ops.v); return -ENOMEM; }
+  vxl__ops ops = {0};
+  if (vxl__collect_ops(fn, &ops) != 0) {
+    free(ops.v);
+    return -ENOMEM;
+  }
   vxl__vset s = {0};
   if (!is_kernel) vxl__mark_args(&s, vxl__region_block(fn, 0), 0);
   for (int changed = 1; changed;) {
@@ -211,20 +175,20 @@ int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, uns
   for (size_t i = 0; i < ops.n; i++) {
     MlirOperation op = ops.v[i];
     MlirLocation loc = mlirOperationGetLocation(op);
-    if (vxl__is(op, "scf.if") && vxl__vset_has(&s, mlirOperationGetOperand(op, 0))) {
+    if (vxl__op_is(op, "scf.if") && vxl__vset_has(&s, mlirOperationGetOperand(op, 0))) {
       MlirBlock blk = mlirOperationGetBlock(op);
       MlirValue cond = mlirOperationGetOperand(op, 0);
-      MlirOperation split = vxl__mkcall(ctx, loc, "__vxl_split", 1, &cond, 1, &i32);
+      MlirOperation split = vxl__func_call(ctx, loc, "__vxl_split", 1, &cond, 1, &i32);
       mlirBlockInsertOwnedOperationBefore(blk, op, split);
       MlirValue sp = mlirOperationGetResult(split, 0);
-      mlirBlockInsertOwnedOperationAfter(blk, op, vxl__mkcall(ctx, loc, "__vxl_join", 1, &sp, 0, NULL));
+      mlirBlockInsertOwnedOperationAfter(blk, op, vxl__func_call(ctx, loc, "__vxl_join", 1, &sp, 0, NULL));
       (*splits)++;
-    } else if (vxl__is(op, "scf.condition") && vxl__vset_has(&s, mlirOperationGetOperand(op, 0))) {
+    } else if (vxl__op_is(op, "scf.condition") && vxl__vset_has(&s, mlirOperationGetOperand(op, 0))) {
       MlirOperation loop = mlirOperationGetParentOperation(op);
-      MlirOperation mask = vxl__mkcall(ctx, loc, "__vxl_active_threads", 0, NULL, 1, &i32);
+      MlirOperation mask = vxl__func_call(ctx, loc, "__vxl_active_threads", 0, NULL, 1, &i32);
       mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(loop), loop, mask);
       MlirValue args[2] = {mlirOperationGetOperand(op, 0), mlirOperationGetResult(mask, 0)};
-      mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, vxl__mkcall(ctx, loc, "__vxl_pred", 2, args, 0, NULL));
+      mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, vxl__func_call(ctx, loc, "__vxl_pred", 2, args, 0, NULL));
       (*preds)++;
     }
   }

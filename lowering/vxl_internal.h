@@ -42,6 +42,25 @@ void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...)
 /* Formats loc as "file:line:col" into buf (always NUL-terminated). */
 void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t cap);
 
+/* Operations collected by a walk (v from malloc(); oom set on failure). */
+typedef struct {
+  MlirOperation *v;
+  size_t n, cap;
+  int oom;
+} vxl__ops;
+
+/* Collects root and every op nested in it, pre-order, into *out (which the
+ * caller frees).  Returns 0 or -ENOMEM. */
+int vxl__collect_ops(MlirOperation root, vxl__ops *out);
+/* True when op's name is exactly name. */
+int vxl__op_is(MlirOperation op, const char *name);
+/* The callee symbol of a func.call, or a zero-length ref for other ops.
+ * The string is owned by the context and outlives the op. */
+MlirStringRef vxl__callee(MlirOperation op);
+/* Creates (does not insert) func.call @callee(args) : (...) -> (res). */
+MlirOperation vxl__func_call(MlirContext ctx, MlirLocation loc, const char *callee, intptr_t nargs,
+                             MlirValue *args, intptr_t nres, MlirType *res);
+
 /* What the MLIR side learned about one kernel (all strings malloc()). */
 typedef struct {
   char *name;
@@ -69,7 +88,6 @@ struct vxl_compiler {
    * long-lived one hands out stale layouts for types that reuse a freed
    * type's address.  Each compile creates its own (vxl__target_data). */
   vxl__diags *cur_diags;   /* where the context's diagnostic handler writes */
-  uint64_t compiles;       /* compiles done with this context */
 };
 
 /* MLIR side: parses source and lowers every gpu.module to one LLVM-dialect

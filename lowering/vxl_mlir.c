@@ -170,13 +170,7 @@ static void vxl__fix_dlti(char *buf, size_t len) {
   }
 }
 
-/* ---- op collection ---- */
-
-typedef struct {
-  MlirOperation *v;
-  size_t n, cap;
-  int oom;
-} vxl__ops;
+/* ---- op collection and matching (shared with vxl_divergence.c) ---- */
 
 static void vxl__ops_push(vxl__ops *o, MlirOperation op) {
   if (o->oom) return;
@@ -193,6 +187,19 @@ static void vxl__ops_push(vxl__ops *o, MlirOperation op) {
 static MlirWalkResult vxl__collect_cb(MlirOperation op, void *ud) {
   vxl__ops_push(ud, op);
   return MlirWalkResultAdvance;
+}
+
+int vxl__collect_ops(MlirOperation root, vxl__ops *out) {
+  mlirOperationWalk(root, vxl__collect_cb, out, MlirWalkPreOrder);
+  return out->oom ? -ENOMEM : 0;
+}
+
+int vxl__op_is(MlirOperation op, const char *name) { return vxl__streq(vxl__op_name(op), name); }
+
+MlirStringRef vxl__callee(MlirOperation op) {
+  if (!vxl__op_is(op, "func.call")) return (MlirStringRef){"", 0};
+  MlirAttribute a = mlirOperationGetAttributeByName(op, vxl__str("callee"));
+  return mlirAttributeIsNull(a) ? (MlirStringRef){"", 0} : mlirFlatSymbolRefAttrGetValue(a);
 }
 
 /* ---- step 4: what the lowering accepts ---- */
@@ -219,12 +226,6 @@ static int vxl__gpu_op_supported(MlirStringRef name) {
   return 0;
 }
 
-/* Memref ops whose lowering needs what the device does not have yet:
- * reported precisely instead of failing later with a generic message. */
-static int vxl__memref_op_unsupported(MlirOperation op) {
-  (void)op;
-  return 0;
-}
 
 /* ---- step 5: gpu.func -> func.func ---- */
 
@@ -245,17 +246,23 @@ static MlirValue vxl__const_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk
   return mlirOperationGetResult(op, 0);
 }
 
-/* Creates "func.call @callee(args) : (...) -> (result?)" before `before`. */
-static MlirOperation vxl__call(MlirContext ctx, MlirLocation loc, MlirBlock blk,
-                               MlirOperation before, const char *callee,
-                               intptr_t nargs, MlirValue *args,
-                               intptr_t nres, MlirType *res) {
+MlirOperation vxl__func_call(MlirContext ctx, MlirLocation loc, const char *callee, intptr_t nargs,
+                             MlirValue *args, intptr_t nres, MlirType *res) {
   MlirOperationState st = mlirOperationStateGet(vxl__str("func.call"), loc);
   MlirNamedAttribute a = vxl__named(ctx, "callee", mlirFlatSymbolRefAttrGet(ctx, vxl__str(callee)));
   mlirOperationStateAddAttributes(&st, 1, &a);
   mlirOperationStateAddOperands(&st, nargs, args);
   mlirOperationStateAddResults(&st, nres, res);
-  MlirOperation op = mlirOperationCreate(&st);
+  return mlirOperationCreate(&st);
+}
+
+/* Creates "func.call @callee(args)" before `before` (at the end of blk when
+ * before is null). */
+static MlirOperation vxl__call(MlirContext ctx, MlirLocation loc, MlirBlock blk,
+                               MlirOperation before, const char *callee,
+                               intptr_t nargs, MlirValue *args,
+                               intptr_t nres, MlirType *res) {
+  MlirOperation op = vxl__func_call(ctx, loc, callee, nargs, args, nres, res);
   if (mlirOperationIsNull(before))
     mlirBlockAppendOwnedOperation(blk, op);
   else
@@ -865,39 +872,42 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
 
 
 /* Erases the prelude's __vxl_* functions that nothing calls (the prelude
- * holds every helper; a typical kernel uses a few), to a fixed point since
- * helpers call helpers.  Saves their trip through the pipeline. */
+ * holds every helper; a typical kernel uses a few), saving their trip
+ * through the pipeline.  Repeats while something went, since helpers call
+ * helpers.  On OOM it keeps everything (harmless, only slower). */
 static void vxl__prune_prelude(MlirModule mod) {
-  for (int changed = 1; changed;) {
-    changed = 0;
+  for (int erased = 1; erased;) {
+    erased = 0;
     vxl__ops all = {0};
-    mlirOperationWalk(mlirModuleGetOperation(mod), vxl__collect_cb, &all, MlirWalkPreOrder);
+    if (vxl__collect_ops(mlirModuleGetOperation(mod), &all) != 0) {
+      free(all.v);
+      return;
+    }
+    /* callee names first: they stay valid when their calls are destroyed */
+    size_t ncallees = 0;
+    for (size_t i = 0; i < all.n; i++) {
+      MlirStringRef callee = vxl__callee(all.v[i]);
+      if (callee.length) all.v[ncallees++] = all.v[i];
+    }
+    MlirStringRef *callees = malloc((ncallees ? ncallees : 1) * sizeof *callees);
+    for (size_t i = 0; callees && i < ncallees; i++) callees[i] = vxl__callee(all.v[i]);
+    free(all.v);
+    if (!callees) return;
     for (MlirOperation f = mlirBlockGetFirstOperation(mlirModuleGetBody(mod)); !mlirOperationIsNull(f);) {
       MlirOperation next = mlirOperationGetNextInBlock(f);
       MlirAttribute sn = mlirOperationGetAttributeByName(f, vxl__str("sym_name"));
-      if (vxl__streq(vxl__op_name(f), "func.func") && !mlirAttributeIsNull(sn)) {
-        MlirStringRef name = mlirStringAttrGetValue(sn);
-        if (name.length > 6 && memcmp(name.data, "__vxl_", 6) == 0) {
-          int used = 0;
-          for (size_t i = 0; i < all.n && !used; i++) {
-            if (!vxl__streq(vxl__op_name(all.v[i]), "func.call")) continue;
-            MlirAttribute cal = mlirOperationGetAttributeByName(all.v[i], vxl__str("callee"));
-            used = !mlirAttributeIsNull(cal) && mlirStringRefEqual(mlirFlatSymbolRefAttrGetValue(cal), name);
-          }
-          if (!used) {
-            /* its own ops leave the list with it */
-            for (size_t i = 0; i < all.n; i++)
-              if (!mlirOperationIsNull(all.v[i]) && mlirOperationEqual(mlirOperationGetParentOperation(all.v[i]), f))
-                all.v[i] = (MlirOperation){NULL};
-            mlirOperationDestroy(f);
-            changed = 1;
-            break; /* the op list is stale now: collect again */
-          }
+      MlirStringRef name = mlirAttributeIsNull(sn) ? (MlirStringRef){"", 0} : mlirStringAttrGetValue(sn);
+      if (vxl__op_is(f, "func.func") && name.length > 6 && memcmp(name.data, "__vxl_", 6) == 0) {
+        int used = 0;
+        for (size_t i = 0; i < ncallees && !used; i++) used = mlirStringRefEqual(callees[i], name);
+        if (!used) {
+          mlirOperationDestroy(f);
+          erased = 1;
         }
       }
       f = next;
     }
-    free(all.v);
+    free(callees);
   }
 }
 
@@ -924,7 +934,6 @@ static int vxl__check_supported(vxl__rw *rw, MlirOperation root) {
     MlirStringRef n = vxl__op_name(op);
     int ok = (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) ? vxl__gpu_op_supported(n)
                                                               : vxl__dialect_supported(n);
-    if (ok && vxl__memref_op_unsupported(op)) ok = 0;
     if (ok && vxl__needs_full_pipeline(n)) rw->needs_full = 1;
     if (!ok) {
       vxl__diag_at(rw->d, mlirOperationGetLocation(op), "unsupported: %.*s", (int)n.length, n.data);

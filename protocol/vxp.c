@@ -256,7 +256,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   uint32_t n = 2 + (op != NULL) + (r->message != NULL);
   bool results = r->op == VXP_OP_COMPILE || r->op == VXP_OP_FETCH;
   if (r->op == VXP_OP_HELLO) n += 3;
-  if (results) n += 4 + (r->key != NULL) + (r->lowered_ir != NULL);
+  if (results) n += 3 + (r->key != NULL) + (r->lowered_ir != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
   msgpack_pack_map(&pk, n);
   vxp__kv_u64(&pk, "id", r->id);
@@ -278,7 +278,6 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     msgpack_pack_array(&pk, r->ndiags);
     for (uint32_t i = 0; i < r->ndiags; i++) vxp__str(&pk, r->diags[i] ? r->diags[i] : "");
     if (r->lowered_ir) vxp__kv_str(&pk, "ir", r->lowered_ir);
-    vxp__kv_u64(&pk, "nkernels", r->nkernels);
   }
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
