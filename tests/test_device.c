@@ -16,6 +16,7 @@
 #include "vxl.h"
 #include "vxt.h"
 #include "vxt_device.h"
+#include "vxt_lowering.h"
 
 #define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
 #define DEV(off) (VXT_MEM_BASE + (off))
@@ -26,13 +27,9 @@ static void teardown(void) { vxl_compiler_destroy(cc); }
 TestSuite(device, .init = setup, .fini = teardown, .timeout = 300);
 
 static vxl_result build(const char *path) {
-  size_t len;
-  char *src = vxt_read_file(path, &len);
-  cr_assert_not_null(src, "%s", path);
   vxl_options o = {.opt_level = 2, .emulator = true};
   vxl_result r;
-  cr_assert_eq(vxl_compile(cc, src, len, path, &o, &r), 0);
-  free(src);
+  cr_assert_eq(vxt_compile_file(cc, path, &o, &r), 0, "cannot read or compile %s", path);
   cr_assert(r.ok, "%s: %s", path, r.ndiags ? r.diags[0] : "");
   return r;
 }

@@ -6,6 +6,7 @@
 
 #include "vxl.h"
 #include "vxt.h"
+#include "vxt_lowering.h"
 
 #define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
 
@@ -130,13 +131,9 @@ static void make_compiler(void) { cr_assert_eq(vxl_compiler_create(&cc), 0); }
 static void drop_compiler(void) { vxl_compiler_destroy(cc); }
 
 static vxl_result compile_file(const char *path, bool emit_ir) {
-  size_t len;
-  char *src = vxt_read_file(path, &len);
-  cr_assert_not_null(src, "cannot read %s", path);
   vxl_options o = {.opt_level = 2, .emit_ir = emit_ir};
   vxl_result r;
-  cr_assert_eq(vxl_compile(cc, src, len, path, &o, &r), 0);
-  free(src);
+  cr_assert_eq(vxt_compile_file(cc, path, &o, &r), 0, "cannot read or compile %s", path);
   return r;
 }
 
@@ -266,14 +263,11 @@ Test(lowering, one_compiler_gives_identical_objects_across_compiles) {
   cr_assert_eq(memcmp(a.kernels[0].object, b.kernels[0].object, a.kernels[0].object_size), 0);
   vxl_compiler *other = NULL;
   cr_assert_eq(vxl_compiler_create(&other), 0);
-  size_t len;
-  char *src = vxt_read_file(CORPUS "vecadd_kernel.mlir", &len);
   vxl_options o = {.opt_level = 2};
   vxl_result c;
-  cr_assert_eq(vxl_compile(other, src, len, "x.mlir", &o, &c), 0);
+  cr_assert_eq(vxt_compile_file(other, CORPUS "vecadd_kernel.mlir", &o, &c), 0);
   cr_assert_eq(memcmp(a.kernels[0].object, c.kernels[0].object, a.kernels[0].object_size), 0,
                "a second compiler produces the same bytes");
-  free(src);
   vxl_result_clear(&a);
   vxl_result_clear(&b);
   vxl_result_clear(&bad);

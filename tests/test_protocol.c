@@ -25,11 +25,6 @@ static vxp_kernel make_kernel(void) {
   return k;
 }
 
-/* The payload length a frame announces. */
-static uint32_t frame_len(const uint8_t *frame) {
-  return ((uint32_t)frame[0] << 24) | ((uint32_t)frame[1] << 16) | ((uint32_t)frame[2] << 8) | frame[3];
-}
-
 /* Splits a frame into header-checked payload. */
 static const uint8_t *payload_of(const uint8_t *frame, size_t flen, uint32_t *len) {
   cr_assert_geq(flen, VXP_FRAME_HEADER_SIZE);
@@ -38,16 +33,33 @@ static const uint8_t *payload_of(const uint8_t *frame, size_t flen, uint32_t *le
   return frame + VXP_FRAME_HEADER_SIZE;
 }
 
+/* Encodes in as a whole frame, checks its length prefix, decodes it into
+ * *out (which the caller clears). */
+static void request_round_trip(const vxp_request *in, vxp_request *out) {
+  uint8_t *frame;
+  size_t flen;
+  uint32_t len;
+  cr_assert_eq(vxp_request_encode(in, &frame, &flen), VXP_OK);
+  const uint8_t *p = payload_of(frame, flen, &len);
+  cr_assert_eq(vxp_request_decode(p, len, out), VXP_OK);
+  free(frame);
+}
+
+static void response_round_trip(const vxp_response *in, vxp_response *out) {
+  uint8_t *frame;
+  size_t flen;
+  uint32_t len;
+  cr_assert_eq(vxp_response_encode(in, &frame, &flen), VXP_OK);
+  const uint8_t *p = payload_of(frame, flen, &len);
+  cr_assert_eq(vxp_response_decode(p, len, out), VXP_OK);
+  free(frame);
+}
+
 Test(protocol, compile_request_round_trip) {
   vxp_request in = {.id = 42, .op = VXP_OP_COMPILE, .source = (uint8_t *)"module {}", .source_len = 9,
                     .source_name = "k.mlir", .opt_level = 3, .emit_ir = true, .emulator = true};
-  uint8_t *frame;
-  size_t flen;
-  cr_assert_eq(vxp_request_encode(&in, &frame, &flen), VXP_OK);
-  uint32_t len;
-  const uint8_t *p = payload_of(frame, flen, &len);
   vxp_request out;
-  cr_assert_eq(vxp_request_decode(p, len, &out), VXP_OK);
+  request_round_trip(&in, &out);
   cr_assert_eq(out.id, 42);
   cr_assert_eq(out.op, VXP_OP_COMPILE);
   cr_assert_eq(out.source_len, 9);
@@ -57,30 +69,22 @@ Test(protocol, compile_request_round_trip) {
   cr_assert(out.emit_ir);
   cr_assert(out.emulator);
   vxp_request_clear(&out);
-  free(frame);
 }
 
 Test(protocol, fetch_and_hello_round_trip) {
   vxp_request f = {.id = 7, .op = VXP_OP_FETCH, .key = "ab", .kernel = "k1"};
-  uint8_t *frame;
-  size_t flen;
-  uint32_t len;
-  cr_assert_eq(vxp_request_encode(&f, &frame, &flen), VXP_OK);
   vxp_request out;
-  cr_assert_eq(vxp_request_decode(payload_of(frame, flen, &len), frame_len(frame), &out), VXP_OK);
+  request_round_trip(&f, &out);
   cr_assert_str_eq(out.key, "ab");
   cr_assert_str_eq(out.kernel, "k1");
   vxp_request_clear(&out);
-  free(frame);
 
   vxp_request h = {.id = 1, .op = VXP_OP_HELLO, .proto_version = VXP_PROTOCOL_VERSION, .client = "t"};
-  cr_assert_eq(vxp_request_encode(&h, &frame, &flen), VXP_OK);
-  cr_assert_eq(vxp_request_decode(payload_of(frame, flen, &len), frame_len(frame), &out), VXP_OK);
+  request_round_trip(&h, &out);
   cr_assert_eq(out.op, VXP_OP_HELLO);
   cr_assert_eq(out.proto_version, VXP_PROTOCOL_VERSION);
   cr_assert_str_eq(out.client, "t");
   vxp_request_clear(&out);
-  free(frame);
 }
 
 Test(protocol, compile_response_round_trip_keeps_every_field) {
@@ -88,12 +92,8 @@ Test(protocol, compile_response_round_trip_keeps_every_field) {
   char *diags[] = {"a.mlir:1:2: error: x"};
   vxp_response in = {.id = 9, .op = VXP_OP_COMPILE, .status = VXP_STATUS_OK, .key = "k", .cached = true,
                      .nkernels = 1, .kernels = &k, .ndiags = 1, .diags = diags, .lowered_ir = "llvm"};
-  uint8_t *frame;
-  size_t flen;
-  uint32_t len;
-  cr_assert_eq(vxp_response_encode(&in, &frame, &flen), VXP_OK);
   vxp_response out;
-  cr_assert_eq(vxp_response_decode(payload_of(frame, flen, &len), frame_len(frame), &out), VXP_OK);
+  response_round_trip(&in, &out);
   cr_assert_eq(out.id, 9);
   cr_assert_eq(out.status, VXP_STATUS_OK);
   cr_assert(out.cached);
@@ -120,25 +120,19 @@ Test(protocol, compile_response_round_trip_keeps_every_field) {
   cr_assert_eq(memcmp(o->object, "\x7f" "ELF\x01", 5), 0);
   vxp_response_clear(&out);
   vxp_kernel_clear(&k);
-  free(frame);
 }
 
 Test(protocol, stats_response_round_trip) {
   vxp_response in = {.id = 3, .op = VXP_OP_STATS, .status = VXP_STATUS_OK,
                      .stats = {.hits = 10, .misses = 2, .compile_errors = 1, .entries = 2, .bytes = 999,
                                .requests = 20, .workers = 2, .worker_restarts = 1, .uptime_ms = 5}};
-  uint8_t *frame;
-  size_t flen;
-  uint32_t len;
-  cr_assert_eq(vxp_response_encode(&in, &frame, &flen), VXP_OK);
   vxp_response out;
-  cr_assert_eq(vxp_response_decode(payload_of(frame, flen, &len), frame_len(frame), &out), VXP_OK);
+  response_round_trip(&in, &out);
   cr_assert_eq(out.stats.hits, 10);
   cr_assert_eq(out.stats.misses, 2);
   cr_assert_eq(out.stats.bytes, 999);
   cr_assert_eq(out.stats.worker_restarts, 1);
   vxp_response_clear(&out);
-  free(frame);
 }
 
 Test(protocol, kernel_metadata_round_trip_without_object) {
