@@ -15,18 +15,32 @@
  * result of an op with a divergent operand (loads through divergent
  * addresses included), to region results yielded from divergent values, to
  * loop-carried values, to everything a loop with a divergent exit test
- * produces, and to the block arguments a divergent branch forwards.  Block
- * ids, grid/block sizes, kernel arguments and constants stay uniform.
+ * produces, and to the block arguments a divergent branch forwards.  A
+ * divergent cf branch also makes divergent every block argument of the
+ * blocks it controls and of its reconvergence block (sync dependence: which
+ * edge delivers the value depends on the thread).  Block ids, grid/block
+ * sizes, kernel arguments and constants stay uniform.
  *
- * Insertion: a divergent scf.if gets %sp = __vxl_split(cond) before it and
- * __vxl_join(%sp) after it; a divergent scf.while reads the active-thread
+ * Rewrites before placement, only where the selector is divergent (split is
+ * two-way): scf.index_switch becomes a chain of scf.if, cf.switch a chain of
+ * cf.cond_br, and a region whose divergent branch reaches several exits
+ * (scf.yield / func.return) gets one exit block.
+ *
+ * Placement.  A divergent scf.if gets %sp = __vxl_split(cond) before it and
+ * __vxl_join(%sp) after it.  A divergent cf.cond_br in block B gets the split
+ * right before it and the join in a new block on every edge into B's
+ * immediate post-dominator P that comes from the blocks B controls (those
+ * reachable from B without passing P), so paths that reach P some other way
+ * run no join.  That needs B to be the only way into those blocks and no
+ * way back to B; a divergent branch in unstructured control flow that breaks
+ * either (a divergent exit of a cf loop, a side entry) is refused with an
+ * "unsupported:" diagnostic.  A divergent scf.while reads the active-thread
  * mask before the loop and calls __vxl_pred(cond, mask) right before its
  * scf.condition, so finished threads are masked off and the mask comes back
- * when the last one finishes.  Uniform branches stay plain.  Not handled:
- * divergent scf.index_switch and cf.cond_br/cf.switch (left as they are;
- * see the README).
+ * when the last one finishes.  Uniform branches stay plain.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,29 +49,35 @@
 
 #include "vxl_internal.h"
 
-/* A set of MLIR values (by their opaque pointer), open addressing. */
+/* ---- a set of MLIR objects (values, ops) by their opaque pointer ---- */
+
 typedef struct {
   const void **slot;
   size_t cap, n;
-} vxl__vset;
+  int oom;
+} vxl__pset;
 
 static size_t vxl__hash(const void *p) { return ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull; }
 
-static int vxl__vset_has(const vxl__vset *s, MlirValue v) {
+static int vxl__pset_has(const vxl__pset *s, const void *p) {
   if (!s->cap) return 0;
-  for (size_t i = vxl__hash(v.ptr) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+  for (size_t i = vxl__hash(p) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
     if (!s->slot[i]) return 0;
-    if (s->slot[i] == v.ptr) return 1;
+    if (s->slot[i] == p) return 1;
   }
 }
 
-/* Adds v; returns 1 when it was not there yet (0 when it was or on OOM). */
-static int vxl__vset_add(vxl__vset *s, MlirValue v) {
-  if (vxl__vset_has(s, v)) return 0;
+/* Adds p; returns 1 when it was not there yet (0 when it was, or on OOM,
+ * which sets s->oom). */
+static int vxl__pset_add(vxl__pset *s, const void *p) {
+  if (vxl__pset_has(s, p)) return 0;
   if ((s->n + 1) * 2 > s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 64;
     const void **slot = calloc(cap, sizeof *slot);
-    if (!slot) return 0;
+    if (!slot) {
+      s->oom = 1;
+      return 0;
+    }
     for (size_t i = 0; i < s->cap; i++)
       if (s->slot[i])
         for (size_t j = vxl__hash(s->slot[i]) & (cap - 1);; j = (j + 1) & (cap - 1))
@@ -66,76 +86,235 @@ static int vxl__vset_add(vxl__vset *s, MlirValue v) {
     s->slot = slot;
     s->cap = cap;
   }
-  for (size_t i = vxl__hash(v.ptr) & (s->cap - 1);; i = (i + 1) & (s->cap - 1))
+  for (size_t i = vxl__hash(p) & (s->cap - 1);; i = (i + 1) & (s->cap - 1))
     if (!s->slot[i]) {
-      s->slot[i] = v.ptr;
+      s->slot[i] = p;
       s->n++;
       return 1;
     }
 }
+
+static void vxl__pset_clear(vxl__pset *s) {
+  free(s->slot);
+  *s = (vxl__pset){0};
+}
+
+/* ---- the CFG of one region, with post-dominators ---- */
+
+typedef struct {
+  MlirBlock *blk;      /* the region's blocks, in order; index n is a virtual exit */
+  size_t n;
+  size_t *succ, *at;   /* successors of i: succ[at[i] .. at[i+1]) (n for "exits") */
+  uint64_t *pdom;      /* n + 1 bit rows of `words` words: who post-dominates i */
+  size_t words;
+} vxl__cfg;
+
+static void vxl__cfg_free(vxl__cfg *g) {
+  free(g->blk);
+  free(g->succ);
+  free(g->at);
+  free(g->pdom);
+  *g = (vxl__cfg){0};
+}
+
+static size_t vxl__cfg_index(const vxl__cfg *g, MlirBlock b) {
+  for (size_t i = 0; i < g->n; i++)
+    if (mlirBlockEqual(g->blk[i], b)) return i;
+  return g->n;
+}
+
+#define VXL__BIT(row, i) ((row)[(i) / 64] >> ((i) % 64) & 1)
+
+/* Builds g for region r: blocks, successor lists, post-dominator sets (a
+ * block that cannot reach an exit keeps the full set).  Returns 0 or
+ * -ENOMEM. */
+static int vxl__cfg_build(MlirRegion r, vxl__cfg *g) {
+  *g = (vxl__cfg){0};
+  size_t nsucc = 0;
+  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
+    g->n++;
+    MlirOperation t = mlirBlockGetTerminator(b);
+    intptr_t k = mlirOperationIsNull(t) ? 0 : mlirOperationGetNumSuccessors(t);
+    nsucc += k ? (size_t)k : 1;
+  }
+  g->words = (g->n + 1 + 63) / 64;
+  g->blk = malloc(g->n * sizeof *g->blk + 1);
+  g->succ = malloc(nsucc * sizeof *g->succ + 1);
+  g->at = malloc((g->n + 1) * sizeof *g->at);
+  g->pdom = malloc((g->n + 1) * g->words * sizeof *g->pdom);
+  if (!g->blk || !g->succ || !g->at || !g->pdom) {
+    vxl__cfg_free(g);
+    return -ENOMEM;
+  }
+  size_t i = 0;
+  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) g->blk[i++] = b;
+  size_t e = 0;
+  for (i = 0; i < g->n; i++) {
+    g->at[i] = e;
+    MlirOperation t = mlirBlockGetTerminator(g->blk[i]);
+    intptr_t k = mlirOperationIsNull(t) ? 0 : mlirOperationGetNumSuccessors(t);
+    if (k == 0) g->succ[e++] = g->n;
+    for (intptr_t j = 0; j < k; j++) g->succ[e++] = vxl__cfg_index(g, mlirOperationGetSuccessor(t, j));
+  }
+  g->at[g->n] = e;
+  /* pdom(exit) = {exit}; pdom(b) = {b} + the intersection over b's successors */
+  memset(g->pdom, 0xFF, (g->n + 1) * g->words * sizeof *g->pdom);
+  uint64_t *ex = g->pdom + g->n * g->words;
+  memset(ex, 0, g->words * sizeof *ex);
+  ex[g->n / 64] |= 1ull << (g->n % 64);
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t b = g->n; b-- > 0;) {
+      uint64_t *row = g->pdom + b * g->words;
+      for (size_t w = 0; w < g->words; w++) {
+        uint64_t v = ~0ull;
+        for (size_t s = g->at[b]; s < g->at[b + 1]; s++) v &= g->pdom[g->succ[s] * g->words + w];
+        if (w == b / 64) v |= 1ull << (b % 64);
+        if (v != row[w]) { row[w] = v; changed = 1; }
+      }
+    }
+  }
+  return 0;
+}
+
+/* The immediate post-dominator of b (n for the virtual exit), or SIZE_MAX
+ * when b cannot reach an exit.  Strict post-dominators form a chain; the
+ * nearest one is post-dominated by all the others, so it has the most. */
+static size_t vxl__cfg_ipdom(const vxl__cfg *g, size_t b) {
+  const uint64_t *row = g->pdom + b * g->words;
+  if (!VXL__BIT(row, g->n)) return SIZE_MAX;
+  size_t best = SIZE_MAX, best_count = 0;
+  for (size_t p = 0; p <= g->n; p++) {
+    if (p == b || !VXL__BIT(row, p)) continue;
+    size_t count = 0;
+    for (size_t w = 0; w < g->words; w++) count += (size_t)__builtin_popcountll(g->pdom[p * g->words + w]);
+    if (best == SIZE_MAX || count > best_count) { best = p; best_count = count; }
+  }
+  return best;
+}
+
+/* Marks in in[] (n entries, zeroed by the caller) b and every block
+ * reachable from b without passing p: the blocks b's branch controls. */
+static int vxl__cfg_controlled(const vxl__cfg *g, size_t b, size_t p, unsigned char *in) {
+  size_t *stack = malloc((g->n + 1) * sizeof *stack), top = 0;
+  if (!stack) return -ENOMEM;
+  in[b] = 1;
+  stack[top++] = b;
+  while (top) {
+    size_t x = stack[--top];
+    for (size_t s = g->at[x]; s < g->at[x + 1]; s++) {
+      size_t y = g->succ[s];
+      if (y == p || y >= g->n || in[y]) continue;
+      in[y] = 1;
+      stack[top++] = y;
+    }
+  }
+  free(stack);
+  return 0;
+}
+
+/* ---- uniformity analysis ---- */
+
+typedef struct {
+  MlirContext ctx;
+  vxl__pset vals;  /* divergent values */
+  vxl__pset done;  /* divergent cf branches whose sync dependence is marked */
+  vxl__ops ops;    /* the function's ops, pre-order */
+  int oom;
+} vxl__div;
 
 static int vxl__calls(MlirOperation op, const char *callee) {
   MlirStringRef s = vxl__callee(op);
   return s.length == strlen(callee) && memcmp(s.data, callee, s.length) == 0;
 }
 
+static int vxl__divergent(const vxl__div *dv, MlirValue v) { return vxl__pset_has(&dv->vals, v.ptr); }
+static int vxl__mark(vxl__div *dv, MlirValue v) { return vxl__pset_add(&dv->vals, v.ptr); }
+
 static MlirBlock vxl__region_block(MlirOperation op, intptr_t r) {
   return mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
 }
 
-static int vxl__any_operand(const vxl__vset *s, MlirOperation op, intptr_t from, intptr_t to) {
+static int vxl__any_operand(const vxl__div *dv, MlirOperation op, intptr_t from, intptr_t to) {
   for (intptr_t i = from; i < to && i < mlirOperationGetNumOperands(op); i++)
-    if (vxl__vset_has(s, mlirOperationGetOperand(op, i))) return 1;
+    if (vxl__divergent(dv, mlirOperationGetOperand(op, i))) return 1;
   return 0;
 }
 
-static int vxl__mark_results(vxl__vset *s, MlirOperation op) {
+static int vxl__mark_results(vxl__div *dv, MlirOperation op) {
   int ch = 0;
-  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) ch |= vxl__vset_add(s, mlirOperationGetResult(op, i));
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) ch |= vxl__mark(dv, mlirOperationGetResult(op, i));
   return ch;
 }
 
-static int vxl__mark_args(vxl__vset *s, MlirBlock b, intptr_t from) {
+static int vxl__mark_args(vxl__div *dv, MlirBlock b, intptr_t from) {
   int ch = 0;
   for (intptr_t i = from; !mlirBlockIsNull(b) && i < mlirBlockGetNumArguments(b); i++)
-    ch |= vxl__vset_add(s, mlirBlockGetArgument(b, i));
+    ch |= vxl__mark(dv, mlirBlockGetArgument(b, i));
+  return ch;
+}
+
+/* A cf branch with more than one successor and a divergent selector. */
+static int vxl__divergent_cf_branch(const vxl__div *dv, MlirOperation op) {
+  return mlirOperationGetNumSuccessors(op) > 1 && vxl__divergent(dv, mlirOperationGetOperand(op, 0));
+}
+
+/* Sync dependence of the divergent branch op: the arguments of the blocks
+ * it controls and of its reconvergence block, or the results of the region's
+ * owner when the paths only meet after the region. */
+static int vxl__mark_sync(vxl__div *dv, MlirOperation op) {
+  MlirBlock bb = mlirOperationGetBlock(op);
+  MlirRegion r = mlirBlockGetParentRegion(bb);
+  vxl__cfg g;
+  if (vxl__cfg_build(r, &g) != 0) { dv->oom = 1; return 0; }
+  size_t b = vxl__cfg_index(&g, bb), p = vxl__cfg_ipdom(&g, b);
+  unsigned char *in = calloc(g.n + 1, 1);
+  int ch = 0;
+  if (!in || vxl__cfg_controlled(&g, b, p, in) != 0) {
+    dv->oom = 1;
+  } else {
+    for (size_t i = 0; i < g.n; i++)
+      if ((in[i] && i != b) || i == p) ch |= vxl__mark_args(dv, g.blk[i], 0);
+    if (p >= g.n) ch |= vxl__mark_results(dv, mlirBlockGetParentOperation(bb));
+  }
+  free(in);
+  vxl__cfg_free(&g);
   return ch;
 }
 
 /* One propagation step for op; returns nonzero when the set grew. */
-static int vxl__propagate(vxl__vset *s, MlirOperation op) {
+static int vxl__propagate(vxl__div *dv, MlirOperation op) {
   int ch = 0;
   intptr_t nops = mlirOperationGetNumOperands(op);
-  if (vxl__calls(op, "__vxl_thread_id") || vxl__calls(op, "__vxl_global_id")) return vxl__mark_results(s, op);
+  if (vxl__calls(op, "__vxl_thread_id") || vxl__calls(op, "__vxl_global_id")) return vxl__mark_results(dv, op);
   if (vxl__op_is(op, "scf.if") || vxl__op_is(op, "scf.index_switch")) {
-    if (vxl__any_operand(s, op, 0, 1)) ch |= vxl__mark_results(s, op);
+    if (vxl__any_operand(dv, op, 0, 1)) ch |= vxl__mark_results(dv, op);
     return ch;
   }
   if (vxl__op_is(op, "scf.execute_region")) return 0; /* results come from its yields */
   if (vxl__op_is(op, "scf.while")) {
     MlirBlock before = vxl__region_block(op, 0);
     for (intptr_t i = 0; i < nops; i++)
-      if (vxl__vset_has(s, mlirOperationGetOperand(op, i))) ch |= vxl__vset_add(s, mlirBlockGetArgument(before, i));
+      if (vxl__divergent(dv, mlirOperationGetOperand(op, i))) ch |= vxl__mark(dv, mlirBlockGetArgument(before, i));
     return ch;
   }
   if (vxl__op_is(op, "scf.for")) {
     MlirBlock body = vxl__region_block(op, 0);
-    if (vxl__any_operand(s, op, 0, 3)) return vxl__mark_results(s, op) | vxl__mark_args(s, body, 0);
+    if (vxl__any_operand(dv, op, 0, 3)) return vxl__mark_results(dv, op) | vxl__mark_args(dv, body, 0);
     for (intptr_t i = 3; i < nops; i++)
-      if (vxl__vset_has(s, mlirOperationGetOperand(op, i)))
-        ch |= vxl__vset_add(s, mlirOperationGetResult(op, i - 3)) |
-              vxl__vset_add(s, mlirBlockGetArgument(body, i - 2));
+      if (vxl__divergent(dv, mlirOperationGetOperand(op, i)))
+        ch |= vxl__mark(dv, mlirOperationGetResult(op, i - 3)) | vxl__mark(dv, mlirBlockGetArgument(body, i - 2));
     return ch;
   }
   if (vxl__op_is(op, "scf.yield")) {
     MlirOperation parent = mlirOperationGetParentOperation(op);
     for (intptr_t i = 0; i < nops; i++) {
-      if (!vxl__vset_has(s, mlirOperationGetOperand(op, i))) continue;
+      if (!vxl__divergent(dv, mlirOperationGetOperand(op, i))) continue;
       if (vxl__op_is(parent, "scf.while")) /* after-region yield feeds the before-region */
-        ch |= vxl__vset_add(s, mlirBlockGetArgument(vxl__region_block(parent, 0), i));
+        ch |= vxl__mark(dv, mlirBlockGetArgument(vxl__region_block(parent, 0), i));
       else if (i < mlirOperationGetNumResults(parent)) {
-        ch |= vxl__vset_add(s, mlirOperationGetResult(parent, i));
-        if (vxl__op_is(parent, "scf.for")) ch |= vxl__vset_add(s, mlirBlockGetArgument(vxl__region_block(parent, 0), i + 1));
+        ch |= vxl__mark(dv, mlirOperationGetResult(parent, i));
+        if (vxl__op_is(parent, "scf.for")) ch |= vxl__mark(dv, mlirBlockGetArgument(vxl__region_block(parent, 0), i + 1));
       }
     }
     return ch;
@@ -143,39 +322,445 @@ static int vxl__propagate(vxl__vset *s, MlirOperation op) {
   if (vxl__op_is(op, "scf.condition")) {
     MlirOperation loop = mlirOperationGetParentOperation(op);
     MlirBlock after = vxl__region_block(loop, 1);
-    if (vxl__any_operand(s, op, 0, 1)) return vxl__mark_results(s, loop) | vxl__mark_args(s, after, 0);
+    if (vxl__any_operand(dv, op, 0, 1)) return vxl__mark_results(dv, loop) | vxl__mark_args(dv, after, 0);
     for (intptr_t i = 1; i < nops; i++)
-      if (vxl__vset_has(s, mlirOperationGetOperand(op, i)))
-        ch |= vxl__vset_add(s, mlirOperationGetResult(loop, i - 1)) | vxl__vset_add(s, mlirBlockGetArgument(after, i - 1));
+      if (vxl__divergent(dv, mlirOperationGetOperand(op, i)))
+        ch |= vxl__mark(dv, mlirOperationGetResult(loop, i - 1)) | vxl__mark(dv, mlirBlockGetArgument(after, i - 1));
     return ch;
   }
   if (mlirOperationGetNumSuccessors(op) > 0) { /* cf branches */
-    if (vxl__any_operand(s, op, 0, nops))
+    if (vxl__any_operand(dv, op, 0, nops)) /* forwarded values: conservatively all arguments */
       for (intptr_t i = 0; i < mlirOperationGetNumSuccessors(op); i++)
-        ch |= vxl__mark_args(s, mlirOperationGetSuccessor(op, i), 0);
+        ch |= vxl__mark_args(dv, mlirOperationGetSuccessor(op, i), 0);
+    if (vxl__divergent_cf_branch(dv, op) && vxl__pset_add(&dv->done, op.ptr)) ch |= vxl__mark_sync(dv, op);
     return ch;
   }
-  if (vxl__any_operand(s, op, 0, nops)) ch |= vxl__mark_results(s, op);
+  if (vxl__any_operand(dv, op, 0, nops)) ch |= vxl__mark_results(dv, op);
   return ch;
 }
 
-int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, unsigned *splits, unsigned *preds) {
-  vxl__ops ops = {0};
-  if (vxl__collect_ops(fn, &ops) != 0) {
-    free(ops.v);
-    return -ENOMEM;
-  }
-  vxl__vset s = {0};
-  if (!is_kernel) vxl__mark_args(&s, vxl__region_block(fn, 0), 0);
+/* (Re)computes the divergent values of fn into dv.  Returns 0 or -ENOMEM. */
+static int vxl__analyze(vxl__div *dv, MlirOperation fn, int is_kernel) {
+  vxl__pset_clear(&dv->vals);
+  vxl__pset_clear(&dv->done);
+  free(dv->ops.v);
+  dv->ops = (vxl__ops){0};
+  if (vxl__collect_ops(fn, &dv->ops) != 0) return -ENOMEM;
+  if (!is_kernel) vxl__mark_args(dv, vxl__region_block(fn, 0), 0);
   for (int changed = 1; changed;) {
     changed = 0;
-    for (size_t i = 0; i < ops.n; i++) changed |= vxl__propagate(&s, ops.v[i]);
+    for (size_t i = 0; i < dv->ops.n; i++) changed |= vxl__propagate(dv, dv->ops.v[i]);
   }
+  return dv->oom || dv->vals.oom || dv->done.oom ? -ENOMEM : 0;
+}
+
+/* ---- rewrites of divergent multi-way branches ---- */
+
+static MlirNamedAttribute vxl__named(MlirContext ctx, const char *name, MlirAttribute a) {
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString(name)), a);
+}
+
+static void vxl__put(MlirBlock blk, MlirOperation before, MlirOperation op) {
+  if (mlirOperationIsNull(before))
+    mlirBlockAppendOwnedOperation(blk, op);
+  else
+    mlirBlockInsertOwnedOperationBefore(blk, before, op);
+}
+
+/* Creates "%e = arith.cmpi eq, x, (arith.constant value)" in blk before
+ * `before` (at its end when before is null). */
+static MlirValue vxl__eq_const(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before,
+                               MlirValue x, MlirAttribute value) {
+  MlirType t = mlirValueGetType(x);
+  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("arith.constant"), loc);
+  MlirNamedAttribute a = vxl__named(ctx, "value", value);
+  mlirOperationStateAddAttributes(&st, 1, &a);
+  mlirOperationStateAddResults(&st, 1, &t);
+  MlirOperation c = mlirOperationCreate(&st);
+  vxl__put(blk, before, c);
+  MlirValue ops[2] = {x, mlirOperationGetResult(c, 0)};
+  MlirType i1 = mlirIntegerTypeGet(ctx, 1);
+  st = mlirOperationStateGet(mlirStringRefCreateFromCString("arith.cmpi"), loc);
+  a = vxl__named(ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), 0)); /* eq */
+  mlirOperationStateAddAttributes(&st, 1, &a);
+  mlirOperationStateAddOperands(&st, 2, ops);
+  mlirOperationStateAddResults(&st, 1, &i1);
+  MlirOperation cmp = mlirOperationCreate(&st);
+  vxl__put(blk, before, cmp);
+  return mlirOperationGetResult(cmp, 0);
+}
+
+/* A divergent scf.index_switch -> scf.if (x == c0) {case 0} else { scf.if
+ * (x == c1) {...} else {default} }; the comparisons go before the chain. */
+static void vxl__index_switch_to_ifs(MlirContext ctx, MlirOperation sw) {
+  MlirLocation loc = mlirOperationGetLocation(sw);
+  MlirAttribute cases = mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("cases"));
+  intptr_t n = mlirDenseArrayGetNumElements(cases), nres = mlirOperationGetNumResults(sw);
+  MlirValue x = mlirOperationGetOperand(sw, 0);
+  MlirType idx = mlirValueGetType(x);
+  MlirType *rt = malloc((size_t)nres * sizeof *rt + 1);
+  MlirValue *conds = malloc((size_t)n * sizeof *conds + 1);
+  if (!rt || !conds) { free(rt); free(conds); return; }
+  for (intptr_t i = 0; i < nres; i++) rt[i] = mlirValueGetType(mlirOperationGetResult(sw, i));
+  for (intptr_t k = 0; k < n; k++)
+    conds[k] = vxl__eq_const(ctx, loc, mlirOperationGetBlock(sw), sw, x, mlirIntegerAttrGet(idx, mlirDenseI64ArrayGetElement(cases, k)));
+  /* innermost first: its else region is the default region (region 0) */
+  MlirRegion else_r = mlirRegionCreate();
+  mlirRegionTakeBody(else_r, mlirOperationGetRegion(sw, 0));
+  MlirOperation chain = {NULL};
+  for (intptr_t k = n; k-- > 0;) {
+    MlirRegion regions[2] = {mlirRegionCreate(), else_r};
+    mlirRegionTakeBody(regions[0], mlirOperationGetRegion(sw, 1 + k));
+    MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("scf.if"), loc);
+    mlirOperationStateAddOperands(&st, 1, &conds[k]);
+    mlirOperationStateAddResults(&st, nres, rt);
+    mlirOperationStateAddOwnedRegions(&st, 2, regions);
+    chain = mlirOperationCreate(&st);
+    if (k == 0) break;
+    /* wrap this if as the else region of the next outer one */
+    else_r = mlirRegionCreate();
+    MlirBlock blk = mlirBlockCreate(0, NULL, NULL);
+    mlirRegionAppendOwnedBlock(else_r, blk);
+    mlirBlockAppendOwnedOperation(blk, chain);
+    MlirValue *res = malloc((size_t)nres * sizeof *res + 1);
+    for (intptr_t i = 0; res && i < nres; i++) res[i] = mlirOperationGetResult(chain, i);
+    st = mlirOperationStateGet(mlirStringRefCreateFromCString("scf.yield"), loc);
+    mlirOperationStateAddOperands(&st, res ? nres : 0, res);
+    mlirBlockAppendOwnedOperation(blk, mlirOperationCreate(&st));
+    free(res);
+  }
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(sw), sw, chain);
+  for (intptr_t i = 0; i < nres; i++)
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(sw, i), mlirOperationGetResult(chain, i));
+  mlirOperationDestroy(sw);
+  free(rt);
+  free(conds);
+}
+
+/* Creates (does not insert) cf.cond_br cond, ^t(tv), ^f(fv). */
+static MlirOperation vxl__cond_br(MlirContext ctx, MlirLocation loc, MlirValue cond, MlirBlock t, intptr_t nt,
+                                  const MlirValue *tv, MlirBlock f, intptr_t nf, const MlirValue *fv) {
+  MlirValue *ops = malloc((size_t)(1 + nt + nf) * sizeof *ops);
+  if (!ops) return (MlirOperation){NULL};
+  ops[0] = cond;
+  memcpy(ops + 1, tv, (size_t)nt * sizeof *ops);
+  memcpy(ops + 1 + nt, fv, (size_t)nf * sizeof *ops);
+  int32_t segs[3] = {1, (int32_t)nt, (int32_t)nf};
+  MlirBlock succ[2] = {t, f};
+  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("cf.cond_br"), loc);
+  MlirNamedAttribute a = vxl__named(ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(ctx, 3, segs));
+  mlirOperationStateAddAttributes(&st, 1, &a);
+  mlirOperationStateAddOperands(&st, 1 + nt + nf, ops);
+  mlirOperationStateAddSuccessors(&st, 2, succ);
+  MlirOperation op = mlirOperationCreate(&st);
+  free(ops);
+  return op;
+}
+
+/* A divergent cf.switch -> cf.cond_br (x == c0) ^case0, ^t1; ^t1: cf.cond_br
+ * (x == c1) ^case1, ^t2; ... the last one falls to the default.  Operands:
+ * flag, default operands, case operands (segments in case_operand_segments);
+ * successors: default, then the cases. */
+static int vxl__cf_switch_to_branches(MlirContext ctx, MlirOperation sw) {
+  MlirLocation loc = mlirOperationGetLocation(sw);
+  intptr_t ncases = mlirOperationGetNumSuccessors(sw) - 1;
+  MlirAttribute seg = mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("operandSegmentSizes"));
+  MlirAttribute cseg = mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("case_operand_segments"));
+  MlirAttribute vals = mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("case_values"));
+  if (mlirAttributeIsNull(seg) || mlirAttributeIsNull(cseg) || mlirAttributeIsNull(vals)) return -EINVAL;
+  intptr_t nops = mlirOperationGetNumOperands(sw);
+  MlirValue *ops = malloc((size_t)nops * sizeof *ops);
+  if (!ops) return -ENOMEM;
+  for (intptr_t i = 0; i < nops; i++) ops[i] = mlirOperationGetOperand(sw, i);
+  MlirValue x = ops[0];
+  intptr_t ndef = mlirDenseI32ArrayGetElement(seg, 1), at = 1 + ndef;
+  MlirBlock cur = mlirOperationGetBlock(sw);
+  MlirRegion r = mlirBlockGetParentRegion(cur);
+  MlirOperation before = sw; /* in the switch's block: before it; in new blocks: at the end */
+  for (intptr_t k = 0; k < ncases; k++) {
+    intptr_t nk = mlirDenseI32ArrayGetElement(cseg, k);
+    uint64_t pos = (uint64_t)k;
+    MlirValue e = vxl__eq_const(ctx, loc, cur, before, x, mlirElementsAttrGetValue(vals, 1, &pos));
+    MlirBlock next = mlirOperationGetSuccessor(sw, 0);
+    intptr_t nf = ndef;
+    const MlirValue *fv = ops + 1;
+    if (k + 1 < ncases) {
+      next = mlirBlockCreate(0, NULL, NULL);
+      mlirRegionInsertOwnedBlockAfter(r, cur, next);
+      nf = 0;
+    }
+    MlirOperation br = vxl__cond_br(ctx, loc, e, mlirOperationGetSuccessor(sw, 1 + k), nk, ops + at, next, nf, fv);
+    if (mlirOperationIsNull(br)) { free(ops); return -ENOMEM; }
+    vxl__put(cur, before, br);
+    at += nk;
+    cur = next;
+    before = (MlirOperation){NULL};
+  }
+  mlirOperationDestroy(sw);
+  free(ops);
+  return 0;
+}
+
+/* Gives region r one exit block when its exits (blocks ending in a
+ * terminator without successors) are several ops of one kind: each
+ * `T(%v)` becomes `cf.br ^exit(%v)` and ^exit(%a) ends in `T(%a)`.  Exits
+ * of different kinds are left alone. */
+static int vxl__merge_exits(MlirRegion r) {
+  MlirOperation first = {NULL};
+  int count = 0;
+  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
+    MlirOperation t = mlirBlockGetTerminator(b);
+    if (mlirOperationIsNull(t) || mlirOperationGetNumSuccessors(t) > 0) continue;
+    if (mlirOperationIsNull(first)) first = t;
+    else if (!mlirIdentifierEqual(mlirOperationGetName(t), mlirOperationGetName(first))) return 0;
+    if (mlirOperationGetNumRegions(t) > 0 || mlirOperationGetNumResults(t) > 0) return 0;
+    count++;
+  }
+  if (count < 2) return 0;
+  MlirLocation loc = mlirOperationGetLocation(first);
+  intptr_t n = mlirOperationGetNumOperands(first);
+  MlirType *types = malloc((size_t)n * sizeof *types + 1);
+  MlirLocation *locs = malloc((size_t)n * sizeof *locs + 1);
+  MlirValue *args = malloc((size_t)n * sizeof *args + 1);
+  if (!types || !locs || !args) { free(types); free(locs); free(args); return -ENOMEM; }
+  for (intptr_t i = 0; i < n; i++) {
+    types[i] = mlirValueGetType(mlirOperationGetOperand(first, i));
+    locs[i] = loc;
+  }
+  MlirBlock exit = mlirBlockCreate(n, types, locs);
+  for (intptr_t i = 0; i < n; i++) args[i] = mlirBlockGetArgument(exit, i);
+  MlirOperationState st = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(first)), loc);
+  mlirOperationStateAddOperands(&st, n, args);
+  mlirBlockAppendOwnedOperation(exit, mlirOperationCreate(&st));
+  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
+    MlirOperation t = mlirBlockGetTerminator(b);
+    if (mlirOperationIsNull(t) || mlirOperationGetNumSuccessors(t) > 0) continue;
+    for (intptr_t i = 0; i < n; i++) args[i] = mlirOperationGetOperand(t, i);
+    st = mlirOperationStateGet(mlirStringRefCreateFromCString("cf.br"), mlirOperationGetLocation(t));
+    mlirOperationStateAddOperands(&st, n, args);
+    mlirOperationStateAddSuccessors(&st, 1, &exit);
+    mlirBlockInsertOwnedOperationBefore(b, t, mlirOperationCreate(&st));
+    mlirOperationDestroy(t);
+  }
+  mlirRegionAppendOwnedBlock(r, exit);
+  free(types);
+  free(locs);
+  free(args);
+  return 1;
+}
+
+/* Rewrites the divergent multi-way branches of dv's ops (see the file
+ * comment).  Returns 1 when something changed, 0 when not, -ENOMEM. */
+static int vxl__rewrite_multiway(vxl__div *dv) {
+  int changed = 0;
+  MlirRegion regions[64];
+  size_t nreg = 0;
+  for (size_t i = 0; i < dv->ops.n; i++) {
+    MlirOperation op = dv->ops.v[i];
+    if (vxl__op_is(op, "scf.index_switch") && vxl__divergent(dv, mlirOperationGetOperand(op, 0)) &&
+        mlirOperationGetNumRegions(op) > 1) {
+      vxl__index_switch_to_ifs(dv->ctx, op);
+      changed = 1;
+      continue;
+    }
+    if (!vxl__divergent_cf_branch(dv, op)) continue;
+    MlirRegion r = mlirBlockGetParentRegion(mlirOperationGetBlock(op));
+    if (vxl__op_is(op, "cf.switch")) {
+      int rc = vxl__cf_switch_to_branches(dv->ctx, op);
+      if (rc < 0) return rc;
+      changed = 1;
+    }
+    size_t k = 0;
+    while (k < nreg && !mlirRegionEqual(regions[k], r)) k++;
+    if (k == nreg && nreg < sizeof regions / sizeof *regions) regions[nreg++] = r;
+  }
+  for (size_t k = 0; k < nreg; k++) {
+    int rc = vxl__merge_exits(regions[k]);
+    if (rc < 0) return rc;
+    changed |= rc;
+  }
+  return changed;
+}
+
+/* ---- placement ---- */
+
+/* A block with P's argument types that runs `what` and branches on to P,
+ * inserted before P in r (returned; null block on OOM). */
+static MlirBlock vxl__block_before(MlirRegion r, MlirBlock pb, MlirLocation loc, MlirOperation what) {
+  intptr_t n = mlirBlockGetNumArguments(pb);
+  MlirType *types = malloc((size_t)n * sizeof *types + 1);
+  MlirLocation *locs = malloc((size_t)n * sizeof *locs + 1);
+  MlirValue *args = malloc((size_t)n * sizeof *args + 1);
+  MlirBlock nb = {NULL};
+  if (types && locs && args) {
+    for (intptr_t i = 0; i < n; i++) {
+      types[i] = mlirValueGetType(mlirBlockGetArgument(pb, i));
+      locs[i] = loc;
+    }
+    nb = mlirBlockCreate(n, types, locs);
+    for (intptr_t i = 0; i < n; i++) args[i] = mlirBlockGetArgument(nb, i);
+    mlirBlockAppendOwnedOperation(nb, what);
+    MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("cf.br"), loc);
+    mlirOperationStateAddOperands(&st, n, args);
+    mlirOperationStateAddSuccessors(&st, 1, &pb);
+    mlirBlockAppendOwnedOperation(nb, mlirOperationCreate(&st));
+    mlirRegionInsertOwnedBlockBefore(r, pb, nb);
+  } else {
+    mlirOperationDestroy(what);
+  }
+  free(types);
+  free(locs);
+  free(args);
+  return nb;
+}
+
+/* Points every edge from a block x with from[x] set into block `to` at nb. */
+static void vxl__redirect(const vxl__cfg *g, const unsigned char *from, MlirBlock to, MlirBlock nb) {
+  for (size_t x = 0; x < g->n; x++) {
+    if (!from[x]) continue;
+    MlirOperation t = mlirBlockGetTerminator(g->blk[x]);
+    for (intptr_t s = 0; s < mlirOperationGetNumSuccessors(t); s++)
+      if (mlirBlockEqual(mlirOperationGetSuccessor(t, s), to)) mlirOperationSetSuccessor(t, s, nb);
+  }
+}
+
+/* The divergent cf.cond_br `br` in block b of g as the exit test of a cf
+ * loop (the blocks that reach b and that b reaches), the way scf.while is
+ * handled: a new preheader reads the active-thread mask, and
+ * __vxl_pred(stay, mask) right before the branch masks off the threads
+ * that leave.  Needs the loop's only exit edge to be br's and one header
+ * every entry edge goes to, so the masked-off threads all wait at that exit
+ * and the preheader dominates br.  Returns 1 when placed, 0 when the shape
+ * does not fit, -ENOMEM. */
+static int vxl__place_cf_loop(MlirContext ctx, MlirOperation br, const vxl__cfg *g, size_t b) {
+  if (!vxl__op_is(br, "cf.cond_br")) return 0;
+  unsigned char *fwd = calloc(g->n + 1, 1), *loop = calloc(g->n + 1, 1);
+  if (!fwd || !loop) { free(fwd); free(loop); return -ENOMEM; }
+  vxl__cfg_controlled(g, b, SIZE_MAX, fwd); /* b and what it reaches */
+  for (size_t x = 0; x < g->n; x++) /* ... that reaches b again */
+    if (fwd[x] && x != b) {
+      unsigned char *again = calloc(g->n + 1, 1);
+      if (!again) { free(fwd); free(loop); return -ENOMEM; }
+      vxl__cfg_controlled(g, x, SIZE_MAX, again);
+      loop[x] = again[b];
+      free(again);
+    }
+  for (size_t s = g->at[b]; s < g->at[b + 1]; s++)
+    if (g->succ[s] == b || (g->succ[s] < g->n && loop[g->succ[s]])) loop[b] = 1;
+  int ok = loop[b];
+  size_t header = SIZE_MAX, exits = 0;
+  for (size_t x = 0; ok && x < g->n; x++)
+    for (size_t s = g->at[x]; s < g->at[x + 1]; s++) {
+      size_t y = g->succ[s];
+      int yin = y < g->n && loop[y];
+      if (loop[x] && !yin) exits += x == b ? 1 : 2; /* only br may leave */
+      if (!loop[x] && yin) {
+        if (header != SIZE_MAX && header != y) ok = 0;
+        header = y;
+      }
+    }
+  ok = ok && exits == 1 && header != SIZE_MAX;
+  if (ok) {
+    MlirLocation loc = mlirOperationGetLocation(br);
+    MlirType i32 = mlirIntegerTypeGet(ctx, 32);
+    MlirOperation mask = vxl__func_call(ctx, loc, "__vxl_active_threads", 0, NULL, 1, &i32);
+    MlirValue m = mlirOperationGetResult(mask, 0);
+    MlirBlock hb = g->blk[header];
+    MlirBlock pre = vxl__block_before(mlirBlockGetParentRegion(hb), hb, loc, mask);
+    if (mlirBlockIsNull(pre)) { free(fwd); free(loop); return -ENOMEM; }
+    for (size_t x = 0; x < g->n; x++) fwd[x] = !loop[x];
+    vxl__redirect(g, fwd, hb, pre);
+    /* stay = the condition that keeps a thread in the loop */
+    MlirValue stay = mlirOperationGetOperand(br, 0);
+    MlirBlock bb = mlirOperationGetBlock(br);
+    if (!loop[vxl__cfg_index(g, mlirOperationGetSuccessor(br, 0))]) {
+      MlirAttribute one = mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 1), 1);
+      MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("arith.constant"), loc);
+      MlirNamedAttribute a = vxl__named(ctx, "value", one);
+      MlirType i1 = mlirIntegerTypeGet(ctx, 1);
+      mlirOperationStateAddAttributes(&st, 1, &a);
+      mlirOperationStateAddResults(&st, 1, &i1);
+      MlirOperation c = mlirOperationCreate(&st);
+      mlirBlockInsertOwnedOperationBefore(bb, br, c);
+      MlirValue xo[2] = {stay, mlirOperationGetResult(c, 0)};
+      st = mlirOperationStateGet(mlirStringRefCreateFromCString("arith.xori"), loc);
+      mlirOperationStateAddOperands(&st, 2, xo);
+      mlirOperationStateAddResults(&st, 1, &i1);
+      MlirOperation x = mlirOperationCreate(&st);
+      mlirBlockInsertOwnedOperationBefore(bb, br, x);
+      stay = mlirOperationGetResult(x, 0);
+    }
+    MlirValue args[2] = {stay, m};
+    mlirBlockInsertOwnedOperationBefore(bb, br, vxl__func_call(ctx, loc, "__vxl_pred", 2, args, 0, NULL));
+  }
+  free(fwd);
+  free(loop);
+  return ok;
+}
+
+#define VXL__PLACED_PRED 1
+
+/* Split before the divergent cf.cond_br `br`, join on the edges from the
+ * blocks it controls into its immediate post-dominator; a loop exit test
+ * gets vx_pred instead (vxl__place_cf_loop).  Returns 0 (split placed),
+ * VXL__PLACED_PRED, -EINVAL (unstructured: diagnostic in d) or -ENOMEM. */
+static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d) {
+  MlirBlock bb = mlirOperationGetBlock(br);
+  MlirRegion r = mlirBlockGetParentRegion(bb);
+  MlirLocation loc = mlirOperationGetLocation(br);
+  vxl__cfg g;
+  if (vxl__cfg_build(r, &g) != 0) return -ENOMEM;
+  size_t b = vxl__cfg_index(&g, bb), p = vxl__cfg_ipdom(&g, b);
+  unsigned char *in = calloc(g.n + 1, 1);
+  int rc = in ? 0 : -ENOMEM;
+  if (rc == 0 && p < g.n) rc = vxl__cfg_controlled(&g, b, p, in);
+  /* B must be the only way into what it controls, and no way back to B */
+  int structured = rc == 0 && p < g.n;
+  for (size_t x = 0; structured && x < g.n; x++)
+    for (size_t s = g.at[x]; s < g.at[x + 1]; s++) {
+      size_t y = g.succ[s];
+      if (y < g.n && in[y] && (y == b ? in[x] : !in[x])) structured = 0;
+    }
+  if (rc == 0 && !structured) {
+    rc = vxl__place_cf_loop(ctx, br, &g, b);
+    if (rc != 0) {
+      free(in);
+      vxl__cfg_free(&g);
+      return rc < 0 ? rc : VXL__PLACED_PRED;
+    }
+    vxl__diag_at(d, loc, "unsupported: divergent %s in unstructured control flow (a thread-dependent exit from a loop with several exits or entries, "
+                 "a branch into the middle of a divergent region, or paths that never meet)",
+                 vxl__op_is(br, "cf.switch") ? "cf.switch" : "cf.cond_br");
+    rc = -EINVAL;
+  }
+  if (rc == 0) {
+    MlirType i32 = mlirIntegerTypeGet(ctx, 32);
+    MlirValue cond = mlirOperationGetOperand(br, 0);
+    MlirOperation split = vxl__func_call(ctx, loc, "__vxl_split", 1, &cond, 1, &i32);
+    mlirBlockInsertOwnedOperationBefore(bb, br, split);
+    MlirValue sp = mlirOperationGetResult(split, 0);
+    /* ^join(args of P): __vxl_join(%sp); cf.br ^P(args) */
+    MlirOperation join = vxl__func_call(ctx, loc, "__vxl_join", 1, &sp, 0, NULL);
+    MlirBlock jb = vxl__block_before(r, g.blk[p], loc, join);
+    if (mlirBlockIsNull(jb)) rc = -ENOMEM;
+    else vxl__redirect(&g, in, g.blk[p], jb);
+  }
+  free(in);
+  vxl__cfg_free(&g);
+  return rc;
+}
+
+int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl__diags *d, unsigned *splits,
+                           unsigned *preds) {
+  vxl__div dv = {.ctx = ctx};
+  int rc = vxl__analyze(&dv, fn, is_kernel);
+  if (rc == 0) rc = vxl__rewrite_multiway(&dv);
+  if (rc > 0) rc = vxl__analyze(&dv, fn, is_kernel); /* the rewrites made new branches */
   MlirType i32 = mlirIntegerTypeGet(ctx, 32);
-  for (size_t i = 0; i < ops.n; i++) {
-    MlirOperation op = ops.v[i];
+  for (size_t i = 0; rc == 0 && i < dv.ops.n; i++) {
+    MlirOperation op = dv.ops.v[i];
     MlirLocation loc = mlirOperationGetLocation(op);
-    if (vxl__op_is(op, "scf.if") && vxl__vset_has(&s, mlirOperationGetOperand(op, 0))) {
+    if (vxl__op_is(op, "scf.if") && vxl__divergent(&dv, mlirOperationGetOperand(op, 0))) {
       MlirBlock blk = mlirOperationGetBlock(op);
       MlirValue cond = mlirOperationGetOperand(op, 0);
       MlirOperation split = vxl__func_call(ctx, loc, "__vxl_split", 1, &cond, 1, &i32);
@@ -183,16 +768,22 @@ int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, uns
       MlirValue sp = mlirOperationGetResult(split, 0);
       mlirBlockInsertOwnedOperationAfter(blk, op, vxl__func_call(ctx, loc, "__vxl_join", 1, &sp, 0, NULL));
       (*splits)++;
-    } else if (vxl__op_is(op, "scf.condition") && vxl__vset_has(&s, mlirOperationGetOperand(op, 0))) {
+    } else if (vxl__op_is(op, "scf.condition") && vxl__divergent(&dv, mlirOperationGetOperand(op, 0))) {
       MlirOperation loop = mlirOperationGetParentOperation(op);
       MlirOperation mask = vxl__func_call(ctx, loc, "__vxl_active_threads", 0, NULL, 1, &i32);
       mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(loop), loop, mask);
       MlirValue args[2] = {mlirOperationGetOperand(op, 0), mlirOperationGetResult(mask, 0)};
       mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, vxl__func_call(ctx, loc, "__vxl_pred", 2, args, 0, NULL));
       (*preds)++;
+    } else if (vxl__divergent_cf_branch(&dv, op)) {
+      rc = vxl__place_cf(ctx, op, d);
+      if (rc == VXL__PLACED_PRED) (*preds)++;
+      else if (rc == 0) (*splits)++;
+      if (rc > 0) rc = 0;
     }
   }
-  free(s.slot);
-  free(ops.v);
-  return 0;
+  vxl__pset_clear(&dv.vals);
+  vxl__pset_clear(&dv.done);
+  free(dv.ops.v);
+  return rc;
 }

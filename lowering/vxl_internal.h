@@ -36,7 +36,8 @@ typedef struct {
 /* Appends a formatted line; silently drops it when memory runs out. */
 void vxl__diag_add(vxl__diags *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Appends "file:line:col: error: unsupported: WHAT" for loc. */
+/* Appends "file:line:col: error: WHAT" for loc (WHAT from fmt; refusals
+ * start it with "unsupported: "). */
 void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Formats loc as "file:line:col" into buf (always NUL-terminated). */
@@ -100,10 +101,12 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
                                vxl__kernel_info **kinfo, uint32_t *nkernels);
 
 /* Uniformity analysis and vx_split/vx_join/vx_pred insertion on one
- * func.func (vxl_divergence.c).  Kernel arguments are uniform; a non-kernel
- * function's are not.  Adds to *splits / *preds what it inserted.  Returns
- * 0 or -ENOMEM. */
-int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, unsigned *splits,
+ * func.func (vxl_divergence.c); rewrites divergent scf.index_switch and
+ * cf.switch into two-way branches first.  Kernel arguments are uniform; a
+ * non-kernel function's are not.  Adds to *splits / *preds what it inserted.
+ * Returns 0, -EINVAL when a divergent branch sits in unstructured control
+ * flow it cannot wrap (an "unsupported:" diagnostic in d) or -ENOMEM. */
+int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl__diags *d, unsigned *splits,
                            unsigned *preds);
 
 /* A data layout for one LLVMContext's lifetime; caller disposes it before

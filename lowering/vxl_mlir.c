@@ -1115,7 +1115,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     for (uint32_t i = 0; i < nkernels && kinfo; i++)
       is_kernel |= strlen(kinfo[i].name) == fname.length && memcmp(kinfo[i].name, fname.data, fname.length) == 0;
     unsigned splits = 0, preds = 0;
-    rc = vxl__insert_divergence(ctx, op, is_kernel, &splits, &preds);
+    rc = vxl__insert_divergence(ctx, op, is_kernel, d, &splits, &preds);
   }
   if (rw.lctx) {
     mlirTypeToLLVMIRTranslatorDestroy(rw.tr);

@@ -239,6 +239,53 @@ Test(device, control_flow_while_switch_divergent_ifs) {
   vxl_result_clear(&r);
 }
 
+/* The C reference of tests/kernels/unstructured.mlir for thread g < n. */
+static int32_t unstructured_ref(int32_t g, int32_t n) {
+  int32_t s = 0;
+  for (int32_t k = 0; k < g % 7; k++) s += k;
+  if (g & 1) s += 1000;
+  return n > 100 ? -s : s;
+}
+
+Test(device, unstructured_cf_early_return_loop_if_and_switch) {
+  /* cf branches on thread ids: split/join on an early return and an
+   * if-then, vx_pred on a cf loop exit; n % block != 0 leaves threads out */
+  vxl_result r = build(VXT_KERNELS_DIR "/unstructured.mlir");
+  const vxp_kernel *k = kernel(&r, "unstructured");
+  const int32_t sizes[] = {45, 150};
+  for (int t = 0; t < 2; t++) {
+    int32_t n = sizes[t];
+    uint32_t cap = 160;
+    int32_t *init = malloc(cap * 4);
+    for (uint32_t i = 0; i < cap; i++) init[i] = 0x5EED;
+    vxt_image img = {0};
+    uint32_t oo = vxt_image_put(&img, init, cap * 4), od = DEV(oo);
+    const void *vals[] = {&od, &n};
+    uint32_t block = 16, grid = ((uint32_t)n + block - 1) / block;
+    uint8_t *mem = launch(k, &img, vals, grid, 1, 1, block, 1, 1, 0, NULL, 0);
+    const int32_t *out = (const int32_t *)(mem + oo);
+    for (int32_t i = 0; i < (int32_t)cap; i++)
+      cr_assert_eq(out[i], i < n ? unstructured_ref(i, n) : 0x5EED, "n=%d out[%d]", n, i);
+    free(mem), free(init);
+    vxt_image_free(&img);
+  }
+  /* a thread-dependent cf.switch with case arguments, three scf.yield exits */
+  k = kernel(&r, "switch_exits");
+  int32_t n = 77;
+  vxt_image img = {0};
+  uint32_t oo = vxt_image_put(&img, NULL, 80 * 4), od = DEV(oo);
+  const void *vals[] = {&od, &n};
+  uint8_t *mem = launch(k, &img, vals, 5, 1, 1, 16, 1, 1, 0, NULL, 0);
+  const int32_t *out = (const int32_t *)(mem + oo);
+  for (int32_t g = 0; g < 80; g++) {
+    int32_t q = g % 5, want = q == 0 ? g + 10 : q == 2 ? g - 3 * q : 3 * q;
+    cr_assert_eq(out[g], g < n ? want : 0, "out[%d]", g);
+  }
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
 Test(device, i64_and_f64_arithmetic) {
   vxl_result r = build(VXT_KERNELS_DIR "/wide_types.mlir");
   const vxp_kernel *k = kernel(&r, "wide");

@@ -313,26 +313,49 @@ Test(lowering, layouts_stay_right_across_many_compiles_on_one_compiler) {
     }
 }
 
+/* Counts the split, join and pred calls in lowered IR. */
+static void count_divergence(const char *ir, int *splits, int *joins, int *preds) {
+  const char *what[3] = {"llvm.call @__vxl_split(", "llvm.call @__vxl_join(", "llvm.call @__vxl_pred("};
+  int *n[3] = {splits, joins, preds};
+  for (int i = 0; i < 3; i++) {
+    *n[i] = 0;
+    for (const char *p = ir; (p = strstr(p, what[i])); p++) (*n[i])++;
+  }
+}
+
+/* The text of the function `name` in lowered IR (up to the next llvm.func),
+ * from malloc(). */
+static char *function_text(const char *ir, const char *name) {
+  char head[128];
+  snprintf(head, sizeof head, "llvm.func @%s(", name);
+  const char *p = strstr(ir, head);
+  cr_assert_not_null(p, "no function %s", name);
+  const char *e = strstr(p + 1, "llvm.func @");
+  return strndup(p, e ? (size_t)(e - p) : strlen(p));
+}
+
 Test(lowering, divergence_split_join_and_pred_placement) {
   /* sort: the bounds guard and two data-dependent ifs diverge; its loop
    * bound is a kernel argument, so the loop stays plain */
   vxl_result r = compile_file(CORPUS "sort_kernel.mlir", true);
   cr_assert(r.ok);
-  int splits = 0, joins = 0, preds = 0;
-  for (const char *p = r.lowered_ir; (p = strstr(p, "llvm.call @__vxl_split(")); p++) splits++;
-  for (const char *p = r.lowered_ir; (p = strstr(p, "llvm.call @__vxl_join(")); p++) joins++;
-  for (const char *p = r.lowered_ir; (p = strstr(p, "llvm.call @__vxl_pred(")); p++) preds++;
+  int splits, joins, preds;
+  count_divergence(r.lowered_ir, &splits, &joins, &preds);
   cr_assert_eq(splits, 3);
   cr_assert_eq(joins, 3);
   cr_assert_eq(preds, 0);
   cr_assert_not_null(strstr(r.lowered_ir, ".insn r 0x0B, 2, 0, $0, $1, x0"), "vx_split encoding");
   cr_assert_not_null(strstr(r.lowered_ir, ".insn r 0x0B, 3, 0, x0, $0, x0"), "vx_join encoding");
   vxl_result_clear(&r);
-  /* a while loop and two for loops whose trip counts depend on the thread */
+  /* control_flow: a while loop and two for loops whose trip counts depend on
+   * the thread (3 preds); the bounds guard and an if (2 splits), an
+   * index_switch with 2 cases (a chain of 2 ifs) and a cf.switch with 2
+   * cases (a chain of 2 cond_br) */
   r = compile_file(VXT_KERNELS_DIR "/control_flow.mlir", true);
   cr_assert(r.ok);
-  preds = 0;
-  for (const char *p = r.lowered_ir; (p = strstr(p, "llvm.call @__vxl_pred(")); p++) preds++;
+  count_divergence(r.lowered_ir, &splits, &joins, &preds);
+  cr_assert_eq(splits, 6);
+  cr_assert_eq(joins, 6);
   cr_assert_eq(preds, 3);
   cr_assert_not_null(strstr(r.lowered_ir, "csrr $0, 0xCC4"), "the mask vx_pred restores");
   vxl_result_clear(&r);
@@ -352,6 +375,65 @@ Test(lowering, divergence_split_join_and_pred_placement) {
   cr_assert_eq(vxl_compile(cc, src, strlen(src), "u.mlir", &o, &r), 0);
   cr_assert(r.ok);
   cr_assert_null(strstr(r.lowered_ir, "llvm.call @__vxl_split("), "block ids are uniform");
+  vxl_result_clear(&r);
+}
+
+Test(lowering, divergence_in_unstructured_control_flow) {
+  /* cf branches on thread ids (tests/kernels/unstructured.mlir): the early
+   * return and the if-then get split/join, the cf loop exit gets vx_pred with
+   * a mask read once before the loop, the branch on %n stays plain */
+  vxl_result r = compile_file(VXT_KERNELS_DIR "/unstructured.mlir", true);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  char *fn = function_text(r.lowered_ir, "unstructured");
+  int splits, joins, preds;
+  count_divergence(fn, &splits, &joins, &preds);
+  cr_assert_eq(splits, 2);
+  cr_assert_eq(joins, 2);
+  cr_assert_eq(preds, 1);
+  /* the split comes right before its branch, on the same condition */
+  const char *sp = strstr(fn, "llvm.call @__vxl_split(");
+  char cond[32] = "", br[64];
+  cr_assert_eq(sscanf(sp, "llvm.call @__vxl_split(%31[^)])", cond), 1);
+  snprintf(br, sizeof br, "llvm.cond_br %s,", cond);
+  const char *nl = strchr(sp, '\n');
+  cr_assert_not_null(nl);
+  cr_assert_eq(strncmp(nl + 1 + strspn(nl + 1, " "), br, strlen(br)), 0, "after the split: %.60s", nl + 1);
+  /* one mask read, outside the loop: its block is not the pred's block */
+  cr_assert_eq(strstr(strstr(fn, "@__vxl_active_threads()") + 1, "@__vxl_active_threads()"), NULL);
+  const char *mask = strstr(fn, "llvm.call @__vxl_active_threads()");
+  const char *pred = strstr(fn, "llvm.call @__vxl_pred(");
+  cr_assert(mask && pred && mask < pred);
+  const char *block = strstr(mask, "^bb");
+  cr_assert(block && block < pred, "a block boundary between mask and pred");
+  /* the uniform branch: the only cond_br on an icmp of %arg1 is not split */
+  const char *big = strstr(fn, "llvm.icmp \"sgt\" %arg1");
+  cr_assert_not_null(big);
+  cr_assert_null(strstr(big, "llvm.call @__vxl_split("), "no split after the uniform test");
+  free(fn);
+  /* switch_exits: the bounds guard, then the cf.switch with two cases as
+   * two nested split/join pairs (its three yields merged into one exit) */
+  fn = function_text(r.lowered_ir, "switch_exits");
+  count_divergence(fn, &splits, &joins, &preds);
+  cr_assert_eq(splits, 3);
+  cr_assert_eq(joins, 3);
+  cr_assert_eq(preds, 0);
+  free(fn);
+  vxl_result_clear(&r);
+  /* a thread-dependent break from a loop that also exits at its head: the
+   * masked-off threads would wait at the wrong exit, so it is refused.  The
+   * analysis counts the loop's values as divergent once threads may have
+   * left early, so the first branch refused is the head's exit test. */
+  r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%o: memref<?xi32>) kernel {\n"
+                   "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index\n"
+                   "      %c9 = arith.constant 9 : index\n      %t = gpu.thread_id x\n"
+                   "      cf.br ^h(%c0 : index)\n    ^h(%i: index):\n"
+                   "      %go = arith.cmpi ult, %i, %c9 : index\n      cf.cond_br %go, ^b, ^e\n"
+                   "    ^b:\n      %hit = arith.cmpi eq, %i, %t : index\n      %n = arith.addi %i, %c1 : index\n"
+                   "      cf.cond_br %hit, ^e, ^h(%n : index)\n    ^e:\n      gpu.return\n    }\n  }\n}\n");
+  cr_assert_not(r.ok);
+  cr_assert_eq(r.ndiags, 1);
+  cr_assert_not_null(strstr(r.diags[0], "t.mlir:11:7: error: unsupported: divergent cf.cond_br in unstructured"),
+                     "%s", r.diags[0]);
   vxl_result_clear(&r);
 }
 
