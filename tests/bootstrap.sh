@@ -17,7 +17,7 @@ pkgs=(build-essential cmake pkg-config
       llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps
-      qemu-user gcc-riscv64-unknown-elf)  # emulated Vortex device for the execution tests
+      qemu-user gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # emulated Vortex device for the execution tests
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

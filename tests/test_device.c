@@ -614,6 +614,37 @@ Test(device, polygeist_printf_with_a_device_format_string) {
   vxl_result_clear(&r);
 }
 
+Test(device, math_ops_as_libm_calls) {
+  /* exp/log/sin/cos/pow become libm calls in the backend, tanh/atan2/erf in
+   * convert-math-to-libm; f64 ones go through soft-float too (picolibc) */
+  vxl_result r = build(VXT_KERNELS_DIR "/math_libm.mlir");
+  const vxp_kernel *k = kernel(&r, "math_libm");
+  uint32_t n = 53;
+  float *x = malloc(n * 4), *want = malloc(n * 4);
+  double *wantd = malloc(n * 8);
+  for (uint32_t i = 0; i < n; i++) {
+    x[i] = rndf();
+    float v = x[i], a = fabsf(v);
+    want[i] = (((((expf(v) + logf(a + 1.0f)) + sinf(v) * cosf(v)) + powf(a, 1.5f)) + tanhf(v)) +
+               atan2f(v, 2.0f)) + erff(v);
+    wantd[i] = exp((double)v) + tanh((double)v);
+  }
+  vxt_image img = {0};
+  uint32_t xo = vxt_image_put(&img, x, n * 4), yo = vxt_image_put(&img, NULL, n * 4);
+  uint32_t dof = vxt_image_put(&img, NULL, n * 8);
+  uint32_t xd = DEV(xo), yd = DEV(yo), dd = DEV(dof);
+  const void *vals[] = {&xd, &yd, &dd, &n};
+  uint8_t *mem = launch(k, &img, vals, 2, 1, 1, 32, 1, 1, 0, NULL, 0);
+  /* two libms, each within a few ulp per call */
+  assert_floats((float *)(mem + yo), want, n, 1e-5f, "y");
+  const double *d = (const double *)(mem + dof);
+  for (uint32_t i = 0; i < n; i++)
+    cr_assert(fabs(d[i] - wantd[i]) <= 1e-13 * (1.0 + fabs(wantd[i])), "d[%u] = %.17g, want %.17g", i, d[i], wantd[i]);
+  free(mem), free(x), free(want), free(wantd);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
 Test(device, math_ops_and_private_memory) {
   vxl_result r = build(VXT_KERNELS_DIR "/math_private.mlir");
   const vxp_kernel *k = kernel(&r, "math_private");

@@ -77,8 +77,8 @@ const char *vxt_device_run(const vxp_kernel *k, const vxt_image *img, uint32_t a
   FILE *f = fopen(obj, "wb");
   if (!f || fwrite(k->object, 1, k->object_size, f) != k->object_size) return "cannot write the object";
   fclose(f);
-  snprintf(cmd, sizeof cmd, "%s -T %s %s %s %s -o %s 2>%s/link.log", VXT_LD, VXT_LINKER_SCRIPT,
-           VXT_RUNTIME_OBJS, obj, VXT_LIBGCC, elf, dir);
+  snprintf(cmd, sizeof cmd, "%s -T %s %s %s %s %s -o %s 2>%s/link.log", VXT_LD, VXT_LINKER_SCRIPT,
+           VXT_RUNTIME_OBJS, obj, VXT_LIBC, VXT_LIBGCC, elf, dir);
   const char *fail = NULL;
   if (system(cmd) != 0) fail = "link with the device runtime failed";
   int in[2], outp[2];
