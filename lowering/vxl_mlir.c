@@ -953,6 +953,69 @@ static int vxl__has_op(MlirOperation root, const char *name) {
   return found;
 }
 
+/* True for a function declaration (a function op whose body is empty). */
+static int vxl__is_declaration(MlirOperation op) {
+  return mlirOperationGetNumRegions(op) > 0 && mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
+}
+
+/* A symbol defined by op at the top of a gpu.module that could clash with
+ * another gpu.module's: definitions, not declarations of external functions
+ * (body-less llvm.func / func.func), which name the same outside symbol. */
+static MlirStringRef vxl__own_symbol(MlirOperation op) {
+  MlirAttribute s = mlirOperationGetAttributeByName(op, mlirSymbolTableGetSymbolAttributeName());
+  if (mlirAttributeIsNull(s) || !mlirAttributeIsAString(s) || vxl__is_declaration(op)) return (MlirStringRef){"", 0};
+  return mlirStringAttrGetValue(s);
+}
+
+/* Symbols (kernels, helpers, globals) defined in more than one gpu.module
+ * are renamed "<gpu.module>::<symbol>" in each, with their uses, so all
+ * gpu.modules fit in one module.  A kernel renamed so is reported under that
+ * name, the way gpu.launch_func spells it (@mod::@kernel).  Returns 0 or
+ * -ENOMEM. */
+static int vxl__qualify_clashes(MlirContext ctx, MlirOperation top) {
+  vxl__ops defs = {0}, mods = {0}, clash = {0};
+  for (MlirOperation m = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(top)));
+       !mlirOperationIsNull(m); m = mlirOperationGetNextInBlock(m)) {
+    if (!vxl__streq(vxl__op_name(m), "gpu.module")) continue;
+    for (MlirOperation o = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(m, 0)));
+         !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o))
+      if (vxl__own_symbol(o).length) {
+        vxl__ops_push(&defs, o);
+        vxl__ops_push(&mods, m);
+      }
+  }
+  for (size_t i = 0; i < defs.n; i++)
+    for (size_t j = 0; j < defs.n; j++)
+      if (!mlirOperationEqual(mods.v[i], mods.v[j]) &&
+          mlirStringRefEqual(vxl__own_symbol(defs.v[i]), vxl__own_symbol(defs.v[j]))) {
+        vxl__ops_push(&clash, defs.v[i]);
+        vxl__ops_push(&clash, mods.v[i]);
+        break;
+      }
+  int rc = defs.oom || mods.oom || clash.oom ? -ENOMEM : 0;
+  for (size_t i = 0; rc == 0 && i < clash.n; i += 2) {
+    MlirStringRef sym = vxl__own_symbol(clash.v[i]);
+    MlirStringRef mod = mlirStringAttrGetValue(
+        mlirOperationGetAttributeByName(clash.v[i + 1], mlirSymbolTableGetSymbolAttributeName()));
+    char *name = NULL;
+    if (asprintf(&name, "%.*s::%.*s", (int)mod.length, mod.data, (int)sym.length, sym.data) < 0) {
+      rc = -ENOMEM;
+      break;
+    }
+    char *old = strndup(sym.data, sym.length); /* sym dies with the attribute replaced below */
+    if (!old) { free(name); rc = -ENOMEM; break; }
+    mlirSymbolTableReplaceAllSymbolUses(vxl__str(old), vxl__str(name), clash.v[i + 1]);
+    mlirOperationSetAttributeByName(clash.v[i], mlirSymbolTableGetSymbolAttributeName(),
+                                    mlirStringAttrGet(ctx, vxl__str(name)));
+    free(old);
+    free(name);
+  }
+  free(defs.v);
+  free(mods.v);
+  free(clash.v);
+  return rc;
+}
+
 int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
                                const char *source_name, const vxl_options *opts,
                                vxl__diags *d, MlirModule *out_module,
@@ -1003,6 +1066,12 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     }
   }
 
+  rc = vxl__qualify_clashes(ctx, top);
+  if (rc) {
+    mlirOperationDestroy(top);
+    return rc;
+  }
+
   MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
   MlirBlock mbody = mlirModuleGetBody(mod);
   vxl__rw rw = {.c = c, .mod = mod, .d = d};
@@ -1019,21 +1088,36 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
       MlirOperation next = mlirOperationGetNextInBlock(inner);
       MlirStringRef n = vxl__op_name(inner);
       if (!vxl__streq(n, "gpu.module_end")) {
-        /* two gpu.modules defining one symbol would collide once merged */
+        /* gpu.modules declaring one external function the same way share
+         * one declaration; anything else with one name in two gpu.modules
+         * was qualified by vxl__qualify_clashes, so a clash left here is a
+         * declaration with another type (or a name like "mod::sym" written
+         * out by hand) */
         MlirAttribute s = mlirOperationGetAttributeByName(inner, vxl__str("sym_name"));
-        if (!mlirAttributeIsNull(s) && mlirAttributeIsAString(s)) {
-          MlirStringRef sn = mlirStringAttrGetValue(s);
-          for (MlirOperation o = mlirBlockGetFirstOperation(mbody); !mlirOperationIsNull(o);
+        MlirOperation prev = {NULL};
+        if (!mlirAttributeIsNull(s) && mlirAttributeIsAString(s))
+          for (MlirOperation o = mlirBlockGetFirstOperation(mbody); !mlirOperationIsNull(o) && !prev.ptr;
                o = mlirOperationGetNextInBlock(o)) {
             MlirAttribute s2 = mlirOperationGetAttributeByName(o, vxl__str("sym_name"));
-            if (!mlirAttributeIsNull(s2) && mlirStringRefEqual(mlirStringAttrGetValue(s2), sn) &&
-                !vxl__streq(n, "llvm.func")) {
-              vxl__diag_at(d, mlirOperationGetLocation(inner),
-                           "unsupported: symbol @%.*s is defined in two gpu.modules",
-                           (int)sn.length, sn.data);
-              rc = -EINVAL;
-            }
+            if (!mlirAttributeIsNull(s2) && mlirAttributeIsAString(s2) &&
+                mlirStringRefEqual(mlirStringAttrGetValue(s2), mlirStringAttrGetValue(s)))
+              prev = o;
           }
+        if (prev.ptr) {
+          MlirStringRef sn = mlirStringAttrGetValue(s);
+          MlirAttribute t1 = mlirOperationGetAttributeByName(inner, vxl__str("function_type"));
+          MlirAttribute t2 = mlirOperationGetAttributeByName(prev, vxl__str("function_type"));
+          if (vxl__is_declaration(inner) && vxl__is_declaration(prev) &&
+              mlirIdentifierEqual(mlirOperationGetName(inner), mlirOperationGetName(prev)) &&
+              !mlirAttributeIsNull(t1) && !mlirAttributeIsNull(t2) && mlirAttributeEqual(t1, t2)) {
+            mlirOperationDestroy(inner);
+            inner = next;
+            continue;
+          }
+          vxl__diag_at(d, mlirOperationGetLocation(inner),
+                       "unsupported: symbol @%.*s means two different things in two gpu.modules", (int)sn.length,
+                       sn.data);
+          rc = -EINVAL;
         }
         mlirOperationRemoveFromParent(inner);
         mlirBlockAppendOwnedOperation(mbody, inner);

@@ -286,6 +286,27 @@ Test(device, unstructured_cf_early_return_loop_if_and_switch) {
   vxl_result_clear(&r);
 }
 
+Test(device, same_kernel_and_helper_names_in_two_gpu_modules) {
+  /* each @apply must call its own module's @op */
+  vxl_result r = build(VXT_KERNELS_DIR "/two_modules.mlir");
+  cr_assert_eq(r.nkernels, 3);
+  const char *names[3] = {"add::apply", "mul::apply", "scale"};
+  for (int t = 0; t < 3; t++) {
+    const vxp_kernel *k = kernel(&r, names[t]);
+    uint32_t n = 37;
+    vxt_image img = {0};
+    uint32_t oo = vxt_image_put(&img, NULL, n * 4), od = DEV(oo);
+    const void *vals[] = {&od, &n};
+    uint8_t *mem = launch(k, &img, vals, 3, 1, 1, 16, 1, 1, 0, NULL, 0);
+    const int32_t *out = (const int32_t *)(mem + oo);
+    for (int32_t i = 0; i < (int32_t)n; i++)
+      cr_assert_eq(out[i], t == 0 ? i + 1 : t == 1 ? 3 * i : 5 * i, "%s: out[%d]", names[t], i);
+    free(mem);
+    vxt_image_free(&img);
+  }
+  vxl_result_clear(&r);
+}
+
 Test(device, i64_and_f64_arithmetic) {
   vxl_result r = build(VXT_KERNELS_DIR "/wide_types.mlir");
   const vxp_kernel *k = kernel(&r, "wide");
