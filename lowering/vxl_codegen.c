@@ -210,8 +210,60 @@ static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const 
   return 0;
 }
 
+/* The Vortex thread-control operation a call performs: 2 split, 3 join,
+ * 4 barrier, 5 pred (the custom-0 funct3, vx_intrinsics.h), or 0.  The
+ * hardware object calls inline asm ".insn r 0x0B, F, ..."; the emulator
+ * object calls vx_emu_<name> (vxl_prelude.h). */
+static int vxl__thread_control(LLVMValueRef call) {
+  LLVMValueRef callee = LLVMGetCalledValue(call);
+  if (!callee) return 0;
+  if (LLVMIsAInlineAsm(callee)) {
+    size_t len = 0;
+    const char *a = LLVMGetInlineAsmAsmString(callee, &len);
+    static const char insn[] = ".insn r 0x0B, ";
+    size_t n = sizeof insn - 1;
+    if (len > n + 1 && memcmp(a, insn, n) == 0 && a[n] >= '2' && a[n] <= '5' && a[n + 1] == ',') return a[n] - '0';
+    return 0;
+  }
+  if (!LLVMIsAFunction(callee)) return 0;
+  static const char *const emu[] = {"vx_emu_split", "vx_emu_join", "vx_emu_barrier", "vx_emu_pred"};
+  const char *name = LLVMGetValueName(callee);
+  for (int i = 0; i < 4; i++)
+    if (strcmp(name, emu[i]) == 0) return 2 + i;
+  return 0;
+}
+
+/* Keeps O2 from moving thread-control operations across control flow:
+ * all are convergent, and vx_pred is also noduplicate.  Threads vx_pred
+ * masks off resume at the vx_pred that restores the mask, with the
+ * registers they had when they stopped, so it must stay one instruction per
+ * loop exit: loop rotation would otherwise copy it into the loop guard, and
+ * threads stopped there would resume at the copy in the latch. */
+static void vxl__pin_thread_control(LLVMModuleRef m) {
+  LLVMContextRef lctx = LLVMGetModuleContext(m);
+  LLVMAttributeRef convergent = LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("convergent", 10), 0);
+  LLVMAttributeRef nodup = LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("noduplicate", 11), 0);
+  LLVMAttributeRef inl = LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("alwaysinline", 12), 0);
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    /* The ABI helpers (vxl_prelude.h) hold these calls; the inliner's cost
+     * model will not copy a noduplicate call into several callers, but
+     * alwaysinline still inlines, one copy per call site, as wanted. */
+    if (!LLVMIsDeclaration(f) && strncmp(LLVMGetValueName(f), "__vxl_", 6) == 0)
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, inl);
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) {
+        if (!LLVMIsACallInst(i)) continue;
+        int op = vxl__thread_control(i);
+        if (!op) continue;
+        LLVMAddCallSiteAttribute(i, LLVMAttributeFunctionIndex, convergent);
+        if (op == 5) LLVMAddCallSiteAttribute(i, LLVMAttributeFunctionIndex, nodup);
+      }
+  }
+}
+
 int vxl__emit_objects(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uint32_t n,
                       const vxl_options *opts, vxl__diags *d) {
+  vxl__pin_thread_control(m);
   for (uint32_t i = 0; i < n; i++) {
     /* The last kernel may consume the translated module itself. */
     LLVMModuleRef km = (i + 1 == n) ? m : LLVMCloneModule(m);

@@ -378,6 +378,37 @@ Test(lowering, divergence_split_join_and_pred_placement) {
   vxl_result_clear(&r);
 }
 
+/* vx_split / vx_join / vx_pred instructions (custom-0, funct3 2/3/5) in the
+ * object of `kernel` compiled for hardware from path. */
+static void count_divergence_insns(const char *path, const char *kernel, unsigned n[3]) {
+  vxl_result r = compile_file(path, false);
+  cr_assert(r.ok);
+  const vxp_kernel *k = NULL;
+  for (uint32_t i = 0; i < r.nkernels; i++)
+    if (strcmp(r.kernels[i].name, kernel) == 0) k = &r.kernels[i];
+  cr_assert_not_null(k, "%s", kernel);
+  const uint32_t funct3[3] = {2, 3, 5};
+  for (int i = 0; i < 3; i++) n[i] = vxt_elf_count_insn(k->object, k->object_size, 0x0B, funct3[i], 0);
+  vxl_result_clear(&r);
+}
+
+Test(lowering, divergence_survives_llvm_o2) {
+  /* Threads vx_pred masks off resume where the last vx_pred restores the
+   * mask, so LLVM must not copy a loop's vx_pred (loop rotation, unrolling):
+   * the object has exactly one per divergent loop.  Every split keeps a join. */
+  unsigned n[3];
+  count_divergence_insns(VXT_KERNELS_DIR "/unstructured.mlir", "unstructured", n);
+  cr_assert_eq(n[2], 1, "vx_pred in the object: %u", n[2]);
+  cr_assert_geq(n[1], 1);
+  count_divergence_insns(VXT_KERNELS_DIR "/control_flow.mlir", "control", n);
+  cr_assert_eq(n[2], 3, "vx_pred in the object: %u", n[2]);
+  cr_assert_geq(n[0], 1);
+  cr_assert_geq(n[1], n[0], "splits %u joins %u", n[0], n[1]);
+  count_divergence_insns(CORPUS "sort_kernel.mlir", "_Z11launch_sortPiS_jii_kernel94661403600672", n);
+  cr_assert_eq(n[2], 0);
+  cr_assert_geq(n[0], 1);
+}
+
 Test(lowering, divergence_in_unstructured_control_flow) {
   /* cf branches on thread ids (tests/kernels/unstructured.mlir): the early
    * return and the if-then get split/join, the cf loop exit gets vx_pred with

@@ -18,6 +18,11 @@ const char *vxt_elf_check(const uint8_t *obj, size_t len);
  * undefined (want_defined=0), else 0. */
 int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined);
 
+/* How many 32-bit R-type instructions with this opcode/funct3/funct7 the
+ * executable sections of obj hold (the targets here have no compressed
+ * instructions, so every 4-byte word is one instruction). */
+unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, uint32_t opcode, uint32_t funct3, uint32_t funct7);
+
 /* Reads a whole file into a malloc()ed buffer; NULL on error. */
 char *vxt_read_file(const char *path, size_t *len);
 

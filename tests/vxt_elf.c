@@ -47,6 +47,24 @@ const char *vxt_elf_check(const uint8_t *obj, size_t len) {
   return NULL;
 }
 
+unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, uint32_t opcode, uint32_t funct3, uint32_t funct7) {
+  if (len < sizeof(Elf32_Ehdr)) return 0;
+  const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
+  if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
+  const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
+  unsigned n = 0;
+  for (int i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_type != SHT_PROGBITS || !(sh[i].sh_flags & SHF_EXECINSTR)) continue;
+    if ((size_t)sh[i].sh_offset + sh[i].sh_size > len) return 0;
+    for (size_t at = 0; at + 4 <= sh[i].sh_size; at += 4) {
+      uint32_t w;
+      memcpy(&w, obj + sh[i].sh_offset + at, 4);
+      if ((w & 0x7F) == opcode && (w >> 12 & 7) == funct3 && (w >> 25) == funct7) n++;
+    }
+  }
+  return n;
+}
+
 char *vxt_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
