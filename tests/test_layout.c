@@ -347,6 +347,17 @@ Test(lowering, divergence_split_join_and_pred_placement) {
   cr_assert_not_null(strstr(r.lowered_ir, ".insn r 0x0B, 2, 0, $0, $1, x0"), "vx_split encoding");
   cr_assert_not_null(strstr(r.lowered_ir, ".insn r 0x0B, 3, 0, x0, $0, x0"), "vx_join encoding");
   vxl_result_clear(&r);
+  /* dogfood: the bounds guard and the divergent divide-by-zero test split;
+   * the cf.switch on the operation code (a kernel argument) stays one
+   * plain switch */
+  r = compile_file(CORPUS "dogfood_kernel.mlir", true);
+  cr_assert(r.ok);
+  count_divergence(r.lowered_ir, &splits, &joins, &preds);
+  cr_assert_eq(splits, 2);
+  cr_assert_eq(joins, 2);
+  cr_assert_eq(preds, 0);
+  cr_assert_not_null(strstr(r.lowered_ir, "llvm.switch %arg5"), "the uniform switch is not split up");
+  vxl_result_clear(&r);
   /* control_flow: a while loop and two for loops whose trip counts depend on
    * the thread (3 preds); the bounds guard and an if (2 splits), an
    * index_switch with 2 cases (a chain of 2 ifs) and a cf.switch with 2
