@@ -27,8 +27,11 @@
 
 /* Version of the code the lowering emits (entry convention, argument-buffer
  * layout, thread model).  Part of every cache key: bump it whenever the same
- * source would produce a different object or layout. */
-#define VXL_LOWERING_ABI_VERSION 1u
+ * source would produce a different object or layout.
+ *   1: first release.
+ *   2: split/join for divergent switches and cf branches, vx_pred kept to
+ *      one per loop, kernels in several gpu.modules qualified. */
+#define VXL_LOWERING_ABI_VERSION 2u
 
 typedef struct vxl_compiler vxl_compiler;
 

@@ -553,6 +553,8 @@ static int vxl__merge_exits(MlirRegion r) {
  * comment).  Returns 1 when something changed, 0 when not, -ENOMEM. */
 static int vxl__rewrite_multiway(vxl__div *dv) {
   int changed = 0;
+  /* regions whose exits get merged; past 64 (never seen) a region keeps its
+   * exits and a branch reaching several is refused by vxl__place_cf */
   MlirRegion regions[64];
   size_t nreg = 0;
   for (size_t i = 0; i < dv->ops.n; i++) {
