@@ -282,7 +282,8 @@ static int vxl__mark_sync(vxl__div *dv, MlirOperation op) {
   return ch;
 }
 
-/* One propagation step for op; returns nonzero when the set grew. */
+/* One propagation step for op; returns nonzero when the set grew.  There is
+ * no scf.for here: scf-for-to-while ran on the whole module before. */
 static int vxl__propagate(vxl__div *dv, MlirOperation op) {
   int ch = 0;
   intptr_t nops = mlirOperationGetNumOperands(op);
@@ -298,24 +299,14 @@ static int vxl__propagate(vxl__div *dv, MlirOperation op) {
       if (vxl__divergent(dv, mlirOperationGetOperand(op, i))) ch |= vxl__mark(dv, mlirBlockGetArgument(before, i));
     return ch;
   }
-  if (vxl__op_is(op, "scf.for")) {
-    MlirBlock body = vxl__region_block(op, 0);
-    if (vxl__any_operand(dv, op, 0, 3)) return vxl__mark_results(dv, op) | vxl__mark_args(dv, body, 0);
-    for (intptr_t i = 3; i < nops; i++)
-      if (vxl__divergent(dv, mlirOperationGetOperand(op, i)))
-        ch |= vxl__mark(dv, mlirOperationGetResult(op, i - 3)) | vxl__mark(dv, mlirBlockGetArgument(body, i - 2));
-    return ch;
-  }
   if (vxl__op_is(op, "scf.yield")) {
     MlirOperation parent = mlirOperationGetParentOperation(op);
     for (intptr_t i = 0; i < nops; i++) {
       if (!vxl__divergent(dv, mlirOperationGetOperand(op, i))) continue;
       if (vxl__op_is(parent, "scf.while")) /* after-region yield feeds the before-region */
         ch |= vxl__mark(dv, mlirBlockGetArgument(vxl__region_block(parent, 0), i));
-      else if (i < mlirOperationGetNumResults(parent)) {
+      else if (i < mlirOperationGetNumResults(parent))
         ch |= vxl__mark(dv, mlirOperationGetResult(parent, i));
-        if (vxl__op_is(parent, "scf.for")) ch |= vxl__mark(dv, mlirBlockGetArgument(vxl__region_block(parent, 0), i + 1));
-      }
     }
     return ch;
   }
@@ -639,14 +630,15 @@ static int vxl__place_cf_loop(MlirContext ctx, MlirOperation br, const vxl__cfg 
   unsigned char *fwd = calloc(g->n + 1, 1), *loop = calloc(g->n + 1, 1);
   if (!fwd || !loop) { free(fwd); free(loop); return -ENOMEM; }
   vxl__cfg_controlled(g, b, SIZE_MAX, fwd); /* b and what it reaches */
+  unsigned char *again = calloc(g->n + 1, 1);
+  if (!again) { free(fwd); free(loop); return -ENOMEM; }
   for (size_t x = 0; x < g->n; x++) /* ... that reaches b again */
     if (fwd[x] && x != b) {
-      unsigned char *again = calloc(g->n + 1, 1);
-      if (!again) { free(fwd); free(loop); return -ENOMEM; }
+      memset(again, 0, g->n + 1);
       vxl__cfg_controlled(g, x, SIZE_MAX, again);
       loop[x] = again[b];
-      free(again);
     }
+  free(again);
   for (size_t s = g->at[b]; s < g->at[b + 1]; s++)
     if (g->succ[s] == b || (g->succ[s] < g->n && loop[g->succ[s]])) loop[b] = 1;
   int ok = loop[b];
@@ -700,13 +692,12 @@ static int vxl__place_cf_loop(MlirContext ctx, MlirOperation br, const vxl__cfg 
   return ok;
 }
 
-#define VXL__PLACED_PRED 1
-
 /* Split before the divergent cf.cond_br `br`, join on the edges from the
  * blocks it controls into its immediate post-dominator; a loop exit test
- * gets vx_pred instead (vxl__place_cf_loop).  Returns 0 (split placed),
- * VXL__PLACED_PRED, -EINVAL (unstructured: diagnostic in d) or -ENOMEM. */
-static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d) {
+ * gets vx_pred instead (vxl__place_cf_loop).  Counts what it placed in
+ * *splits / *preds.  Returns 0, -EINVAL (unstructured: diagnostic in d) or
+ * -ENOMEM. */
+static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d, unsigned *splits, unsigned *preds) {
   MlirBlock bb = mlirOperationGetBlock(br);
   MlirRegion r = mlirBlockGetParentRegion(bb);
   MlirLocation loc = mlirOperationGetLocation(br);
@@ -728,7 +719,9 @@ static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d) {
     if (rc != 0) {
       free(in);
       vxl__cfg_free(&g);
-      return rc < 0 ? rc : VXL__PLACED_PRED;
+      if (rc < 0) return rc;
+      (*preds)++;
+      return 0;
     }
     vxl__diag_at(d, loc, "unsupported: divergent %s in unstructured control flow (a thread-dependent exit from a loop with several exits or entries, "
                  "a branch into the middle of a divergent region, or paths that never meet)",
@@ -744,8 +737,12 @@ static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d) {
     /* ^join(args of P): __vxl_join(%sp); cf.br ^P(args) */
     MlirOperation join = vxl__func_call(ctx, loc, "__vxl_join", 1, &sp, 0, NULL);
     MlirBlock jb = vxl__block_before(r, g.blk[p], loc, join);
-    if (mlirBlockIsNull(jb)) rc = -ENOMEM;
-    else vxl__redirect(&g, in, g.blk[p], jb);
+    if (mlirBlockIsNull(jb)) {
+      rc = -ENOMEM;
+    } else {
+      vxl__redirect(&g, in, g.blk[p], jb);
+      (*splits)++;
+    }
   }
   free(in);
   vxl__cfg_free(&g);
@@ -778,10 +775,7 @@ int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl
       mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, vxl__func_call(ctx, loc, "__vxl_pred", 2, args, 0, NULL));
       (*preds)++;
     } else if (vxl__divergent_cf_branch(&dv, op)) {
-      rc = vxl__place_cf(ctx, op, d);
-      if (rc == VXL__PLACED_PRED) (*preds)++;
-      else if (rc == 0) (*splits)++;
-      if (rc > 0) rc = 0;
+      rc = vxl__place_cf(ctx, op, d, splits, preds);
     }
   }
   vxl__pset_clear(&dv.vals);

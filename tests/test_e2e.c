@@ -95,9 +95,7 @@ static void compile_twice(vxc_conn *c, const char *path, uint32_t want_kernels) 
 
 Test(e2e, corpus_and_examples_compile_then_hit) {
   vxc_conn *c = conn();
-  const char *files[] = {"basic_kernel", "conv3_kernel", "cta_kernel", "dogfood_kernel",
-                         "dotproduct_kernel", "metadata_test", "printf_kernel", "relu_kernel",
-                         "sgemm_kernel", "sort_kernel", "vecadd_kernel"};
+  const char *files[] = VXT_VORTEX_HIP_FILES;
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char path[512];
     snprintf(path, sizeof path, CORPUS "%s.mlir", files[i]);

@@ -204,9 +204,7 @@ Test(lowering, thread_model_and_barrier_follow_vx_spawn) {
 }
 
 Test(lowering, every_vortex_hip_file_compiles_unmodified) {
-  const char *files[] = {"basic_kernel", "conv3_kernel", "cta_kernel", "dogfood_kernel",
-                         "dotproduct_kernel", "metadata_test", "printf_kernel", "relu_kernel",
-                         "sgemm_kernel", "sort_kernel", "vecadd_kernel"};
+  const char *files[] = VXT_VORTEX_HIP_FILES;
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char path[512];
     snprintf(path, sizeof path, CORPUS "%s.mlir", files[i]);
@@ -313,13 +311,14 @@ Test(lowering, layouts_stay_right_across_many_compiles_on_one_compiler) {
     }
 }
 
-/* Counts the split, join and pred calls in lowered IR. */
-static void count_divergence(const char *ir, int *splits, int *joins, int *preds) {
-  const char *what[3] = {"llvm.call @__vxl_split(", "llvm.call @__vxl_join(", "llvm.call @__vxl_pred("};
-  int *n[3] = {splits, joins, preds};
+/* Asserts how many split, join and pred calls lowered IR holds. */
+static void expect_divergence(const char *ir, int splits, int joins, int preds, const char *what) {
+  const char *call[3] = {"llvm.call @__vxl_split(", "llvm.call @__vxl_join(", "llvm.call @__vxl_pred("};
+  const int want[3] = {splits, joins, preds};
   for (int i = 0; i < 3; i++) {
-    *n[i] = 0;
-    for (const char *p = ir; (p = strstr(p, what[i])); p++) (*n[i])++;
+    int n = 0;
+    for (const char *p = ir; (p = strstr(p, call[i])); p++) n++;
+    cr_assert_eq(n, want[i], "%s: %d x %s, want %d", what, n, call[i], want[i]);
   }
 }
 
@@ -339,11 +338,7 @@ Test(lowering, divergence_split_join_and_pred_placement) {
    * bound is a kernel argument, so the loop stays plain */
   vxl_result r = compile_file(CORPUS "sort_kernel.mlir", true);
   cr_assert(r.ok);
-  int splits, joins, preds;
-  count_divergence(r.lowered_ir, &splits, &joins, &preds);
-  cr_assert_eq(splits, 3);
-  cr_assert_eq(joins, 3);
-  cr_assert_eq(preds, 0);
+  expect_divergence(r.lowered_ir, 3, 3, 0, "sort");
   cr_assert_not_null(strstr(r.lowered_ir, ".insn r 0x0B, 2, 0, $0, $1, x0"), "vx_split encoding");
   cr_assert_not_null(strstr(r.lowered_ir, ".insn r 0x0B, 3, 0, x0, $0, x0"), "vx_join encoding");
   vxl_result_clear(&r);
@@ -352,10 +347,7 @@ Test(lowering, divergence_split_join_and_pred_placement) {
    * plain switch */
   r = compile_file(CORPUS "dogfood_kernel.mlir", true);
   cr_assert(r.ok);
-  count_divergence(r.lowered_ir, &splits, &joins, &preds);
-  cr_assert_eq(splits, 2);
-  cr_assert_eq(joins, 2);
-  cr_assert_eq(preds, 0);
+  expect_divergence(r.lowered_ir, 2, 2, 0, "dogfood");
   cr_assert_not_null(strstr(r.lowered_ir, "llvm.switch %arg5"), "the uniform switch is not split up");
   vxl_result_clear(&r);
   /* control_flow: a while loop and two for loops whose trip counts depend on
@@ -364,20 +356,19 @@ Test(lowering, divergence_split_join_and_pred_placement) {
    * cases (a chain of 2 cond_br) */
   r = compile_file(VXT_KERNELS_DIR "/control_flow.mlir", true);
   cr_assert(r.ok);
-  count_divergence(r.lowered_ir, &splits, &joins, &preds);
-  cr_assert_eq(splits, 6);
-  cr_assert_eq(joins, 6);
-  cr_assert_eq(preds, 3);
+  expect_divergence(r.lowered_ir, 6, 6, 3, "control_flow");
   cr_assert_not_null(strstr(r.lowered_ir, "csrr $0, 0xCC4"), "the mask vx_pred restores");
   vxl_result_clear(&r);
   /* uniform branches stay plain: a kernel that branches on an argument */
-  r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
-                   "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
-                   "      %p = arith.cmpi sgt, %a, %c0 : i32\n      scf.if %p {\n"
-                   "        memref.store %a, %o[%z] : memref<?xi32>\n      }\n      gpu.return\n    }\n  }\n}\n");
-  cr_assert(r.ok);
-  vxl_result_clear(&r);
   vxl_options o = {.opt_level = 2, .emit_ir = true};
+  const char *arg = "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
+                    "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
+                    "      %p = arith.cmpi sgt, %a, %c0 : i32\n      scf.if %p {\n"
+                    "        memref.store %a, %o[%z] : memref<?xi32>\n      }\n      gpu.return\n    }\n  }\n}\n";
+  cr_assert_eq(vxl_compile(cc, arg, strlen(arg), "u.mlir", &o, &r), 0);
+  cr_assert(r.ok);
+  cr_assert_null(strstr(r.lowered_ir, "llvm.call @__vxl_split("), "kernel arguments are uniform");
+  vxl_result_clear(&r);
   const char *src = "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
                     "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
                     "      %b = gpu.block_id x\n      %bi = arith.index_cast %b : index to i32\n"
@@ -427,11 +418,7 @@ Test(lowering, divergence_in_unstructured_control_flow) {
   vxl_result r = compile_file(VXT_KERNELS_DIR "/unstructured.mlir", true);
   cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
   char *fn = function_text(r.lowered_ir, "unstructured");
-  int splits, joins, preds;
-  count_divergence(fn, &splits, &joins, &preds);
-  cr_assert_eq(splits, 2);
-  cr_assert_eq(joins, 2);
-  cr_assert_eq(preds, 1);
+  expect_divergence(fn, 2, 2, 1, "unstructured");
   /* the split comes right before its branch, on the same condition */
   const char *sp = strstr(fn, "llvm.call @__vxl_split(");
   char cond[32] = "", br[64];
@@ -455,10 +442,7 @@ Test(lowering, divergence_in_unstructured_control_flow) {
   /* switch_exits: the bounds guard, then the cf.switch with two cases as
    * two nested split/join pairs (its three yields merged into one exit) */
   fn = function_text(r.lowered_ir, "switch_exits");
-  count_divergence(fn, &splits, &joins, &preds);
-  cr_assert_eq(splits, 3);
-  cr_assert_eq(joins, 3);
-  cr_assert_eq(preds, 0);
+  expect_divergence(fn, 3, 3, 0, "switch_exits");
   free(fn);
   vxl_result_clear(&r);
   /* a thread-dependent break from a loop that also exits at its head: the

@@ -8,6 +8,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The Polygeist kernels in ../shared/corpus/vortex-hip, without ".mlir":
+ * an initializer for `const char *files[]`. */
+#define VXT_VORTEX_HIP_FILES                                                     \
+  {"basic_kernel",  "conv3_kernel", "cta_kernel",  "dogfood_kernel",            \
+   "dotproduct_kernel", "metadata_test", "printf_kernel", "relu_kernel",        \
+   "sgemm_kernel",  "sort_kernel",  "vecadd_kernel"}
+
 /* Checks that an in-memory object is what Vortex links: ELF32, little
  * endian, EM_RISCV, relocatable, single-float ABI (EF_RISCV_FLOAT_ABI_SINGLE),
  * defining `main` and referencing `vx_spawn_threads`.  Returns NULL when it
