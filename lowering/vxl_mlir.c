@@ -472,6 +472,13 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
   vxl__ops gets = {0};
   mlirOperationWalk(mlirModuleGetOperation(rw->mod), vxl__collect_cb, &gets, MlirWalkPreOrder);
   if (gets.oom) { free(gets.v); return -ENOMEM; }
+  /* keep only the memref.get_global ops: the walk also listed the globals,
+   * which the loop below destroys, and a destroyed op must not be looked at
+   * again (it was, intermittently crashing with two workgroup globals) */
+  size_t kept = 0;
+  for (size_t i = 0; i < gets.n; i++)
+    if (vxl__streq(vxl__op_name(gets.v[i]), "memref.get_global")) gets.v[kept++] = gets.v[i];
+  gets.n = kept;
   int rc = 0;
   for (MlirOperation g = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(g) && rc == 0;) {
     MlirOperation next = mlirOperationGetNextInBlock(g);
@@ -507,7 +514,7 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
     rc = vxl__make_shmem(rw, st, off, dynamic, loc, helper, sizeof helper);
     for (size_t i = 0; rc == 0 && i < gets.n; i++) {
       MlirOperation u = gets.v[i];
-      if (mlirOperationIsNull(u) || !vxl__streq(vxl__op_name(u), "memref.get_global")) continue;
+      if (mlirOperationIsNull(u)) continue; /* already replaced */
       MlirAttribute nm = mlirOperationGetAttributeByName(u, vxl__str("name"));
       if (mlirAttributeIsNull(nm) || !mlirStringRefEqual(mlirFlatSymbolRefAttrGetValue(nm), sym)) continue;
       MlirOperation call = vxl__call(ctx, mlirOperationGetLocation(u), mlirOperationGetBlock(u), u, helper, 0,
