@@ -17,7 +17,8 @@ pkgs=(build-essential cmake pkg-config
       llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps
-      qemu-user gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # emulated Vortex device for the execution tests
+      libunicorn-dev libelf-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
+      gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # libgcc and libm the emulated kernels link
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,14 +1,21 @@
-/* vxt_device.c - link + run on the emulated Vortex device (see vxt_device.h). */
+/* vxt_device.c - link + run on the lockstep SIMT emulator (see vxt_device.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vxc.h"
+#include "vxt.h"
 #include "vxt_device.h"
+
+const vxt_simt vxt_simt_matrix[] = {
+    {4, 0, 1, VXS_SPLIT_SMALLER, "4 threads/warp, smaller side first"},
+    {1, 0, 1, VXS_SPLIT_LARGER, "1 thread/warp"},
+    {8, 0, 2, VXS_SPLIT_TAKEN, "8 threads/warp, taken side first, 2 cores"},
+    {32, 0, 1, VXS_SPLIT_NOT_TAKEN, "32 threads/warp, not-taken side first"},
+};
+const uint32_t vxt_simt_matrix_len = sizeof vxt_simt_matrix / sizeof vxt_simt_matrix[0];
 
 uint32_t vxt_image_put(vxt_image *img, const void *data, uint32_t n) {
   uint32_t off = (img->size + 63u) & ~63u;
@@ -43,89 +50,73 @@ uint32_t vxt_image_args(vxt_image *img, const vxp_kernel *k, const void *const *
   return off;
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-  const char *b = p;
-  while (n) {
-    ssize_t r = write(fd, b, n);
-    if (r <= 0) return -1;
-    b += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
-static int read_all(int fd, void *p, size_t n) {
-  char *b = p;
-  while (n) {
-    ssize_t r = read(fd, b, n);
-    if (r <= 0) return -1;
-    b += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
-const char *vxt_device_run(const vxp_kernel *k, const vxt_image *img, uint32_t args_offset,
-                           uint32_t out_offset, uint32_t out_size, void *out, int32_t *device_rc,
-                           char *stderr_out, size_t stderr_cap) {
+const char *vxt_device_link(const vxp_kernel *k, uint8_t **elf, size_t *elf_size) {
   char dir[] = "/tmp/vxt-dev-XXXXXX";
   if (!mkdtemp(dir)) return "mkdtemp failed";
-  char obj[128], elf[128], err[128], cmd[2048];
+  char obj[64], exe[64], cmd[2048];
   snprintf(obj, sizeof obj, "%s/kernel.o", dir);
-  snprintf(elf, sizeof elf, "%s/kernel.elf", dir);
-  snprintf(err, sizeof err, "%s/stderr", dir);
-  FILE *f = fopen(obj, "wb");
-  if (!f || fwrite(k->object, 1, k->object_size, f) != k->object_size) return "cannot write the object";
-  fclose(f);
-  snprintf(cmd, sizeof cmd, "%s -T %s %s %s %s %s -o %s 2>%s/link.log", VXT_LD, VXT_LINKER_SCRIPT,
-           VXT_RUNTIME_OBJS, obj, VXT_LIBC, VXT_LIBGCC, elf, dir);
+  snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
   const char *fail = NULL;
-  if (system(cmd) != 0) fail = "link with the device runtime failed";
-  int in[2], outp[2];
-  pid_t pid = -1;
-  if (!fail && (pipe(in) != 0 || pipe(outp) != 0)) fail = "pipe failed";
-  if (!fail) {
-    pid = fork();
-    if (pid == 0) {
-      dup2(in[0], 0);
-      dup2(outp[1], 1);
-      int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(e, 2);
-      close(in[1]);
-      close(outp[0]);
-      execl(VXT_QEMU, VXT_QEMU, elf, (char *)NULL);
-      _exit(127);
-    }
-    close(in[0]);
-    close(outp[1]);
-    uint32_t hdr[3] = {args_offset, out_offset, out_size};
-    if (write_all(in[1], &img->size, 4) || write_all(in[1], img->p, img->size) ||
-        write_all(in[1], hdr, sizeof hdr))
-      fail = "the device did not take its input";
-    close(in[1]);
-    if (!fail && (read_all(outp[0], device_rc, 4) || read_all(outp[0], out, out_size)))
-      fail = "the device did not return its output";
-    close(outp[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-      /* thread-unsafe static message: the suites run tests one at a time */
-      static char msg[128];
-      snprintf(msg, sizeof msg, "%s; qemu-riscv32 %s %d", fail ? fail : "the device failed",
-               WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-      fail = msg;
-    }
-  }
-  if (stderr_out && stderr_cap) {
-    stderr_out[0] = '\0';
-    FILE *e = fopen(err, "r");
-    if (e) {
-      size_t n = fread(stderr_out, 1, stderr_cap - 1, e);
-      stderr_out[n] = '\0';
-      fclose(e);
-    }
-  }
+  FILE *f = fopen(obj, "wb");
+  if (!f || fwrite(k->object, 1, k->object_size, f) != k->object_size) fail = "cannot write the object";
+  if (f) fclose(f);
+  snprintf(cmd, sizeof cmd, "%s -T %s %s %s %s %s -o %s 2>%s/link.log", VXT_LD, VXT_LINKER_SCRIPT,
+           VXT_RUNTIME_OBJS, obj, VXT_LIBC, VXT_LIBGCC, exe, dir);
+  if (!fail && system(cmd) != 0) fail = "link with the device runtime failed";
+  if (!fail && !(*elf = (uint8_t *)vxt_read_file(exe, elf_size))) fail = "cannot read the linked image";
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0 && !fail) fail = "cleanup failed";
+  return fail;
+}
+
+const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image *img, uint32_t args_offset,
+                           uint32_t launch_offset, const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size,
+                           void *out, vxs_report *rep, char *printed, size_t printed_cap) {
+  static char msg[768]; /* the suites run tests one at a time */
+  uint32_t block[3], shared;
+  memcpy(block, img->p + args_offset + launch_offset + 12, sizeof block);
+  memcpy(&shared, img->p + args_offset + launch_offset + 24, 4);
+  uint32_t threads = block[0] * block[1] * block[2];
+  vxs_config c;
+  vxs_config_default(&c);
+  c.threads_per_warp = cfg->threads_per_warp;
+  c.cores = cfg->cores;
+  c.split_policy = cfg->split_policy;
+  c.warps_per_core = cfg->warps_per_core;
+  if (!c.warps_per_core) {
+    uint32_t wpg = (threads + c.threads_per_warp - 1) / c.threads_per_warp;
+    c.warps_per_core = wpg * 2 < 4 ? 4 : wpg * 2;
+  }
+  c.barriers = c.warps_per_core;
+  c.ipdom_depth = 2 * c.threads_per_warp;
+  /* room for every group a core holds, with static shared memory */
+  uint32_t lmem = c.warps_per_core * (shared + 65536u);
+  c.local_mem_bytes = lmem > (16u << 20) ? (16u << 20) : (lmem + 4095u) & ~4095u;
+  c.max_steps = 200u * 1000u * 1000u;
+  vxs_device *dev = NULL;
+  const char *why = NULL;
+  int rc = vxs_device_create(&c, &dev);
+  if (rc != 0) {
+    snprintf(msg, sizeof msg, "[%s] cannot create the device (%d)", cfg->name, rc);
+    return msg;
+  }
+  uint32_t mem = (img->size + 4095u) & ~4095u;
+  if ((rc = vxs_load_elf(dev, elf, elf_size, &why)) != 0 || (rc = vxs_mem_map(dev, VXT_MEM_BASE, mem)) != 0 ||
+      (rc = vxs_mem_write(dev, VXT_MEM_BASE, img->p, img->size)) != 0) {
+    snprintf(msg, sizeof msg, "[%s] cannot load the device (%d %s)", cfg->name, rc, why ? why : "");
+    vxs_device_destroy(dev);
+    return msg;
+  }
+  rc = vxs_run(dev, VXT_MEM_BASE + args_offset, rep);
+  if (printed && printed_cap) snprintf(printed, printed_cap, "%s", vxs_console(dev));
+  const char *fail = NULL;
+  if (rc != 0) {
+    snprintf(msg, sizeof msg, "[%s] %s", cfg->name, rep->error);
+    fail = msg;
+  } else if (vxs_mem_read(dev, VXT_MEM_BASE + out_offset, out, out_size) != 0) {
+    snprintf(msg, sizeof msg, "[%s] output outside device memory", cfg->name);
+    fail = msg;
+  }
+  vxs_device_destroy(dev);
   return fail;
 }

@@ -1,6 +1,6 @@
 /*
- * vxt_device.h - run compiled kernels on the emulated Vortex device
- * (tests/device/, qemu-riscv32) and read results back.
+ * vxt_device.h - run compiled kernels on the lockstep SIMT emulator of a
+ * Vortex device (runtime/simt/) and read results back.
  */
 #ifndef VXT_DEVICE_H
 #define VXT_DEVICE_H
@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 #include "vxp.h"
+#include "vxs.h"
 
-/* Device global memory base (tests/device/vxemu.ld). */
+/* Device global memory base the tests place their buffers at. */
 #define VXT_MEM_BASE 0x40000000u
 
 /* Device memory image the host fills before a launch. */
@@ -18,6 +19,19 @@ typedef struct {
   uint8_t *p;  /* malloc() */
   uint32_t size, cap;
 } vxt_image;
+
+/* One device configuration a launch runs on.  warps_per_core 0: enough
+ * warps for two blocks of the launch at once (at least 4). */
+typedef struct {
+  uint32_t threads_per_warp, warps_per_core, cores;
+  vxs_split_policy split_policy;
+  const char *name; /* for failure messages */
+} vxt_simt;
+
+/* The configurations every test_device launch runs on: warp widths 1, 4
+ * (Vortex's default), 8 and 32, each split policy, one and two cores. */
+extern const vxt_simt vxt_simt_matrix[];
+extern const uint32_t vxt_simt_matrix_len;
 
 /* Copies n bytes (or zeroes when data is NULL) into the image at a 64-byte
  * aligned offset; returns that offset.  The device address is
@@ -30,13 +44,19 @@ void vxt_image_free(vxt_image *img);
 uint32_t vxt_image_args(vxt_image *img, const vxp_kernel *k, const void *const *values,
                         const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes);
 
-/* Links k's object with the device runtime, runs it under qemu-riscv32 on
- * the image, and copies out_size bytes at out_offset back into out (the
- * image is not updated).  *device_rc gets main's return value; stderr_out
- * (may be NULL) gets what the device printed.  Returns NULL or a static
- * description of what failed. */
-const char *vxt_device_run(const vxp_kernel *k, const vxt_image *img, uint32_t args_offset,
-                           uint32_t out_offset, uint32_t out_size, void *out, int32_t *device_rc,
-                           char *stderr_out, size_t stderr_cap);
+/* Links k's object with the emulator's device runtime (ld.lld-22, picolibc
+ * libc.a and libgcc for libm and soft-float f64) into *elf (malloc()).
+ * Returns NULL or a static description of what failed. */
+const char *vxt_device_link(const vxp_kernel *k, uint8_t **elf, size_t *elf_size);
+
+/* Runs a linked image on a fresh device with configuration cfg, the image
+ * img mapped at VXT_MEM_BASE and mscratch = the argument buffer at
+ * args_offset; copies out_size bytes at out_offset back into out (img is
+ * not updated).  *rep gets the emulator's report, printed (may be NULL)
+ * what the device printed.  Returns NULL, or a description of what failed
+ * (valid until the next call; the suites run tests one at a time). */
+const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image *img, uint32_t args_offset,
+                           uint32_t launch_offset, const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size,
+                           void *out, vxs_report *rep, char *printed, size_t printed_cap);
 
 #endif

@@ -1,0 +1,86 @@
+/*
+ * vx_start.S - entry points of the emulator's Vortex device runtime.
+ *
+ * _start runs on warp 0, thread 0 of every core (the reset state): a
+ * per-core stack for main, main, its result in __vxs_exit_code (core 0),
+ * then `tmc 0` halts the warp.  Warps started by vx_wspawn enter at
+ * __vxs_warp_entry with thread 0 active; warp 0 joins the work through
+ * __vxs_run_warp0.  Both turn every thread of the warp on, give each its
+ * own stack and TLS block (VXS_THREAD_SETUP), and run __vxs_worker.
+ */
+#include "vxs_abi.h"
+
+/* tmc rs1: thread mask = rs1 (custom-0, funct3 0) */
+#define VX_TMC(reg) .insn r 0x0B, 0, 0, x0, reg, x0
+
+/* sp = top of this hart's slot, tp = its bottom (the TLS block). */
+.macro VXS_THREAD_SETUP
+  csrr t0, VXS_CSR_MHARTID
+  slli t0, t0, VXS_STACK_LOG2_SIZE
+  li t1, VXS_STACK_TOP
+  sub sp, t1, t0
+  li t1, VXS_STACK_SIZE
+  sub tp, sp, t1
+.endm
+
+  .section .text.init, "ax", @progbits
+  .globl _start
+  .type _start, @function
+_start:
+  csrr t0, VXS_CSR_CORE_ID
+  addi t0, t0, 1
+  slli t0, t0, 12            /* 4 KiB main stack per core */
+  la sp, __vxs_main_stacks
+  add sp, sp, t0
+  mv tp, zero
+  call main
+  csrr t0, VXS_CSR_CORE_ID
+  bnez t0, 1f
+  la t1, __vxs_exit_code
+  sw a0, 0(t1)
+1:
+  VX_TMC(zero)
+2:
+  j 2b
+  .size _start, .-_start
+
+  .text
+  .globl __vxs_warp_entry
+  .type __vxs_warp_entry, @function
+__vxs_warp_entry:
+  li t0, -1
+  VX_TMC(t0)
+  VXS_THREAD_SETUP
+  call __vxs_init_tls
+  call __vxs_worker
+  VX_TMC(zero)
+1:
+  j 1b
+  .size __vxs_warp_entry, .-__vxs_warp_entry
+
+/* void __vxs_run_warp0(void): called by thread 0 of warp 0; returns on
+ * thread 0 alone with its own stack and tp back. */
+  .globl __vxs_run_warp0
+  .type __vxs_run_warp0, @function
+__vxs_run_warp0:
+  addi sp, sp, -16
+  sw ra, 12(sp)
+  sw s0, 8(sp)
+  sw s1, 4(sp)
+  mv s0, sp
+  mv s1, tp
+  li t0, -1
+  VX_TMC(t0)
+  VXS_THREAD_SETUP
+  call __vxs_init_tls
+  call __vxs_worker
+  li t0, 1
+  VX_TMC(t0)
+  mv sp, s0
+  mv tp, s1
+  lw ra, 12(sp)
+  lw s0, 8(sp)
+  lw s1, 4(sp)
+  addi sp, sp, 16
+  ret
+  .size __vxs_run_warp0, .-__vxs_run_warp0

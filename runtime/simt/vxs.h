@@ -1,0 +1,118 @@
+/*
+ * vxs.h - a lockstep SIMT emulator of a Vortex device.
+ *
+ * Runs linked RV32IMAF kernel images (an ELF executable built against the
+ * device runtime in runtime/simt/device/) the way Vortex hardware does: the
+ * threads of a warp share one PC and a thread mask and step every
+ * instruction together; the custom-0 instructions the objects use (tmc,
+ * wspawn, split, join, bar, pred) and the Vortex CSRs get Vortex's
+ * semantics (docs/VORTEX_ABI.md, "SIMT semantics").  RV32IMAF itself is
+ * executed by libunicorn, one uc_engine per device with one saved CPU
+ * context per hardware thread.
+ *
+ * What it checks that hardware would abort on: an ordinary branch or jump
+ * on which the active threads of a warp disagree (no split around it), a
+ * join with nothing to join or out of order, an IPDOM stack overflow, a
+ * barrier nobody can release, memory accesses outside mapped memory, and
+ * instructions the configuration does not have.  Each is reported with the
+ * PC, the function it lies in, the warp, core and thread masks.
+ *
+ * Code in the image's serial range (the symbols __vxs_serial_start and
+ * __vxs_serial_end: libc, libm, libgcc and vx_printf, which the Vortex
+ * SDK builds with its own divergence pass) is not checked for divergence:
+ * when a warp calls into it, each active thread runs the call alone to its
+ * return address, then the warp continues in lockstep.
+ *
+ * Threads: a vxs_device is used by one thread at a time; separate devices
+ * are independent.  No global or static mutable state.
+ */
+#ifndef VXS_H
+#define VXS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vxs_abi.h"
+
+/* Which side of a divergent split runs first.  Vortex simulators differ
+ * (older ones take the larger set, newer ones the smaller); correct code
+ * computes the same result under each. */
+typedef enum {
+  VXS_SPLIT_SMALLER = 0, /* fewer threads first; ties: taken side */
+  VXS_SPLIT_LARGER,      /* more threads first; ties: taken side */
+  VXS_SPLIT_TAKEN,       /* threads whose predicate is 1 first */
+  VXS_SPLIT_NOT_TAKEN,   /* threads whose predicate is 0 first */
+} vxs_split_policy;
+
+typedef struct {
+  uint32_t threads_per_warp; /* 1..VXS_MAX_THREADS_PER_WARP; Vortex default 4 */
+  uint32_t warps_per_core;   /* 1..VXS_MAX_WARPS_PER_CORE; Vortex default 4 */
+  uint32_t cores;            /* 1..VXS_MAX_CORES; default 1 */
+  uint32_t local_mem_bytes;  /* local (shared) memory per core, multiple of
+                                4096; Vortex default 16384 */
+  uint32_t barriers;         /* barrier ids per core; default warps_per_core */
+  uint32_t ipdom_depth;      /* IPDOM stack entries per warp; default
+                                2 * threads_per_warp (a warp of T threads
+                                can nest at most T - 1 divergent splits) */
+  vxs_split_policy split_policy;
+  uint64_t max_steps;        /* warp instructions before giving up; default
+                                2^31 */
+} vxs_config;
+
+/* Outcome of a run.  error is "" on success, else one line saying what the
+ * hardware would have done wrong and where. */
+typedef struct {
+  int32_t exit_code;        /* main's return value (core 0) */
+  uint64_t warp_steps;      /* warp instructions issued */
+  uint64_t thread_steps;    /* thread instructions executed */
+  uint32_t splits_divergent;/* splits that pushed the IPDOM stack */
+  uint32_t max_ipdom_depth; /* deepest IPDOM stack seen */
+  char error[512];
+} vxs_report;
+
+typedef struct vxs_device vxs_device;
+
+/* Fills *cfg with Vortex's default configuration (1 core, 4 warps of 4
+ * threads, 16 KiB local memory, smaller-set-first splits). */
+void vxs_config_default(vxs_config *cfg);
+
+/* Creates a device for cfg (copied; zero fields take their defaults).
+ * Returns 0 and *out (caller owns; vxs_device_destroy), -EINVAL for a
+ * configuration outside the bounds above, -ENOMEM, or -EIO if libunicorn
+ * cannot open a RISC-V 32 engine. */
+int vxs_device_create(const vxs_config *cfg, vxs_device **out);
+/* (cores x warps_per_core x threads_per_warp must not exceed VXS_MAX_HARTS.) */
+void vxs_device_destroy(vxs_device *dev);
+
+/* Maps size bytes of zeroed device memory at addr (both multiples of
+ * 4096), e.g. global memory for the host's buffers.  Returns 0, -EINVAL
+ * (misaligned, overlapping or too many regions), -ENOMEM. */
+int vxs_mem_map(vxs_device *dev, uint32_t addr, uint32_t size);
+
+/* Copies between host memory and mapped device memory.  The range must lie
+ * inside one mapped region.  Returns 0 or -EFAULT. */
+int vxs_mem_write(vxs_device *dev, uint32_t addr, const void *src, uint32_t size);
+int vxs_mem_read(vxs_device *dev, uint32_t addr, void *dst, uint32_t size);
+
+/* Loads a linked RV32 ELF executable of size bytes: maps and fills its
+ * PT_LOAD segments (memory beyond a segment's file size zeroed), keeps its
+ * function symbols for reports and its serial range.  One image per
+ * device.  Returns 0, -EINVAL for a file that is not an ELF32 RISC-V
+ * executable (why in *why, a static string, when why is not NULL),
+ * -ENOMEM. */
+int vxs_load_elf(vxs_device *dev, const void *elf, size_t size, const char **why);
+
+/* Resets every hart and runs the image from its entry point on warp 0,
+ * thread 0 of each core, with CSR mscratch = argument_buffer, until every
+ * warp has halted, an error or max_steps.  The console output of
+ * vx_printf is appended to dev's console (vxs_console).  Returns 0 when the
+ * run finished without error (rep->exit_code holds main's result), 1 when
+ * the device failed (rep->error says how), -EINVAL without a loaded
+ * image. */
+int vxs_run(vxs_device *dev, uint32_t argument_buffer, vxs_report *rep);
+
+/* What the device printed so far (NUL-terminated; owned by dev, valid
+ * until the next vxs_run or vxs_device_destroy). */
+const char *vxs_console(const vxs_device *dev);
+
+#endif /* VXS_H */
