@@ -1,0 +1,159 @@
+/*
+ * programs.c - device programs for test_simt: each case is a kernel body
+ * written with Vortex's intrinsics as inline assembly, so the instructions
+ * the emulator sees are exactly the ones written here.  main reads the
+ * argument buffer (mscratch): which case, grid and block size, and an
+ * output array each thread writes.
+ */
+#include <stdint.h>
+
+typedef union {
+  struct {
+    uint32_t x, y, z;
+  };
+  uint32_t m[3];
+} dim3_t;
+extern __thread dim3_t threadIdx, blockIdx;
+extern dim3_t blockDim;
+extern __thread uint32_t __local_group_id;
+extern uint32_t __warps_per_group;
+int vx_spawn_threads(uint32_t dimension, const uint32_t *grid_dim, const uint32_t *block_dim,
+                     void (*kernel_func)(void *), const void *arg);
+
+typedef struct {
+  uint32_t which, grid, block, pad;
+  int32_t out[4096];
+} args_t;
+
+#define CSR(n)                                          \
+  ({                                                    \
+    uint32_t v_;                                        \
+    __asm__ volatile("csrr %0, %1" : "=r"(v_) : "i"(n)); \
+    v_;                                                 \
+  })
+
+static inline uint32_t vx_split(uint32_t p) {
+  uint32_t sp;
+  __asm__ volatile(".insn r 0x0B, 2, 0, %0, %1, x0" : "=r"(sp) : "r"(p) : "memory");
+  return sp;
+}
+static inline void vx_join(uint32_t sp) { __asm__ volatile(".insn r 0x0B, 3, 0, x0, %0, x0" ::"r"(sp) : "memory"); }
+static inline void vx_pred(uint32_t c, uint32_t m) {
+  __asm__ volatile(".insn r 0x0B, 5, 0, x0, %0, %1" ::"r"(c), "r"(m) : "memory");
+}
+static inline void vx_barrier(uint32_t id, uint32_t n) {
+  __asm__ volatile(".insn r 0x0B, 4, 0, x0, %0, %1" ::"r"(id), "r"(n) : "memory");
+}
+
+static uint32_t global_id(void) { return blockIdx.x * blockDim.x + threadIdx.x; }
+
+/* 0: odd threads write 1, even ones 2, through a plain branch. */
+static void divergent_branch(void *a) {
+  args_t *args = a;
+  uint32_t g = global_id();
+  __asm__ goto("andi t0, %0, 1\n\tbnez t0, %l[odd]" ::"r"(g) : "t0" : odd);
+  args->out[g] = 2;
+  return;
+odd:
+  args->out[g] = 1;
+}
+
+/* 1: the same branch between vx_split and vx_join; out = 1 odd, 2 even,
+ * plus 10 x the split's stack depth result. */
+static void split_join(void *a) {
+  args_t *args = a;
+  uint32_t g = global_id();
+  uint32_t sp = vx_split(g & 1);
+  __asm__ goto("andi t0, %0, 1\n\tbnez t0, %l[odd]" ::"r"(g) : "t0" : odd);
+  args->out[g] = 2;
+  goto done;
+odd:
+  args->out[g] = 1;
+done:
+  vx_join(sp);
+  args->out[g] += 10 * (int32_t)sp;
+}
+
+/* 2: a join of a split that never ran (depth 5 on an empty stack). */
+static void join_without_split(void *a) {
+  (void)a;
+  vx_join(5);
+}
+
+/* 3: a loop whose trip count is the thread's id (sum 1..g), its exit made
+ * uniform with vx_pred and the mask read before the loop. */
+static void pred_loop(void *a) {
+  args_t *args = a;
+  uint32_t g = global_id();
+  uint32_t mask = CSR(0xCC4);
+  int32_t sum = 0;
+  uint32_t i = 0;
+  for (;;) {
+    uint32_t stay = i < g;
+    vx_pred(stay, mask);
+    if (!stay) break; /* uniform after vx_pred: every active thread stays */
+    sum += (int32_t)++i;
+  }
+  args->out[g] = sum;
+}
+
+/* 4: only the first warp of each block waits at the block's barrier. */
+static void barrier_deadlock(void *a) {
+  (void)a;
+  if (CSR(0xCC1) == 0) vx_barrier(__local_group_id, 2);
+}
+
+/* 5: what the CSRs say, 8 words per thread. */
+static void csrs(void *a) {
+  args_t *args = a;
+  int32_t *o = &args->out[8 * global_id()];
+  o[0] = (int32_t)CSR(0xCC0);
+  o[1] = (int32_t)CSR(0xCC1);
+  o[2] = (int32_t)CSR(0xCC2);
+  o[3] = (int32_t)CSR(0xCC4);
+  o[4] = (int32_t)CSR(0xFC0);
+  o[5] = (int32_t)CSR(0xFC1);
+  o[6] = (int32_t)CSR(0xFC3);
+  o[7] = (int32_t)CSR(0xF14);
+}
+
+/* 6: splits that are never joined: with T threads a warp can push T - 1
+ * entries before every side holds one thread. */
+static void ipdom_overflow(void *a) {
+  (void)a;
+  uint32_t g = global_id();
+  for (uint32_t bit = 0; bit < 32; bit++) vx_split(g >> bit & 1);
+}
+
+/* 7: never ends. */
+static void endless(void *a) {
+  (void)a;
+  for (;;) __asm__ volatile("");
+}
+
+/* 8: a store to unmapped memory. */
+static void bad_store(void *a) {
+  (void)a;
+  *(volatile int32_t *)0x1000 = 1;
+}
+
+/* 9: the threads of a block exchange values through local memory around a
+ * barrier: out[g] = the value of the thread mirrored in the block. */
+static void barrier_exchange(void *a) {
+  args_t *args = a;
+  uint32_t t = threadIdx.x, n = blockDim.x;
+  volatile int32_t *lmem = (volatile int32_t *)(CSR(0xFC3) + __local_group_id * n * 4);
+  lmem[t] = (int32_t)(global_id() * 3);
+  vx_barrier(__local_group_id, __warps_per_group);
+  args->out[global_id()] = lmem[n - 1 - t];
+}
+
+static void (*const cases[])(void *) = {divergent_branch, split_join, join_without_split, pred_loop,
+                                        barrier_deadlock, csrs, ipdom_overflow, endless, bad_store,
+                                        barrier_exchange};
+
+int main(void) {
+  args_t *args = (args_t *)CSR(0x340);
+  if (args->which >= sizeof cases / sizeof cases[0]) return -2;
+  return vx_spawn_threads(1, &args->grid, &args->block, cases[args->which], args);
+}

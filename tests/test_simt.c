@@ -1,0 +1,194 @@
+/*
+ * test_simt.c - the lockstep SIMT emulator (runtime/simt) on hand-written
+ * device programs (tests/simt/programs.c): what it reports where hardware
+ * would abort, and the SIMT semantics of split/join, pred, barriers, the
+ * CSRs and vx_spawn_threads' thread layout.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "vxs.h"
+#include "vxt.h"
+
+#define ARGS 0x40000000u
+
+typedef struct {
+  uint32_t which, grid, block, pad;
+  int32_t out[4096];
+} args_t;
+
+static uint8_t *image;
+static size_t image_size;
+static void setup(void) {
+  image = (uint8_t *)vxt_read_file(VXT_SIMT_PROGRAMS, &image_size);
+  cr_assert_not_null(image, "cannot read %s", VXT_SIMT_PROGRAMS);
+}
+static void teardown(void) { free(image); }
+TestSuite(simt, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Runs case `which` with grid x block threads on a device of `lanes`
+ * threads per warp (warps: enough for two blocks), filling *out.  Returns
+ * vxs_run's result; *rep gets the report. */
+static int run_case_ipdom(uint32_t which, uint32_t grid, uint32_t block, uint32_t lanes, vxs_split_policy policy,
+                          uint32_t ipdom_depth, args_t *out, vxs_report *rep) {
+  vxs_config c;
+  vxs_config_default(&c);
+  c.threads_per_warp = lanes;
+  uint32_t wpg = (block + lanes - 1) / lanes;
+  c.warps_per_core = wpg * 2 < 4 ? 4 : wpg * 2;
+  c.barriers = c.warps_per_core;
+  c.split_policy = policy;
+  c.max_steps = 2000000;
+  c.ipdom_depth = ipdom_depth;
+  vxs_device *d = NULL;
+  cr_assert_eq(vxs_device_create(&c, &d), 0);
+  const char *why = NULL;
+  cr_assert_eq(vxs_load_elf(d, image, image_size, &why), 0, "%s", why);
+  cr_assert_eq(vxs_mem_map(d, ARGS, (sizeof(args_t) + 4095) & ~4095u), 0);
+  memset(out, 0, sizeof *out);
+  out->which = which, out->grid = grid, out->block = block;
+  cr_assert_eq(vxs_mem_write(d, ARGS, out, sizeof *out), 0);
+  int rc = vxs_run(d, ARGS, rep);
+  cr_assert_eq(vxs_mem_read(d, ARGS, out, sizeof *out), 0);
+  vxs_device_destroy(d);
+  return rc;
+}
+
+static int run_case(uint32_t which, uint32_t grid, uint32_t block, uint32_t lanes, vxs_split_policy policy,
+                    args_t *out, vxs_report *rep) {
+  return run_case_ipdom(which, grid, block, lanes, policy, 0, out, rep);
+}
+
+static const vxs_split_policy policies[] = {VXS_SPLIT_SMALLER, VXS_SPLIT_LARGER, VXS_SPLIT_TAKEN,
+                                            VXS_SPLIT_NOT_TAKEN};
+
+Test(simt, a_divergent_branch_without_a_split_is_an_error_at_its_pc) {
+  args_t a;
+  vxs_report rep;
+  cr_assert_eq(run_case(0, 1, 8, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert(strstr(rep.error, "divergent branch without a split: threads 0x5 go to"), "%s", rep.error);
+  cr_assert(strstr(rep.error, "(divergent_branch+0x"), "the report names the function: %s", rep.error);
+  /* one thread per warp cannot diverge: the same program is fine */
+  cr_assert_eq(run_case(0, 1, 8, 1, VXS_SPLIT_SMALLER, &a, &rep), 0, "%s", rep.error);
+  for (int g = 0; g < 8; g++) cr_assert_eq(a.out[g], g & 1 ? 1 : 2);
+}
+
+Test(simt, split_and_join_run_both_sides_under_every_policy) {
+  for (unsigned p = 0; p < 4; p++)
+    for (uint32_t lanes = 1; lanes <= 32; lanes *= 2) {
+      args_t a;
+      vxs_report rep;
+      cr_assert_eq(run_case(1, 3, 13, lanes, policies[p], &a, &rep), 0, "policy %u, %u lanes: %s", p, lanes,
+                   rep.error);
+      for (int g = 0; g < 39; g++)
+        cr_assert_eq(a.out[g], g & 1 ? 1 : 2, "policy %u lanes %u out[%d] = %d", p, lanes, g, a.out[g]);
+      if (lanes == 1) cr_assert_eq(rep.splits_divergent, 0);
+      else cr_assert_gt(rep.splits_divergent, 0, "lanes %u", lanes);
+      cr_assert_leq(rep.max_ipdom_depth, 1);
+    }
+}
+
+Test(simt, a_join_without_its_split_is_an_error) {
+  args_t a;
+  vxs_report rep;
+  cr_assert_eq(run_case(2, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert(strstr(rep.error, "join of split depth 5 with IPDOM depth 0"), "%s", rep.error);
+}
+
+Test(simt, pred_masks_threads_off_and_restores_the_mask_when_none_is_left) {
+  for (uint32_t lanes = 1; lanes <= 32; lanes *= 2) {
+    args_t a;
+    vxs_report rep;
+    cr_assert_eq(run_case(3, 2, 21, lanes, VXS_SPLIT_SMALLER, &a, &rep), 0, "%u lanes: %s", lanes, rep.error);
+    for (int g = 0; g < 42; g++) cr_assert_eq(a.out[g], g * (g + 1) / 2, "lanes %u out[%d] = %d", lanes, g, a.out[g]);
+  }
+}
+
+Test(simt, a_barrier_only_some_warps_reach_is_a_deadlock) {
+  args_t a;
+  vxs_report rep;
+  cr_assert_eq(run_case(4, 1, 8, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert(strstr(rep.error, "deadlock: no running warp can release barrier"), "%s", rep.error);
+}
+
+Test(simt, csrs_and_the_thread_layout_of_vx_spawn_threads) {
+  args_t a;
+  vxs_report rep;
+  /* 2 blocks of 6 threads on 4-thread warps: each block takes 2 warps, the
+   * second with 2 threads; a core holds 2 blocks (4 warps) */
+  cr_assert_eq(run_case(5, 2, 6, 4, VXS_SPLIT_SMALLER, &a, &rep), 0, "%s", rep.error);
+  for (uint32_t g = 0; g < 12; g++) {
+    const int32_t *o = &a.out[8 * g];
+    uint32_t block = g / 6, t = g % 6, warp = block * 2 + t / 4, lane = t % 4;
+    cr_assert_eq(o[0], (int32_t)lane, "thread %u lane", g);
+    cr_assert_eq(o[1], (int32_t)warp, "thread %u warp", g);
+    cr_assert_eq(o[2], 0);
+    cr_assert_eq(o[3], t / 4 ? 0x3 : 0xF, "thread %u active mask 0x%x", g, o[3]);
+    cr_assert_eq(o[4], 4);
+    cr_assert_eq(o[5], 4);
+    cr_assert_eq((uint32_t)o[6], VXS_LOCAL_MEM_BASE);
+    cr_assert_eq(o[7], (int32_t)(warp * 4 + lane), "hart id");
+  }
+}
+
+Test(simt, unjoined_splits_overflow_the_ipdom_stack) {
+  args_t a;
+  vxs_report rep;
+  cr_assert_eq(run_case_ipdom(6, 1, 32, 32, VXS_SPLIT_SMALLER, 3, &a, &rep), 1);
+  cr_assert(strstr(rep.error, "IPDOM stack overflow (3 entries)"), "%s", rep.error);
+  cr_assert_eq(rep.max_ipdom_depth, 3);
+}
+
+Test(simt, a_kernel_that_never_ends_stops_at_the_step_limit) {
+  args_t a;
+  vxs_report rep;
+  cr_assert_eq(run_case(7, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert(strstr(rep.error, "step limit reached (2000000 warp instructions)"), "%s", rep.error);
+}
+
+Test(simt, a_store_to_unmapped_memory_is_reported) {
+  args_t a;
+  vxs_report rep;
+  cr_assert_eq(run_case(8, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert(strstr(rep.error, "thread 0: Invalid memory write (UC_ERR_WRITE_UNMAPPED) at pc"), "%s", rep.error);
+  cr_assert(strstr(rep.error, "(bad_store+0x"), "%s", rep.error);
+}
+
+Test(simt, barriers_count_warps_and_order_local_memory) {
+  for (uint32_t lanes = 1; lanes <= 32; lanes *= 2) {
+    args_t a;
+    vxs_report rep;
+    cr_assert_eq(run_case(9, 5, 37, lanes, VXS_SPLIT_SMALLER, &a, &rep), 0, "%u lanes: %s", lanes, rep.error);
+    for (int g = 0; g < 5 * 37; g++) {
+      int b = g / 37, t = g % 37;
+      cr_assert_eq(a.out[g], (b * 37 + 36 - t) * 3, "lanes %u out[%d] = %d", lanes, g, a.out[g]);
+    }
+  }
+}
+
+Test(simt, bad_images_and_configurations_are_refused) {
+  vxs_config c;
+  vxs_config_default(&c);
+  c.threads_per_warp = 33;
+  vxs_device *d = NULL;
+  cr_assert_eq(vxs_device_create(&c, &d), -EINVAL);
+  vxs_config_default(&c);
+  c.warps_per_core = 1024, c.threads_per_warp = 32;
+  cr_assert_eq(vxs_device_create(&c, &d), -EINVAL, "more harts than VXS_MAX_HARTS");
+  cr_assert_eq(vxs_device_create(NULL, &d), 0);
+  const char *why = NULL;
+  cr_assert_eq(vxs_load_elf(d, "garbage", 7, &why), -EINVAL);
+  cr_assert_str_eq(why, "not an ELF file");
+  uint8_t *copy = malloc(image_size);
+  memcpy(copy, image, image_size);
+  copy[18] = 62; /* e_machine = x86-64 */
+  cr_assert_eq(vxs_load_elf(d, copy, image_size, &why), -EINVAL);
+  cr_assert_str_eq(why, "not an ELF32 RISC-V executable");
+  free(copy);
+  vxs_report rep;
+  cr_assert_eq(vxs_run(d, 0, &rep), -EINVAL, "no image loaded");
+  cr_assert_eq(vxs_mem_map(d, 0x1234, 4096), -EINVAL, "misaligned");
+  cr_assert_eq(vxs_mem_map(d, VXS_LOCAL_MEM_BASE, 4096), -EINVAL, "overlaps local memory");
+  vxs_device_destroy(d);
+}
