@@ -5,8 +5,8 @@
  * threads of a warp disagree aborts ("divergent branch!") unless it is
  * wrapped in vx_split/vx_join, and a loop whose exit test differs between
  * threads must predicate finished threads off with vx_pred (see
- * ../shared/notes/vortex-abi.md; the Vortex LLVM fork does this in a backend
- * pass that upstream LLVM lacks).
+ * docs/VORTEX_ABI.md; the Vortex LLVM fork does this in a backend pass that
+ * upstream LLVM lacks).
  *
  * Uniformity analysis, on a function after the GPU rewrite and after
  * scf.for became scf.while: divergent values start at the thread-id reads
@@ -32,9 +32,12 @@
  * immediate post-dominator P that comes from the blocks B controls (those
  * reachable from B without passing P), so paths that reach P some other way
  * run no join.  That needs B to be the only way into those blocks and no
- * way back to B; a divergent branch in unstructured control flow that breaks
- * either (a divergent exit of a cf loop, a side entry) is refused with an
- * "unsupported:" diagnostic.  A divergent scf.while reads the active-thread
+ * way back to B.  Blocks of that set also entered from outside it (arms of
+ * an if-else-if ladder merged into one block, a switch case another falls
+ * into) are cloned for the outside edges first, so each copy belongs to one
+ * branch.  A divergent exit of a cf loop with one entry and one exit gets
+ * vx_pred like scf.while; other divergent loop exits, and paths that never
+ * meet, are refused with an "unsupported:" diagnostic that says which.  A divergent scf.while reads the active-thread
  * mask before the loop and calls __vxl_pred(cond, mask) right before its
  * scf.condition, so finished threads are masked off and the mask comes back
  * when the last one finishes.  Uniform branches stay plain.
@@ -48,6 +51,10 @@
 #include <mlir-c/BuiltinTypes.h>
 
 #include "vxl_internal.h"
+
+/* Operations one function may have copied to give divergent regions a
+ * single entry (vxl__clone_side_entries); past it the branch is refused. */
+#define VXL__CLONE_BUDGET 20000
 
 /* ---- a set of MLIR objects (values, ops) by their opaque pointer ---- */
 
@@ -617,6 +624,148 @@ static void vxl__redirect(const vxl__cfg *g, const unsigned char *from, MlirBloc
   }
 }
 
+/* The block of region r that holds op (op itself or an ancestor), or a
+ * null block when op is not inside r. */
+static MlirBlock vxl__block_in(MlirRegion r, MlirOperation op) {
+  while (!mlirOperationIsNull(op)) {
+    MlirBlock blk = mlirOperationGetBlock(op);
+    if (mlirBlockIsNull(blk)) break;
+    if (mlirRegionEqual(mlirBlockGetParentRegion(blk), r)) return blk;
+    op = mlirBlockGetParentOperation(blk);
+  }
+  return (MlirBlock){NULL};
+}
+
+/* Whether every use of v lies in a block of r marked in set (by index in g). */
+static int vxl__uses_within(const vxl__cfg *g, MlirRegion r, MlirValue v, const unsigned char *set) {
+  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+    MlirBlock blk = vxl__block_in(r, mlirOpOperandGetOwner(u));
+    if (mlirBlockIsNull(blk)) return 0;
+    size_t i = vxl__cfg_index(g, blk);
+    if (i >= g->n || !set[i]) return 0;
+  }
+  return 1;
+}
+
+/* Points the uses of `old` that lie inside the blocks `clones` (n of them,
+ * in region r) at `now`. */
+static void vxl__remap_uses(MlirRegion r, MlirValue old, MlirValue now, const MlirBlock *clones, size_t n) {
+  MlirOpOperand u = mlirValueGetFirstUse(old);
+  while (!mlirOpOperandIsNull(u)) {
+    MlirOpOperand next = mlirOpOperandGetNextUse(u);
+    MlirOperation owner = mlirOpOperandGetOwner(u);
+    MlirBlock blk = vxl__block_in(r, owner);
+    for (size_t i = 0; i < n; i++)
+      if (mlirBlockEqual(blk, clones[i])) {
+        mlirOperationSetOperand(owner, (intptr_t)mlirOpOperandGetOperandNumber(u), now);
+        break;
+      }
+    u = next;
+  }
+}
+
+/* Gives the blocks the divergent branch in block b controls (in[]) a single
+ * entry.  Blocks of in[] other than b that are also entered from outside
+ * (a merge block an if-else-if ladder's arms share after block merging, a
+ * switch case another case falls into) are cloned, with every block of
+ * in[] they reach, and the outside edges go to the clones: the original
+ * copies then belong to b's branch, the clones to whatever branch controls
+ * the outside edge.  Nothing is cloned when the side-entered blocks reach b
+ * again (a loop: vxl__place_cf_loop's case), when a value they define is
+ * used outside them (other than through block arguments), or when more than
+ * *budget operations would be copied.  Returns 1 when it cloned (the
+ * budget shrinks by what was copied), 0 when it did not, -ENOMEM. */
+static int vxl__clone_side_entries(const vxl__cfg *g, size_t b, const unsigned char *in, size_t *budget) {
+  MlirRegion r = mlirBlockGetParentRegion(g->blk[b]);
+  unsigned char *dup = calloc(g->n + 1, 1);
+  size_t *stack = malloc((g->n + 1) * sizeof *stack), top = 0;
+  if (!dup || !stack) { free(dup); free(stack); return -ENOMEM; }
+  for (size_t x = 0; x < g->n; x++)
+    for (size_t s = g->at[x]; s < g->at[x + 1]; s++) {
+      size_t y = g->succ[s];
+      if (y < g->n && in[y] && y != b && !in[x] && !dup[y]) dup[y] = 1, stack[top++] = y;
+    }
+  int rc = top > 0;
+  while (top) { /* close over what the side-entered blocks reach inside in[] */
+    size_t x = stack[--top];
+    for (size_t s = g->at[x]; s < g->at[x + 1]; s++) {
+      size_t y = g->succ[s];
+      if (y < g->n && in[y] && !dup[y]) dup[y] = 1, stack[top++] = y;
+    }
+  }
+  free(stack);
+  size_t nblocks = 0, nops = 0;
+  for (size_t x = 0; rc && x < g->n; x++) {
+    if (!dup[x]) continue;
+    if (x == b) rc = 0;
+    nblocks++;
+    MlirBlock blk = g->blk[x];
+    for (intptr_t a = 0; rc && a < mlirBlockGetNumArguments(blk); a++)
+      rc = vxl__uses_within(g, r, mlirBlockGetArgument(blk, a), dup);
+    for (MlirOperation op = mlirBlockGetFirstOperation(blk); rc && !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
+      nops++;
+      for (intptr_t i = 0; rc && i < mlirOperationGetNumResults(op); i++)
+        rc = vxl__uses_within(g, r, mlirOperationGetResult(op, i), dup);
+    }
+  }
+  if (rc && nops > *budget) rc = 0;
+  if (!rc) { free(dup); return 0; }
+  *budget -= nops;
+  MlirBlock *orig = malloc(nblocks * sizeof *orig), *clone = malloc(nblocks * sizeof *clone);
+  if (!orig || !clone) { free(dup); free(orig); free(clone); return -ENOMEM; }
+  size_t k = 0;
+  for (size_t x = 0; x < g->n; x++) {
+    if (!dup[x]) continue;
+    MlirBlock blk = g->blk[x];
+    intptr_t na = mlirBlockGetNumArguments(blk);
+    MlirType *types = malloc((size_t)na * sizeof *types + 1);
+    MlirLocation *locs = malloc((size_t)na * sizeof *locs + 1);
+    if (!types || !locs) { free(types); free(locs); free(dup); free(orig); free(clone); return -ENOMEM; }
+    for (intptr_t a = 0; a < na; a++) {
+      MlirValue arg = mlirBlockGetArgument(blk, a);
+      types[a] = mlirValueGetType(arg);
+      locs[a] = mlirValueGetLocation(arg);
+    }
+    MlirBlock nb = mlirBlockCreate(na, types, locs);
+    free(types);
+    free(locs);
+    for (MlirOperation op = mlirBlockGetFirstOperation(blk); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+      mlirBlockAppendOwnedOperation(nb, mlirOperationClone(op));
+    mlirRegionInsertOwnedBlockAfter(r, blk, nb);
+    orig[k] = blk;
+    clone[k++] = nb;
+  }
+  /* uses inside the clones of values the originals define -> the clones' values */
+  for (k = 0; k < nblocks; k++) {
+    for (intptr_t a = 0; a < mlirBlockGetNumArguments(orig[k]); a++)
+      vxl__remap_uses(r, mlirBlockGetArgument(orig[k], a), mlirBlockGetArgument(clone[k], a), clone, nblocks);
+    MlirOperation oc = mlirBlockGetFirstOperation(clone[k]);
+    for (MlirOperation op = mlirBlockGetFirstOperation(orig[k]); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op), oc = mlirOperationGetNextInBlock(oc))
+      for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
+        vxl__remap_uses(r, mlirOperationGetResult(op, i), mlirOperationGetResult(oc, i), clone, nblocks);
+  }
+  /* edges: clones reach clones; outside predecessors reach clones */
+  for (k = 0; k < nblocks; k++) {
+    MlirOperation t = mlirBlockGetTerminator(clone[k]);
+    for (intptr_t s = 0; !mlirOperationIsNull(t) && s < mlirOperationGetNumSuccessors(t); s++)
+      for (size_t j = 0; j < nblocks; j++)
+        if (mlirBlockEqual(mlirOperationGetSuccessor(t, s), orig[j])) mlirOperationSetSuccessor(t, s, clone[j]);
+  }
+  for (size_t x = 0; x < g->n; x++) {
+    if (in[x]) continue;
+    MlirOperation t = mlirBlockGetTerminator(g->blk[x]);
+    for (intptr_t s = 0; !mlirOperationIsNull(t) && s < mlirOperationGetNumSuccessors(t); s++)
+      for (size_t j = 0; j < nblocks; j++)
+        if (mlirBlockEqual(mlirOperationGetSuccessor(t, s), orig[j])) mlirOperationSetSuccessor(t, s, clone[j]);
+  }
+  free(dup);
+  free(orig);
+  free(clone);
+  return 1;
+}
+
 /* The divergent cf.cond_br `br` in block b of g as the exit test of a cf
  * loop (the blocks that reach b and that b reaches), the way scf.while is
  * handled: a new preheader reads the active-thread mask, and
@@ -692,12 +841,36 @@ static int vxl__place_cf_loop(MlirContext ctx, MlirOperation br, const vxl__cfg 
   return ok;
 }
 
+/* Why the divergent branch in block b of g cannot be placed, as the user
+ * would say it: printed after "unsupported: thread-dependent branch". */
+static const char *vxl__refusal(const vxl__cfg *g, size_t b, size_t p) {
+  if (p == SIZE_MAX) return " whose paths never meet again (a path without an exit)";
+  unsigned char *fwd = calloc(g->n + 1, 1);
+  int loop = 0;
+  if (fwd) {
+    vxl__cfg_controlled(g, b, SIZE_MAX, fwd);
+    for (size_t x = 0; x < g->n && !loop; x++)
+      for (size_t s = g->at[x]; s < g->at[x + 1]; s++)
+        if (fwd[x] && g->succ[s] == b) loop = 1;
+    free(fwd);
+  }
+  if (loop)
+    return " that leaves a loop which has other exits or entries (a `break`, `return` or `goto` out of a loop "
+           "whose trip count differs between threads): vx_pred needs a loop with one entry and one exit; "
+           "keep the thread-dependent test in the loop condition";
+  return " into a region entered from elsewhere too, that could not be given a single entry";
+}
+
 /* Split before the divergent cf.cond_br `br`, join on the edges from the
  * blocks it controls into its immediate post-dominator; a loop exit test
- * gets vx_pred instead (vxl__place_cf_loop).  Counts what it placed in
- * *splits / *preds.  Returns 0, -EINVAL (unstructured: diagnostic in d) or
+ * gets vx_pred instead (vxl__place_cf_loop).  Blocks also entered from
+ * outside what br controls are first cloned (vxl__clone_side_entries,
+ * within *budget operations); the function must then be analysed again.
+ * Counts what it placed in *splits / *preds.  Returns 0 when placed, 1 when
+ * it cloned blocks instead, -EINVAL (unstructured: diagnostic in d) or
  * -ENOMEM. */
-static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d, unsigned *splits, unsigned *preds) {
+static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d, unsigned *splits, unsigned *preds,
+                         size_t *budget) {
   MlirBlock bb = mlirOperationGetBlock(br);
   MlirRegion r = mlirBlockGetParentRegion(bb);
   MlirLocation loc = mlirOperationGetLocation(br);
@@ -714,6 +887,14 @@ static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d, unsig
       size_t y = g.succ[s];
       if (y < g.n && in[y] && (y == b ? in[x] : !in[x])) structured = 0;
     }
+  if (rc == 0 && !structured && p < g.n) {
+    rc = vxl__clone_side_entries(&g, b, in, budget);
+    if (rc != 0) {
+      free(in);
+      vxl__cfg_free(&g);
+      return rc;
+    }
+  }
   if (rc == 0 && !structured) {
     rc = vxl__place_cf_loop(ctx, br, &g, b);
     if (rc != 0) {
@@ -723,9 +904,7 @@ static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d, unsig
       (*preds)++;
       return 0;
     }
-    vxl__diag_at(d, loc, "unsupported: divergent %s in unstructured control flow (a thread-dependent exit from a loop with several exits or entries, "
-                 "a branch into the middle of a divergent region, or paths that never meet)",
-                 vxl__op_is(br, "cf.switch") ? "cf.switch" : "cf.cond_br");
+    vxl__diag_at(d, loc, "unsupported: thread-dependent branch%s", vxl__refusal(&g, b, p));
     rc = -EINVAL;
   }
   if (rc == 0) {
@@ -752,13 +931,18 @@ static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d, unsig
 int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl__diags *d, unsigned *splits,
                            unsigned *preds) {
   vxl__div dv = {.ctx = ctx};
-  int rc = vxl__analyze(&dv, fn, is_kernel);
+  vxl__pset placed = {0}; /* branches already given split/join or pred */
+  size_t budget = VXL__CLONE_BUDGET;
+  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
+  int rc;
+again:
+  rc = vxl__analyze(&dv, fn, is_kernel);
   if (rc == 0) rc = vxl__rewrite_multiway(&dv);
   if (rc > 0) rc = vxl__analyze(&dv, fn, is_kernel); /* the rewrites made new branches */
-  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
   for (size_t i = 0; rc == 0 && i < dv.ops.n; i++) {
     MlirOperation op = dv.ops.v[i];
     MlirLocation loc = mlirOperationGetLocation(op);
+    if (vxl__pset_has(&placed, op.ptr)) continue;
     if (vxl__op_is(op, "scf.if") && vxl__divergent(&dv, mlirOperationGetOperand(op, 0))) {
       MlirBlock blk = mlirOperationGetBlock(op);
       MlirValue cond = mlirOperationGetOperand(op, 0);
@@ -766,6 +950,7 @@ int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl
       mlirBlockInsertOwnedOperationBefore(blk, op, split);
       MlirValue sp = mlirOperationGetResult(split, 0);
       mlirBlockInsertOwnedOperationAfter(blk, op, vxl__func_call(ctx, loc, "__vxl_join", 1, &sp, 0, NULL));
+      vxl__pset_add(&placed, op.ptr);
       (*splits)++;
     } else if (vxl__op_is(op, "scf.condition") && vxl__divergent(&dv, mlirOperationGetOperand(op, 0))) {
       MlirOperation loop = mlirOperationGetParentOperation(op);
@@ -773,11 +958,16 @@ int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl
       mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(loop), loop, mask);
       MlirValue args[2] = {mlirOperationGetOperand(op, 0), mlirOperationGetResult(mask, 0)};
       mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, vxl__func_call(ctx, loc, "__vxl_pred", 2, args, 0, NULL));
+      vxl__pset_add(&placed, op.ptr);
       (*preds)++;
     } else if (vxl__divergent_cf_branch(&dv, op)) {
-      rc = vxl__place_cf(ctx, op, d, splits, preds);
+      rc = vxl__place_cf(ctx, op, d, splits, preds, &budget);
+      if (rc == 1) goto again; /* blocks were cloned: analyse the new ones */
+      vxl__pset_add(&placed, op.ptr);
     }
   }
+  if (placed.oom && rc == 0) rc = -ENOMEM;
+  vxl__pset_clear(&placed);
   vxl__pset_clear(&dv.vals);
   vxl__pset_clear(&dv.done);
   free(dv.ops.v);

@@ -328,6 +328,52 @@ Test(device, unstructured_cf_early_return_loop_if_and_switch) {
   vxl_result_clear(&r);
 }
 
+/* Runs kernel `name` of else_if_chain.mlir over n elements (out starts at
+ * 0x5EED) with blocks of `block` threads and returns out (malloc()). */
+static int32_t *run_chain(const vxl_result *r, const char *name, int32_t n, uint32_t block) {
+  const vxp_kernel *k = kernel(r, name);
+  uint32_t cap = (uint32_t)n + 8;
+  int32_t *init = malloc(cap * 4);
+  for (uint32_t i = 0; i < cap; i++) init[i] = 0x5EED;
+  vxt_image img = {0};
+  uint32_t oo = vxt_image_put(&img, init, cap * 4), od = DEV(oo);
+  const void *vals[] = {&od, &n};
+  uint8_t *mem = launch(k, &img, vals, ((uint32_t)n + block - 1) / block, 1, 1, block, 1, 1, 0, NULL, 0);
+  memcpy(init, mem + oo, cap * 4);
+  free(mem);
+  vxt_image_free(&img);
+  return init;
+}
+
+Test(device, if_else_if_chains_whose_arms_meet_in_one_block) {
+  /* arms that share their merge block (block merging makes them one block
+   * entered from several branches) are cloned per branch, then placed */
+  vxl_result r = build(VXT_KERNELS_DIR "/else_if_chain.mlir");
+  const int32_t n = 61;
+  const uint32_t blocks[] = {7, 16, 33};
+  for (int bi = 0; bi < 3; bi++) {
+    int32_t *out = run_chain(&r, "ladder", n, blocks[bi]);
+    for (int32_t g = 0; g < n + 8; g++) {
+      int32_t m = g % 4, want = m == 0 ? 10 * g : m == 1 ? g + 7 : m == 2 ? -g : 3;
+      cr_assert_eq(out[g], g < n ? want : 0x5EED, "ladder block %u out[%d] = %d", blocks[bi], g, out[g]);
+    }
+    free(out);
+    out = run_chain(&r, "switch_break", n, blocks[bi]);
+    for (int32_t g = 0; g < n + 8; g++) {
+      int32_t m = g % 3, want = g < n && m < 2 ? 100 + m : 0x5EED;
+      cr_assert_eq(out[g], want, "switch_break block %u out[%d] = %d", blocks[bi], g, out[g]);
+    }
+    free(out);
+    out = run_chain(&r, "nested_ladder", n, blocks[bi]);
+    for (int32_t g = 0; g < n + 8; g++) {
+      int32_t want = g & 1 ? 1 + g % 3 : 4;
+      cr_assert_eq(out[g], g < n ? want + 1000 : 0x5EED, "nested_ladder block %u out[%d] = %d", blocks[bi], g, out[g]);
+    }
+    free(out);
+  }
+  vxl_result_clear(&r);
+}
+
 Test(device, same_kernel_and_helper_names_in_two_gpu_modules) {
   /* each @apply must call its own module's @op */
   vxl_result r = build(VXT_KERNELS_DIR "/two_modules.mlir");
