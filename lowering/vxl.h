@@ -30,8 +30,11 @@
  * source would produce a different object or layout.
  *   1: first release.
  *   2: split/join for divergent switches and cf branches, vx_pred kept to
- *      one per loop, kernels in several gpu.modules qualified. */
-#define VXL_LOWERING_ABI_VERSION 2u
+ *      one per loop, kernels in several gpu.modules qualified.
+ *   3: `= uninitialized` one-element workgroup globals are the dynamic
+ *      area (they were static), whose size main keeps at least one
+ *      element. */
+#define VXL_LOWERING_ABI_VERSION 3u
 
 typedef struct vxl_compiler vxl_compiler;
 

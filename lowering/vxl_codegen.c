@@ -130,6 +130,11 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
    * (read by __vxl_local_base / __vxl_dynamic_base in the prelude) */
   LLVMValueRef dynp = LLVMBuildStructGEP2(b, hdrty, hdr, 2, "dynamic_shared");
   LLVMValueRef dyn = LLVMBuildLoad2(b, i32, dynp, "");
+  LLVMValueRef dmin = LLVMGetNamedGlobal(m, VXL_DYNAMIC_MIN_SYMBOL);
+  if (dmin && LLVMGetInitializer(dmin)) {
+    LLVMValueRef lo = LLVMGetInitializer(dmin);
+    dyn = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, dyn, lo, ""), lo, dyn, "dynamic_bytes");
+  }
   LLVMValueRef stat = LLVMConstInt(i32, static_bytes, 0);
   LLVMValueRef gb = LLVMGetNamedGlobal(m, "__vxl_group_bytes");
   LLVMValueRef sb = LLVMGetNamedGlobal(m, "__vxl_static_bytes");

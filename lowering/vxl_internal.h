@@ -43,6 +43,12 @@ void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...)
 /* Formats loc as "file:line:col" into buf (always NUL-terminated). */
 void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t cap);
 
+/* i32 constant global the MLIR side adds when the module has extern
+ * __shared__ globals: the smallest dynamic area main may give a group
+ * (bytes), so a one-element __shared__ variable written the same way still
+ * has its own storage when the launch asks for no dynamic memory. */
+#define VXL_DYNAMIC_MIN_SYMBOL "__vxl_dynamic_min"
+
 /* Operations collected by a walk (v from malloc(); oom set on failure). */
 typedef struct {
   MlirOperation *v;

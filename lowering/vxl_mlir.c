@@ -298,6 +298,7 @@ typedef struct {
    * (static ones at fixed offsets, 1-element uninitialized ones = Polygeist's
    * extern __shared__ at the dynamic base), then each kernel's attributions */
   uint64_t globals_bytes;
+  uint64_t dynamic_min_bytes;         /* largest element of an extern __shared__ global */
   LLVMContextRef lctx;                /* for element sizes from the data layout */
   LLVMTargetDataRef td;               /* lives and dies with lctx */
   MlirTypeToLLVMIRTranslator tr;
@@ -503,11 +504,16 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
     }
     int64_t elems = 1;
     for (intptr_t i = 0; i < mlirShapedTypeGetRank(st); i++) elems *= mlirShapedTypeGetDimSize(st, i);
-    int dynamic = elems == 1 && mlirAttributeIsNull(mlirOperationGetAttributeByName(g, vxl__str("initial_value")));
+    /* Polygeist's extern __shared__: one element, no initial value (a
+     * declaration, or `= uninitialized`, which is a unit initial_value) */
+    MlirAttribute init = mlirOperationGetAttributeByName(g, vxl__str("initial_value"));
+    int dynamic = elems == 1 && (mlirAttributeIsNull(init) || mlirAttributeIsAUnit(init));
     uint64_t off = 0;
     if (!dynamic) {
       off = (rw->globals_bytes + align - 1) / align * align;
       rw->globals_bytes = off + bytes;
+    } else if (bytes > rw->dynamic_min_bytes) {
+      rw->dynamic_min_bytes = bytes;
     }
     MlirStringRef sym = mlirStringAttrGetValue(mlirOperationGetAttributeByName(g, vxl__str("sym_name")));
     char helper[64];
@@ -527,6 +533,19 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
     g = next;
   }
   free(gets.v);
+  /* A genuine one-element __shared__ variable looks the same: the dynamic
+   * area is never smaller than that element (main reads this constant). */
+  if (rc == 0 && rw->dynamic_min_bytes) {
+    char text[160];
+    snprintf(text, sizeof text, "module {\nllvm.mlir.global internal constant @" VXL_DYNAMIC_MIN_SYMBOL "(%llu : i32) : i32\n}\n",
+             (unsigned long long)rw->dynamic_min_bytes);
+    MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(text));
+    if (mlirModuleIsNull(wrap)) return -ENOMEM;
+    MlirOperation gl = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
+    mlirOperationRemoveFromParent(gl);
+    mlirModuleDestroy(wrap);
+    mlirBlockAppendOwnedOperation(body, gl);
+  }
   return rc;
 }
 

@@ -227,6 +227,45 @@ Test(device, dynamic_shared_memory_sized_by_the_launch) {
   vxl_result_clear(&r);
 }
 
+Test(device, polygeist_extern_shared_goes_after_the_static_buffers) {
+  /* `= uninitialized` one-element globals are the dynamic area; a static
+   * tile beside one must not overlap it */
+  vxl_result r = build(VXT_KERNELS_DIR "/extern_shared.mlir");
+  const vxp_kernel *k = kernel(&r, "reverse_with_tile");
+  cr_assert_eq(k->shared_bytes, 32, "static bytes only: the 8 x f32 tile, got %u", k->shared_bytes);
+  uint32_t bs[] = {8, 24, 40};
+  for (int t = 0; t < 3; t++) {
+    uint32_t blocks = 3, n = blocks * bs[t];
+    float *in = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++) in[i] = rndf();
+    vxt_image img = {0};
+    uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+    uint32_t id = DEV(io), od = DEV(oo);
+    const void *vals[] = {&id, &od};
+    uint8_t *mem = launch(k, &img, vals, blocks, 1, 1, bs[t], 1, 1, bs[t] * 4, NULL, 0);
+    const float *out = (const float *)(mem + oo);
+    for (uint32_t b = 0; b < blocks; b++)
+      for (uint32_t i = 0; i < bs[t]; i++) {
+        const float *blk = in + b * bs[t];
+        cr_assert_eq(out[b * bs[t] + i], blk[bs[t] - 1 - i] + 2.0f * blk[i % 8], "B=%u block %u thread %u", bs[t], b, i);
+      }
+    free(mem), free(in);
+    vxt_image_free(&img);
+  }
+  /* a real one-element __shared__ variable, launched without dynamic bytes */
+  k = kernel(&r, "one_shared_var");
+  cr_assert_eq(k->shared_bytes, 32, "the module's static globals are laid out for every kernel");
+  vxt_image img = {0};
+  uint32_t oo = vxt_image_put(&img, NULL, 5 * 12 * 4), od = DEV(oo);
+  const void *vals[] = {&od};
+  uint8_t *mem = launch(k, &img, vals, 5, 1, 1, 12, 1, 1, 0, NULL, 0);
+  const int32_t *out = (const int32_t *)(mem + oo);
+  for (int32_t g = 0; g < 60; g++) cr_assert_eq(out[g], 5 + g / 12 + g % 12, "out[%d] = %d", g, out[g]);
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
 Test(device, stencil_3d_grid_and_block) {
   vxl_result r = build(VXT_KERNELS_DIR "/stencil3d.mlir");
   const vxp_kernel *k = kernel(&r, "stencil7");
