@@ -33,7 +33,8 @@
  *      one per loop, kernels in several gpu.modules qualified.
  *   3: `= uninitialized` one-element workgroup globals are the dynamic
  *      area (they were static), whose size main keeps at least one
- *      element. */
+ *      element; selects, min/max, i64 comparisons and variable i64
+ *      shifts are emitted without branches. */
 #define VXL_LOWERING_ABI_VERSION 3u
 
 typedef struct vxl_compiler vxl_compiler;

@@ -174,6 +174,183 @@ static void vxl__isolate(LLVMModuleRef m, const char *keep, vxp_kernel *kernels,
   if (pf && LLVMIsDeclaration(pf) && !LLVMGetNamedFunction(m, "vx_printf")) LLVMSetValueName2(pf, "vx_printf", 9);
 }
 
+/* ---- selects without branches ----
+ *
+ * RV32IMAF has no conditional move, so the RISC-V backend expands every
+ * select (and integer min/max) into a short branch around a move.  Vortex
+ * aborts on a branch the threads of a warp disagree on, and after O2 nothing
+ * tells a select on a thread-dependent value from a uniform one.  So, after
+ * O2 and just before code generation, each scalar select becomes
+ *   r = b ^ ((a ^ b) & m),   m = all ones when c, else zero
+ * on the bits of its operands, with m passed through an empty inline asm so
+ * no later combine can turn the pattern back into a select. */
+
+/* m: c (i1) sign-extended to ity, hidden from the optimizers. */
+static LLVMValueRef vxl__opaque_mask(LLVMBuilderRef b, LLVMValueRef c, LLVMTypeRef ity) {
+  LLVMContextRef lctx = LLVMGetTypeContext(ity);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(lctx);
+  LLVMValueRef m = LLVMBuildSExt(b, c, i32, "");
+  LLVMTypeRef aty = LLVMFunctionType(i32, &i32, 1, 0);
+  LLVMValueRef ia = LLVMGetInlineAsm(aty, "", 0, "=r,0", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+  m = LLVMBuildCall2(b, aty, ia, &m, 1, "");
+  unsigned w = LLVMGetIntTypeWidth(ity);
+  if (w > 32) return LLVMBuildSExt(b, m, ity, "");
+  if (w < 32) return LLVMBuildTrunc(b, m, ity, "");
+  return m;
+}
+
+/* The branch-free form of `select c, x, y` before `at`, or NULL when the
+ * operand type is not one it handles (vectors, aggregates, > 64 bits). */
+static LLVMValueRef vxl__masked_select(LLVMBuilderRef b, LLVMValueRef c, LLVMValueRef x, LLVMValueRef y) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMContextRef lctx = LLVMGetTypeContext(t);
+  LLVMTypeKind k = LLVMGetTypeKind(t);
+  if (LLVMGetTypeKind(LLVMTypeOf(c)) != LLVMIntegerTypeKind) return NULL; /* vector condition */
+  LLVMTypeRef ity;
+  LLVMValueRef xi, yi;
+  if (k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 1) {
+    return LLVMBuildOr(b, LLVMBuildAnd(b, c, x, ""), LLVMBuildAnd(b, LLVMBuildNot(b, c, ""), y, ""), "");
+  } else if (k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) <= 64) {
+    ity = t, xi = x, yi = y;
+  } else if (k == LLVMFloatTypeKind || k == LLVMDoubleTypeKind || k == LLVMHalfTypeKind) {
+    ity = LLVMIntTypeInContext(lctx, k == LLVMFloatTypeKind ? 32 : k == LLVMDoubleTypeKind ? 64 : 16);
+    xi = LLVMBuildBitCast(b, x, ity, ""), yi = LLVMBuildBitCast(b, y, ity, "");
+  } else if (k == LLVMPointerTypeKind) {
+    ity = LLVMInt32TypeInContext(lctx);
+    xi = LLVMBuildPtrToInt(b, x, ity, ""), yi = LLVMBuildPtrToInt(b, y, ity, "");
+  } else {
+    return NULL;
+  }
+  LLVMValueRef m = vxl__opaque_mask(b, c, ity);
+  LLVMValueRef r = LLVMBuildXor(b, yi, LLVMBuildAnd(b, LLVMBuildXor(b, xi, yi, ""), m, ""), "");
+  if (k == LLVMPointerTypeKind) return LLVMBuildIntToPtr(b, r, t, "");
+  if (k != LLVMIntegerTypeKind) return LLVMBuildBitCast(b, r, t, "");
+  return r;
+}
+
+/* The 32-bit halves of the i64 value v. */
+static void vxl__halves(LLVMBuilderRef b, LLVMValueRef v, LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMContextRef lctx = LLVMGetTypeContext(LLVMTypeOf(v));
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(lctx), i64 = LLVMInt64TypeInContext(lctx);
+  *lo = LLVMBuildTrunc(b, v, i32, "");
+  *hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, LLVMConstInt(i64, 32, 0), ""), i32, "");
+}
+
+static LLVMValueRef vxl__join_halves(LLVMBuilderRef b, LLVMValueRef lo, LLVMValueRef hi) {
+  LLVMContextRef lctx = LLVMGetTypeContext(LLVMTypeOf(lo));
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(lctx);
+  LLVMValueRef h = LLVMBuildShl(b, LLVMBuildZExt(b, hi, i64, ""), LLVMConstInt(i64, 32, 0), "");
+  return LLVMBuildOr(b, h, LLVMBuildZExt(b, lo, i64, ""), "");
+}
+
+/* An i64 comparison as i32 comparisons and i1 logic: the backend compares
+ * register pairs with a select on the high words (a branch). */
+static LLVMValueRef vxl__icmp64(LLVMBuilderRef b, LLVMIntPredicate p, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef xl, xh, yl, yh;
+  vxl__halves(b, x, &xl, &xh);
+  vxl__halves(b, y, &yl, &yh);
+  if (p == LLVMIntEQ || p == LLVMIntNE) {
+    LLVMValueRef d = LLVMBuildOr(b, LLVMBuildXor(b, xl, yl, ""), LLVMBuildXor(b, xh, yh, ""), "");
+    return LLVMBuildICmp(b, p, d, LLVMConstInt(LLVMTypeOf(d), 0, 0), "");
+  }
+  int is_signed = p == LLVMIntSLT || p == LLVMIntSLE || p == LLVMIntSGT || p == LLVMIntSGE;
+  int swap = p == LLVMIntSGT || p == LLVMIntUGT || p == LLVMIntSLE || p == LLVMIntULE; /* x > y == y < x */
+  int negate = p == LLVMIntSLE || p == LLVMIntULE || p == LLVMIntSGE || p == LLVMIntUGE;
+  if (swap) {
+    LLVMValueRef t = xl; xl = yl; yl = t;
+    t = xh; xh = yh; yh = t;
+  }
+  LLVMValueRef hlt = LLVMBuildICmp(b, is_signed ? LLVMIntSLT : LLVMIntULT, xh, yh, "");
+  LLVMValueRef heq = LLVMBuildICmp(b, LLVMIntEQ, xh, yh, "");
+  LLVMValueRef llt = LLVMBuildICmp(b, LLVMIntULT, xl, yl, "");
+  LLVMValueRef lt = LLVMBuildOr(b, hlt, LLVMBuildAnd(b, heq, llt, ""), "");
+  return negate ? LLVMBuildNot(b, lt, "") : lt;
+}
+
+/* icmp p x, y for an integer type of up to 64 bits, without branches. */
+static LLVMValueRef vxl__cmp(LLVMBuilderRef b, LLVMIntPredicate p, LLVMValueRef x, LLVMValueRef y) {
+  if (LLVMGetIntTypeWidth(LLVMTypeOf(x)) > 32) return vxl__icmp64(b, p, x, y);
+  return LLVMBuildICmp(b, p, x, y, "");
+}
+
+/* An i64 shift by a variable amount as i32 shifts and masked selects: the
+ * backend picks between "amount < 32" and "amount >= 32" with a branch.
+ * op is LLVMShl, LLVMLShr or LLVMAShr. */
+static LLVMValueRef vxl__shift64(LLVMBuilderRef b, LLVMOpcode op, LLVMValueRef x, LLVMValueRef amount) {
+  LLVMContextRef lctx = LLVMGetTypeContext(LLVMTypeOf(x));
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(lctx);
+  LLVMValueRef lo, hi, c1 = LLVMConstInt(i32, 1, 0), c31 = LLVMConstInt(i32, 31, 0);
+  vxl__halves(b, x, &lo, &hi);
+  LLVMValueRef a = LLVMBuildTrunc(b, amount, i32, "");
+  LLVMValueRef sh = LLVMBuildAnd(b, a, c31, ""), inv = LLVMBuildSub(b, c31, sh, "");
+  LLVMValueRef big = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, a, LLVMConstInt(i32, 32, 0), ""),
+                                   LLVMConstInt(i32, 0, 0), "");
+  LLVMValueRef nlo, nhi;
+  if (op == LLVMShl) {
+    LLVMValueRef l = LLVMBuildShl(b, lo, sh, "");
+    LLVMValueRef carry = LLVMBuildLShr(b, LLVMBuildLShr(b, lo, c1, ""), inv, ""); /* lo >> (32 - sh), 0 for sh 0 */
+    LLVMValueRef h = LLVMBuildOr(b, LLVMBuildShl(b, hi, sh, ""), carry, "");
+    nlo = vxl__masked_select(b, big, LLVMConstInt(i32, 0, 0), l);
+    nhi = vxl__masked_select(b, big, l, h);
+  } else {
+    int arith = op == LLVMAShr;
+    LLVMValueRef h = arith ? LLVMBuildAShr(b, hi, sh, "") : LLVMBuildLShr(b, hi, sh, "");
+    LLVMValueRef carry = LLVMBuildShl(b, LLVMBuildShl(b, hi, c1, ""), inv, ""); /* hi << (32 - sh) */
+    LLVMValueRef l = LLVMBuildOr(b, LLVMBuildLShr(b, lo, sh, ""), carry, "");
+    LLVMValueRef fill = arith ? LLVMBuildAShr(b, hi, c31, "") : LLVMConstInt(i32, 0, 0);
+    nlo = vxl__masked_select(b, big, h, l);
+    nhi = vxl__masked_select(b, big, fill, h);
+  }
+  return vxl__join_halves(b, nlo, nhi);
+}
+
+/* Rewrites every scalar select, every llvm.smin/smax/umin/umax/abs, every
+ * i64 comparison and every i64 shift by a variable amount (which the
+ * backend also expands into branches) of m's functions. */
+static void vxl__branchless_selects(LLVMModuleRef m) {
+  LLVMContextRef lctx = LLVMGetModuleContext(m);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(lctx);
+  static const char *const minmax[] = {"llvm.smin", "llvm.smax", "llvm.umin", "llvm.umax", "llvm.abs"};
+  static const LLVMIntPredicate preds[] = {LLVMIntSLT, LLVMIntSGT, LLVMIntULT, LLVMIntUGT, LLVMIntSGT};
+  unsigned ids[5];
+  for (int i = 0; i < 5; i++) ids[i] = LLVMLookupIntrinsicID(minmax[i], strlen(minmax[i]));
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
+        LLVMValueRef next = LLVMGetNextInstruction(i), r = NULL;
+        LLVMPositionBuilderBefore(b, i);
+        LLVMOpcode opc = LLVMGetInstructionOpcode(i);
+        LLVMTypeRef ty = LLVMTypeOf(i);
+        int wide = LLVMGetTypeKind(ty) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(ty) == 64;
+        if (opc == LLVMSelect) {
+          LLVMValueRef c = LLVMGetOperand(i, 0);
+          if (!LLVMIsAConstant(c)) r = vxl__masked_select(b, c, LLVMGetOperand(i, 1), LLVMGetOperand(i, 2));
+        } else if (opc == LLVMICmp) {
+          LLVMTypeRef ot = LLVMTypeOf(LLVMGetOperand(i, 0));
+          if (LLVMGetTypeKind(ot) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(ot) == 64)
+            r = vxl__icmp64(b, LLVMGetICmpPredicate(i), LLVMGetOperand(i, 0), LLVMGetOperand(i, 1));
+        } else if (wide && (opc == LLVMShl || opc == LLVMLShr || opc == LLVMAShr) &&
+                   !LLVMIsAConstant(LLVMGetOperand(i, 1))) {
+          r = vxl__shift64(b, opc, LLVMGetOperand(i, 0), LLVMGetOperand(i, 1));
+        } else if (LLVMIsACallInst(i)) {
+          LLVMValueRef callee = LLVMGetCalledValue(i);
+          unsigned id = callee && LLVMIsAFunction(callee) ? LLVMGetIntrinsicID(callee) : 0;
+          for (int k = 0; id && k < 5; k++) {
+            if (id != ids[k] || LLVMGetTypeKind(LLVMTypeOf(i)) != LLVMIntegerTypeKind) continue;
+            LLVMValueRef x = LLVMGetOperand(i, 0);
+            LLVMValueRef y = k == 4 ? LLVMBuildNeg(b, x, "") : LLVMGetOperand(i, 1);
+            r = vxl__masked_select(b, vxl__cmp(b, preds[k], x, y), x, y);
+          }
+        }
+        if (r) {
+          LLVMReplaceAllUsesWith(i, r);
+          LLVMInstructionEraseFromParent(i);
+        }
+        i = next;
+      }
+  LLVMDisposeBuilder(b);
+}
+
 static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const vxl_options *opts,
                          vxl__diags *d) {
   char *msg = NULL;
@@ -195,6 +372,7 @@ static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const 
     LLVMDisposeErrorMessage(e);
     return -EINVAL;
   }
+  vxl__branchless_selects(m);
   LLVMMemoryBufferRef mb = NULL;
   msg = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, m, LLVMObjectFile, &msg, &mb)) {

@@ -413,6 +413,61 @@ Test(device, if_else_if_chains_whose_arms_meet_in_one_block) {
   vxl_result_clear(&r);
 }
 
+Test(device, thread_dependent_selects_and_min_max) {
+  /* RV32IMAF has no conditional move: a select becomes a branch */
+  vxl_result r = build(VXT_KERNELS_DIR "/selects.mlir");
+  const int32_t n = 45;
+  int32_t *out = run_chain(&r, "selects", n, 16);
+  for (int32_t g = 0; g < n + 8; g++) {
+    int32_t want = (g % 3 == 0 ? g * 5 : g + 100) + (g % 7 > 3 ? g % 7 : 3) + (g < 20 ? g : 20) +
+                   (g % 2 == 0 ? 1 : -1) * (g < 9 ? g : 9);
+    cr_assert_eq(out[g], g < n ? want : 0x5EED, "out[%d] = %d, want %d", g, out[g], want);
+  }
+  free(out);
+  /* i64 and f64: shifts by a thread-dependent amount and pair comparisons */
+  const vxp_kernel *k = kernel(&r, "wide");
+  vxt_image img = {0};
+  uint32_t o64 = vxt_image_put(&img, NULL, 48 * 8), of = vxt_image_put(&img, NULL, 48 * 8);
+  uint32_t d64 = DEV(o64), df = DEV(of);
+  const void *vals[] = {&d64, &df, &n};
+  uint8_t *mem = launch(k, &img, vals, 3, 1, 1, 16, 1, 1, 0, NULL, 0);
+  const int64_t *w64 = (const int64_t *)(mem + o64);
+  const double *wf = (const double *)(mem + of);
+  for (int32_t g = 0; g < n; g++) {
+    int64_t x = (int64_t)(g + 1) << (g % 40), y = x > (1 << 20) ? x >> 7 : x * 3;
+    int64_t want = (y > 1000 ? y : 1000) - (x < (int64_t)g * 100000 ? x : (int64_t)g * 100000);
+    cr_assert_eq(w64[g], want, "out64[%d] = %lld, want %lld", g, (long long)w64[g], (long long)want);
+    cr_assert_eq(wf[g], g % 3 == 1 ? 0.5 * g : -(double)g, "outf[%d] = %g", g, wf[g]);
+  }
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, divergent_loops_and_ifs_nested_in_each_other) {
+  vxl_result r = build(VXT_KERNELS_DIR "/nested_divergence.mlir");
+  const vxp_kernel *k = kernel(&r, "nested_loops");
+  const uint32_t n = 70;
+  vxt_image img = {0};
+  uint32_t o1 = vxt_image_put(&img, NULL, n * 4), o2 = vxt_image_put(&img, NULL, n * 4);
+  uint32_t d1 = DEV(o1), d2 = DEV(o2);
+  int32_t nn = (int32_t)n;
+  const void *vals[] = {&d1, &d2, &nn};
+  uint8_t *mem = launch(k, &img, vals, 5, 1, 1, 14, 1, 1, 0, NULL, 0);
+  const int32_t *out = (const int32_t *)(mem + o1), *steps = (const int32_t *)(mem + o2);
+  for (uint32_t g = 0; g < n; g++) {
+    int32_t want = 0;
+    for (uint32_t i = 0; i < g % 5; i++) want += i & 1 ? (int32_t)(i * (i - 1) / 2) : 100;
+    int32_t st = 0;
+    for (uint32_t v = g; v > 1; st++) v = v % 2 == 0 ? v / 2 : 3 * v + 1;
+    cr_assert_eq(out[g], want, "out[%u] = %d, want %d", g, out[g], want);
+    cr_assert_eq(steps[g], st, "steps[%u] = %d, want %d", g, steps[g], st);
+  }
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
 Test(device, same_kernel_and_helper_names_in_two_gpu_modules) {
   /* each @apply must call its own module's @op */
   vxl_result r = build(VXT_KERNELS_DIR "/two_modules.mlir");
