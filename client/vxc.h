@@ -53,12 +53,13 @@ void vxc_close(vxc_conn *c);
 const vxp_response *vxc_server_info(const vxc_conn *c);
 
 /* Compiles MLIR source (len bytes) named source_name (for diagnostics).
- * opts may be NULL (O2, no IR, hardware intrinsics).  Fills *resp (caller
+ * opts may be NULL (O2, no IR, 4 threads per warp).  Fills *resp (caller
  * clears it with vxp_response_clear). */
 typedef struct {
   uint32_t opt_level; /* 0..3 */
   int emit_ir;        /* nonzero: also return the lowered MLIR */
-  int emulator;       /* nonzero: emulator calls instead of custom instructions */
+  uint32_t warp_size; /* threads per warp of the target (subgroup size):
+                         a power of two 1..32; 0 = vortexd's default, 4 */
 } vxc_compile_options;
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp);

@@ -2,7 +2,7 @@
  * vxc_cli.c - the vxc command line client.
  *
  *   vxc [--socket PATH] [--no-spawn] compile FILE.mlir [-o DIR] [--json]
- *       [-O LEVEL] [--emit-ir] [--emulator]
+ *       [-O LEVEL] [--emit-ir] [--warp-size N]
  *   vxc [--socket PATH] fetch KEY [--kernel NAME] [-o DIR] [--json]
  *   vxc [--socket PATH] stats [--json]
  *
@@ -21,8 +21,9 @@
 
 static void usage(FILE *f) {
   fputs("usage: vxc [--socket PATH] [--no-spawn] COMMAND ...\n"
-        "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--emulator]\n"
-        "      compile through vortexd; writes DIR/<kernel>.o (default DIR: .)\n"
+        "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--warp-size N]\n"
+        "      compile through vortexd; writes DIR/<kernel>.o (default DIR: .);\n"
+        "      N: threads per warp of the target (subgroup size), default 4\n"
         "  fetch KEY [--kernel NAME] [-o DIR] [--json]\n"
         "      fetch a cached entry by key\n"
         "  stats [--json]\n"
@@ -61,9 +62,9 @@ static void json_kernel(FILE *f, const vxp_kernel *k) {
             a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", a->size, a->align, a->offset);
   }
   fprintf(f, "],\"args_size\":%u,\"launch_offset\":%u,\"buffer_size\":%u,\"object_size\":%zu,"
-             "\"grid_dims\":%u,\"known_block\":[%u,%u,%u],\"shared_bytes\":%u}",
+             "\"grid_dims\":%u,\"known_block\":[%u,%u,%u],\"shared_bytes\":%u,\"subgroup_size\":%u}",
           k->args_size, k->launch_offset, k->buffer_size, k->object_size, k->grid_dims,
-          k->known_block[0], k->known_block[1], k->known_block[2], k->shared_bytes);
+          k->known_block[0], k->known_block[1], k->known_block[2], k->shared_bytes, k->subgroup_size);
 }
 
 static void json_result(FILE *f, const vxp_response *r) {
@@ -96,7 +97,7 @@ static void table_result(FILE *f, const vxp_response *r, const char *dir) {
     fprintf(f, "  grid dimensions used: %u", k->grid_dims);
     if (k->known_block[0])
       fprintf(f, ", known block size %ux%ux%u", k->known_block[0], k->known_block[1], k->known_block[2]);
-    fprintf(f, ", static shared memory %u bytes\n", k->shared_bytes);
+    fprintf(f, ", static shared memory %u bytes, %u threads per warp\n", k->shared_bytes, k->subgroup_size);
     fprintf(f, "  Arguments:\n");
     for (uint32_t j = 0; j < k->nargs; j++) {
       const vxp_arg *a = &k->args[j];
@@ -177,10 +178,10 @@ int main(int argc, char **argv) {
   /* getopt over the command's own arguments */
   int cargc = argc - i;
   char **cargv = argv + i;
-  enum { O_JSON = 256, O_IR, O_EMU, O_KERNEL };
+  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL };
   static const struct option opts[] = {
       {"json", no_argument, NULL, O_JSON}, {"emit-ir", no_argument, NULL, O_IR},
-      {"emulator", no_argument, NULL, O_EMU}, {"kernel", required_argument, NULL, O_KERNEL},
+      {"warp-size", required_argument, NULL, O_WARP}, {"kernel", required_argument, NULL, O_KERNEL},
       {NULL, 0, NULL, 0}};
   int json = 0, c;
   const char *dir = NULL, *kernel = NULL;
@@ -195,7 +196,16 @@ int main(int argc, char **argv) {
       break;
     case O_JSON: json = 1; break;
     case O_IR: co.emit_ir = 1; break;
-    case O_EMU: co.emulator = 1; break;
+    case O_WARP: {
+      char *end = NULL;
+      unsigned long w = strtoul(optarg, &end, 10);
+      if (!*optarg || *end || w == 0 || w > 32 || (w & (w - 1))) {
+        fprintf(stderr, "vxc: --warp-size takes a power of two from 1 to 32\n");
+        return 64;
+      }
+      co.warp_size = (uint32_t)w;
+      break;
+    }
     case O_KERNEL: kernel = optarg; break;
     default: usage(stderr); return 64;
     }

@@ -110,7 +110,6 @@ int vxl_compiler_create(vxl_compiler **out) {
   vxl__diags d = {0};
   c->cur_diags = &d;
   c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
-  c->prelude_emu = vxl__parse_prelude(c->ctx, VXL_PRELUDE_EMULATOR);
   MlirLogicalResult pr = mlirLogicalResultSuccess();
   const char *pipelines[4] = {VXL_PIPELINE_BASE, VXL_PIPELINE_FULL, "builtin.module(scf-for-to-while)",
                               "builtin.module(gpu-kernel-outlining)"};
@@ -129,8 +128,7 @@ int vxl_compiler_create(vxl_compiler **out) {
     mlirPassManagerEnableVerifier(*pms[i], false);
   }
   c->cur_diags = NULL;
-  int bad = mlirModuleIsNull(c->prelude_hw) || mlirModuleIsNull(c->prelude_emu) ||
-            mlirLogicalResultIsFailure(pr);
+  int bad = mlirModuleIsNull(c->prelude_hw) || mlirLogicalResultIsFailure(pr);
   for (uint32_t i = 0; i < d.n; i++) {
     fprintf(stderr, "vxl: prelude/pipeline: %s\n", d.v[i]);
     free(d.v[i]);
@@ -181,7 +179,6 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm_prep)) mlirPassManagerDestroy(c->pm_prep);
   if (!mlirPassManagerIsNull(c->pm_outline)) mlirPassManagerDestroy(c->pm_outline);
   if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
-  if (!mlirModuleIsNull(c->prelude_emu)) mlirModuleDestroy(c->prelude_emu);
   if (!mlirContextIsNull(c->ctx)) mlirContextDestroy(c->ctx);
   free(c);
 }
@@ -215,8 +212,8 @@ static void vxl__attach_metadata(MlirModule mod, const vxp_kernel *ks, uint32_t 
               a->offset, a->size, a->type);
     }
     fprintf(f, "], args_size = %u : i32, buffer_size = %u : i32, grid_dims = %u : i32, "
-               "launch_offset = %u : i32, shared_bytes = %u : i32}",
-            k->args_size, k->buffer_size, k->grid_dims, k->launch_offset, k->shared_bytes);
+               "launch_offset = %u : i32, shared_bytes = %u : i32, subgroup_size = %u : i32}",
+            k->args_size, k->buffer_size, k->grid_dims, k->launch_offset, k->shared_bytes, k->subgroup_size);
   }
   fputc('}', f);
   fclose(f);
@@ -240,7 +237,14 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   LLVMTargetDataRef td = NULL;
 
   c->cur_diags = &d;
-  int rc = vxl__lower_to_llvm_dialect(c, source, len, source_name, opts, &d, &mod, &kinfo, &nk);
+  int rc = 0;
+  uint32_t w = opts->warp_size;
+  if (w > 32 || (w & (w - 1))) {
+    vxl__diag_add(&d, "%s: error: warp size %u is not a power of two from 1 to 32", source_name, w);
+    rc = -EINVAL;
+    goto done;
+  }
+  rc = vxl__lower_to_llvm_dialect(c, source, len, source_name, opts, &d, &mod, &kinfo, &nk);
   if (rc) goto done;
 
   lctx = LLVMContextCreate();
@@ -285,6 +289,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     k->grid_dims = kinfo[i].grid_dims ? kinfo[i].grid_dims : 1;
     memcpy(k->known_block, kinfo[i].known_block, sizeof k->known_block);
     k->shared_bytes = kinfo[i].shared_bytes;
+    k->subgroup_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE;
   }
   if (rc) goto done;
 

@@ -39,11 +39,17 @@
 
 typedef struct vxl_compiler vxl_compiler;
 
+/* Threads per warp of Vortex's default configuration. */
+#define VXL_DEFAULT_WARP_SIZE 4u
+
 typedef struct {
   uint32_t opt_level;  /* LLVM pipeline default<O0..O3>; default 2 */
   bool emit_ir;        /* keep the lowered MLIR (LLVM dialect) as text */
-  bool emulator;       /* Vortex custom instructions and CSR reads become calls
-                          to vx_emu_* functions (for the test device) */
+  uint32_t warp_size;  /* threads per warp of the target device: the subgroup
+                          size of gpu.lane_id / shuffle / subgroup_reduce, a
+                          power of two 1..32 (0 = VXL_DEFAULT_WARP_SIZE);
+                          the objects are correct only on devices with this
+                          many threads per warp (kernel subgroup_size) */
 } vxl_options;
 
 typedef struct {

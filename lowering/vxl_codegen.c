@@ -80,7 +80,7 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params,
 
 /* Adds `void __vxl_body(ptr buf)` and `i32 main()` for kernel kf, whose
  * static workgroup memory is static_bytes per block. */
-static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_bytes, int emulator) {
+static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_bytes) {
   LLVMContextRef lctx = LLVMGetModuleContext(m);
   LLVMTypeRef kty = LLVMGlobalGetValueType(kf);
   uint32_t n = LLVMCountParamTypes(kty);
@@ -109,19 +109,12 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
   /* main: argument buffer from mscratch, then vx_spawn_threads */
   LLVMValueRef mainfn = LLVMAddFunction(m, "main", LLVMFunctionType(i32, NULL, 0, 0));
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
-  LLVMValueRef args;
-  if (emulator) {
-    LLVMTypeRef gty = LLVMFunctionType(ptr, NULL, 0, 0);
-    LLVMValueRef get = LLVMAddFunction(m, "vx_emu_argument_buffer", gty);
-    args = LLVMBuildCall2(b, gty, get, NULL, 0, "args");
-  } else {
-    const char *asmtext = "csrr $0, mscratch", *cons = "=r";
-    LLVMTypeRef aty = LLVMFunctionType(i32, NULL, 0, 0);
-    LLVMValueRef ia = LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons),
-                                       1, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef raw = LLVMBuildCall2(b, aty, ia, NULL, 0, "mscratch");
-    args = LLVMBuildIntToPtr(b, raw, ptr, "args");
-  }
+  const char *asmtext = "csrr $0, mscratch", *cons = "=r";
+  LLVMTypeRef aty = LLVMFunctionType(i32, NULL, 0, 0);
+  LLVMValueRef ia = LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons),
+                                     1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef raw = LLVMBuildCall2(b, aty, ia, NULL, 0, "mscratch");
+  LLVMValueRef args = LLVMBuildIntToPtr(b, raw, ptr, "args");
   LLVMTypeRef hdrty = LLVMStructGetTypeAtIndex(bufty, n);
   LLVMValueRef hdr = LLVMBuildStructGEP2(b, bufty, args, n, "launch");
   LLVMValueRef grid = LLVMBuildStructGEP2(b, hdrty, hdr, 0, "grid_dim");
@@ -394,25 +387,16 @@ static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const 
 }
 
 /* The Vortex thread-control operation a call performs: 2 split, 3 join,
- * 4 barrier, 5 pred (the custom-0 funct3, vx_intrinsics.h), or 0.  The
- * hardware object calls inline asm ".insn r 0x0B, F, ..."; the emulator
- * object calls vx_emu_<name> (vxl_prelude.h). */
+ * 4 barrier, 5 pred (the custom-0 funct3, vx_intrinsics.h), or 0: the
+ * calls of inline asm ".insn r 0x0B, F, ..." the prelude emits. */
 static int vxl__thread_control(LLVMValueRef call) {
   LLVMValueRef callee = LLVMGetCalledValue(call);
-  if (!callee) return 0;
-  if (LLVMIsAInlineAsm(callee)) {
-    size_t len = 0;
-    const char *a = LLVMGetInlineAsmAsmString(callee, &len);
-    static const char insn[] = ".insn r 0x0B, ";
-    size_t n = sizeof insn - 1;
-    if (len > n + 1 && memcmp(a, insn, n) == 0 && a[n] >= '2' && a[n] <= '5' && a[n + 1] == ',') return a[n] - '0';
-    return 0;
-  }
-  if (!LLVMIsAFunction(callee)) return 0;
-  static const char *const emu[] = {"vx_emu_split", "vx_emu_join", "vx_emu_barrier", "vx_emu_pred"};
-  const char *name = LLVMGetValueName(callee);
-  for (int i = 0; i < 4; i++)
-    if (strcmp(name, emu[i]) == 0) return 2 + i;
+  if (!callee || !LLVMIsAInlineAsm(callee)) return 0;
+  size_t len = 0;
+  const char *a = LLVMGetInlineAsmAsmString(callee, &len);
+  static const char insn[] = ".insn r 0x0B, ";
+  size_t n = sizeof insn - 1;
+  if (len > n + 1 && memcmp(a, insn, n) == 0 && a[n] >= '2' && a[n] <= '5' && a[n + 1] == ',') return a[n] - '0';
   return 0;
 }
 
@@ -457,7 +441,7 @@ int vxl__emit_objects(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uin
       vxl__diag_add(d, "error: internal: kernel %s vanished during translation", kernels[i].name);
       rc = -EINVAL;
     } else {
-      vxl__add_entry(km, kf, kernels[i].shared_bytes, opts->emulator);
+      vxl__add_entry(km, kf, kernels[i].shared_bytes);
       rc = vxl__emit_one(c, km, &kernels[i], opts, d);
     }
     if (km != m) LLVMDisposeModule(km);

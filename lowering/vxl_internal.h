@@ -84,7 +84,6 @@ void vxl__kernel_info_clear(vxl__kernel_info *k);
 struct vxl_compiler {
   MlirContext ctx;
   MlirModule prelude_hw;   /* parsed VXL_PRELUDE_HARDWARE */
-  MlirModule prelude_emu;  /* parsed VXL_PRELUDE_EMULATOR */
   MlirPassManager pm;      /* upstream lowering pipeline (base), parsed once */
   MlirPassManager pm_full; /* ... with affine/math/ub/strided-memref passes */
   MlirPassManager pm_prep; /* scf-for-to-while, before the divergence pass */

@@ -1185,7 +1185,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
 
   /* The Vortex device ABI helpers. */
   if (rc == 0) {
-    MlirModule prelude = opts->emulator ? c->prelude_emu : c->prelude_hw;
+    MlirModule prelude = c->prelude_hw;
     for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(prelude));
          !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
       mlirBlockAppendOwnedOperation(mbody, mlirOperationClone(op));

@@ -16,10 +16,7 @@
  *     and counts WARPS, not threads.
  * dim3_t is three u32 {x, y, z}; it is modelled as !llvm.array<3 x i32> so a
  * dimension index can select the field.
- *
- * The emulator variant (vxl_options.emulator) keeps the same thread-locals and
- * globals, which the test device defines, and replaces the custom instruction
- * by a call to vx_emu_barrier(id, nwarps) that the test device implements.
+
  */
 #ifndef VXL_PRELUDE_H
 #define VXL_PRELUDE_H
@@ -125,25 +122,6 @@
   "func.func private @__vxl_barrier() {\n" VXL__BARRIER_OPERANDS                \
   "  llvm.inline_asm has_side_effects \".insn r 0x0B, 4, 0, x0, $0, $1\","      \
   " \"r,r,~{memory}\" %gid, %nw : (i32, i32) -> ()\n"                           \
-  "  return\n"                                                                  \
-  "}\n"                                                                         \
-  "}\n"
-
-#define VXL_PRELUDE_EMULATOR                                                    \
-  "module {\n" VXL__PRELUDE_COMMON                                              \
-  "llvm.func @vx_emu_barrier(i32, i32)\n"                                       \
-  "llvm.func @vx_emu_local_mem_base() -> !llvm.ptr\n"                           \
-  "llvm.func @vx_emu_split(i32) -> i32\n"                                       \
-  "llvm.func @vx_emu_join(i32)\n"                                               \
-  "llvm.func @vx_emu_pred(i32, i32)\n"                                          \
-  "llvm.func @vx_emu_active_threads() -> i32\n"                                 \
-  VXL__DIVERGENCE("  %sp = llvm.call @vx_emu_split(%x) : (i32) -> i32\n",       \
-                  "  llvm.call @vx_emu_join(%sp) : (i32) -> ()\n",              \
-                  "  llvm.call @vx_emu_pred(%x, %m) : (i32, i32) -> ()\n",      \
-                  "  %m = llvm.call @vx_emu_active_threads() : () -> i32\n")    \
-  VXL__LOCAL_MEMORY("  %base = llvm.call @vx_emu_local_mem_base() : () -> !llvm.ptr\n") \
-  "func.func private @__vxl_barrier() {\n" VXL__BARRIER_OPERANDS                \
-  "  llvm.call @vx_emu_barrier(%gid, %nw) : (i32, i32) -> ()\n"                 \
   "  return\n"                                                                  \
   "}\n"                                                                         \
   "}\n"

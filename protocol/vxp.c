@@ -138,7 +138,7 @@ static void vxp__kv_bin(msgpack_packer *pk, const char *k, const uint8_t *p, siz
 }
 
 static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k, bool with_object) {
-  msgpack_pack_map(pk, 9 + (with_object && k->object ? 1 : 0));
+  msgpack_pack_map(pk, 10 + (with_object && k->object ? 1 : 0));
   vxp__kv_str(pk, "name", k->name ? k->name : "");
   vxp__str(pk, "args");
   msgpack_pack_array(pk, k->nargs);
@@ -160,6 +160,7 @@ static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k, bool with_
   msgpack_pack_array(pk, 3);
   for (int i = 0; i < 3; i++) msgpack_pack_uint32(pk, k->known_block[i]);
   vxp__kv_u64(pk, "shared_bytes", k->shared_bytes);
+  vxp__kv_u64(pk, "subgroup_size", k->subgroup_size);
   vxp__kv_u64(pk, "object_size", k->object_size);
   if (with_object && k->object) vxp__kv_bin(pk, "object", k->object, k->object_size);
 }
@@ -219,7 +220,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   uint32_t n = 2;
   switch (r->op) {
   case VXP_OP_HELLO: n += 1 + (r->client != NULL); break;
-  case VXP_OP_COMPILE: n += 4 + (r->source_name != NULL); break;
+  case VXP_OP_COMPILE: n += 3 + (r->source_name != NULL) + (r->warp_size != 0); break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
   default: break;
   }
@@ -236,7 +237,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     if (r->source_name) vxp__kv_str(&pk, "source_name", r->source_name);
     vxp__kv_u64(&pk, "opt_level", r->opt_level);
     vxp__kv_bool(&pk, "emit_ir", r->emit_ir);
-    vxp__kv_bool(&pk, "emulator", r->emulator);
+    if (r->warp_size) vxp__kv_u64(&pk, "warp_size", r->warp_size);
     break;
   case VXP_OP_FETCH:
     vxp__kv_str(&pk, "key", r->key ? r->key : "");
@@ -446,6 +447,7 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
     else if (vxp__key(key, "buffer_size")) rc = vxp__u32(v, &k->buffer_size);
     else if (vxp__key(key, "grid_dims")) rc = vxp__u32(v, &k->grid_dims);
     else if (vxp__key(key, "shared_bytes")) rc = vxp__u32(v, &k->shared_bytes);
+    else if (vxp__key(key, "subgroup_size")) rc = vxp__u32(v, &k->subgroup_size);
     else if (vxp__key(key, "object_size")) {
       uint64_t x;
       rc = vxp__u64(v, &x);
@@ -518,7 +520,11 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__u32(v, &r->opt_level);
       if (rc == VXP_OK && r->opt_level > 3) rc = VXP_ETYPE;
     } else if (vxp__key(k, "emit_ir")) rc = vxp__bool(v, &r->emit_ir);
-    else if (vxp__key(k, "emulator")) rc = vxp__bool(v, &r->emulator);
+    else if (vxp__key(k, "warp_size")) {
+      rc = vxp__u32(v, &r->warp_size);
+      if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))
+        rc = VXP_ETYPE;
+    }
     else if (vxp__key(k, "key")) rc = vxp__strdup(v, &r->key), have_key = true;
     else if (vxp__key(k, "kernel")) rc = vxp__strdup(v, &r->kernel);
     else rc = VXP_EUNKNOWNKEY;

@@ -75,6 +75,10 @@ typedef struct {
   uint32_t grid_dims;     /* highest grid dimension the kernel reads, 1..3 */
   uint32_t known_block[3];/* gpu.known_block_size, or {0,0,0} */
   uint32_t shared_bytes;  /* static workgroup (shared) memory per block */
+  uint32_t subgroup_size; /* threads per warp the kernel was compiled for:
+                             its gpu.lane_id / shuffle / subgroup_reduce
+                             assume exactly this many (0 in records
+                             written before it existed) */
   uint8_t *object;        /* ELF32 RISC-V relocatable; malloc(), may be NULL
                              when only metadata was asked for */
   size_t object_size;
@@ -117,7 +121,9 @@ typedef struct {
   char *source_name;      /* file name used in diagnostics; may be NULL */
   uint32_t opt_level;     /* LLVM optimisation level 0..3, default 2 */
   bool emit_ir;           /* also return the lowered MLIR (LLVM dialect) */
-  bool emulator;          /* lower Vortex intrinsics to emulator calls */
+  uint32_t warp_size;     /* threads per warp of the target device
+                             (subgroup size), a power of two 1..32;
+                             0 = the default, 4 */
   /* fetch */
   char *key;              /* cache key, 64 lowercase hex digits */
   char *kernel;           /* one kernel only; NULL for all */

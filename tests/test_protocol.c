@@ -19,6 +19,7 @@ static vxp_kernel make_kernel(void) {
   k.grid_dims = 2;
   k.known_block[0] = 32, k.known_block[1] = 1, k.known_block[2] = 1;
   k.shared_bytes = 1024;
+  k.subgroup_size = 8;
   k.object_size = 5;
   k.object = malloc(5);
   memcpy(k.object, "\x7f" "ELF\x01", 5);
@@ -57,7 +58,7 @@ static void response_round_trip(const vxp_response *in, vxp_response *out) {
 
 Test(protocol, compile_request_round_trip) {
   vxp_request in = {.id = 42, .op = VXP_OP_COMPILE, .source = (uint8_t *)"module {}", .source_len = 9,
-                    .source_name = "k.mlir", .opt_level = 3, .emit_ir = true, .emulator = true};
+                    .source_name = "k.mlir", .opt_level = 3, .emit_ir = true, .warp_size = 8};
   vxp_request out;
   request_round_trip(&in, &out);
   cr_assert_eq(out.id, 42);
@@ -67,7 +68,7 @@ Test(protocol, compile_request_round_trip) {
   cr_assert_str_eq(out.source_name, "k.mlir");
   cr_assert_eq(out.opt_level, 3);
   cr_assert(out.emit_ir);
-  cr_assert(out.emulator);
+  cr_assert_eq(out.warp_size, 8);
   vxp_request_clear(&out);
 }
 
@@ -116,6 +117,7 @@ Test(protocol, compile_response_round_trip_keeps_every_field) {
   cr_assert_eq(o->grid_dims, 2);
   cr_assert_eq(o->known_block[0], 32);
   cr_assert_eq(o->shared_bytes, 1024);
+  cr_assert_eq(o->subgroup_size, 8);
   cr_assert_eq(o->object_size, 5);
   cr_assert_eq(memcmp(o->object, "\x7f" "ELF\x01", 5), 0);
   vxp_response_clear(&out);
