@@ -131,7 +131,28 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
   LLVMValueRef stat = LLVMConstInt(i32, static_bytes, 0);
   LLVMValueRef gb = LLVMGetNamedGlobal(m, "__vxl_group_bytes");
   LLVMValueRef sb = LLVMGetNamedGlobal(m, "__vxl_static_bytes");
-  if (gb) LLVMBuildStore(b, LLVMBuildAdd(b, stat, dyn, "group_bytes"), gb);
+  LLVMValueRef group = LLVMBuildAdd(b, stat, dyn, "");
+  /* collectives: 8-aligned scratch after the dynamic area, so many bytes
+   * per thread of the block (vxl_subgroup.c) */
+  LLVMValueRef per = LLVMGetNamedGlobal(m, VXL_SCRATCH_SYMBOL);
+  LLVMValueRef so = LLVMGetNamedGlobal(m, "__vxl_scratch_offset");
+  if (per && LLVMGetInitializer(per)) {
+    LLVMValueRef off = LLVMBuildAnd(b, LLVMBuildAdd(b, group, LLVMConstInt(i32, 7, 0), ""), LLVMConstInt(i32, ~7u, 0),
+                                    "scratch_offset");
+    LLVMTypeRef dim3 = LLVMArrayType2(i32, 3);
+    LLVMValueRef threads = LLVMConstInt(i32, 1, 0);
+    for (unsigned d = 0; d < 3; d++) {
+      LLVMValueRef idx[2] = {LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, d, 0)};
+      LLVMValueRef p = LLVMBuildGEP2(b, dim3, block, idx, 2, "");
+      threads = LLVMBuildMul(b, threads, LLVMBuildLoad2(b, i32, p, ""), "");
+    }
+    group = LLVMBuildAdd(b, off, LLVMBuildMul(b, threads, LLVMGetInitializer(per), ""), "");
+    if (so) LLVMBuildStore(b, off, so);
+  }
+  /* groups start 16-aligned, so what is aligned in one is in every one */
+  group = LLVMBuildAnd(b, LLVMBuildAdd(b, group, LLVMConstInt(i32, 15, 0), ""), LLVMConstInt(i32, ~15u, 0),
+                       "group_bytes");
+  if (gb) LLVMBuildStore(b, group, gb);
   if (sb) LLVMBuildStore(b, stat, sb);
   LLVMTypeRef spty_params[5] = {i32, ptr, ptr, ptr, ptr};
   LLVMTypeRef spty = LLVMFunctionType(i32, spty_params, 5, 0);

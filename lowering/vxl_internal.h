@@ -26,6 +26,10 @@ typedef struct {
 
 void vxl__buf_append(MlirStringRef s, void *ud);
 
+/* The printed form of a type / attribute (malloc(); NULL on OOM). */
+char *vxl__type_str(MlirType t);
+char *vxl__attr_str(MlirAttribute a);
+
 /* Growable list of diagnostic lines (each from malloc()). */
 typedef struct {
   char **v;
@@ -48,6 +52,29 @@ void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t ca
  * (bytes), so a one-element __shared__ variable written the same way still
  * has its own storage when the launch asks for no dynamic memory. */
 #define VXL_DYNAMIC_MIN_SYMBOL "__vxl_dynamic_min"
+
+/* i32 constant global the MLIR side adds when a kernel uses subgroup or
+ * workgroup collectives: scratch bytes per thread of the block, which main
+ * adds to each group's local memory after the dynamic area. */
+#define VXL_SCRATCH_SYMBOL "__vxl_scratch_per_thread"
+#define VXL_SCRATCH_BYTES_PER_THREAD 16u
+
+/* State of the subgroup lowering for one compile (vxl_subgroup.c). */
+typedef struct {
+  MlirContext ctx;
+  MlirModule mod;      /* where helpers go */
+  vxl__diags *d;
+  uint32_t warp_size;  /* threads per warp = subgroup size */
+  unsigned helpers;    /* helpers created so far (unique names) */
+  int uses_scratch;    /* a helper reads or writes the scratch area */
+} vxl__subgroups;
+
+/* Rewrites op if it is gpu.lane_id, gpu.subgroup_id, gpu.subgroup_size,
+ * gpu.num_subgroups, gpu.shuffle, gpu.subgroup_reduce or gpu.all_reduce
+ * (inside a converted function) into a call of a helper it adds to
+ * sg->mod, and erases op.  Returns 1 when it did, 0 when op is none of
+ * those, -EINVAL (diagnostic at op) or -ENOMEM. */
+int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op);
 
 /* Operations collected by a walk (v from malloc(); oom set on failure). */
 typedef struct {

@@ -68,14 +68,14 @@ void vxl__buf_append(MlirStringRef s, void *ud) {
   b->p[b->n] = '\0';
 }
 
-static char *vxl__type_str(MlirType t) {
+char *vxl__type_str(MlirType t) {
   vxl__buf b = {0};
   mlirTypePrint(t, vxl__buf_append, &b);
   if (b.oom) { free(b.p); return NULL; }
   return b.p ? b.p : strdup("");
 }
 
-static char *vxl__attr_str(MlirAttribute a) {
+char *vxl__attr_str(MlirAttribute a) {
   vxl__buf b = {0};
   mlirAttributePrint(a, vxl__buf_append, &b);
   if (b.oom) { free(b.p); return NULL; }
@@ -220,7 +220,9 @@ static int vxl__dialect_supported(MlirStringRef name) {
 static int vxl__gpu_op_supported(MlirStringRef name) {
   static const char *const ops[] = {
       "gpu.func", "gpu.return", "gpu.thread_id", "gpu.block_id",
-      "gpu.block_dim", "gpu.grid_dim", "gpu.global_id", "gpu.barrier", "gpu.printf", "gpu.module_end", NULL};
+      "gpu.block_dim", "gpu.grid_dim", "gpu.global_id", "gpu.barrier", "gpu.printf", "gpu.module_end",
+      "gpu.lane_id", "gpu.subgroup_id", "gpu.subgroup_size", "gpu.num_subgroups", "gpu.shuffle",
+      "gpu.subgroup_reduce", "gpu.all_reduce", "gpu.yield", NULL};
   for (int i = 0; ops[i]; i++)
     if (vxl__streq(name, ops[i])) return 1;
   return 0;
@@ -299,6 +301,7 @@ typedef struct {
    * extern __shared__ at the dynamic base), then each kernel's attributions */
   uint64_t globals_bytes;
   uint64_t dynamic_min_bytes;         /* largest element of an extern __shared__ global */
+  vxl__subgroups sg;                  /* subgroup and workgroup collectives */
   LLVMContextRef lctx;                /* for element sizes from the data layout */
   LLVMTargetDataRef td;               /* lives and dies with lctx */
   MlirTypeToLLVMIRTranslator tr;
@@ -754,12 +757,15 @@ static int vxl__rewrite_gpu_op(vxl__rw *rw, MlirOperation op, vxl__kernel_info *
     return 0;
   }
   if (vxl__streq(name, "gpu.printf")) return vxl__lower_printf(rw, op);
+  int sg = vxl__lower_subgroup_op(&rw->sg, op);
+  if (sg != 0) return sg < 0 ? sg : 0;
   if (vxl__streq(name, "gpu.barrier")) {
     vxl__call(ctx, loc, blk, op, "__vxl_barrier", 0, NULL, 0, NULL);
     mlirOperationDestroy(op);
     return 0;
   }
-  if (vxl__streq(name, "gpu.return")) {
+  /* gpu.yield ends a gpu.all_reduce region that became a function */
+  if (vxl__streq(name, "gpu.return") || vxl__streq(name, "gpu.yield")) {
     MlirOperationState st = mlirOperationStateGet(vxl__str("func.return"), loc);
     intptr_t n = mlirOperationGetNumOperands(op);
     for (intptr_t i = 0; i < n; i++) {
@@ -1101,6 +1107,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
   MlirBlock mbody = mlirModuleGetBody(mod);
   vxl__rw rw = {.c = c, .mod = mod, .d = d};
+  rw.sg = (vxl__subgroups){.ctx = ctx, .mod = mod, .d = d,
+                           .warp_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE};
 
   /* Move every gpu.module's ops into mod. */
   vxl__ops funcs = {0};
@@ -1205,6 +1213,20 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     if (is_kernel) ki++;
   }
   free(funcs.v);
+  if (rc == 0 && rw.sg.uses_scratch) { /* main gives each group this much more local memory */
+    char gtext[160];
+    snprintf(gtext, sizeof gtext, "module {\nllvm.mlir.global internal constant @" VXL_SCRATCH_SYMBOL "(%u : i32) : i32\n}\n",
+             VXL_SCRATCH_BYTES_PER_THREAD);
+    MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(gtext));
+    if (mlirModuleIsNull(wrap)) {
+      rc = -ENOMEM;
+    } else {
+      MlirOperation gl = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
+      mlirOperationRemoveFromParent(gl);
+      mlirModuleDestroy(wrap);
+      mlirBlockAppendOwnedOperation(mbody, gl);
+    }
+  }
   if (rc == 0) mlirOperationWalk(mlirModuleGetOperation(mod), vxl__strip_cb, NULL, MlirWalkPreOrder);
 
   /* Divergence: loops as scf.while, then split/join and pred placement in

@@ -38,6 +38,18 @@
   VXL__DIM3_READER("__vxl_block_id", "blockIdx")                                \
   VXL__DIM3_READER("__vxl_block_dim", "blockDim")                               \
   VXL__DIM3_READER("__vxl_grid_dim", "gridDim")                                \
+  "func.func private @__vxl_linear_tid() -> i32 {\n"                          \
+  VXL__LINEAR_TID                                                               \
+  "  return %l : i32\n"                                                        \
+  "}\n"                                                                        \
+  "func.func private @__vxl_block_threads() -> i32 {\n"                        \
+  VXL__BLOCK_THREADS                                                            \
+  "  return %n : i32\n"                                                        \
+  "}\n"                                                                        \
+  "func.func private @__vxl_fence() {\n"                                       \
+  "  llvm.inline_asm has_side_effects \"\", \"~{memory}\" : () -> ()\n"        \
+  "  return\n"                                                                 \
+  "}\n"                                                                        \
   "func.func private @__vxl_global_id(%dim: i32) -> index {\n"                  \
   "  %b = func.call @__vxl_block_id(%dim) : (i32) -> index\n"                   \
   "  %d = func.call @__vxl_block_dim(%dim) : (i32) -> index\n"                  \
@@ -46,6 +58,34 @@
   "  %g = arith.addi %bd, %t : index\n"                                         \
   "  return %g : index\n"                                                      \
   "}\n"
+
+/* %l: the thread's linear id in its block, x fastest (vx_spawn.h). */
+#define VXL__LINEAR_TID                                                         \
+  "  %t = llvm.mlir.addressof @threadIdx : !llvm.ptr\n"                        \
+  "  %d = llvm.mlir.addressof @blockDim : !llvm.ptr\n"                         \
+  "  %tx = llvm.load %t : !llvm.ptr -> i32\n"                                  \
+  "  %tyP = llvm.getelementptr %t[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.array<3 x i32>\n" \
+  "  %tzP = llvm.getelementptr %t[0, 2] : (!llvm.ptr) -> !llvm.ptr, !llvm.array<3 x i32>\n" \
+  "  %ty = llvm.load %tyP : !llvm.ptr -> i32\n"                                \
+  "  %tz = llvm.load %tzP : !llvm.ptr -> i32\n"                                \
+  "  %dx = llvm.load %d : !llvm.ptr -> i32\n"                                  \
+  "  %dyP = llvm.getelementptr %d[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.array<3 x i32>\n" \
+  "  %dy = llvm.load %dyP : !llvm.ptr -> i32\n"                                \
+  "  %z = arith.muli %tz, %dy : i32\n"                                         \
+  "  %zy = arith.addi %z, %ty : i32\n"                                         \
+  "  %zyx = arith.muli %zy, %dx : i32\n"                                       \
+  "  %l = arith.addi %zyx, %tx : i32\n"
+
+/* %n: threads per block. */
+#define VXL__BLOCK_THREADS                                                      \
+  "  %d = llvm.mlir.addressof @blockDim : !llvm.ptr\n"                         \
+  "  %dx = llvm.load %d : !llvm.ptr -> i32\n"                                  \
+  "  %dyP = llvm.getelementptr %d[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.array<3 x i32>\n" \
+  "  %dzP = llvm.getelementptr %d[0, 2] : (!llvm.ptr) -> !llvm.ptr, !llvm.array<3 x i32>\n" \
+  "  %dy = llvm.load %dyP : !llvm.ptr -> i32\n"                                \
+  "  %dz = llvm.load %dzP : !llvm.ptr -> i32\n"                                \
+  "  %xy = arith.muli %dx, %dy : i32\n"                                        \
+  "  %n = arith.muli %xy, %dz : i32\n"
 
 /* func @NAME(%dim: i32) -> index: loads field %dim of the dim3 global VAR. */
 #define VXL__DIM3_READER(NAME, VAR)                                             \
@@ -66,6 +106,7 @@
 #define VXL__LOCAL_MEMORY(CSR_READ)                                             \
   "llvm.mlir.global internal @__vxl_group_bytes(0 : i32) : i32\n"               \
   "llvm.mlir.global internal @__vxl_static_bytes(0 : i32) : i32\n"              \
+  "llvm.mlir.global internal @__vxl_scratch_offset(0 : i32) : i32\n"              \
   "func.func private @__vxl_local_base() -> !llvm.ptr {\n"                      \
   CSR_READ                                                                      \
   "  %gp = llvm.mlir.addressof @__local_group_id : !llvm.ptr\n"                 \
@@ -74,6 +115,13 @@
   "  %bytes = llvm.load %bp : !llvm.ptr -> i32\n"                               \
   "  %off = llvm.mul %gid, %bytes : i32\n"                                      \
   "  %p = llvm.getelementptr %base[%off] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n" \
+  "  return %p : !llvm.ptr\n"                                                  \
+  "}\n"                                                                        \
+  "func.func private @__vxl_scratch_base() -> !llvm.ptr {\n"                    \
+  "  %b = func.call @__vxl_local_base() : () -> !llvm.ptr\n"                    \
+  "  %sp = llvm.mlir.addressof @__vxl_scratch_offset : !llvm.ptr\n"             \
+  "  %s = llvm.load %sp : !llvm.ptr -> i32\n"                                   \
+  "  %p = llvm.getelementptr %b[%s] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n"      \
   "  return %p : !llvm.ptr\n"                                                  \
   "}\n"                                                                        \
   "func.func private @__vxl_dynamic_base() -> !llvm.ptr {\n"                    \

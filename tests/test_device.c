@@ -13,6 +13,7 @@
  * against a C reference computed here.
  */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,11 +60,12 @@ static void sort_lines(const char *text, char *out, size_t cap) {
   free(copy);
 }
 
-/* Launches k on img on every configuration of vxt_simt_matrix, checks they
- * agree, and returns the device memory afterwards (malloc()). */
-static uint8_t *launch(const vxp_kernel *k, vxt_image *img, const void *const *vals, uint32_t gx,
-                       uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t shared,
-                       char *printed, size_t cap) {
+/* Launches k on img on each of the ncfgs configurations, checks they agree,
+ * and returns the device memory afterwards (malloc()).  launch(): on every
+ * configuration of vxt_simt_matrix. */
+static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxp_kernel *k, vxt_image *img,
+                          const void *const *vals, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,
+                          uint32_t bz, uint32_t shared, char *printed, size_t cap) {
   uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   uint32_t args = vxt_image_args(img, k, vals, grid, block, shared);
   cr_assert_neq(args, UINT32_MAX, "argument packing failed: %s nargs=%u launch=%u buffer=%u grid=%u,%u,%u block=%u,%u,%u",
@@ -74,8 +76,8 @@ static uint8_t *launch(const vxp_kernel *k, vxt_image *img, const void *const *v
   cr_assert_null(fail, "%s: %s", k->name, fail);
   uint8_t *first = NULL;
   static char first_printed[8192], now_printed[8192], first_sorted[8192], now_sorted[8192];
-  for (uint32_t i = 0; i < vxt_simt_matrix_len; i++) {
-    const vxt_simt *cfg = &vxt_simt_matrix[i];
+  for (uint32_t i = 0; i < ncfgs; i++) {
+    const vxt_simt *cfg = &cfgs[i];
     uint8_t *mem = malloc(img->size);
     vxs_report rep;
     fail = vxt_device_run(elf, elf_size, img, args, k->launch_offset, cfg, 0, img->size, mem, &rep, now_printed,
@@ -90,15 +92,21 @@ static uint8_t *launch(const vxp_kernel *k, vxt_image *img, const void *const *v
     }
     for (uint32_t b = 0; b < img->size; b++)
       cr_assert_eq(mem[b], first[b], "%s: device memory differs at offset %u between [%s] and [%s]", k->name, b,
-                   vxt_simt_matrix[0].name, cfg->name);
+                   cfgs[0].name, cfg->name);
     sort_lines(now_printed, now_sorted, sizeof now_sorted);
-    cr_assert_str_eq(now_sorted, first_sorted, "%s: output differs between [%s] and [%s]", k->name,
-                     vxt_simt_matrix[0].name, cfg->name);
+    cr_assert_str_eq(now_sorted, first_sorted, "%s: output differs between [%s] and [%s]", k->name, cfgs[0].name,
+                     cfg->name);
     free(mem);
   }
   if (printed) snprintf(printed, cap, "%s", first_printed);
   free(elf);
   return first;
+}
+
+static uint8_t *launch(const vxp_kernel *k, vxt_image *img, const void *const *vals, uint32_t gx, uint32_t gy,
+                       uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t shared, char *printed,
+                       size_t cap) {
+  return launch_on(vxt_simt_matrix, vxt_simt_matrix_len, k, img, vals, gx, gy, gz, bx, by, bz, shared, printed, cap);
 }
 
 /* A deterministic pseudo-random sequence for inputs. */
@@ -870,4 +878,240 @@ Test(device, math_ops_and_private_memory) {
   free(mem), free(x), free(want);
   vxt_image_free(&img);
   vxl_result_clear(&r);
+}
+
+/* ---- subgroup and workgroup collectives, compiled for each warp width ---- */
+
+static vxl_result build_for_warp(const char *path, uint32_t warp) {
+  vxl_options o = {.opt_level = 2, .warp_size = warp};
+  vxl_result r;
+  cr_assert_eq(vxt_compile_file(cc, path, &o, &r), 0, "cannot read or compile %s", path);
+  cr_assert(r.ok, "%s (warp %u): %s", path, warp, r.ndiags ? r.diags[0] : "");
+  for (uint32_t i = 0; i < r.nkernels; i++) cr_assert_eq(r.kernels[i].subgroup_size, warp);
+  return r;
+}
+
+/* The configurations with `warp` threads per warp, both split orders. */
+static void warp_configs(uint32_t warp, vxt_simt cfg[2]) {
+  cfg[0] = (vxt_simt){warp, 0, 1, VXS_SPLIT_SMALLER, "warp width as compiled, smaller side first"};
+  cfg[1] = (vxt_simt){warp, 0, 2, VXS_SPLIT_TAKEN, "warp width as compiled, taken side first, 2 cores"};
+}
+
+/* Runs kernel `name` of r on grid x block threads (1-D) with one i32 output
+ * of `words` words per thread (and an f32 one of 2 when fout). */
+static uint8_t *run_collective(const vxl_result *r, const char *name, uint32_t warp, uint32_t grid, uint32_t block,
+                               uint32_t words, int fout, uint32_t *oo, uint32_t *fo) {
+  const vxp_kernel *k = kernel(r, name);
+  vxt_image img = {0};
+  uint32_t n = grid * block;
+  *oo = vxt_image_put(&img, NULL, n * words * 4);
+  *fo = vxt_image_put(&img, NULL, n * 2 * 4);
+  uint32_t od = DEV(*oo), fd = DEV(*fo);
+  const void *vals[] = {&od, &fd};
+  vxt_simt cfg[2];
+  warp_configs(warp, cfg);
+  uint8_t *mem = launch_on(cfg, 2, k, &img, vals, grid, 1, 1, block, 1, 1, 0, NULL, 0);
+  (void)fout;
+  vxt_image_free(&img);
+  return mem;
+}
+
+static const uint32_t warps[] = {1, 4, 8, 32};
+static const uint32_t blocks[] = {13, 37, 64};
+
+Test(device, lane_and_subgroup_ids) {
+  for (int wi = 0; wi < 4; wi++) {
+    vxl_result r = build_for_warp(VXT_KERNELS_DIR "/subgroups.mlir", warps[wi]);
+    for (int bi = 0; bi < 3; bi++) {
+      uint32_t W = warps[wi], B = blocks[bi], oo, fo;
+      uint8_t *mem = run_collective(&r, "ids", W, 3, B, 4, 0, &oo, &fo);
+      const int32_t *o = (const int32_t *)(mem + oo);
+      for (uint32_t g = 0; g < 3 * B; g++) {
+        uint32_t t = g % B;
+        cr_assert_eq(o[4 * g], (int32_t)(t % W), "W=%u B=%u lane_id of %u", W, B, g);
+        cr_assert_eq(o[4 * g + 1], (int32_t)(t / W), "W=%u B=%u subgroup_id of %u", W, B, g);
+        cr_assert_eq(o[4 * g + 2], (int32_t)W);
+        cr_assert_eq(o[4 * g + 3], (int32_t)((B + W - 1) / W), "W=%u B=%u num_subgroups", W, B);
+      }
+      free(mem);
+    }
+    vxl_result_clear(&r);
+  }
+}
+
+Test(device, shuffles_xor_up_down_idx) {
+  for (int wi = 0; wi < 4; wi++) {
+    vxl_result r = build_for_warp(VXT_KERNELS_DIR "/subgroups.mlir", warps[wi]);
+    for (int bi = 0; bi < 3; bi++) {
+      uint32_t W = warps[wi], B = blocks[bi], oo, fo;
+      uint8_t *mem = run_collective(&r, "shuffles", W, 3, B, 8, 1, &oo, &fo);
+      const int32_t *o = (const int32_t *)(mem + oo);
+      const float *f = (const float *)(mem + fo);
+      for (uint32_t g = 0; g < 3 * B; g++) {
+        uint32_t t = g % B, l = t % W;
+        int32_t v = (int32_t)(10 * g + 1);
+        /* source lane per mode; -1 wraps to invalid */
+        int64_t src[4] = {l ^ 1, (int64_t)l - 1, (int64_t)l + 2, 0};
+        for (int m = 0; m < 4; m++) {
+          int valid = src[m] >= 0 && src[m] < (int64_t)W;
+          uint32_t from_t = t - l + (uint32_t)src[m];
+          cr_assert_eq(o[8 * g + 2 * m + 1], valid, "W=%u B=%u g=%u mode %d valid", W, B, g, m);
+          if (!valid) cr_assert_eq(o[8 * g + 2 * m], v, "W=%u B=%u g=%u mode %d: own value", W, B, g, m);
+          else if (from_t < B) /* a lane past the block's end holds nothing */
+            cr_assert_eq(o[8 * g + 2 * m], (int32_t)(10 * (g - t + from_t) + 1), "W=%u B=%u g=%u mode %d", W, B, g, m);
+        }
+        uint32_t fs = l ^ 2, lim = W < 4 ? W : 4;
+        int fvalid = fs < lim;
+        uint32_t ft = t - l + fs;
+        cr_assert_eq(f[2 * g + 1], (float)fvalid);
+        if (!fvalid) cr_assert_eq(f[2 * g], (float)v * 0.5f);
+        else if (ft < B) cr_assert_eq(f[2 * g], (float)(10 * (g - t + ft) + 1) * 0.5f, "W=%u g=%u f32", W, g);
+      }
+      free(mem);
+    }
+    vxl_result_clear(&r);
+  }
+}
+
+Test(device, subgroup_reduce_over_active_lanes) {
+  for (int wi = 0; wi < 4; wi++) {
+    vxl_result r = build_for_warp(VXT_KERNELS_DIR "/subgroups.mlir", warps[wi]);
+    for (int bi = 0; bi < 3; bi++) {
+      uint32_t W = warps[wi], B = blocks[bi], oo, fo;
+      uint8_t *mem = run_collective(&r, "reduces", W, 3, B, 3, 0, &oo, &fo);
+      const int32_t *o = (const int32_t *)(mem + oo);
+      for (uint32_t g = 0; g < 3 * B; g++) {
+        uint32_t t = g % B, first = g - t % W; /* global id of lane 0 */
+        int32_t sum = 0, mx = INT32_MIN, odd = 0;
+        for (uint32_t j = 0; j < W && t - t % W + j < B; j++) {
+          int32_t vj = (int32_t)(10 * (first + j) + 1);
+          sum += vj;
+          if (vj % 7 > mx) mx = vj % 7;
+          if ((first + j) & 1) odd += vj;
+        }
+        cr_assert_eq(o[3 * g], sum, "W=%u B=%u g=%u add %d want %d", W, B, g, o[3 * g], sum);
+        cr_assert_eq(o[3 * g + 1], mx, "W=%u B=%u g=%u maxsi", W, B, g);
+        cr_assert_eq(o[3 * g + 2], g & 1 ? odd : -1, "W=%u B=%u g=%u add over odd lanes %d want %d", W, B, g,
+                     o[3 * g + 2], odd);
+      }
+      free(mem);
+    }
+    vxl_result_clear(&r);
+  }
+}
+
+Test(device, subgroup_reduce_over_clusters) {
+  for (int wi = 1; wi < 4; wi++) {
+    vxl_result r = build_for_warp(VXT_KERNELS_DIR "/subgroup_clusters.mlir", warps[wi]);
+    for (int bi = 0; bi < 3; bi++) {
+      uint32_t W = warps[wi], B = blocks[bi], oo, fo;
+      uint8_t *mem = run_collective(&r, "clusters", W, 3, B, 2, 0, &oo, &fo);
+      const int32_t *o = (const int32_t *)(mem + oo);
+      for (uint32_t g = 0; g < 3 * B; g++) {
+        uint32_t t = g % B, l = t % W;
+        int32_t add = 0, mul = 1;
+        for (uint32_t j = 0; j < W; j++) {
+          if (t - l + j >= B) continue; /* no such thread */
+          int32_t vj = (int32_t)(10 * (g - l + j) + 1);
+          if (j / 2 == l / 2) add += vj;
+          if (j / 4 == l / 4 && j % 2 == l % 2) mul *= vj % 5 + 1;
+        }
+        cr_assert_eq(o[2 * g], add, "W=%u B=%u g=%u cluster add", W, B, g);
+        cr_assert_eq(o[2 * g + 1], mul, "W=%u B=%u g=%u cluster mul", W, B, g);
+      }
+      free(mem);
+    }
+    vxl_result_clear(&r);
+  }
+  /* a cluster wider than the warp is refused where it is written */
+  vxl_options o = {.opt_level = 2, .warp_size = 1};
+  vxl_result r;
+  cr_assert_eq(vxt_compile_file(cc, VXT_KERNELS_DIR "/subgroup_clusters.mlir", &o, &r), 0);
+  cr_assert_not(r.ok);
+  cr_assert(strstr(r.diags[0], "subgroup_clusters.mlir:18:12: error: unsupported: gpu.subgroup_reduce clusters of 2 "
+                               "lanes 1 apart in a 1-thread warp"),
+            "%s", r.diags[0]);
+  vxl_result_clear(&r);
+}
+
+Test(device, all_reduce_over_the_block) {
+  for (int wi = 0; wi < 4; wi++) {
+    vxl_result r = build_for_warp(VXT_KERNELS_DIR "/subgroups.mlir", warps[wi]);
+    for (int bi = 0; bi < 3; bi++) {
+      uint32_t W = warps[wi], B = blocks[bi], oo, fo;
+      uint8_t *mem = run_collective(&r, "block", W, 3, B, 3, 0, &oo, &fo);
+      const int32_t *o = (const int32_t *)(mem + oo);
+      float sum = 0;
+      int32_t mx = INT32_MIN;
+      uint32_t prod = 1;
+      for (uint32_t t = 0; t < B; t++) {
+        sum += (float)t;
+        if ((int32_t)(t * 7 % 11) > mx) mx = (int32_t)(t * 7 % 11);
+        prod *= t % 3 + 1;
+      }
+      for (uint32_t g = 0; g < 3 * B; g++) {
+        float got;
+        memcpy(&got, &o[3 * g], 4);
+        cr_assert_eq(got, sum, "W=%u B=%u g=%u add %g want %g", W, B, g, (double)got, (double)sum);
+        cr_assert_eq(o[3 * g + 1], mx, "W=%u B=%u g=%u region max", W, B, g);
+        cr_assert_eq((uint32_t)o[3 * g + 2], prod, "W=%u B=%u g=%u mul", W, B, g);
+      }
+      free(mem);
+    }
+    vxl_result_clear(&r);
+  }
+}
+
+/* The CHECK lines of an upstream test file, in order, joined by '\n'. */
+static void check_lines(const char *path, char *out, size_t cap) {
+  size_t len;
+  char *src = vxt_read_file(path, &len), *save = NULL;
+  cr_assert_not_null(src, "cannot read %s", path);
+  out[0] = '\0';
+  for (char *l = strtok_r(src, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    char *c = strstr(l, "// CHECK: ");
+    if (c) strncat(strncat(out, c + 10, cap - strlen(out) - 1), "\n", cap - strlen(out) - 1);
+  }
+  free(src);
+}
+
+Test(device, upstream_all_reduce_integration_tests) {
+  /* llvm-project mlir/test/Integration/GPU/CUDA: the host code of each file
+   * fills data[2][6] with the values below and launches 2 blocks of 6
+   * threads; the outputs are printed with printMemref and checked against
+   * the file's own CHECK lines */
+  static const char *const files[] = {"all-reduce-and", "all-reduce-or", "all-reduce-xor", "multiple-all-reduce"};
+  static const int32_t data[12] = {0, 1, 2, 4, 8, 16, 2, 3, 6, 7, 10, 11};
+  for (int fi = 0; fi < 4; fi++) {
+    char path[512], want[256], got[256];
+    snprintf(path, sizeof path, VXT_CORPUS_DIR "/llvm-project/Integration-GPU-CUDA/%s.mlir", files[fi]);
+    check_lines(path, want, sizeof want);
+    int is_float = fi == 3, nout = is_float ? 2 : 1;
+    for (int wi = 0; wi < 4; wi++) {
+      vxl_result r = build_for_warp(path, warps[wi]);
+      const vxp_kernel *k = kernel(&r, "main_kernel");
+      vxt_image img = {0};
+      float fdata[12];
+      for (int i = 0; i < 12; i++) fdata[i] = (float)data[i];
+      uint32_t din = vxt_image_put(&img, is_float ? (const void *)fdata : (const void *)data, 48);
+      uint32_t o[2] = {vxt_image_put(&img, NULL, 8), vxt_image_put(&img, NULL, 8)};
+      uint32_t dd = DEV(din), d0 = DEV(o[0]), d1 = DEV(o[1]);
+      const void *vals[] = {&dd, &d0, &d1};
+      vxt_simt cfg[2];
+      warp_configs(warps[wi], cfg);
+      uint8_t *mem = launch_on(cfg, 2, k, &img, vals, 2, 1, 1, 6, 1, 1, 0, NULL, 0);
+      got[0] = '\0';
+      for (int j = 0; j < nout; j++) {
+        const void *p = mem + o[j];
+        char line[64];
+        if (is_float) snprintf(line, sizeof line, "[%g, %g]\n", (double)((const float *)p)[0], (double)((const float *)p)[1]);
+        else snprintf(line, sizeof line, "[%d, %d]\n", ((const int32_t *)p)[0], ((const int32_t *)p)[1]);
+        strncat(got, line, sizeof got - strlen(got) - 1);
+      }
+      cr_assert_str_eq(got, want, "%s with %u threads per warp", files[fi], warps[wi]);
+      free(mem);
+      vxt_image_free(&img);
+      vxl_result_clear(&r);
+    }
+  }
 }

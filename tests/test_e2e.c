@@ -195,10 +195,10 @@ Test(e2e, source_errors_come_back_as_diagnostics_and_the_daemon_goes_on) {
   const char *bad[] = {
       "module {\n  gpu.module @m {\n    gpu.func @k() kernel {\n      %x = arith.addi %y, %y : i32\n",
       "module {\n  func.func @host() {\n    return\n  }\n}\n",
-      "module {\n  gpu.module @m {\n    gpu.func @k() kernel {\n      %l = gpu.lane_id\n"
+      "module {\n  gpu.module @m {\n    gpu.func @k() kernel {\n      %l = gpu.cluster_id x\n"
       "      gpu.return\n    }\n  }\n}\n",
   };
-  const char *want[] = {"bad.mlir:4:", "no kernels", "bad.mlir:4:12: error: unsupported: gpu.lane_id"};
+  const char *want[] = {"bad.mlir:4:", "no kernels", "bad.mlir:4:12: error: unsupported: gpu.cluster_id"};
   for (int i = 0; i < 3; i++) {
     vxp_response r;
     cr_assert_eq(vxc_compile(c, bad[i], strlen(bad[i]), "bad.mlir", NULL, &r), 0);
@@ -488,4 +488,35 @@ Test(e2e, many_vxc_at_once_start_exactly_one_daemon) {
   cr_assert_eq(atoi(out), 1, "exactly one daemon was started, found %s", out);
   snprintf(cmd, sizeof cmd, "pkill -TERM -f -x '.*vortexd --socket %s --idle-timeout 60'", sock);
   cr_assert_eq(run(cmd, out, sizeof out), 0);
+}
+
+Test(e2e, the_warp_size_is_part_of_the_key_and_the_metadata) {
+  vxc_conn *c = conn();
+  size_t len;
+  char *src = vxt_read_file(VXT_KERNELS_DIR "/subgroups.mlir", &len);
+  cr_assert_not_null(src);
+  vxp_response r4, r8, again;
+  vxc_compile_options o4 = {.opt_level = 2}, o8 = {.opt_level = 2, .warp_size = 8};
+  cr_assert_eq(vxc_compile(c, src, len, "subgroups.mlir", &o4, &r4), 0);
+  cr_assert_eq(vxc_compile(c, src, len, "subgroups.mlir", &o8, &r8), 0);
+  cr_assert_eq(r4.status, VXP_STATUS_OK, "%s", r4.ndiags ? r4.diags[0] : "");
+  cr_assert_eq(r8.status, VXP_STATUS_OK);
+  cr_assert_str_neq(r4.key, r8.key, "a warp size changes the objects, so it changes the key");
+  cr_assert_not(r8.cached);
+  for (uint32_t i = 0; i < r4.nkernels; i++) {
+    cr_assert_eq(r4.kernels[i].subgroup_size, 4, "the default is Vortex's 4 threads per warp");
+    cr_assert_eq(r8.kernels[i].subgroup_size, 8);
+  }
+  cr_assert_eq(vxc_compile(c, src, len, "subgroups.mlir", &o8, &again), 0);
+  cr_assert(again.cached);
+  cr_assert_eq(again.kernels[0].subgroup_size, 8, "the cached metadata keeps the warp size");
+  vxp_response_clear(&r4), vxp_response_clear(&r8), vxp_response_clear(&again);
+  /* a warp size that is not a power of two never reaches the compiler */
+  vxc_compile_options bad = {.opt_level = 2, .warp_size = 6};
+  vxp_response rb;
+  cr_assert_eq(vxc_compile(c, src, len, "subgroups.mlir", &bad, &rb), 0);
+  cr_assert_eq(rb.status, VXP_STATUS_BAD_REQUEST);
+  vxp_response_clear(&rb);
+  free(src);
+  vxc_close(c);
 }

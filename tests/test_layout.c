@@ -237,9 +237,9 @@ Test(lowering, unsupported_op_is_named_with_its_location) {
   vxl_result_clear(&r);
 
   r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: f32) kernel {\n"
-                   "      %l = gpu.lane_id\n      gpu.return\n    }\n  }\n}\n");
+                   "      %l = gpu.cluster_id x\n      gpu.return\n    }\n  }\n}\n");
   cr_assert_not(r.ok);
-  cr_assert_str_eq(r.diags[0], "t.mlir:4:12: error: unsupported: gpu.lane_id");
+  cr_assert_str_eq(r.diags[0], "t.mlir:4:12: error: unsupported: gpu.cluster_id");
   vxl_result_clear(&r);
 }
 

@@ -1,0 +1,543 @@
+/*
+ * vxl_subgroup.c - subgroup and workgroup collectives for Vortex (MLIR side).
+ *
+ * gpu.lane_id, gpu.subgroup_id, gpu.subgroup_size, gpu.num_subgroups,
+ * gpu.shuffle, gpu.subgroup_reduce and gpu.all_reduce become calls of
+ * helpers written here as MLIR text, one per use, that the upstream
+ * pipeline lowers with everything else.
+ *
+ * Subgroups are the hardware warps: vx_spawn_threads gives thread i of a
+ * block (linear id, x fastest) lane i % W of the block's warp i / W, where
+ * W is the device's threads per warp, which the compile is told
+ * (vxl_options.warp_size) and the kernel metadata repeats
+ * (subgroup_size).  Values move between threads through a scratch area in
+ * local memory, one 8-byte slot per thread of the block, after the static
+ * and dynamic workgroup memory (main sizes it from the launch's block, see
+ * vxl_codegen.c):
+ *   - within a warp nothing more is needed: its threads execute each
+ *     instruction together, so every lane has stored its slot before any
+ *     lane loads (an empty asm with a memory clobber keeps the compiler
+ *     from reordering the two);
+ *   - gpu.all_reduce spans warps and waits at the block's barrier.
+ * Reductions combine the values in lane order, the same order in every
+ * thread, so all threads get bit-identical results.  A subgroup reduction
+ * takes the lanes that are active (CSR 0xCC4, Vortex's thread mask): lanes
+ * a divergent branch masked off, and the missing lanes of a block that is
+ * not a multiple of W, do not contribute.  Everything is branch-free or a
+ * loop with a uniform trip count, so no split/join is needed.
+ *
+ * gpu.shuffle follows the op's definition: the source lane is lane ^ offset
+ * (xor), lane - offset (up), lane + offset (down) or offset (idx); it is
+ * valid when it is below min(width, W); an invalid one returns the
+ * thread's own value with valid = false.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mlir-c/BuiltinAttributes.h>
+#include <mlir-c/BuiltinTypes.h>
+
+#include "vxl_internal.h"
+
+static MlirStringRef vxl__s(const char *s) { return mlirStringRefCreateFromCString(s); }
+
+static int vxl__name_is(MlirOperation op, const char *name) { return vxl__op_is(op, name); }
+
+/* The last word of an enum attribute's printed form ("#gpu<all_reduce_op
+ * add>" -> "add") into buf; 0, or -1 when absent or unreadable. */
+static int vxl__enum_word(MlirOperation op, const char *attr, char *buf, size_t cap) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, vxl__s(attr));
+  if (mlirAttributeIsNull(a)) return -1;
+  char *s = vxl__attr_str(a);
+  if (!s) return -1;
+  size_t n = strlen(s);
+  if (n && s[n - 1] == '>') s[--n] = '\0';
+  const char *w = strrchr(s, ' ');
+  w = w ? w + 1 : s;
+  int rc = strlen(w) < cap ? 0 : -1;
+  if (rc == 0) snprintf(buf, cap, "%s", w);
+  free(s);
+  return rc;
+}
+
+/* Integer attribute `attr` of op, or dflt when absent. */
+static int64_t vxl__int_attr(MlirOperation op, const char *attr, int64_t dflt) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, vxl__s(attr));
+  return mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a) ? dflt : mlirIntegerAttrGetValueInt(a);
+}
+
+/* Parses text (a module holding helper functions) and moves its operations
+ * into sg->mod.  Returns 0, or -EINVAL (diagnostic at loc) if it does not
+ * parse, which would be a bug here. */
+static int vxl__add_text(vxl__subgroups *sg, MlirLocation loc, const char *text) {
+  MlirModule wrap = mlirModuleCreateParse(sg->ctx, vxl__s(text));
+  if (mlirModuleIsNull(wrap)) {
+    vxl__diag_at(sg->d, loc, "internal: could not build a subgroup helper");
+    return -EINVAL;
+  }
+  MlirBlock mb = mlirModuleGetBody(sg->mod);
+  for (MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap)); !mlirOperationIsNull(o);) {
+    MlirOperation next = mlirOperationGetNextInBlock(o);
+    /* declarations of prelude helpers were only there to verify the text */
+    int decl = vxl__name_is(o, "func.func") && mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0)));
+    if (!decl) {
+      mlirOperationRemoveFromParent(o);
+      mlirBlockAppendOwnedOperation(mb, o);
+    }
+    o = next;
+  }
+  mlirModuleDestroy(wrap);
+  return 0;
+}
+
+/* Declarations of the prelude helpers the generated text calls. */
+#define VXL__SG_DECLS                                                           \
+  "func.func private @__vxl_linear_tid() -> i32\n"                              \
+  "func.func private @__vxl_block_threads() -> i32\n"                           \
+  "func.func private @__vxl_scratch_base() -> !llvm.ptr\n"                      \
+  "func.func private @__vxl_fence()\n"                                          \
+  "func.func private @__vxl_barrier()\n"                                        \
+  "func.func private @__vxl_active_threads() -> i32\n"
+
+/* Whether values of type t can travel through a scratch slot: integers of
+ * up to 64 bits and f16/bf16/f32/f64 (index is converted to i32 first). */
+static int vxl__slot_type(MlirType t) {
+  if (mlirTypeIsAInteger(t)) return mlirIntegerTypeGetWidth(t) <= 64;
+  return mlirTypeIsAF16(t) || mlirTypeIsABF16(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t);
+}
+
+/* The arith op of reduction `kind` on type t (float or integer), or NULL. */
+static const char *vxl__reduce_op(const char *kind, MlirType t) {
+  int f = !mlirTypeIsAInteger(t);
+  static const char *const map[][3] = {
+      {"add", "arith.addi", "arith.addf"},       {"mul", "arith.muli", "arith.mulf"},
+      {"and", "arith.andi", NULL},               {"or", "arith.ori", NULL},
+      {"xor", "arith.xori", NULL},               {"minui", "arith.minui", NULL},
+      {"minsi", "arith.minsi", NULL},            {"maxui", "arith.maxui", NULL},
+      {"maxsi", "arith.maxsi", NULL},            {"minnumf", NULL, "arith.minnumf"},
+      {"maxnumf", NULL, "arith.maxnumf"},        {"minimumf", NULL, "arith.minimumf"},
+      {"maximumf", NULL, "arith.maximumf"},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(map[i][0], kind) == 0) return map[i][1 + f];
+  return NULL;
+}
+
+/* Replaces op's result i by a value of the same type computed from v of
+ * type index when `was_index` (v is i32), else v. */
+static MlirValue vxl__from_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before, MlirValue v,
+                               MlirType want) {
+  if (!mlirTypeIsAIndex(want)) return v;
+  MlirOperationState st = mlirOperationStateGet(vxl__s("arith.index_cast"), loc);
+  mlirOperationStateAddOperands(&st, 1, &v);
+  mlirOperationStateAddResults(&st, 1, &want);
+  MlirOperation c = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(blk, before, c);
+  return mlirOperationGetResult(c, 0);
+}
+
+static MlirValue vxl__to_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before, MlirValue v) {
+  if (!mlirTypeIsAIndex(mlirValueGetType(v))) return v;
+  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
+  MlirOperationState st = mlirOperationStateGet(vxl__s("arith.index_cast"), loc);
+  mlirOperationStateAddOperands(&st, 1, &v);
+  mlirOperationStateAddResults(&st, 1, &i32);
+  MlirOperation c = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(blk, before, c);
+  return mlirOperationGetResult(c, 0);
+}
+
+/* Calls helper `name` (args -> results of the types of op's results, with
+ * index carried as i32) before op, replaces op's results and erases op. */
+static void vxl__replace_by_call(vxl__subgroups *sg, MlirOperation op, const char *name, intptr_t nargs,
+                                 MlirValue *args) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirBlock blk = mlirOperationGetBlock(op);
+  intptr_t nres = mlirOperationGetNumResults(op);
+  MlirType types[4];
+  MlirType i32 = mlirIntegerTypeGet(sg->ctx, 32);
+  for (intptr_t i = 0; i < nres && i < 4; i++) {
+    types[i] = mlirValueGetType(mlirOperationGetResult(op, i));
+    if (mlirTypeIsAIndex(types[i])) types[i] = i32;
+  }
+  for (intptr_t i = 0; i < nargs; i++) args[i] = vxl__to_i32(sg->ctx, loc, blk, op, args[i]);
+  MlirOperation call = vxl__func_call(sg->ctx, loc, name, nargs, args, nres, types);
+  mlirBlockInsertOwnedOperationBefore(blk, op, call);
+  for (intptr_t i = 0; i < nres; i++) {
+    MlirValue r = mlirOperationGetResult(op, i);
+    MlirValue v = vxl__from_i32(sg->ctx, loc, blk, op, mlirOperationGetResult(call, i), mlirValueGetType(r));
+    mlirValueReplaceAllUsesOfWith(r, v);
+  }
+  mlirOperationDestroy(op);
+}
+
+/* t with every "%$" replaced by "%" prefix (malloc(); NULL on OOM). */
+static char *vxl__subst(const char *t, const char *prefix) {
+  size_t n = 0, pl = strlen(prefix);
+  for (const char *p = t; *p; p++) n += (p[0] == '%' && p[1] == '$') ? pl : 1;
+  char *out = malloc(n + 1), *o = out;
+  if (!out) return NULL;
+  for (const char *p = t; *p; p++) {
+    if (p[0] == '%' && p[1] == '$') {
+      *o++ = '%';
+      memcpy(o, prefix, pl);
+      o += pl;
+      p++;
+    } else {
+      *o++ = *p;
+    }
+  }
+  *o = '\0';
+  return out;
+}
+
+/* Text of a loop that folds the slots of j = 0 .. bound-1 into %result#0
+ * (%result#1: whether anything was included).  `include` defines %$inc
+ * (i1) and `slot` defines %$slot (i32, the slot to read) from %$j (i32);
+ * %v (a T) only seeds the loop; %sb is the scratch base.  `op` combines two
+ * T values: an arith op, or the function of that name when op_is_func.
+ * Every value of the loop is named with `prefix`, so several loops fit in
+ * one function.  malloc(); NULL on OOM. */
+static char *vxl__fold_text(const char *T, const char *op, int op_is_func, const char *bound, const char *include,
+                            const char *slot, const char *result, const char *prefix) {
+  char comb[256], *tmpl = NULL;
+  if (op_is_func)
+    snprintf(comb, sizeof comb, "%%$c = func.call @%s(%%$acc, %%$x) : (%s, %s) -> %s", op, T, T, T);
+  else
+    snprintf(comb, sizeof comb, "%%$c = %s %%$acc, %%$x : %s", op, T);
+  int n = asprintf(&tmpl,
+                   "  %%$lo = arith.constant 0 : index\n"
+                   "  %%$st = arith.constant 1 : index\n"
+                   "  %%$hi = arith.index_cast %s : i32 to index\n"
+                   "  %%$no = arith.constant false\n"
+                   "  %%%s:2 = scf.for %%$ji = %%$lo to %%$hi step %%$st iter_args(%%$acc = %%v, %%$have = %%$no) -> (%s, i1) {\n"
+                   "    %%$j = arith.index_cast %%$ji : index to i32\n"
+                   "%s"
+                   "%s"
+                   "    %%$q = llvm.getelementptr %%sb[%%$slot] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                   "    %%$x = llvm.load volatile %%$q : !llvm.ptr -> %s\n"
+                   "    %s\n"
+                   "    %%$first = arith.select %%$have, %%$c, %%$x : %s\n"
+                   "    %%$next = arith.select %%$inc, %%$first, %%$acc : %s\n"
+                   "    %%$had = arith.ori %%$have, %%$inc : i1\n"
+                   "    scf.yield %%$next, %%$had : %s, i1\n"
+                   "  }\n",
+                   bound, result, T, include, slot, T, comb, T, T, T);
+  if (n < 0) return NULL;
+  char *out = vxl__subst(tmpl, prefix);
+  free(tmpl);
+  return out;
+}
+
+static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  char mode[16];
+  MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  if (vxl__enum_word(op, "mode", mode, sizeof mode) != 0) {
+    vxl__diag_at(sg->d, loc, "unsupported: gpu.shuffle with an unreadable mode");
+    return -EINVAL;
+  }
+  const char *src = strcmp(mode, "xor") == 0    ? "arith.xori %lane, %off : i32"
+                    : strcmp(mode, "up") == 0   ? "arith.subi %lane, %off : i32"
+                    : strcmp(mode, "down") == 0 ? "arith.addi %lane, %off : i32"
+                    : strcmp(mode, "idx") == 0  ? "arith.addi %off, %zero : i32"
+                                                : NULL;
+  if (!src || (!vxl__slot_type(t) && !mlirTypeIsAIndex(t))) {
+    char *ts = vxl__type_str(t);
+    vxl__diag_at(sg->d, loc, "unsupported: gpu.shuffle %s of %s", mode, ts ? ts : "this type");
+    free(ts);
+    return -EINVAL;
+  }
+  char *T = mlirTypeIsAIndex(t) ? strdup("i32") : vxl__type_str(t), *text = NULL;
+  if (!T) return -ENOMEM;
+  char name[48];
+  snprintf(name, sizeof name, "__vxl_shfl%u", sg->helpers++);
+  int n = asprintf(&text,
+                   "module {\n" VXL__SG_DECLS
+                   "func.func private @%s(%%v: %s, %%off: i32, %%width: i32) -> (%s, i1) {\n"
+                   "  %%zero = arith.constant 0 : i32\n"
+                   "  %%w = arith.constant %u : i32\n"
+                   "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
+                   "  %%lane = arith.remui %%lin, %%w : i32\n"
+                   "  %%base = arith.subi %%lin, %%lane : i32\n"
+                   "  %%src = %s\n"
+                   "  %%lim = arith.minui %%width, %%w : i32\n"
+                   "  %%valid = arith.cmpi ult, %%src, %%lim : i32\n"
+                   "  %%from = arith.addi %%base, %%src : i32\n"
+                   "  %%slot = arith.select %%valid, %%from, %%lin : i32\n"
+                   "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
+                   "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                   "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
+                   "  func.call @__vxl_fence() : () -> ()\n"
+                   "  %%q = llvm.getelementptr %%sb[%%slot] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                   "  %%x = llvm.load volatile %%q : !llvm.ptr -> %s\n"
+                   "  func.call @__vxl_fence() : () -> ()\n"
+                   "  return %%x, %%valid : %s, i1\n"
+                   "}\n}\n",
+                   name, T, T, sg->warp_size, src, T, T, T);
+  free(T);
+  if (n < 0) return -ENOMEM;
+  int rc = vxl__add_text(sg, loc, text);
+  free(text);
+  if (rc) return rc;
+  sg->uses_scratch = 1;
+  MlirValue args[3] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1), mlirOperationGetOperand(op, 2)};
+  vxl__replace_by_call(sg, op, name, 3, args);
+  return 0;
+}
+
+static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  char kind[16];
+  if (vxl__enum_word(op, "op", kind, sizeof kind) != 0) {
+    vxl__diag_at(sg->d, loc, "unsupported: gpu.subgroup_reduce with an unreadable operation");
+    return -EINVAL;
+  }
+  MlirType vt = mlirTypeIsAIndex(t) ? mlirIntegerTypeGet(sg->ctx, 32) : t;
+  const char *aop = vxl__slot_type(vt) ? vxl__reduce_op(kind, vt) : NULL;
+  int64_t csize = vxl__int_attr(op, "cluster_size", sg->warp_size), cstride = vxl__int_attr(op, "cluster_stride", 1);
+  if (!aop) {
+    char *ts = vxl__type_str(t);
+    vxl__diag_at(sg->d, loc, "unsupported: gpu.subgroup_reduce %s of %s", kind, ts ? ts : "this type");
+    free(ts);
+    return -EINVAL;
+  }
+  if (csize < 1 || cstride < 1 || (csize & (csize - 1)) || (cstride & (cstride - 1)) ||
+      csize * cstride > (int64_t)sg->warp_size) {
+    vxl__diag_at(sg->d, loc, "unsupported: gpu.subgroup_reduce clusters of %lld lanes %lld apart in a %u-thread warp",
+                 (long long)csize, (long long)cstride, sg->warp_size);
+    return -EINVAL;
+  }
+  char *T = vxl__type_str(vt), *fold = NULL, *text = NULL;
+  if (!T) return -ENOMEM;
+  char name[48], include[512];
+  snprintf(name, sizeof name, "__vxl_sgred%u", sg->helpers++);
+  /* lane j counts when active and in this lane's cluster: same bits above
+   * the cluster span, same bits below the stride */
+  snprintf(include, sizeof include,
+           "    %%$bit = arith.shrui %%mask, %%$j : i32\n"
+           "    %%$b1 = arith.andi %%$bit, %%one : i32\n"
+           "    %%$act = arith.cmpi ne, %%$b1, %%zero : i32\n"
+           "    %%$jh = arith.andi %%$j, %%hm : i32\n"
+           "    %%$jl = arith.andi %%$j, %%lm : i32\n"
+           "    %%$sh = arith.cmpi eq, %%$jh, %%lh : i32\n"
+           "    %%$sl = arith.cmpi eq, %%$jl, %%ll : i32\n"
+           "    %%$same = arith.andi %%$sh, %%$sl : i1\n"
+           "    %%$inc = arith.andi %%$act, %%$same : i1\n");
+  const char *slot = "    %$from = arith.addi %base, %$j : i32\n"
+                     "    %$slot = arith.select %$inc, %$from, %lin : i32\n";
+  fold = vxl__fold_text(T, aop, 0, "%w", include, slot, "r", "f_");
+  int n = fold ? asprintf(&text,
+                          "module {\n" VXL__SG_DECLS
+                          "func.func private @%s(%%v: %s) -> %s {\n"
+                          "  %%zero = arith.constant 0 : i32\n"
+                          "  %%one = arith.constant 1 : i32\n"
+                          "  %%w = arith.constant %u : i32\n"
+                          "  %%hm = arith.constant %lld : i32\n"
+                          "  %%lm = arith.constant %lld : i32\n"
+                          "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
+                          "  %%lane = arith.remui %%lin, %%w : i32\n"
+                          "  %%base = arith.subi %%lin, %%lane : i32\n"
+                          "  %%lh = arith.andi %%lane, %%hm : i32\n"
+                          "  %%ll = arith.andi %%lane, %%lm : i32\n"
+                          "  %%mask = func.call @__vxl_active_threads() : () -> i32\n"
+                          "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
+                          "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                          "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
+                          "  func.call @__vxl_fence() : () -> ()\n"
+                          "%s"
+                          "  func.call @__vxl_fence() : () -> ()\n"
+                          "  return %%r#0 : %s\n"
+                          "}\n}\n",
+                          name, T, T, sg->warp_size, (long long)~(csize * cstride - 1), (long long)(cstride - 1), T,
+                          fold, T)
+               : -1;
+  free(T);
+  free(fold);
+  if (n < 0) return -ENOMEM;
+  int rc = vxl__add_text(sg, loc, text);
+  free(text);
+  if (rc) return rc;
+  sg->uses_scratch = 1;
+  MlirValue arg = mlirOperationGetOperand(op, 0);
+  vxl__replace_by_call(sg, op, name, 1, &arg);
+  return 0;
+}
+
+/* The region of a gpu.all_reduce without an `op` becomes function
+ * `name`(T, T) -> T; its gpu.yield is rewritten to func.return later, with
+ * the other gpu ops.  Returns 0, -EINVAL (diagnostic) or -ENOMEM. */
+static int vxl__region_to_func(vxl__subgroups *sg, MlirOperation op, MlirType t, const char *name) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirRegion r = mlirOperationGetRegion(op, 0);
+  MlirBlock b = mlirRegionGetFirstBlock(r);
+  if (mlirBlockIsNull(b) || !mlirBlockIsNull(mlirBlockGetNextInRegion(b)) || mlirBlockGetNumArguments(b) != 2) {
+    vxl__diag_at(sg->d, loc, "unsupported: gpu.all_reduce without an operation or a one-block region of two arguments");
+    return -EINVAL;
+  }
+  /* the region may only use its own values */
+  vxl__ops ops = {0};
+  if (vxl__collect_ops(op, &ops) != 0) return -ENOMEM;
+  for (size_t i = 0; i < ops.n; i++) {
+    if (mlirOperationEqual(ops.v[i], op)) continue;
+    for (intptr_t k = 0; k < mlirOperationGetNumOperands(ops.v[i]); k++) {
+      MlirValue v = mlirOperationGetOperand(ops.v[i], k);
+      MlirBlock owner = mlirValueIsABlockArgument(v) ? mlirBlockArgumentGetOwner(v)
+                                                     : mlirOperationGetBlock(mlirOpResultGetOwner(v));
+      int inside = 0;
+      for (MlirBlock x = owner; !mlirBlockIsNull(x);) {
+        if (mlirBlockEqual(x, b)) { inside = 1; break; }
+        MlirOperation parent = mlirBlockGetParentOperation(x);
+        if (mlirOperationIsNull(parent) || mlirOperationEqual(parent, op)) break;
+        x = mlirOperationGetBlock(parent);
+      }
+      if (!inside) {
+        free(ops.v);
+        vxl__diag_at(sg->d, loc, "unsupported: gpu.all_reduce region that uses values defined outside it");
+        return -EINVAL;
+      }
+    }
+  }
+  free(ops.v);
+  MlirType in[2] = {t, t};
+  MlirType fty = mlirFunctionTypeGet(sg->ctx, 2, in, 1, &t);
+  MlirOperationState st = mlirOperationStateGet(vxl__s("func.func"), loc);
+  MlirNamedAttribute attrs[3] = {
+      mlirNamedAttributeGet(mlirIdentifierGet(sg->ctx, vxl__s("sym_name")), mlirStringAttrGet(sg->ctx, vxl__s(name))),
+      mlirNamedAttributeGet(mlirIdentifierGet(sg->ctx, vxl__s("function_type")), mlirTypeAttrGet(fty)),
+      mlirNamedAttributeGet(mlirIdentifierGet(sg->ctx, vxl__s("sym_visibility")), mlirStringAttrGet(sg->ctx, vxl__s("private"))),
+  };
+  mlirOperationStateAddAttributes(&st, 3, attrs);
+  MlirRegion body = mlirRegionCreate();
+  mlirBlockDetach(b);
+  mlirRegionAppendOwnedBlock(body, b);
+  mlirOperationStateAddOwnedRegions(&st, 1, &body);
+  mlirBlockAppendOwnedOperation(mlirModuleGetBody(sg->mod), mlirOperationCreate(&st));
+  return 0;
+}
+
+static int vxl__lower_all_reduce(vxl__subgroups *sg, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  MlirType vt = mlirTypeIsAIndex(t) ? mlirIntegerTypeGet(sg->ctx, 32) : t;
+  char kind[16] = "", opname[48], name[48];
+  snprintf(name, sizeof name, "__vxl_allred%u", sg->helpers++);
+  const char *aop = NULL;
+  int is_func = 0;
+  if (!vxl__slot_type(vt)) {
+    char *ts = vxl__type_str(t);
+    vxl__diag_at(sg->d, loc, "unsupported: gpu.all_reduce of %s", ts ? ts : "this type");
+    free(ts);
+    return -EINVAL;
+  }
+  if (vxl__enum_word(op, "op", kind, sizeof kind) == 0) {
+    aop = vxl__reduce_op(kind, vt);
+    if (!aop) {
+      char *ts = vxl__type_str(t);
+      vxl__diag_at(sg->d, loc, "unsupported: gpu.all_reduce %s of %s", kind, ts ? ts : "this type");
+      free(ts);
+      return -EINVAL;
+    }
+  } else {
+    if (mlirTypeIsAIndex(t)) {
+      vxl__diag_at(sg->d, loc, "unsupported: gpu.all_reduce with a region on index values");
+      return -EINVAL;
+    }
+    /* not __vxl_-prefixed: the divergence pass must see the user's code */
+    snprintf(opname, sizeof opname, "vortexd.all_reduce_op%u", sg->helpers++);
+    int rc = vxl__region_to_func(sg, op, vt, opname);
+    if (rc) return rc;
+    aop = opname, is_func = 1;
+  }
+  char *T = vxl__type_str(vt), *f1 = NULL, *f2 = NULL, *text = NULL;
+  if (!T) return -ENOMEM;
+  /* step 1: the warp's lanes that exist; step 2: every warp's partial */
+  f1 = vxl__fold_text(T, aop, is_func, "%w",
+                      "    %$from = arith.addi %base, %$j : i32\n"
+                      "    %$inc = arith.cmpi ult, %$from, %n : i32\n",
+                      "    %$slot = arith.select %$inc, %$from, %lin : i32\n", "part", "a_");
+  f2 = f1 ? vxl__fold_text(T, aop, is_func, "%nsub", "    %$inc = arith.constant true\n",
+                           "    %$slot = arith.addi %n, %$j : i32\n", "r", "b_")
+          : NULL;
+  char decl[160] = "";
+  if (is_func) snprintf(decl, sizeof decl, "func.func private @%s(%s, %s) -> %s\n", aop, T, T, T);
+  int n = (f1 && f2) ? asprintf(&text,
+                                "module {\n" VXL__SG_DECLS
+                                "%s"
+                                "func.func private @%s(%%v: %s) -> %s {\n"
+                                "  %%zero = arith.constant 0 : i32\n"
+                                "  %%one = arith.constant 1 : i32\n"
+                                "  %%w = arith.constant %u : i32\n"
+                                "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
+                                "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
+                                "  %%lane = arith.remui %%lin, %%w : i32\n"
+                                "  %%base = arith.subi %%lin, %%lane : i32\n"
+                                "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
+                                "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                                "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
+                                "  func.call @__vxl_barrier() : () -> ()\n"
+                                "%s"
+                                "  %%sub = arith.divui %%lin, %%w : i32\n"
+                                "  %%wm = arith.subi %%w, %%one : i32\n"
+                                "  %%nw = arith.addi %%n, %%wm : i32\n"
+                                "  %%nsub = arith.divui %%nw, %%w : i32\n"
+                                "  %%ps = arith.addi %%n, %%sub : i32\n"
+                                "  %%pp = llvm.getelementptr %%sb[%%ps] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                                "  llvm.store volatile %%part#0, %%pp : %s, !llvm.ptr\n"
+                                "  func.call @__vxl_barrier() : () -> ()\n"
+                                "%s"
+                                "  return %%r#0 : %s\n"
+                                "}\n}\n",
+                                decl, name, T, T, sg->warp_size, T, f1, T, f2, T)
+                          : -1;
+  free(T);
+  free(f1);
+  free(f2);
+  if (n < 0) return -ENOMEM;
+  int rc = vxl__add_text(sg, loc, text);
+  free(text);
+  if (rc) return rc;
+  sg->uses_scratch = 1;
+  MlirValue arg = mlirOperationGetOperand(op, 0);
+  vxl__replace_by_call(sg, op, name, 1, &arg);
+  return 0;
+}
+
+int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {
+  MlirLocation loc = mlirOperationGetLocation(op);
+  const char *simple = NULL;
+  if (vxl__name_is(op, "gpu.lane_id")) simple = "%l = arith.remui %lin, %w : i32\n  return %l : i32\n";
+  else if (vxl__name_is(op, "gpu.subgroup_id")) simple = "%s = arith.divui %lin, %w : i32\n  return %s : i32\n";
+  else if (vxl__name_is(op, "gpu.subgroup_size")) simple = "return %w : i32\n";
+  else if (vxl__name_is(op, "gpu.num_subgroups"))
+    simple = "%n = func.call @__vxl_block_threads() : () -> i32\n  %one = arith.constant 1 : i32\n"
+             "  %wm = arith.subi %w, %one : i32\n  %t = arith.addi %n, %wm : i32\n"
+             "  %s = arith.divui %t, %w : i32\n  return %s : i32\n";
+  if (simple) {
+    char name[48], *text = NULL;
+    snprintf(name, sizeof name, "__vxl_sgq%u", sg->helpers++);
+    if (asprintf(&text,
+                 "module {\n" VXL__SG_DECLS
+                 "func.func private @%s() -> i32 {\n"
+                 "  %%w = arith.constant %u : i32\n"
+                 "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
+                 "  %s}\n}\n",
+                 name, sg->warp_size, simple) < 0)
+      return -ENOMEM;
+    int rc = vxl__add_text(sg, loc, text);
+    free(text);
+    if (rc) return rc;
+    vxl__replace_by_call(sg, op, name, 0, NULL);
+    return 1;
+  }
+  int rc = 0;
+  if (vxl__name_is(op, "gpu.shuffle")) rc = vxl__lower_shuffle(sg, op);
+  else if (vxl__name_is(op, "gpu.subgroup_reduce")) rc = vxl__lower_subgroup_reduce(sg, op);
+  else if (vxl__name_is(op, "gpu.all_reduce")) rc = vxl__lower_all_reduce(sg, op);
+  else return 0;
+  return rc < 0 ? rc : 1;
+}
