@@ -14,7 +14,7 @@ jobs=$(nproc)
 
 # ---- dependencies: Debian 12 packages only (LLVM/MLIR 22 from bookworm-security)
 pkgs=(build-essential cmake pkg-config
-      llvm-22-dev libmlir-22-dev mlir-22-tools clang-22 lld-22
+      llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps
       libunicorn-dev libelf-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
