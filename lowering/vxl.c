@@ -20,6 +20,8 @@
 #include <mlir-c/RegisterEverything.h>
 #include <mlir-c/Target/LLVMIR.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "vxl_internal.h"
 #include "vxl_prelude.h"
 
@@ -34,7 +36,10 @@
  * pass that takes it (mlir-c-api.md pitfall 5).  The base pipeline covers
  * what Polygeist kernels use (arith, scf, cf, memref load/store, func, llvm);
  * modules with affine, math, ub or other memref ops get the full one (the
- * extra passes cost ~8% of a compile even when they find nothing). */
+ * extra passes cost ~8% of a compile even when they find nothing).  The
+ * last pass gives every function line-table debug info, so the objects map
+ * each instruction to the source's line and column (what the emulator and
+ * a debugger report). */
 #define VXL__PIPELINE_TAIL                                                     \
   "convert-arith-to-llvm{index-bitwidth=32},"                                  \
   "convert-index-to-llvm{index-bitwidth=32},"                                  \
@@ -42,7 +47,8 @@
   "convert-cf-to-llvm{index-bitwidth=32},"                                     \
   "convert-func-to-llvm{index-bitwidth=32},"                                   \
   "convert-ub-to-llvm{index-bitwidth=32},"                                     \
-  "reconcile-unrealized-casts)"
+  "reconcile-unrealized-casts,"                                                \
+  "ensure-debug-info-scope-on-llvm-func{emission-kind=LineTablesOnly})"
 #define VXL_PIPELINE_BASE "builtin.module(convert-scf-to-cf," VXL__PIPELINE_TAIL
 #define VXL_PIPELINE_FULL                                                      \
   "builtin.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"     \
@@ -256,6 +262,10 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     goto done;
   }
   LLVMSetTarget(lm, VXL_TRIPLE);
+  /* the translation sets "Debug Info Version"; the DWARF version is ours */
+  LLVMTypeRef i32t = LLVMInt32TypeInContext(lctx);
+  LLVMAddModuleFlag(lm, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
+                    LLVMValueAsMetadata(LLVMConstInt(i32t, 5, 0)));
   char *dl = LLVMCopyStringRepOfTargetData(td);
   LLVMSetDataLayout(lm, dl);
   LLVMDisposeMessage(dl);

@@ -35,7 +35,9 @@
  *      area (they were static), whose size main keeps at least one
  *      element; selects, min/max, i64 comparisons and variable i64
  *      shifts are emitted without branches; group local memory is
- *      16-byte aligned and holds a scratch area for collectives. */
+ *      16-byte aligned and holds a scratch area for collectives; private
+ *      memory holding thread-dependent values is divergent; objects
+ *      carry line tables. */
 #define VXL_LOWERING_ABI_VERSION 3u
 
 typedef struct vxl_compiler vxl_compiler;

@@ -28,6 +28,8 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "vxl_internal.h"
 
 LLVMTypeRef vxl__buffer_type(LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n) {
@@ -78,6 +80,29 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params,
   return 0;
 }
 
+/* Gives body (which calls kernel kf at `call`) a line-table subprogram of
+ * its own, in a compile unit of its own, when kf has one: the inliner keeps
+ * the kernel's source locations only inside a function with debug info, so
+ * the object then maps the kernel's code to its source lines. */
+static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body, LLVMValueRef call) {
+  LLVMMetadataRef ksp = LLVMGetSubprogram(kf);
+  if (!ksp) return;
+  LLVMDIBuilderRef dib = LLVMCreateDIBuilder(m);
+  LLVMMetadataRef file = LLVMDIScopeGetFile(ksp);
+  static const char producer[] = "vortexd";
+  LLVMDIBuilderCreateCompileUnit(dib, LLVMDWARFSourceLanguageC, file, producer, sizeof producer - 1, 1, "", 0, 0, "",
+                                 0, LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
+  LLVMMetadataRef ty = LLVMDIBuilderCreateSubroutineType(dib, file, NULL, 0, LLVMDIFlagZero);
+  unsigned line = LLVMDISubprogramGetLine(ksp);
+  static const char name[] = "__vxl_body";
+  LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(dib, file, name, sizeof name - 1, name, sizeof name - 1, file, line,
+                                                   ty, 1, 1, line, LLVMDIFlagZero, 1);
+  LLVMSetSubprogram(body, sp);
+  LLVMInstructionSetDebugLoc(call, LLVMDIBuilderCreateDebugLocation(LLVMGetModuleContext(m), line, 0, sp, NULL));
+  LLVMDIBuilderFinalize(dib);
+  LLVMDisposeDIBuilder(dib);
+}
+
 /* Adds `void __vxl_body(ptr buf)` and `i32 main()` for kernel kf, whose
  * static workgroup memory is static_bytes per block. */
 static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_bytes) {
@@ -103,8 +128,9 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
     LLVMValueRef p = LLVMBuildStructGEP2(b, bufty, buf, i, "");
     vals[i] = LLVMBuildLoad2(b, params[i], p, "");
   }
-  LLVMBuildCall2(b, kty, kf, vals, n, "");
+  LLVMValueRef kcall = LLVMBuildCall2(b, kty, kf, vals, n, "");
   LLVMBuildRetVoid(b);
+  vxl__debug_body(m, kf, body, kcall);
 
   /* main: argument buffer from mscratch, then vx_spawn_threads */
   LLVMValueRef mainfn = LLVMAddFunction(m, "main", LLVMFunctionType(i32, NULL, 0, 0));

@@ -18,7 +18,10 @@
  * produces, and to the block arguments a divergent branch forwards.  A
  * divergent cf branch also makes divergent every block argument of the
  * blocks it controls and of its reconvergence block (sync dependence: which
- * edge delivers the value depends on the thread).  Block ids, grid/block
+ * edge delivers the value depends on the thread).  Private memory
+ * (memref.alloca) that a thread-dependent value is written into is
+ * divergent as a whole: the same address holds another value in each
+ * thread.  Block ids, grid/block
  * sizes, kernel arguments and constants stay uniform.
  *
  * Rewrites before placement, only where the selector is divergent (split is
@@ -289,6 +292,41 @@ static int vxl__mark_sync(vxl__div *dv, MlirOperation op) {
   return ch;
 }
 
+/* The memref.alloca a memref value views (through casts, subviews and
+ * reshapes), or a null value. */
+static MlirValue vxl__private_root(MlirValue v) {
+  for (int depth = 0; depth < 64 && mlirValueIsAOpResult(v); depth++) {
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (vxl__op_is(def, "memref.alloca")) return v;
+    static const char *const views[] = {"memref.cast", "memref.subview", "memref.reinterpret_cast",
+                                        "memref.expand_shape", "memref.collapse_shape", "memref.view",
+                                        "memref.transpose", NULL};
+    int view = 0;
+    for (int i = 0; views[i]; i++) view |= vxl__op_is(def, views[i]);
+    if (!view || mlirOperationGetNumOperands(def) == 0) break;
+    v = mlirOperationGetOperand(def, 0);
+  }
+  return (MlirValue){NULL};
+}
+
+/* Private memory is per thread: one address holds a different value in
+ * each thread.  An op that may write a memref.alloca (anything but a load
+ * that takes it) with a thread-dependent operand makes the alloca itself
+ * divergent, and so, through the generic rule, everything read from it. */
+static int vxl__taint_private(vxl__div *dv, MlirOperation op) {
+  intptr_t n = mlirOperationGetNumOperands(op);
+  if (n < 2 || vxl__op_is(op, "memref.load") || vxl__op_is(op, "affine.load") || !vxl__any_operand(dv, op, 0, n))
+    return 0;
+  int ch = 0;
+  for (intptr_t i = 0; i < n; i++) {
+    MlirValue v = mlirOperationGetOperand(op, i);
+    if (!mlirTypeIsAMemRef(mlirValueGetType(v))) continue;
+    MlirValue root = vxl__private_root(v);
+    if (!mlirValueIsNull(root)) ch |= vxl__mark(dv, root);
+  }
+  return ch;
+}
+
 /* One propagation step for op; returns nonzero when the set grew.  There is
  * no scf.for here: scf-for-to-while ran on the whole module before. */
 static int vxl__propagate(vxl__div *dv, MlirOperation op) {
@@ -333,6 +371,7 @@ static int vxl__propagate(vxl__div *dv, MlirOperation op) {
     if (vxl__divergent_cf_branch(dv, op) && vxl__pset_add(&dv->done, op.ptr)) ch |= vxl__mark_sync(dv, op);
     return ch;
   }
+  ch |= vxl__taint_private(dv, op);
   if (vxl__any_operand(dv, op, 0, nops)) ch |= vxl__mark_results(dv, op);
   return ch;
 }

@@ -1072,9 +1072,20 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     i = e + 1;
   }
 
-  /* Module parse: several top-level ops are wrapped in an implicit module,
-   * as mlir-opt does.  The parser names no file; d->source_name does. */
-  MlirModule parsed = mlirModuleCreateParse(ctx, (MlirStringRef){text, len});
+  /* Parsed under the source's name, so locations (and the objects' line
+   * tables) name the file.  Several top-level ops are wrapped in an
+   * implicit module, as mlir-opt does; only the module parser does that,
+   * and it names no file (d->source_name does, in diagnostics). */
+  uint32_t ndiags = d->n;
+  MlirModule parsed = {NULL};
+  MlirOperation one = mlirOperationCreateParse(ctx, (MlirStringRef){text, len}, vxl__str(source_name));
+  if (!mlirOperationIsNull(one) && vxl__streq(vxl__op_name(one), "builtin.module")) {
+    parsed = mlirModuleFromOperation(one);
+  } else {
+    if (!mlirOperationIsNull(one)) mlirOperationDestroy(one);
+    while (d->n > ndiags) free(d->v[--d->n]); /* the second parse says it again */
+    parsed = mlirModuleCreateParse(ctx, (MlirStringRef){text, len});
+  }
   free(text);
   MlirOperation top = mlirModuleIsNull(parsed) ? (MlirOperation){NULL} : mlirModuleGetOperation(parsed);
   if (mlirOperationIsNull(top)) {

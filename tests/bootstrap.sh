@@ -17,7 +17,7 @@ pkgs=(build-essential cmake pkg-config
       llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps
-      libunicorn-dev libelf-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
+      libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
       gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # libgcc and libm the emulated kernels link
 missing=()
 for p in "${pkgs[@]}"; do

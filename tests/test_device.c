@@ -477,6 +477,20 @@ Test(device, divergent_loops_and_ifs_nested_in_each_other) {
   vxl_result_clear(&r);
 }
 
+Test(device, thread_dependent_values_in_private_memory) {
+  /* the uniformity analysis took loads from one private address as uniform;
+   * the loop then left without vx_pred and the warp split on hardware */
+  vxl_result r = build(VXT_KERNELS_DIR "/private_memory.mlir");
+  const int32_t n = 45;
+  int32_t *out = run_chain(&r, "private_trip_count", n, 16);
+  for (int32_t g = 0; g < n; g++) {
+    int32_t want = (g % 4) * (g % 4 - 1) / 2 + (g & 1 ? 100 : 0);
+    cr_assert_eq(out[g], want, "out[%d] = %d, want %d", g, out[g], want);
+  }
+  free(out);
+  vxl_result_clear(&r);
+}
+
 Test(device, same_kernel_and_helper_names_in_two_gpu_modules) {
   /* each @apply must call its own module's @op */
   vxl_result r = build(VXT_KERNELS_DIR "/two_modules.mlir");

@@ -1,4 +1,5 @@
 /* test_layout.c - argument-buffer layout (seed 000) and the lowering itself. */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -567,4 +568,15 @@ Test(lowering, every_corpus_file_compiles_or_is_refused_precisely) {
   conform(VXT_CORPUS_DIR, &compiled, &refused);
   cr_assert_geq(compiled + refused, 24, "the whole corpus was seen: compiled %d, refused %d", compiled, refused);
   cr_assert_geq(compiled, 18, "compiled %d, refused %d", compiled, refused);
+}
+
+Test(lowering, objects_carry_line_tables_of_the_source) {
+  /* the kernel's code maps to its .mlir lines (what the lockstep emulator
+   * and a debugger report); the object names the source file */
+  vxl_result r = compile_file(VXT_KERNELS_DIR "/private_memory.mlir", false);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  const vxp_kernel *k = &r.kernels[0];
+  cr_assert_not_null(memmem(k->object, k->object_size, ".debug_line", 11), "no line table");
+  cr_assert_not_null(memmem(k->object, k->object_size, "private_memory.mlir", 19), "the line table names the file");
+  vxl_result_clear(&r);
 }

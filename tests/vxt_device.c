@@ -72,7 +72,7 @@ const char *vxt_device_link(const vxp_kernel *k, uint8_t **elf, size_t *elf_size
 const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image *img, uint32_t args_offset,
                            uint32_t launch_offset, const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size,
                            void *out, vxs_report *rep, char *printed, size_t printed_cap) {
-  static char msg[768]; /* the suites run tests one at a time */
+  static char msg[1024]; /* the suites run tests one at a time */
   uint32_t block[3], shared;
   memcpy(block, img->p + args_offset + launch_offset + 12, sizeof block);
   memcpy(&shared, img->p + args_offset + launch_offset + 24, 4);

@@ -10,6 +10,7 @@
 #include "vxs.h"
 
 #include <errno.h>
+#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdarg.h>
@@ -67,6 +68,9 @@ struct vxs_device {
   bool loaded_image;
   uint32_t entry, image_addr, image_size;
   uint8_t *image_init; /* initial contents of the image region */
+  char *elf_copy;      /* the loaded file, kept for elf and dwarf */
+  Elf *elf;
+  Dwarf *dwarf;        /* its line tables, or NULL */
   uint32_t serial_lo, serial_hi;
   uint32_t exit_code_addr, console_addr, console_cap, console_len_addr;
   vxs_symbol *syms;
@@ -235,6 +239,9 @@ void vxs_device_destroy(vxs_device *d) {
   for (uint32_t i = 0; i < d->nsyms; i++) free(d->syms[i].name);
   free(d->syms);
   free(d->image_init);
+  if (d->dwarf) dwarf_end(d->dwarf);
+  if (d->elf) elf_end(d->elf);
+  free(d->elf_copy);
   free(d->console);
   free(d);
 }
@@ -344,7 +351,10 @@ int vxs_load_elf(vxs_device *d, const void *image, size_t size, const char **why
   if ((rc = vxs__read_symbols(d, e)) != 0) goto out;
   d->entry = (uint32_t)eh.e_entry;
   d->loaded_image = true;
-  rc = 0;
+  /* keep the file for source locations in reports (no line tables: NULL) */
+  d->dwarf = dwarf_begin_elf(e, DWARF_C_READ, NULL);
+  d->elf = e, d->elf_copy = copy;
+  return 0;
 out:
   if (e) elf_end(e);
   free(copy);
@@ -353,7 +363,22 @@ out:
 
 /* ---- reports ---- */
 
-/* "name+0xoff" for a code address, or "?". */
+/* The compile unit whose code holds pc.  .debug_aranges, when an image has
+ * one, may cover only some units (libgcc's, not clang's), so every unit is
+ * asked when it does not answer. */
+static Dwarf_Die *vxs__unit_of(Dwarf *dw, uint32_t pc, Dwarf_Die *cu) {
+  if (dwarf_addrdie(dw, pc, cu)) return cu;
+  Dwarf_Off off = 0, next;
+  size_t header;
+  while (dwarf_nextcu(dw, off, &next, &header, NULL, NULL, NULL) == 0) {
+    if (dwarf_offdie(dw, off + header, cu) && dwarf_haspc(cu, pc) == 1) return cu;
+    off = next;
+  }
+  return NULL;
+}
+
+/* "name+0xoff" for a code address, or "?"; then " at file:line:col" when
+ * the image has a line table for it. */
 static void vxs__where(const vxs_device *d, uint32_t pc, char *buf, size_t cap) {
   const vxs_symbol *best = NULL;
   size_t lo = 0, hi = d->nsyms;
@@ -362,15 +387,25 @@ static void vxs__where(const vxs_device *d, uint32_t pc, char *buf, size_t cap) 
     if (d->syms[mid].addr <= pc) best = &d->syms[mid], lo = mid + 1;
     else hi = mid;
   }
+  int n;
   if (best && (best->size == 0 || pc - best->addr < best->size))
-    snprintf(buf, cap, "%s+0x%x", best->name, pc - best->addr);
+    n = snprintf(buf, cap, "%s+0x%x", best->name, pc - best->addr);
   else
-    snprintf(buf, cap, "?");
+    n = snprintf(buf, cap, "?");
+  Dwarf_Die cu;
+  Dwarf_Line *line;
+  int lineno = 0, col = 0;
+  const char *file;
+  if (d->dwarf && n >= 0 && (size_t)n < cap && vxs__unit_of(d->dwarf, pc, &cu) && (line = dwarf_getsrc_die(&cu, pc)) &&
+      (file = dwarf_linesrc(line, NULL, NULL)) && dwarf_lineno(line, &lineno) == 0 && lineno > 0) {
+    dwarf_linecol(line, &col);
+    snprintf(buf + n, cap - (size_t)n, " at %s:%d:%d", file, lineno, col);
+  }
 }
 
 __attribute__((format(printf, 4, 5))) static int vxs__fail(vxs_device *d, uint32_t w, uint32_t pc, const char *fmt,
                                                           ...) {
-  char what[320], where[128];
+  char what[320], where[256];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);

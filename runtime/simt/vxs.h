@@ -67,7 +67,7 @@ typedef struct {
   uint64_t thread_steps;    /* thread instructions executed */
   uint32_t splits_divergent;/* splits that pushed the IPDOM stack */
   uint32_t max_ipdom_depth; /* deepest IPDOM stack seen */
-  char error[512];
+  char error[768];
 } vxs_report;
 
 typedef struct vxs_device vxs_device;
