@@ -232,6 +232,20 @@ static char *vxl__fold_text(const char *T, const char *op, int op_is_func, const
   return out;
 }
 
+/* Adds the helper module `text` (freed here), then replaces op by a call of
+ * helper `name` with op's first nargs operands.  Returns 0 or what
+ * vxl__add_text returned. */
+static int vxl__install(vxl__subgroups *sg, MlirOperation op, char *text, const char *name, intptr_t nargs) {
+  int rc = vxl__add_text(sg, mlirOperationGetLocation(op), text);
+  free(text);
+  if (rc) return rc;
+  sg->uses_scratch = 1;
+  MlirValue args[3];
+  for (intptr_t i = 0; i < nargs && i < 3; i++) args[i] = mlirOperationGetOperand(op, i);
+  vxl__replace_by_call(sg, op, name, nargs, args);
+  return 0;
+}
+
 static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   char mode[16];
@@ -279,14 +293,7 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
                    "}\n}\n",
                    name, T, T, sg->warp_size, src, T, T, T);
   free(T);
-  if (n < 0) return -ENOMEM;
-  int rc = vxl__add_text(sg, loc, text);
-  free(text);
-  if (rc) return rc;
-  sg->uses_scratch = 1;
-  MlirValue args[3] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1), mlirOperationGetOperand(op, 2)};
-  vxl__replace_by_call(sg, op, name, 3, args);
-  return 0;
+  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 3);
 }
 
 static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
@@ -358,14 +365,7 @@ static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
                : -1;
   free(T);
   free(fold);
-  if (n < 0) return -ENOMEM;
-  int rc = vxl__add_text(sg, loc, text);
-  free(text);
-  if (rc) return rc;
-  sg->uses_scratch = 1;
-  MlirValue arg = mlirOperationGetOperand(op, 0);
-  vxl__replace_by_call(sg, op, name, 1, &arg);
-  return 0;
+  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 1);
 }
 
 /* The region of a gpu.all_reduce without an `op` becomes function
@@ -497,14 +497,7 @@ static int vxl__lower_all_reduce(vxl__subgroups *sg, MlirOperation op) {
   free(T);
   free(f1);
   free(f2);
-  if (n < 0) return -ENOMEM;
-  int rc = vxl__add_text(sg, loc, text);
-  free(text);
-  if (rc) return rc;
-  sg->uses_scratch = 1;
-  MlirValue arg = mlirOperationGetOperand(op, 0);
-  vxl__replace_by_call(sg, op, name, 1, &arg);
-  return 0;
+  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 1);
 }
 
 int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {

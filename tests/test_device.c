@@ -1227,83 +1227,55 @@ Test(device, upstream_cuda_integration_tests) {
   vxl_result_clear(&r);
 }
 
+/* Runs kernel `name` of path on img (1 thread per block when bx is 1) and
+ * FileChecks path against the rows x cols buffer at offset out, printed as
+ * printMemref prints it; frees img. */
+static void upstream_memref(const char *path, const char *name, vxt_image *img, const void *const *vals, uint32_t gx,
+                            uint32_t gy, uint32_t bx, uint32_t out, uint32_t rows, uint32_t cols, int is_float) {
+  vxl_result r = build(path);
+  uint8_t *mem = launch(kernel(&r, name), img, vals, gx, gy, 1, bx, 1, 1, 0, NULL, 0);
+  char got[1024] = "";
+  print_memref(got, sizeof got, mem + out, rows, cols, is_float);
+  file_check(path, got, name);
+  free(mem);
+  vxt_image_free(img);
+  vxl_result_clear(&r);
+}
+
 Test(device, upstream_rocm_spirv_sycl_vulkan_integration_tests) {
-  char got[1024];
   /* ROCM vecadd: 1.23 + 1.23 over 5 threads */
-  vxl_result r = build(UPSTREAM "Integration-GPU-ROCM/vecadd.mlir");
   vxt_image img = {0};
   float a[5] = {1.23f, 1.23f, 1.23f, 1.23f, 1.23f};
   uint32_t ao = vxt_image_put(&img, a, 20), bo = vxt_image_put(&img, a, 20), co = vxt_image_put(&img, NULL, 20);
   uint32_t ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
-  const void *v1[] = {&ad, &bd, &cd};
-  uint8_t *mem = launch(kernel(&r, "vecadd_kernel"), &img, v1, 1, 1, 1, 5, 1, 1, 0, NULL, 0);
-  got[0] = '\0';
-  print_memref(got, sizeof got, mem + co, 1, 5, 1);
-  file_check(UPSTREAM "Integration-GPU-ROCM/vecadd.mlir", got, "ROCM vecadd");
-  free(mem);
-  vxt_image_free(&img);
-  vxl_result_clear(&r);
+  const void *v3[] = {&ad, &bd, &cd};
+  upstream_memref(UPSTREAM "Integration-GPU-ROCM/vecadd.mlir", "vecadd_kernel", &img, v3, 1, 1, 5, co, 1, 5, 1);
 
   /* SPIRV double: input filled with 4, output with 0, one thread */
-  r = build(UPSTREAM "Integration-GPU-SPIRV/double.mlir");
-  img = (vxt_image){0};
   int32_t four[6] = {4, 4, 4, 4, 4, 4};
   uint32_t io = vxt_image_put(&img, four, 24), oo = vxt_image_put(&img, NULL, 24);
   uint32_t id = DEV(io), od = DEV(oo);
   const void *v2[] = {&id, &od};
-  mem = launch(kernel(&r, "double"), &img, v2, 1, 1, 1, 1, 1, 1, 0, NULL, 0);
-  got[0] = '\0';
-  print_memref(got, sizeof got, mem + oo, 1, 6, 0);
-  file_check(UPSTREAM "Integration-GPU-SPIRV/double.mlir", got, "SPIRV double");
-  free(mem);
-  vxt_image_free(&img);
-  vxl_result_clear(&r);
+  upstream_memref(UPSTREAM "Integration-GPU-SPIRV/double.mlir", "double", &img, v2, 1, 1, 1, oo, 1, 6, 0);
 
   /* SYCL relu over the file's 4x5 constant, 4x5 blocks of one thread */
-  r = build(UPSTREAM "Integration-GPU-SYCL/gpu-reluf32-to-spirv.mlir");
-  img = (vxt_image){0};
   static const float in45[20] = {-0.1f, -0.2f, -0.3f, 0.4f, 0.5f, 0.1f, -0.2f, 0.3f, -0.4f, 0.5f,
                                  0.1f,  0.2f,  0.3f,  -0.4f, -0.5f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f};
   io = vxt_image_put(&img, in45, 80), oo = vxt_image_put(&img, NULL, 80);
   id = DEV(io), od = DEV(oo);
-  const void *v3[] = {&id, &od};
-  mem = launch(kernel(&r, "test_relu"), &img, v3, 4, 5, 1, 1, 1, 1, 0, NULL, 0);
-  got[0] = '\0';
-  print_memref(got, sizeof got, mem + oo, 4, 5, 1);
-  file_check(UPSTREAM "Integration-GPU-SYCL/gpu-reluf32-to-spirv.mlir", got, "SYCL relu");
-  free(mem);
-  vxt_image_free(&img);
-  vxl_result_clear(&r);
+  upstream_memref(UPSTREAM "Integration-GPU-SYCL/gpu-reluf32-to-spirv.mlir", "test_relu", &img, v2, 4, 5, 1, oo, 4, 5,
+                  1);
 
   /* Vulkan addf_if: 1.1 + 2.2 where block id < 4, 8 blocks of one thread */
-  r = build(UPSTREAM "Integration-GPU-Vulkan/addf_if.mlir");
-  img = (vxt_image){0};
-  float x[8], y[8];
-  for (int i = 0; i < 8; i++) x[i] = 1.1f, y[i] = 2.2f;
+  float x[16], y[16];
+  for (int i = 0; i < 16; i++) x[i] = 1.1f, y[i] = 2.2f;
   ao = vxt_image_put(&img, x, 32), bo = vxt_image_put(&img, y, 32), co = vxt_image_put(&img, NULL, 32);
   ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
-  const void *v4[] = {&ad, &bd, &cd};
-  mem = launch(kernel(&r, "kernel_add"), &img, v4, 8, 1, 1, 1, 1, 1, 0, NULL, 0);
-  got[0] = '\0';
-  print_memref(got, sizeof got, mem + co, 1, 8, 1);
-  file_check(UPSTREAM "Integration-GPU-Vulkan/addf_if.mlir", got, "Vulkan addf_if");
-  free(mem);
-  vxt_image_free(&img);
-  vxl_result_clear(&r);
+  upstream_memref(UPSTREAM "Integration-GPU-Vulkan/addf_if.mlir", "kernel_add", &img, v3, 8, 1, 1, co, 1, 8, 1);
 
   /* Vulkan mulf: 2.0 * 3.0 over 4x4 blocks of one thread */
-  r = build(UPSTREAM "Integration-GPU-Vulkan/mulf.mlir");
-  img = (vxt_image){0};
-  float two[16], three[16];
-  for (int i = 0; i < 16; i++) two[i] = 2.0f, three[i] = 3.0f;
-  ao = vxt_image_put(&img, two, 64), bo = vxt_image_put(&img, three, 64), co = vxt_image_put(&img, NULL, 64);
+  for (int i = 0; i < 16; i++) x[i] = 2.0f, y[i] = 3.0f;
+  ao = vxt_image_put(&img, x, 64), bo = vxt_image_put(&img, y, 64), co = vxt_image_put(&img, NULL, 64);
   ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
-  const void *v5[] = {&ad, &bd, &cd};
-  mem = launch(kernel(&r, "kernel_mul"), &img, v5, 4, 4, 1, 1, 1, 1, 0, NULL, 0);
-  got[0] = '\0';
-  print_memref(got, sizeof got, mem + co, 4, 4, 1);
-  file_check(UPSTREAM "Integration-GPU-Vulkan/mulf.mlir", got, "Vulkan mulf");
-  free(mem);
-  vxt_image_free(&img);
-  vxl_result_clear(&r);
+  upstream_memref(UPSTREAM "Integration-GPU-Vulkan/mulf.mlir", "kernel_mul", &img, v3, 4, 4, 1, co, 4, 4, 1);
 }
