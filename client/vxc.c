@@ -252,7 +252,8 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
                 const vxc_compile_options *opts, vxp_response *resp) {
   vxp_request r = {.op = VXP_OP_COMPILE, .source = (uint8_t *)source, .source_len = len,
                    .source_name = (char *)source_name, .opt_level = opts ? opts->opt_level : 2,
-                   .emit_ir = opts && opts->emit_ir, .warp_size = opts ? opts->warp_size : 0};
+                   .emit_ir = opts && opts->emit_ir, .warp_size = opts ? opts->warp_size : 0,
+                   .shuffle_insns = opts && opts->shuffle_insns};
   return vxc__roundtrip(c, &r, resp);
 }
 

@@ -60,6 +60,8 @@ typedef struct {
   int emit_ir;        /* nonzero: also return the lowered MLIR */
   uint32_t warp_size; /* threads per warp of the target (subgroup size):
                          a power of two 1..32; 0 = vortexd's default, 4 */
+  int shuffle_insns;  /* nonzero: gpu.shuffle through Vortex's shuffle
+                         instructions (devices that have them) */
 } vxc_compile_options;
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp);

@@ -21,9 +21,10 @@
 
 static void usage(FILE *f) {
   fputs("usage: vxc [--socket PATH] [--no-spawn] COMMAND ...\n"
-        "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--warp-size N]\n"
+        "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--warp-size N] [--shuffle-insns]\n"
         "      compile through vortexd; writes DIR/<kernel>.o (default DIR: .);\n"
-        "      N: threads per warp of the target (subgroup size), default 4\n"
+        "      N: threads per warp of the target (subgroup size), default 4;\n"
+        "      --shuffle-insns: gpu.shuffle with Vortex's shuffle instructions\n"
         "  fetch KEY [--kernel NAME] [-o DIR] [--json]\n"
         "      fetch a cached entry by key\n"
         "  stats [--json]\n"
@@ -178,10 +179,11 @@ int main(int argc, char **argv) {
   /* getopt over the command's own arguments */
   int cargc = argc - i;
   char **cargv = argv + i;
-  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL };
+  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL };
   static const struct option opts[] = {
       {"json", no_argument, NULL, O_JSON}, {"emit-ir", no_argument, NULL, O_IR},
       {"warp-size", required_argument, NULL, O_WARP}, {"kernel", required_argument, NULL, O_KERNEL},
+      {"shuffle-insns", no_argument, NULL, O_SHFL},
       {NULL, 0, NULL, 0}};
   int json = 0, c;
   const char *dir = NULL, *kernel = NULL;
@@ -207,6 +209,7 @@ int main(int argc, char **argv) {
       break;
     }
     case O_KERNEL: kernel = optarg; break;
+    case O_SHFL: co.shuffle_insns = 1; break;
     default: usage(stderr); return 64;
     }
   }

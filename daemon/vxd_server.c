@@ -574,10 +574,11 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
  * only (which are not cached), and keeping it out lets the same kernel under
  * two paths share one entry (caching.md, pain point 2). */
 static int vxd__key(const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
-  char abi[64], opt[32], warp[32];
+  char abi[64], opt[32], warp[48];
   snprintf(abi, sizeof abi, "lowering-abi=%u", VXL_LOWERING_ABI_VERSION);
   snprintf(opt, sizeof opt, "opt=%u", req->opt_level);
-  snprintf(warp, sizeof warp, "warp=%u", req->warp_size ? req->warp_size : VXL_DEFAULT_WARP_SIZE);
+  snprintf(warp, sizeof warp, "warp=%u;shuffle-insns=%d", req->warp_size ? req->warp_size : VXL_DEFAULT_WARP_SIZE,
+           req->shuffle_insns ? 1 : 0);
   const char *parts[] = {VXD_SERVER_NAME, abi, vxl_toolchain_fingerprint(), opt, warp};
   return vxk_key(req->source, req->source_len, parts, sizeof parts / sizeof parts[0], key);
 }

@@ -53,6 +53,9 @@ typedef struct {
                           power of two 1..32 (0 = VXL_DEFAULT_WARP_SIZE);
                           the objects are correct only on devices with this
                           many threads per warp (kernel subgroup_size) */
+  bool shuffle_insns;  /* gpu.shuffle through Vortex's shuffle instructions
+                          (custom-0, funct7 1: up/down/bfly/idx), for devices
+                          built with them; otherwise through local memory */
 } vxl_options;
 
 typedef struct {

@@ -434,8 +434,9 @@ static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const 
 }
 
 /* The Vortex thread-control operation a call performs: 2 split, 3 join,
- * 4 barrier, 5 pred (the custom-0 funct3, vx_intrinsics.h), or 0: the
- * calls of inline asm ".insn r 0x0B, F, ..." the prelude emits. */
+ * 4 barrier, 5 pred (the custom-0 funct3 with funct7 0, vx_intrinsics.h),
+ * 8 a shuffle or vote (funct7 1), or 0: the calls of inline asm
+ * ".insn r 0x0B, F, F7, ..." the lowering emits. */
 static int vxl__thread_control(LLVMValueRef call) {
   LLVMValueRef callee = LLVMGetCalledValue(call);
   if (!callee || !LLVMIsAInlineAsm(callee)) return 0;
@@ -443,8 +444,9 @@ static int vxl__thread_control(LLVMValueRef call) {
   const char *a = LLVMGetInlineAsmAsmString(callee, &len);
   static const char insn[] = ".insn r 0x0B, ";
   size_t n = sizeof insn - 1;
-  if (len > n + 1 && memcmp(a, insn, n) == 0 && a[n] >= '2' && a[n] <= '5' && a[n + 1] == ',') return a[n] - '0';
-  return 0;
+  if (len < n + 5 || memcmp(a, insn, n) != 0 || a[n] < '0' || a[n] > '7' || a[n + 1] != ',') return 0;
+  if (memcmp(a + n + 2, " 1,", 3) == 0) return 8;
+  return a[n] >= '2' && a[n] <= '5' ? a[n] - '0' : 0;
 }
 
 /* Keeps O2 from moving thread-control operations across control flow:

@@ -65,6 +65,7 @@ typedef struct {
   MlirModule mod;      /* where helpers go */
   vxl__diags *d;
   uint32_t warp_size;  /* threads per warp = subgroup size */
+  int shuffle_insns;   /* gpu.shuffle with Vortex's shuffle instructions */
   unsigned helpers;    /* helpers created so far (unique names) */
   int uses_scratch;    /* a helper reads or writes the scratch area */
 } vxl__subgroups;

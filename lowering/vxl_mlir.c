@@ -1119,7 +1119,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   MlirBlock mbody = mlirModuleGetBody(mod);
   vxl__rw rw = {.c = c, .mod = mod, .d = d};
   rw.sg = (vxl__subgroups){.ctx = ctx, .mod = mod, .d = d,
-                           .warp_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE};
+                           .warp_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE,
+                           .shuffle_insns = opts->shuffle_insns};
 
   /* Move every gpu.module's ops into mod. */
   vxl__ops funcs = {0};

@@ -28,8 +28,11 @@
  *
  * gpu.shuffle follows the op's definition: the source lane is lane ^ offset
  * (xor), lane - offset (up), lane + offset (down) or offset (idx); it is
- * valid when it is below min(width, W); an invalid one returns the
- * thread's own value with valid = false.
+ * valid when it is below min(width, W, the lanes the block has in this
+ * warp); an invalid one returns the thread's own value with valid = false.
+ * With vxl_options.shuffle_insns the value moves through Vortex's shuffle
+ * instruction instead (clamp = that limit - 1, segment mask 0), which
+ * gives the same results.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -246,6 +249,47 @@ static int vxl__install(vxl__subgroups *sg, MlirOperation op, char *text, const 
   return 0;
 }
 
+/* Body lines moving %v (type T) to %x through Vortex's shuffle instruction
+ * funct3 f (4 up, 5 down, 6 bfly, 7 idx) with operand %bc, in 32-bit
+ * pieces (malloc(); NULL when T is not one it handles). */
+static char *vxl__shuffle_insn_text(MlirType t, const char *T, int f) {
+  char asmop[96];
+  snprintf(asmop, sizeof asmop, "llvm.inline_asm has_side_effects \".insn r 0x0B, %d, 1, $0, $1, $2\", \"=r,r,r\"", f);
+  char *s = NULL;
+  int n = -1;
+  unsigned bits = mlirTypeIsAInteger(t) ? mlirIntegerTypeGetWidth(t) : mlirTypeIsAF64(t) ? 64 : mlirTypeIsAF32(t) ? 32 : 16;
+  const char *to_int = mlirTypeIsAInteger(t) ? "" : "  %vi = arith.bitcast %v : %s to i%u\n";
+  const char *src = mlirTypeIsAInteger(t) ? "%v" : "%vi";
+  char conv[96] = "", back[96] = "";
+  if (*to_int) snprintf(conv, sizeof conv, "  %%vi = arith.bitcast %%v : %s to i%u\n", T, bits);
+  if (!mlirTypeIsAInteger(t)) snprintf(back, sizeof back, "  %%x = arith.bitcast %%xi : i%u to %s\n", bits, T);
+  const char *res = mlirTypeIsAInteger(t) ? "%x" : "%xi";
+  if (bits == 32) {
+    n = asprintf(&s, "%s  %s = %s %s, %%bc : (i32, i32) -> i32\n%s", conv, res, asmop, src, back);
+  } else if (bits < 32) {
+    n = asprintf(&s,
+                 "%s  %%w32 = arith.extui %s : i%u to i32\n"
+                 "  %%r32 = %s %%w32, %%bc : (i32, i32) -> i32\n"
+                 "  %s = arith.trunci %%r32 : i32 to i%u\n%s",
+                 conv, src, bits, asmop, res, bits, back);
+  } else if (bits == 64) {
+    n = asprintf(&s,
+                 "%s  %%lo = arith.trunci %s : i64 to i32\n"
+                 "  %%c32 = arith.constant 32 : i64\n"
+                 "  %%hs = arith.shrui %s, %%c32 : i64\n"
+                 "  %%hi = arith.trunci %%hs : i64 to i32\n"
+                 "  %%rlo = %s %%lo, %%bc : (i32, i32) -> i32\n"
+                 "  %%rhi = %s %%hi, %%bc : (i32, i32) -> i32\n"
+                 "  %%elo = arith.extui %%rlo : i32 to i64\n"
+                 "  %%ehi = arith.extui %%rhi : i32 to i64\n"
+                 "  %%shi = arith.shli %%ehi, %%c32 : i64\n"
+                 "  %s = arith.ori %%shi, %%elo : i64\n%s",
+                 conv, src, src, asmop, asmop, res, back);
+  }
+  (void)to_int;
+  return n < 0 ? NULL : s;
+}
+
 static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   char mode[16];
@@ -267,6 +311,49 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
   }
   char *T = mlirTypeIsAIndex(t) ? strdup("i32") : vxl__type_str(t), *text = NULL;
   if (!T) return -ENOMEM;
+  if (sg->shuffle_insns) {
+    /* Vortex's instruction: b = offset, c = clamp (last lane taking part),
+     * segment mask 0; an out-of-range source gives the own value */
+    int f = strcmp(mode, "up") == 0 ? 4 : strcmp(mode, "down") == 0 ? 5 : strcmp(mode, "xor") == 0 ? 6 : 7;
+    MlirType vt = mlirTypeIsAIndex(t) ? mlirIntegerTypeGet(sg->ctx, 32) : t;
+    char *move = vxl__shuffle_insn_text(vt, T, f), name2[48];
+    snprintf(name2, sizeof name2, "__vxl_shfl%u", sg->helpers++);
+    int n2 = move ? asprintf(&text,
+                             "module {\n" VXL__SG_DECLS
+                             "func.func private @%s(%%v: %s, %%off: i32, %%width: i32) -> (%s, i1) {\n"
+                             "  %%zero = arith.constant 0 : i32\n"
+                             "  %%one = arith.constant 1 : i32\n"
+                             "  %%six = arith.constant 6 : i32\n"
+                             "  %%m63 = arith.constant 63 : i32\n"
+                             "  %%w = arith.constant %u : i32\n"
+                             "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
+                             "  %%lane = arith.remui %%lin, %%w : i32\n"
+                             "  %%base = arith.subi %%lin, %%lane : i32\n"
+                             "  %%src = %s\n"
+                             "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
+                             "  %%avail = arith.subi %%n, %%base : i32\n"
+                             "  %%lim0 = arith.minui %%width, %%w : i32\n"
+                             "  %%lim = arith.minui %%lim0, %%avail : i32\n"
+                             "  %%valid = arith.cmpi ult, %%src, %%lim : i32\n"
+                             "  %%clamp = arith.subi %%lim, %%one : i32\n"
+                             "  %%cs = arith.shli %%clamp, %%six : i32\n"
+                             "  %%b = arith.andi %%off, %%m63 : i32\n"
+                             "  %%bc = arith.ori %%cs, %%b : i32\n"
+                             "%s"
+                             "  return %%x, %%valid : %s, i1\n"
+                             "}\n}\n",
+                             name2, T, T, sg->warp_size, src, move, T)
+                     : -1;
+    free(move);
+    free(T);
+    if (n2 < 0) return -ENOMEM;
+    int rc2 = vxl__add_text(sg, loc, text);
+    free(text);
+    if (rc2) return rc2;
+    MlirValue args[3] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1), mlirOperationGetOperand(op, 2)};
+    vxl__replace_by_call(sg, op, name2, 3, args);
+    return 0;
+  }
   char name[48];
   snprintf(name, sizeof name, "__vxl_shfl%u", sg->helpers++);
   int n = asprintf(&text,
@@ -278,7 +365,10 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
                    "  %%lane = arith.remui %%lin, %%w : i32\n"
                    "  %%base = arith.subi %%lin, %%lane : i32\n"
                    "  %%src = %s\n"
-                   "  %%lim = arith.minui %%width, %%w : i32\n"
+                   "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
+                   "  %%avail = arith.subi %%n, %%base : i32\n"
+                   "  %%lim0 = arith.minui %%width, %%w : i32\n"
+                   "  %%lim = arith.minui %%lim0, %%avail : i32\n"
                    "  %%valid = arith.cmpi ult, %%src, %%lim : i32\n"
                    "  %%from = arith.addi %%base, %%src : i32\n"
                    "  %%slot = arith.select %%valid, %%from, %%lin : i32\n"

@@ -220,7 +220,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   uint32_t n = 2;
   switch (r->op) {
   case VXP_OP_HELLO: n += 1 + (r->client != NULL); break;
-  case VXP_OP_COMPILE: n += 3 + (r->source_name != NULL) + (r->warp_size != 0); break;
+  case VXP_OP_COMPILE: n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns; break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
   default: break;
   }
@@ -238,6 +238,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     vxp__kv_u64(&pk, "opt_level", r->opt_level);
     vxp__kv_bool(&pk, "emit_ir", r->emit_ir);
     if (r->warp_size) vxp__kv_u64(&pk, "warp_size", r->warp_size);
+    if (r->shuffle_insns) vxp__kv_bool(&pk, "shuffle_insns", true);
     break;
   case VXP_OP_FETCH:
     vxp__kv_str(&pk, "key", r->key ? r->key : "");
@@ -520,6 +521,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__u32(v, &r->opt_level);
       if (rc == VXP_OK && r->opt_level > 3) rc = VXP_ETYPE;
     } else if (vxp__key(k, "emit_ir")) rc = vxp__bool(v, &r->emit_ir);
+    else if (vxp__key(k, "shuffle_insns")) rc = vxp__bool(v, &r->shuffle_insns);
     else if (vxp__key(k, "warp_size")) {
       rc = vxp__u32(v, &r->warp_size);
       if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))

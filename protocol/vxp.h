@@ -124,6 +124,9 @@ typedef struct {
   uint32_t warp_size;     /* threads per warp of the target device
                              (subgroup size), a power of two 1..32;
                              0 = the default, 4 */
+  bool shuffle_insns;     /* gpu.shuffle through Vortex's shuffle
+                             instructions (custom-0 funct7 1), for
+                             devices that have them */
   /* fetch */
   char *key;              /* cache key, 64 lowercase hex digits */
   char *kernel;           /* one kernel only; NULL for all */

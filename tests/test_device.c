@@ -897,14 +897,16 @@ Test(device, math_ops_and_private_memory) {
 
 /* ---- subgroup and workgroup collectives, compiled for each warp width ---- */
 
-static vxl_result build_for_warp(const char *path, uint32_t warp) {
-  vxl_options o = {.opt_level = 2, .warp_size = warp};
+static vxl_result build_for_warp_shfl(const char *path, uint32_t warp, bool shuffle_insns) {
+  vxl_options o = {.opt_level = 2, .warp_size = warp, .shuffle_insns = shuffle_insns};
   vxl_result r;
   cr_assert_eq(vxt_compile_file(cc, path, &o, &r), 0, "cannot read or compile %s", path);
   cr_assert(r.ok, "%s (warp %u): %s", path, warp, r.ndiags ? r.diags[0] : "");
   for (uint32_t i = 0; i < r.nkernels; i++) cr_assert_eq(r.kernels[i].subgroup_size, warp);
   return r;
 }
+
+static vxl_result build_for_warp(const char *path, uint32_t warp) { return build_for_warp_shfl(path, warp, false); }
 
 /* The configurations with `warp` threads per warp, both split orders. */
 static void warp_configs(uint32_t warp, vxt_simt cfg[2]) {
@@ -955,10 +957,15 @@ Test(device, lane_and_subgroup_ids) {
 }
 
 Test(device, shuffles_xor_up_down_idx) {
-  for (int wi = 0; wi < 4; wi++) {
-    vxl_result r = build_for_warp(VXT_KERNELS_DIR "/subgroups.mlir", warps[wi]);
+  /* through local memory, and through Vortex's shuffle instructions */
+  for (int wi = 0; wi < 8; wi++) {
+    int insns = wi >= 4;
+    vxl_result r = build_for_warp_shfl(VXT_KERNELS_DIR "/subgroups.mlir", warps[wi % 4], insns);
+    const vxp_kernel *sk = kernel(&r, "shuffles");
+    unsigned bfly = vxt_elf_count_insn(sk->object, sk->object_size, 0x0B, 6, 1);
+    cr_assert(insns ? bfly >= 1 : bfly == 0, "W=%u: %u shuffle instructions", warps[wi % 4], bfly);
     for (int bi = 0; bi < 3; bi++) {
-      uint32_t W = warps[wi], B = blocks[bi], oo, fo;
+      uint32_t W = warps[wi % 4], B = blocks[bi], oo, fo;
       uint8_t *mem = run_collective(&r, "shuffles", W, 3, B, 8, 1, &oo, &fo);
       const int32_t *o = (const int32_t *)(mem + oo);
       const float *f = (const float *)(mem + fo);
@@ -967,20 +974,20 @@ Test(device, shuffles_xor_up_down_idx) {
         int32_t v = (int32_t)(10 * g + 1);
         /* source lane per mode; -1 wraps to invalid */
         int64_t src[4] = {l ^ 1, (int64_t)l - 1, (int64_t)l + 2, 0};
+        int64_t here = (int64_t)(B - (t - l)) < (int64_t)W ? (int64_t)(B - (t - l)) : (int64_t)W; /* lanes of this warp */
         for (int m = 0; m < 4; m++) {
-          int valid = src[m] >= 0 && src[m] < (int64_t)W;
+          int valid = src[m] >= 0 && src[m] < here;
           uint32_t from_t = t - l + (uint32_t)src[m];
           cr_assert_eq(o[8 * g + 2 * m + 1], valid, "W=%u B=%u g=%u mode %d valid", W, B, g, m);
           if (!valid) cr_assert_eq(o[8 * g + 2 * m], v, "W=%u B=%u g=%u mode %d: own value", W, B, g, m);
-          else if (from_t < B) /* a lane past the block's end holds nothing */
-            cr_assert_eq(o[8 * g + 2 * m], (int32_t)(10 * (g - t + from_t) + 1), "W=%u B=%u g=%u mode %d", W, B, g, m);
+          else cr_assert_eq(o[8 * g + 2 * m], (int32_t)(10 * (g - t + from_t) + 1), "W=%u B=%u g=%u mode %d", W, B, g, m);
         }
-        uint32_t fs = l ^ 2, lim = W < 4 ? W : 4;
+        int64_t fs = l ^ 2, lim = here < 4 ? here : 4;
         int fvalid = fs < lim;
-        uint32_t ft = t - l + fs;
+        uint32_t ft = t - l + (uint32_t)fs;
         cr_assert_eq(f[2 * g + 1], (float)fvalid);
         if (!fvalid) cr_assert_eq(f[2 * g], (float)v * 0.5f);
-        else if (ft < B) cr_assert_eq(f[2 * g], (float)(10 * (g - t + ft) + 1) * 0.5f, "W=%u g=%u f32", W, g);
+        else cr_assert_eq(f[2 * g], (float)(10 * (g - t + ft) + 1) * 0.5f, "W=%u g=%u f32", W, g);
       }
       free(mem);
     }

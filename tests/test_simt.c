@@ -194,3 +194,25 @@ Test(simt, bad_images_and_configurations_are_refused) {
   cr_assert_eq(vxs_mem_map(d, VXS_LOCAL_MEM_BASE, 4096), -EINVAL, "overlaps local memory");
   vxs_device_destroy(d);
 }
+
+Test(simt, votes_over_the_active_threads) {
+  for (uint32_t lanes = 1; lanes <= 8; lanes *= 2) {
+    args_t a;
+    vxs_report rep;
+    /* blocks of 6: the second warp of a block is partial when lanes is 4 */
+    cr_assert_eq(run_case(10, 2, 6, lanes, VXS_SPLIT_SMALLER, &a, &rep), 0, "%s", rep.error);
+    for (uint32_t g = 0; g < 12; g++) {
+      uint32_t t = g % 6, first = t - t % lanes, n = 6 - first < lanes ? 6 - first : lanes;
+      uint32_t full = n == 32 ? 0xFFFFFFFFu : (1u << n) - 1, odd = full & 0xAAAAAAAAu, low = full & 3u;
+      const int32_t *o = &a.out[8 * g];
+      cr_assert_eq(o[0], odd == full, "lanes %u g %u all", lanes, g);
+      cr_assert_eq(o[1], odd != 0, "lanes %u g %u any", lanes, g);
+      cr_assert_eq(o[2], odd == 0 || odd == full, "lanes %u g %u uni", lanes, g);
+      cr_assert_eq((uint32_t)o[3], odd, "lanes %u g %u ballot", lanes, g);
+      cr_assert_eq(o[4], 1);
+      cr_assert_eq(o[5], 0);
+      cr_assert_eq(o[6], 1);
+      cr_assert_eq((uint32_t)o[7], low, "lanes %u g %u ballot of lane < 2", lanes, g);
+    }
+  }
+}

@@ -529,6 +529,39 @@ static int vxs__barrier(vxs_device *d, uint32_t w, uint32_t id, uint32_t count) 
   return 0;
 }
 
+/* Votes and shuffles (custom-0, funct7 1; newer Vortex versions).
+ *   funct3 0..3: rd = vote all / any / uni / ballot of (rs1 & 1) over the
+ *                active threads;
+ *   funct3 4..7: rd = rs1 of thread j, j = lane - b (up), lane + b (down),
+ *                lane ^ b (bfly), first | b (idx), with rs2 = mask << 12 |
+ *                c << 6 | b: the segment of a lane is [lane & mask,
+ *                (lane & mask) | (c & ~mask)]; a j outside it gives the
+ *                thread's own rs1. */
+static int vxs__exec_collective(vxs_device *d, uint32_t w, uint32_t f3, uint32_t rd, uint32_t rs1, uint32_t rs2) {
+  vxs_warp *wp = &d->warps[w];
+  uint32_t lanes = d->cfg.threads_per_warp, val[VXS_MAX_THREADS_PER_WARP], res[VXS_MAX_THREADS_PER_WARP];
+  for (uint32_t t = 0; t < lanes; t++) val[t] = vxs__xreg(d, wp->thread[t], rs1);
+  if (f3 < 4) {
+    uint32_t yes = 0;
+    for (uint32_t t = 0; t < lanes; t++)
+      if ((wp->tmask >> t & 1) && (val[t] & 1)) yes |= 1u << t;
+    uint32_t r = f3 == 0 ? yes == wp->tmask : f3 == 1 ? yes != 0 : f3 == 2 ? (yes == 0 || yes == wp->tmask) : yes;
+    for (uint32_t t = 0; t < lanes; t++) res[t] = r;
+  } else {
+    for (uint32_t t = 0; t < lanes; t++) {
+      if (!(wp->tmask >> t & 1)) continue;
+      uint32_t bc = vxs__xreg(d, wp->thread[t], rs2), b = bc & 63, c = (bc >> 6) & 63, mask = bc >> 12;
+      uint32_t lo = t & mask, hi = lo | (c & ~mask);
+      int64_t j = f3 == 4 ? (int64_t)t - b : f3 == 5 ? (int64_t)t + b : f3 == 6 ? (int64_t)(t ^ b) : (int64_t)(lo | (b & ~mask));
+      res[t] = (j < (int64_t)lo || j > (int64_t)hi || j >= (int64_t)lanes) ? val[t] : val[j];
+    }
+  }
+  for (uint32_t t = 0; t < lanes; t++)
+    if (wp->tmask >> t & 1) vxs__set_xreg(d, wp->thread[t], rd, res[t]);
+  wp->pc += 4;
+  return 0;
+}
+
 static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
   vxs_warp *wp = &d->warps[w];
   const vxs_config *c = &d->cfg;
@@ -537,6 +570,7 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
   uint32_t last = vxs__last_thread(wp->tmask);
   uint32_t a = vxs__xreg(d, wp->thread[last], rs1), b = vxs__xreg(d, wp->thread[last], rs2);
   uint32_t full = c->threads_per_warp == 32 ? 0xFFFFFFFFu : (1u << c->threads_per_warp) - 1;
+  if (f7 == 1) return vxs__exec_collective(d, w, f3, rd, rs1, rs2);
   if (f7 != 0) return vxs__fail(d, w, wp->pc, "custom-0 instruction funct7=%u funct3=%u is not emulated", f7, f3);
   switch (f3) {
   case 0: /* tmc rs1 */

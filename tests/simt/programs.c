@@ -148,9 +148,24 @@ static void barrier_exchange(void *a) {
   args->out[global_id()] = lmem[n - 1 - t];
 }
 
+/* 10: votes of (lane is odd) and (lane < 2): 8 words per thread. */
+static void votes(void *a) {
+  args_t *args = a;
+  uint32_t lane = CSR(0xCC0), odd = lane & 1, low = lane < 2, r[8];
+  __asm__ volatile(".insn r 0x0B, 0, 1, %0, %1, x0" : "=r"(r[0]) : "r"(odd));
+  __asm__ volatile(".insn r 0x0B, 1, 1, %0, %1, x0" : "=r"(r[1]) : "r"(odd));
+  __asm__ volatile(".insn r 0x0B, 2, 1, %0, %1, x0" : "=r"(r[2]) : "r"(odd));
+  __asm__ volatile(".insn r 0x0B, 3, 1, %0, %1, x0" : "=r"(r[3]) : "r"(odd));
+  __asm__ volatile(".insn r 0x0B, 0, 1, %0, %1, x0" : "=r"(r[4]) : "r"(1u));
+  __asm__ volatile(".insn r 0x0B, 1, 1, %0, %1, x0" : "=r"(r[5]) : "r"(0u));
+  __asm__ volatile(".insn r 0x0B, 2, 1, %0, %1, x0" : "=r"(r[6]) : "r"(1u));
+  __asm__ volatile(".insn r 0x0B, 3, 1, %0, %1, x0" : "=r"(r[7]) : "r"(low));
+  for (int i = 0; i < 8; i++) args->out[8 * global_id() + i] = (int32_t)r[i];
+}
+
 static void (*const cases[])(void *) = {divergent_branch, split_join, join_without_split, pred_loop,
                                         barrier_deadlock, csrs, ipdom_overflow, endless, bad_store,
-                                        barrier_exchange};
+                                        barrier_exchange, votes};
 
 int main(void) {
   args_t *args = (args_t *)CSR(0x340);
