@@ -1286,3 +1286,94 @@ Test(device, upstream_rocm_spirv_sycl_vulkan_integration_tests) {
   ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
   upstream_memref(UPSTREAM "Integration-GPU-Vulkan/mulf.mlir", "kernel_mul", &img, v3, 4, 4, 1, co, 4, 4, 1);
 }
+
+Test(device, every_reduction_kind_in_subgroups_and_blocks) {
+  /* every gpu.all_reduce_operation upstream has, as gpu.subgroup_reduce and
+   * as gpu.all_reduce, on v = t * 3 % 7 - 2 (i32) or t * 0.75 - 3 (f32) */
+  static const char *const ints[] = {"add", "mul", "and", "or", "xor", "minui", "minsi", "maxui", "maxsi"};
+  static const char *const floats[] = {"add", "mul", "minnumf", "maxnumf", "minimumf", "maximumf"};
+  const uint32_t B = 13, W = 4;
+  for (int fl = 0; fl < 2; fl++) {
+    int nk = fl ? 6 : 9;
+    for (int ki = 0; ki < nk; ki++) {
+      const char *kind = fl ? floats[ki] : ints[ki], *T = fl ? "f32" : "i32";
+      char src[2048];
+      snprintf(src, sizeof src,
+               "module {\n  gpu.module @m {\n    gpu.func @k(%%o: memref<?x%s>) kernel {\n"
+               "      %%c2 = arith.constant 2 : index\n      %%c1 = arith.constant 1 : index\n"
+               "      %%t = gpu.thread_id x\n      %%ti = arith.index_cast %%t : index to i32\n"
+               "%s"
+               "      %%s = gpu.subgroup_reduce %s %%v : (%s) -> %s\n"
+               "      %%a = gpu.all_reduce %s %%v uniform {} : (%s) -> %s\n"
+               "      %%p = arith.muli %%t, %%c2 : index\n      %%q = arith.addi %%p, %%c1 : index\n"
+               "      memref.store %%s, %%o[%%p] : memref<?x%s>\n      memref.store %%a, %%o[%%q] : memref<?x%s>\n"
+               "      gpu.return\n    }\n  }\n}\n",
+               T,
+               fl ? "      %f = arith.sitofp %ti : i32 to f32\n      %q75 = arith.constant 0.75 : f32\n"
+                    "      %m = arith.mulf %f, %q75 : f32\n      %c3 = arith.constant 3.0 : f32\n"
+                    "      %v = arith.subf %m, %c3 : f32\n"
+                  : "      %k3 = arith.constant 3 : i32\n      %k7 = arith.constant 7 : i32\n"
+                    "      %k2 = arith.constant 2 : i32\n      %m = arith.muli %ti, %k3 : i32\n"
+                    "      %r = arith.remui %m, %k7 : i32\n      %v = arith.subi %r, %k2 : i32\n",
+               kind, T, T, kind, T, T, T, T);
+      vxl_options o = {.opt_level = 2, .warp_size = W};
+      vxl_result r;
+      cr_assert_eq(vxl_compile(cc, src, strlen(src), "kinds.mlir", &o, &r), 0);
+      cr_assert(r.ok, "%s %s: %s", kind, T, r.ndiags ? r.diags[0] : "");
+      vxt_image img = {0};
+      uint32_t oo = vxt_image_put(&img, NULL, B * 8), od = DEV(oo);
+      const void *vals[] = {&od};
+      vxt_simt cfg[2];
+      warp_configs(W, cfg);
+      uint8_t *mem = launch_on(cfg, 2, &r.kernels[0], &img, vals, 1, 1, 1, B, 1, 1, 0, NULL, 0);
+      const int32_t *oi = (const int32_t *)(mem + oo);
+      const float *of = (const float *)(mem + oo);
+      for (uint32_t t = 0; t < B; t++) {
+        /* fold the lanes of t's warp (sub) and of the block (all), in order */
+        double acc[2] = {0, 0};
+        int64_t iacc[2] = {0, 0};
+        for (int scope = 0; scope < 2; scope++) {
+          uint32_t lo = scope ? 0 : t - t % W, hi = scope ? B : (lo + W < B ? lo + W : B);
+          for (uint32_t j = lo; j < hi; j++) {
+            if (fl) {
+              double x = (double)((float)j * 0.75f - 3.0f), a = acc[scope];
+              const char *k = kind;
+              acc[scope] = j == lo ? x
+                           : !strcmp(k, "add") ? (double)((float)a + (float)x)
+                           : !strcmp(k, "mul") ? (double)((float)a * (float)x)
+                           : strstr(k, "min") ? (x < a ? x : a)
+                                              : (x > a ? x : a);
+            } else {
+              int32_t x = (int32_t)(j * 3 % 7) - 2, a = (int32_t)iacc[scope];
+              uint32_t ux = (uint32_t)x, ua = (uint32_t)a;
+              const char *k = kind;
+              int32_t v = !strcmp(k, "add") ? (int32_t)(ua + ux) : !strcmp(k, "mul") ? (int32_t)(ua * ux)
+                          : !strcmp(k, "and") ? a & x : !strcmp(k, "or") ? a | x : !strcmp(k, "xor") ? a ^ x
+                          : !strcmp(k, "minui") ? (int32_t)(ua < ux ? ua : ux)
+                          : !strcmp(k, "minsi") ? (a < x ? a : x)
+                          : !strcmp(k, "maxui") ? (int32_t)(ua > ux ? ua : ux)
+                                                : (a > x ? a : x);
+              iacc[scope] = j == lo ? x : v;
+            }
+          }
+        }
+        if (fl) {
+          /* all_reduce folds per warp, then the warps: same order here only
+           * for add/mul up to rounding, so compare with a tolerance */
+          cr_assert_float_eq(of[2 * t], (float)acc[0], 1e-5, "%s f32 subgroup t=%u: %g want %g", kind, t,
+                             (double)of[2 * t], acc[0]);
+          cr_assert_float_eq(of[2 * t + 1], (float)acc[1], 1e-4, "%s f32 block t=%u: %g want %g", kind, t,
+                             (double)of[2 * t + 1], acc[1]);
+        } else {
+          cr_assert_eq(oi[2 * t], (int32_t)iacc[0], "%s i32 subgroup t=%u: %d want %d", kind, t, oi[2 * t],
+                       (int32_t)iacc[0]);
+          cr_assert_eq(oi[2 * t + 1], (int32_t)iacc[1], "%s i32 block t=%u: %d want %d", kind, t, oi[2 * t + 1],
+                       (int32_t)iacc[1]);
+        }
+      }
+      free(mem);
+      vxt_image_free(&img);
+      vxl_result_clear(&r);
+    }
+  }
+}
