@@ -85,7 +85,7 @@ static void json_result(FILE *f, const vxp_response *r) {
   fputs("]}\n", f);
 }
 
-/* ---- table output (the shape of seed 000's "Expected Output") ---- */
+/* ---- table output ---- */
 
 static void table_result(FILE *f, const vxp_response *r, const char *dir) {
   fprintf(f, "key %s (%s)\n", r->key ? r->key : "-", r->cached ? "cached" : "compiled");

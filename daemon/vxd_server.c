@@ -572,7 +572,8 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
 /* The cache key: the source bytes plus everything that changes a compile's
  * output.  The source name is left out on purpose: it changes diagnostics
  * only (which are not cached), and keeping it out lets the same kernel under
- * two paths share one entry (caching.md, pain point 2). */
+ * two paths share one entry (ccache users who build from several checkouts
+ * miss for exactly this reason). */
 static int vxd__key(const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
   char abi[64], opt[32], warp[48];
   snprintf(abi, sizeof abi, "lowering-abi=%u", VXL_LOWERING_ABI_VERSION);

@@ -26,14 +26,15 @@
 #include "vxl_prelude.h"
 
 /* RV32IMAF, ilp32f, medany: the flags Vortex builds kernels with
- * (vortex-abi.md, "Kernel build flags"). */
+ * (docs/VORTEX_ABI.md). */
 #define VXL_TRIPLE "riscv32-unknown-elf"
 #define VXL_CPU "generic-rv32"
 #define VXL_FEATURES "+m,+a,+f"
 #define VXL_ABI "ilp32f"
 
 /* Upstream passes after the GPU-specific rewrite; index is 32-bit in every
- * pass that takes it (mlir-c-api.md pitfall 5).  The base pipeline covers
+ * pass that takes it (each conversion pass has its own index-bitwidth option
+ * and defaults to 64).  The base pipeline covers
  * what Polygeist kernels use (arith, scf, cf, memref load/store, func, llvm);
  * modules with affine, math, ub or other memref ops get the full one (the
  * extra passes cost ~8% of a compile even when they find nothing).  The
@@ -99,7 +100,8 @@ int vxl_compiler_create(vxl_compiler **out) {
 
   MlirDialectRegistry reg = mlirDialectRegistryCreate();
   mlirRegisterAllDialects(reg);
-  /* Threading off: one context per worker (mlir-c-api.md pitfall 9). */
+  /* Threading off: one context per worker process, which compiles one
+   * module at a time; a thread pool per context would only cost memory. */
   c->ctx = mlirContextCreateWithRegistry(reg, false);
   mlirDialectRegistryDestroy(reg);
   mlirContextSetAllowUnregisteredDialects(c->ctx, true);
@@ -200,7 +202,7 @@ void vxl_result_clear(vxl_result *res) {
 }
 
 /* Writes the layouts into the lowered MLIR module as the module attribute
- * vortex.kernel_args (seed 000, option C), so lowered IR shows them. */
+ * vortex.kernel_args, so lowered IR shows them. */
 static void vxl__attach_metadata(MlirModule mod, const vxp_kernel *ks, uint32_t n) {
   char *text = NULL;
   size_t len = 0;

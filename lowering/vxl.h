@@ -12,7 +12,7 @@
  * thread-safe with threading disabled).
  *
  * Inputs are GPU-dialect modules as Polygeist's cgeist writes them (see
- * ../shared/notes/vortex-abi.md): gpu.module / gpu.func kernels, host code
+ * docs/VORTEX_ABI.md): gpu.module / gpu.func kernels, host code
  * with gpu.launch_func and unregistered polygeist.* ops, DLTI entries with
  * vector<Kxi32> values.  Host code is not compiled; only gpu.modules are.
  */
@@ -92,7 +92,7 @@ const char *vxl_toolchain_fingerprint(void);
  * generic-rv32 +m,+a,+f ilp32f".  Static string; any thread. */
 const char *vxl_toolchain_summary(void);
 
-/* ---- layout rule, exposed for the unit tests (seed 000 / seed 001) ---- */
+/* ---- layout rule, exposed for the unit tests (docs/PROTOCOL.md) ---- */
 
 /* Scalar/pointer argument types the layout understands, by MLIR type text
  * ("i8", "i16", "i32", "i64", "f32", "f64", "index", "memref<...>",

@@ -2,18 +2,17 @@
  * vxl_codegen.c - argument-buffer layout, Vortex kernel entry, objects
  * (LLVM side of the lowering).
  *
- * Argument buffer (seed 000 for the per-argument rules, seed 001 for the
- * shape): the kernel's arguments in gpu.func order at their natural RV32
+ * Argument buffer (docs/PROTOCOL.md, "Argument buffer"): the kernel's arguments in gpu.func order at their natural RV32
  * offsets from 0, then the launch header {grid_dim[3], block_dim[3],
  * dynamic shared-memory bytes} (all u32), the whole buffer padded to 8.
  * Every offset, size and alignment comes from the target's LLVM data layout
  * applied to ONE LLVM struct type (vxl__buffer_type); the generated entry
  * reads the arguments through struct GEPs on that same type, so the layout
- * the host is told and the layout the device reads cannot disagree (the
- * failure prior-art.md describes).
+ * the host is told and the layout the device reads cannot disagree (a
+ * second, hand-written rule is how such layouts drift apart).
  *
  * Entry convention (Vortex kernel/src/vx_start.S and vx_spawn.h, see
- * ../shared/notes/vortex-abi.md): `main` reads the argument-buffer address
+ * docs/VORTEX_ABI.md): `main` reads the argument-buffer address
  * from CSR mscratch and returns
  *   vx_spawn_threads(3, &buf->grid_dim, &buf->block_dim, body, buf);
  * `body(buf)` loads each argument from the buffer and calls the kernel.
@@ -205,7 +204,7 @@ static void vxl__isolate(LLVMModuleRef m, const char *keep, vxp_kernel *kernels,
     if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), "main") != 0)
       LLVMSetLinkage(f, LLVMInternalLinkage);
   /* Thread-locals are reached through tp in an executable: local-exec
-   * (mlir-c-api.md pitfall 10: the default initial-exec needs a GOT). */
+   * (the default initial-exec model needs a GOT the kernel image has not). */
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
     if (LLVMIsThreadLocal(g)) LLVMSetThreadLocalMode(g, LLVMLocalExecTLSModel);
   /* Polygeist calls printf from device code; Vortex's device printf is

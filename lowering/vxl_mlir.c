@@ -141,7 +141,8 @@ void vxl__kernel_info_clear(vxl__kernel_info *k) {
 
 /* Rewrites ": vector<Nxi32>" to ": vector<Nxi64>" inside every
  * "#dlti.dl_entry<...>" of buf (in place, same length).  MLIR 22's DLTI
- * parser wants i64 elements; Polygeist writes i32 (vortex-abi.md). */
+ * parser wants i64 elements; Polygeist writes i32 ("expected a dense i64
+ * elements attribute" otherwise). */
 static void vxl__fix_dlti(char *buf, size_t len) {
   const char *tag = "#dlti.dl_entry<";
   size_t tlen = strlen(tag);
@@ -273,7 +274,7 @@ static MlirOperation vxl__call(MlirContext ctx, MlirLocation loc, MlirBlock blk,
 }
 
 /* Reads the x/y/z of a `dimension` attribute (#gpu<dim x>): the 22 C API has
- * no accessor for it (mlir-c-api.md pitfall 3), so it is printed and read. */
+ * no accessor for the gpu dimension enum, so it is printed and read. */
 static int vxl__dimension(MlirOperation op) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, vxl__str("dimension"));
   if (mlirAttributeIsNull(a)) return -1;

@@ -8,7 +8,7 @@
  * lives in exactly one place.
  *
  * Source of every rule: Vortex kernel/include/vx_spawn.h and vx_intrinsics.h
- * (see ../shared/notes/vortex-abi.md):
+ * (see docs/VORTEX_ABI.md):
  *   - threadIdx, blockIdx: extern __thread dim3_t (thread-locals);
  *   - blockDim, gridDim:   extern dim3_t (plain globals);
  *   - __syncthreads() = vx_barrier(__local_group_id, __warps_per_group), where

@@ -31,8 +31,8 @@
 #define VXP_MAX_FRAME_DEFAULT (64u * 1024u * 1024u)
 /* Bytes of the launch header that follows the kernel arguments in an
  * argument buffer: grid_dim[3], block_dim[3] (u32 each), then the dynamic
- * shared-memory size (u32).  Layout rule from seed 001 (arguments first,
- * scheduling information after them). */
+ * shared-memory size (u32): arguments first, scheduling information after
+ * them (docs/PROTOCOL.md, "Argument buffer"). */
 #define VXP_LAUNCH_HEADER_SIZE 28u
 
 /* Error codes: 0 on success, otherwise one of these (negative). */
@@ -50,7 +50,7 @@ enum {
 /* Returns a static English description of a VXP_* error code. */
 const char *vxp_strerror(int err);
 
-/* ---- kernel argument metadata (seed 000, buffer shape from seed 001) ---- */
+/* ---- kernel argument metadata (docs/PROTOCOL.md, "Argument buffer") ---- */
 
 typedef enum { VXP_ARG_SCALAR = 0, VXP_ARG_POINTER = 1 } vxp_arg_kind;
 

@@ -1,4 +1,4 @@
-/* test_layout.c - argument-buffer layout (seed 000) and the lowering itself. */
+/* test_layout.c - argument-buffer layout and the lowering itself. */
 #define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@ static vxp_kernel layout_of(const char *const *types, uint32_t n) {
   return k;
 }
 
-/* ---- seed 000's five validation tests on metadata_test's signature ---- */
+/* ---- five validation cases of the layout on metadata_test's signature ---- */
 
 static const char *const metadata_test_types[] = {"i32", "memref<?xi32>", "f32", "memref<?xi32>"};
 
@@ -55,7 +55,7 @@ Test(seed000, test4_offsets) {
 Test(seed000, test5_total_size) {
   vxp_kernel k = layout_of(metadata_test_types, 4);
   cr_assert_eq(k.args_size, 16);
-  /* seed 001 shape: launch header right after, buffer padded to 8 */
+  /* buffer shape: launch header right after, buffer padded to 8 */
   cr_assert_eq(k.launch_offset, 16);
   cr_assert_eq(k.buffer_size, 48); /* 16 + 28 -> 44 -> 48 */
   vxp_kernel_clear(&k);
@@ -168,7 +168,7 @@ Test(lowering, metadata_test_matches_seed000_and_is_a_vortex_object) {
   cr_assert_eq(k->known_block[1], 1);
   const char *why = vxt_elf_check(k->object, k->object_size);
   cr_assert_null(why, "%s", why);
-  /* seed 000 option C: the layout rides along in the lowered module */
+  /* the layout rides along in the lowered module */
   cr_assert_not_null(r.lowered_ir);
   cr_assert_not_null(strstr(r.lowered_ir, "vortex.kernel_args"));
   cr_assert_not_null(strstr(r.lowered_ir, "args_size = 16 : i32"));
