@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs the benchmark against a fresh daemon and cache in a temp directory.
 #   bash bench/run.sh [BUILD_DIR] [FILE.mlir]
-# Defaults: build/, ../shared/corpus/vortex-hip/metadata_test.mlir.
+# Defaults: build/, ../shared/corpus/vortex-hip/metadata_test.mlir (the figures in
+# the README), else the same-shaped tests/kernels/polygeist_style.mlir.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 file=${2:-$root/../shared/corpus/vortex-hip/metadata_test.mlir}
+[ -f "$file" ] || file=$root/tests/kernels/polygeist_style.mlir # a clone without the corpus
 dir=$(mktemp -d /tmp/vxd-bench-XXXXXX)
 "$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" &
 pid=$!

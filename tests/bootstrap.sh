@@ -5,12 +5,17 @@
 #   bash tests/bootstrap.sh demo
 #   bash tests/bootstrap.sh test
 # `test` also builds and tests an ASan+UBSan configuration (set
-# VORTEXD_SKIP_SANITIZERS=1 to skip that second pass locally).
+# VORTEXD_SKIP_SANITIZERS=1 to skip that second pass locally).  The
+# conformance suites over third-party GPU-dialect files run when a corpus is
+# found: $VORTEXD_CORPUS_DIR, else ../shared/corpus beside the checkout.
+# `test-without-corpus` (used by .ci/run) tests a copy of the tracked tree
+# that can reach no corpus, as a clone of this repository alone would.
 set -euo pipefail
 
 mode=${1:-test}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc)
+corpus=${VORTEXD_CORPUS_DIR:-$root/../shared/corpus}
 
 # ---- dependencies: Debian 12 packages only (LLVM/MLIR 22 from bookworm-security)
 pkgs=(build-essential cmake pkg-config
@@ -33,12 +38,23 @@ fi
 
 build() { # build DIR [cmake args...]
   local dir=$1; shift
-  cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVORTEXD_WERROR=ON "$@" >/dev/null
+  cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVORTEXD_WERROR=ON \
+    -DVORTEXD_CORPUS_DIR="$corpus" "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
+}
+
+corpus_note() {
+  if [ -f "$corpus/vortex-hip/metadata_test.mlir" ]; then
+    echo "bootstrap: conformance suites over $corpus added (ctest label conformance)"
+  else
+    echo "bootstrap: conformance suites not added: no corpus at $corpus" \
+         "(set VORTEXD_CORPUS_DIR=DIR; README, \"Conformance corpus\")"
+  fi
 }
 
 case "$mode" in
 test)
+  corpus_note
   build "$root/build"
   (cd "$root/build" && ctest --output-on-failure)
   if [ "${VORTEXD_SKIP_SANITIZERS:-0}" != 1 ]; then
@@ -49,12 +65,19 @@ test)
       LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" ctest --output-on-failure)
   fi
   ;;
+test-without-corpus)
+  copy=$(mktemp -d /tmp/vortexd-alone-XXXXXX)
+  trap 'rm -rf "$copy"' EXIT
+  (cd "$root" && git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$copy")
+  echo "bootstrap: testing a copy of the tree with no corpus reachable ($copy)"
+  VORTEXD_CORPUS_DIR="$copy/no-corpus" VORTEXD_SKIP_SANITIZERS=1 bash "$copy/tests/bootstrap.sh" test
+  ;;
 demo)
   build "$root/build"
   exec bash "$root/tests/demo.sh" "$root/build"
   ;;
 *)
-  echo "usage: $0 demo|test" >&2
+  echo "usage: $0 demo|test|test-without-corpus" >&2
   exit 64
   ;;
 esac

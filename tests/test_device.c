@@ -25,13 +25,18 @@
 #include "vxt_device.h"
 #include "vxt_lowering.h"
 
+#ifdef VXT_CORPUS_DIR
 #define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
+#endif
 #define DEV(off) (VXT_MEM_BASE + (off))
 
 static vxl_compiler *cc;
 static void setup(void) { cr_assert_eq(vxl_compiler_create(&cc), 0); }
 static void teardown(void) { vxl_compiler_destroy(cc); }
 TestSuite(device, .init = setup, .fini = teardown, .timeout = 600);
+#ifdef VXT_CORPUS_DIR
+TestSuite(conformance, .init = setup, .fini = teardown, .timeout = 600);
+#endif
 
 static vxl_result build(const char *path) {
   vxl_options o = {.opt_level = 2};
@@ -608,6 +613,46 @@ Test(device, module_with_two_kernels_and_a_barrier) {
  * leading arguments (bs : index, bs : i32, n : i32) - read from the host
  * functions in each file. */
 
+Test(device, gpu_printf_becomes_vx_printf) {
+  vxl_result r = build(VXT_KERNELS_DIR "/printf.mlir");
+  const vxp_kernel *k = kernel(&r, "say");
+  cr_assert(vxt_elf_has_symbol(k->object, k->object_size, "vx_printf", 0));
+  vxt_image img = {0};
+  vxt_image_put(&img, NULL, 16);
+  char printed[512];
+  uint8_t *mem = launch(k, &img, NULL, 1, 1, 1, 3, 1, 1, 0, printed, sizeof printed);
+  /* index is 32-bit on Vortex: %lld receives the promoted i32 */
+  cr_assert_str_eq(printed, "thread 0 of 3: 1.500000 and 7\nthread 1 of 3: 1.500000 and 7\n"
+                            "thread 2 of 3: 1.500000 and 7\n");
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, polygeist_style_kernel) {
+  /* cgeist's argument order (n, in, factor, out) and its bounds guard */
+  vxl_result r = build(VXT_KERNELS_DIR "/polygeist_style.mlir");
+  const vxp_kernel *k = kernel(&r, NULL);
+  const int32_t n = 150;
+  int32_t in[150];
+  for (int i = 0; i < n; i++) in[i] = i * 7 - 300;
+  vxt_image img = {0};
+  uint32_t io = vxt_image_put(&img, in, sizeof in), oo = vxt_image_put(&img, NULL, 160 * 4);
+  uint32_t id = DEV(io), od = DEV(oo);
+  float factor = 1.5f;
+  const void *vals[] = {&n, &id, &factor, &od};
+  uint8_t *mem = launch(k, &img, vals, 3, 1, 1, 64, 1, 1, 0, NULL, 0);
+  const int32_t *out = (const int32_t *)(mem + oo);
+  for (int i = 0; i < 160; i++)
+    cr_assert_eq(out[i], i < n ? (int32_t)((float)in[i] * factor) : 0, "out[%d] = %d", i, out[i]);
+  free(mem);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+/* ---- conformance: the Polygeist files of the corpus ---- */
+
+#ifdef VXT_CORPUS_DIR
 #define PG_BS 256u
 
 static uint8_t *pg_launch(const vxp_kernel *k, vxt_image *img, const void *const *vals, uint32_t n,
@@ -634,10 +679,10 @@ static void pg_binary(const char *file, int mul) {
   vxl_result_clear(&r);
 }
 
-Test(device, polygeist_vecadd) { pg_binary(CORPUS "vecadd_kernel.mlir", 0); }
-Test(device, polygeist_dotproduct) { pg_binary(CORPUS "dotproduct_kernel.mlir", 1); }
+Test(conformance, polygeist_vecadd) { pg_binary(CORPUS "vecadd_kernel.mlir", 0); }
+Test(conformance, polygeist_dotproduct) { pg_binary(CORPUS "dotproduct_kernel.mlir", 1); }
 
-Test(device, polygeist_basic_copy_and_relu) {
+Test(conformance, polygeist_basic_copy_and_relu) {
   uint32_t n = 700, bs = PG_BS;
   {
     vxl_result r = build(CORPUS "basic_kernel.mlir");
@@ -669,7 +714,7 @@ Test(device, polygeist_basic_copy_and_relu) {
   }
 }
 
-Test(device, polygeist_metadata_test) {
+Test(conformance, polygeist_metadata_test) {
   vxl_result r = build(CORPUS "metadata_test.mlir");
   uint32_t n = 900;
   int32_t *in = malloc(n * 4), count = (int32_t)n;
@@ -687,7 +732,7 @@ Test(device, polygeist_metadata_test) {
   vxl_result_clear(&r);
 }
 
-Test(device, polygeist_cta_and_dogfood) {
+Test(conformance, polygeist_cta_and_dogfood) {
   uint32_t bs = PG_BS;
   {
     /* cta: out[g] = g + in[local] over the whole grid */
@@ -732,7 +777,7 @@ Test(device, polygeist_cta_and_dogfood) {
   }
 }
 
-Test(device, polygeist_sort_sgemm_conv3) {
+Test(conformance, polygeist_sort_sgemm_conv3) {
   uint32_t bs = PG_BS;
   {
     /* sort: each thread ranks its element and stores it at its rank */
@@ -806,22 +851,7 @@ Test(device, polygeist_sort_sgemm_conv3) {
   }
 }
 
-Test(device, gpu_printf_becomes_vx_printf) {
-  vxl_result r = build(VXT_CORPUS_DIR "/llvm-project/Integration-GPU-CUDA/printf.mlir");
-  const vxp_kernel *k = kernel(&r, "hello");
-  cr_assert(vxt_elf_has_symbol(k->object, k->object_size, "vx_printf", 0));
-  vxt_image img = {0};
-  vxt_image_put(&img, NULL, 16);
-  char printed[512];
-  uint8_t *mem = launch(k, &img, NULL, 1, 1, 1, 2, 1, 1, 0, printed, sizeof printed);
-  /* index is 32-bit on Vortex: %lld receives the promoted i32 */
-  cr_assert_str_eq(printed, "Hello from 0, 2, 3.000000\nHello from 1, 2, 3.000000\n");
-  free(mem);
-  vxt_image_free(&img);
-  vxl_result_clear(&r);
-}
-
-Test(device, polygeist_printf_with_a_device_format_string) {
+Test(conformance, polygeist_printf_with_a_device_format_string) {
   vxl_result r = build(CORPUS "printf_kernel.mlir");
   const vxp_kernel *k = kernel(&r, NULL);
   cr_assert_eq(k->args[4].kind, VXP_ARG_POINTER, "the format string is a device pointer");
@@ -840,6 +870,8 @@ Test(device, polygeist_printf_with_a_device_format_string) {
   vxt_image_free(&img);
   vxl_result_clear(&r);
 }
+
+#endif /* VXT_CORPUS_DIR */
 
 Test(device, math_ops_as_libm_calls) {
   /* exp/log/sin/cos/pow become libm calls in the backend, tanh/atan2/erf in
@@ -1084,6 +1116,7 @@ Test(device, all_reduce_over_the_block) {
   }
 }
 
+#ifdef VXT_CORPUS_DIR
 /* ---- upstream MLIR GPU integration tests (llvm-project mlir/test/Integration/GPU) ----
  *
  * Their host code is not compiled yet: each test below transcribes what the
@@ -1140,7 +1173,7 @@ static void print_memref(char *out, size_t cap, const void *data, uint32_t rows,
   snprintf(o, left, rows > 1 ? "]\n" : "\n");
 }
 
-Test(device, upstream_all_reduce_integration_tests) {
+Test(conformance, upstream_all_reduce_integration_tests) {
   /* the host code of each file fills data[2][6] with the values below and
    * launches 2 blocks of 6 threads */
   static const char *const files[] = {"all-reduce-and", "all-reduce-or", "all-reduce-xor", "multiple-all-reduce"};
@@ -1174,7 +1207,7 @@ Test(device, upstream_all_reduce_integration_tests) {
   }
 }
 
-Test(device, upstream_cuda_integration_tests) {
+Test(conformance, upstream_cuda_integration_tests) {
   char got[1024], printed[512];
   /* gpu-to-cubin: other_func(1.0, a 5-element buffer) stores 1.0 from 5
    * threads; then printMemref and vector.print of the first two */
@@ -1249,7 +1282,7 @@ static void upstream_memref(const char *path, const char *name, vxt_image *img, 
   vxl_result_clear(&r);
 }
 
-Test(device, upstream_rocm_spirv_sycl_vulkan_integration_tests) {
+Test(conformance, upstream_rocm_spirv_sycl_vulkan_integration_tests) {
   /* ROCM vecadd: 1.23 + 1.23 over 5 threads */
   vxt_image img = {0};
   float a[5] = {1.23f, 1.23f, 1.23f, 1.23f, 1.23f};
@@ -1286,6 +1319,8 @@ Test(device, upstream_rocm_spirv_sycl_vulkan_integration_tests) {
   ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
   upstream_memref(UPSTREAM "Integration-GPU-Vulkan/mulf.mlir", "kernel_mul", &img, v3, 4, 4, 1, co, 4, 4, 1);
 }
+
+#endif /* VXT_CORPUS_DIR */
 
 Test(device, every_reduction_kind_in_subgroups_and_blocks) {
   /* every gpu.all_reduce_operation upstream has, as gpu.subgroup_reduce and

@@ -15,7 +15,11 @@
 #include "vxc.h"
 #include "vxt.h"
 
+#define KERNELS VXT_KERNELS_DIR "/"
+#define POLYGEIST_STYLE VXT_KERNELS_DIR "/polygeist_style.mlir"
+#ifdef VXT_CORPUS_DIR
 #define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
+#endif
 
 static vxt_daemon d;
 
@@ -32,6 +36,9 @@ static void stop(void) {
 }
 
 TestSuite(e2e, .init = start, .fini = stop, .timeout = 300);
+#ifdef VXT_CORPUS_DIR
+TestSuite(conformance, .init = start, .fini = stop, .timeout = 300);
+#endif
 
 static vxc_conn *conn(void) {
   vxc_conn *c = NULL;
@@ -93,7 +100,8 @@ static void compile_twice(vxc_conn *c, const char *path, uint32_t want_kernels) 
   vxp_response_clear(&b);
 }
 
-Test(e2e, corpus_and_examples_compile_then_hit) {
+#ifdef VXT_CORPUS_DIR
+Test(conformance, vortex_hip_files_compile_then_hit) {
   vxc_conn *c = conn();
   const char *files[] = VXT_VORTEX_HIP_FILES;
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -101,16 +109,25 @@ Test(e2e, corpus_and_examples_compile_then_hit) {
     snprintf(path, sizeof path, CORPUS "%s.mlir", files[i]);
     compile_twice(c, path, 1);
   }
+  vxc_close(c);
+}
+#endif
+
+Test(e2e, kernels_and_examples_compile_then_hit) {
+  vxc_conn *c = conn();
+  compile_twice(c, POLYGEIST_STYLE, 1);
+  compile_twice(c, KERNELS "sgemm_tiled.mlir", 1);
+  compile_twice(c, KERNELS "control_flow.mlir", 1);
   compile_twice(c, VXT_EXAMPLES_DIR "/saxpy.mlir", 1);
   compile_twice(c, VXT_EXAMPLES_DIR "/mixed_args.mlir", 1);
   compile_twice(c, VXT_EXAMPLES_DIR "/two_kernels.mlir", 2);
   vxc_close(c);
 }
 
-Test(e2e, metadata_of_metadata_test) {
+Test(e2e, metadata_of_a_polygeist_style_kernel) {
   vxc_conn *c = conn();
   vxp_response r;
-  compile_path(c, CORPUS "metadata_test.mlir", &r);
+  compile_path(c, POLYGEIST_STYLE, &r);
   cr_assert_eq(r.status, VXP_STATUS_OK);
   const vxp_kernel *k = &r.kernels[0];
   uint32_t off[] = {0, 4, 8, 12};
@@ -171,7 +188,7 @@ Test(e2e, fetch_by_key_and_one_kernel) {
 Test(e2e, cache_survives_restart) {
   vxc_conn *c = conn();
   vxp_response r;
-  compile_path(c, CORPUS "sgemm_kernel.mlir", &r);
+  compile_path(c, KERNELS "sgemm_naive.mlir", &r);
   cr_assert_eq(r.status, VXP_STATUS_OK);
   cr_assert_not(r.cached);
   vxp_response_clear(&r);
@@ -179,7 +196,7 @@ Test(e2e, cache_survives_restart) {
   cr_assert_eq(vxt_daemon_stop(&d), 0);
   cr_assert_eq(vxt_daemon_start(&d, NULL), 0); /* same directory, same cache */
   c = conn();
-  compile_path(c, CORPUS "sgemm_kernel.mlir", &r);
+  compile_path(c, KERNELS "sgemm_naive.mlir", &r);
   cr_assert(r.cached, "served from the cache after a restart");
   vxp_response_clear(&r);
   vxp_response s;
@@ -210,7 +227,7 @@ Test(e2e, source_errors_come_back_as_diagnostics_and_the_daemon_goes_on) {
     cr_assert(found, "case %d: no diagnostic with '%s' (first: %s)", i, want[i], r.diags[0]);
     vxp_response_clear(&r);
   }
-  compile_twice(c, CORPUS "relu_kernel.mlir", 1);
+  compile_twice(c, KERNELS "stencil3d.mlir", 1);
   vxp_response s;
   cr_assert_eq(vxc_stats(c, &s), 0);
   cr_assert_eq(s.stats.compile_errors, 3);
@@ -352,8 +369,8 @@ Test(e2e, a_crashed_worker_is_restarted) {
   cr_assert_eq(kill(pids[0], SIGKILL), 0);
   /* the next compiles are served all the same */
   vxc_conn *c = conn();
-  compile_twice(c, CORPUS "cta_kernel.mlir", 1);
-  compile_twice(c, CORPUS "basic_kernel.mlir", 1);
+  compile_twice(c, KERNELS "block_reduce.mlir", 1);
+  compile_twice(c, KERNELS "dynamic_shared.mlir", 1);
   vxp_response s;
   for (int i = 0; i < 300; i++) { /* the restart shows up within the respawn delay */
     cr_assert_eq(vxc_stats(c, &s), 0);
@@ -377,11 +394,11 @@ Test(e2e, a_hung_compile_fails_only_its_request) {
   for (int i = 0; i < n; i++) kill(pids[i], SIGSTOP);
   vxc_conn *c = conn();
   vxp_response r;
-  compile_path(c, CORPUS "vecadd_kernel.mlir", &r);
+  compile_path(c, POLYGEIST_STYLE, &r);
   cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
   cr_assert_not_null(strstr(r.message, "exceeded the 1 s limit"), "%s", r.message);
   vxp_response_clear(&r);
-  compile_path(c, CORPUS "vecadd_kernel.mlir", &r); /* a fresh worker takes it */
+  compile_path(c, POLYGEIST_STYLE, &r); /* a fresh worker takes it */
   cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
   cr_assert_not(r.cached, "the failed compile left nothing in the cache");
   vxp_response_clear(&r);
@@ -390,7 +407,7 @@ Test(e2e, a_hung_compile_fails_only_its_request) {
 }
 
 Test(e2e, many_concurrent_clients) {
-  const char *files[] = {"vecadd_kernel", "relu_kernel", "sort_kernel", "vecadd_kernel"};
+  const char *files[] = {"polygeist_style", "sgemm_naive", "control_flow", "polygeist_style"};
   pid_t kids[8];
   for (int i = 0; i < 8; i++) {
     kids[i] = fork();
@@ -398,7 +415,7 @@ Test(e2e, many_concurrent_clients) {
       vxc_conn *c = NULL;
       if (vxc_connect(d.sock, &c) != 0) _exit(10);
       char path[512];
-      snprintf(path, sizeof path, CORPUS "%s.mlir", files[i % 4]);
+      snprintf(path, sizeof path, KERNELS "%s.mlir", files[i % 4]);
       size_t len;
       char *src = vxt_read_file(path, &len);
       for (int j = 0; j < 5; j++) {
@@ -438,7 +455,7 @@ Test(e2e, vxc_cli_json_table_and_objects) {
   static char out[65536];
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "%s --socket %s compile --json -o %s/objs %s", VXT_VXC, d.sock, d.dir,
-           CORPUS "metadata_test.mlir");
+           POLYGEIST_STYLE);
   cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
   cr_assert_not_null(strstr(out, "\"cached\":false"), "%s", out);
   cr_assert_not_null(strstr(out, "\"kind\":\"pointer\",\"size\":4,\"align\":4,\"offset\":12"), "%s", out);
@@ -446,7 +463,7 @@ Test(e2e, vxc_cli_json_table_and_objects) {
   cr_assert_eq(run(cmd, out, sizeof out), 0);
   cr_assert_not_null(strstr(out, "\"cached\":true"), "%s", out);
   char obj[512];
-  snprintf(obj, sizeof obj, "%s/objs/_Z22launch_metadata_kernelPiS_if_kernel94738444747728.o", d.dir);
+  snprintf(obj, sizeof obj, "%s/objs/_Z12launch_scalePiS_if_kernel1.o", d.dir);
   size_t len;
   char *bytes = vxt_read_file(obj, &len);
   cr_assert_not_null(bytes, "vxc wrote %s", obj);
