@@ -45,10 +45,11 @@ build() { # build DIR [cmake args...]
 
 corpus_note() {
   if [ -f "$corpus/vortex-hip/metadata_test.mlir" ]; then
-    echo "bootstrap: conformance suites over $corpus added (ctest label conformance)"
+    echo "bootstrap: conformance suites conformance_layout, conformance_e2e and conformance_device" \
+         "over $corpus added (ctest label conformance)"
   else
-    echo "bootstrap: conformance suites not added: no corpus at $corpus" \
-         "(set VORTEXD_CORPUS_DIR=DIR; README, \"Conformance corpus\")"
+    echo "bootstrap: conformance suites conformance_layout, conformance_e2e and conformance_device" \
+         "not added: no corpus at $corpus (set VORTEXD_CORPUS_DIR=DIR; README, \"Conformance corpus\")"
   fi
 }
 
