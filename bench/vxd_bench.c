@@ -38,7 +38,8 @@ static int cmp(const void *a, const void *b) {
 static void report(const char *what, double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp);
   double sum = 0;
-  for (int i = 0; i < n; i++) sum += v[i];
+  for (int i = 0; i < n; i++)
+    sum += v[i];
   int p99 = (int)(0.99 * (n - 1) + 0.5);
   printf("%-6s n=%-5d p50 %10.1f us   p99 %10.1f us   mean %10.1f us\n", what, n, v[(n - 1) / 2], v[p99],
          sum / n);
@@ -51,7 +52,11 @@ static char *slurp(const char *path, size_t *len) {
   long n = ftell(f);
   rewind(f);
   char *b = malloc((size_t)n + 64);
-  if (fread(b, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(b); return NULL; }
+  if (fread(b, 1, (size_t)n, f) != (size_t)n) {
+    fclose(f);
+    free(b);
+    return NULL;
+  }
   fclose(f);
   *len = (size_t)n;
   return b;
@@ -66,9 +71,15 @@ int main(int argc, char **argv) {
   int nchain = argc > 5 ? atoi(argv[5]) : 20;
   size_t len;
   char *src = slurp(argv[2], &len);
-  if (!src) { perror(argv[2]); return 2; }
+  if (!src) {
+    perror(argv[2]);
+    return 2;
+  }
   vxc_conn *c;
-  if (vxc_connect(argv[1], &c) != 0) { fprintf(stderr, "cannot connect to %s\n", argv[1]); return 2; }
+  if (vxc_connect(argv[1], &c) != 0) {
+    fprintf(stderr, "cannot connect to %s\n", argv[1]);
+    return 2;
+  }
   printf("server: %s\ninput:  %s (%zu bytes)\n\n", vxc_server_info(c)->server, argv[2], len);
 
   char *var = malloc(len + 64);
@@ -130,7 +141,11 @@ int main(int argc, char **argv) {
     double t0 = now_us();
     int st = system(cmd);
     t[i] = now_us() - t0;
-    if (st != 0) { fprintf(stderr, "tool chain failed: %s\n", cmd); unlink(tmp); return 1; }
+    if (st != 0) {
+      fprintf(stderr, "tool chain failed: %s\n", cmd);
+      unlink(tmp);
+      return 1;
+    }
   }
   unlink(tmp);
   report("chain", t, nchain);

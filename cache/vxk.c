@@ -34,9 +34,9 @@ struct vxk_cache {
   sqlite3_stmt *get_all, *get_one, *touch;
   char (*touched)[VXK_KEY_HEX + 1]; /* VXK_TOUCH_MAX keys, from malloc() */
   uint32_t ntouched;
-  uint64_t touched_us;               /* time of the latest pending read */
-  uint64_t total_bytes;              /* SUM(entries.bytes), kept current so
-                                        a store does not scan the table */
+  uint64_t touched_us;  /* time of the latest pending read */
+  uint64_t total_bytes; /* SUM(entries.bytes), kept current so
+                           a store does not scan the table */
 };
 
 const char *vxk_errmsg(const vxk_cache *c) { return c ? c->err : "no cache"; }
@@ -140,7 +140,8 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     rc = vxk__open_db(c, path);
   }
   if (rc != SQLITE_OK) {
-    snprintf(errbuf, errcap, "cannot open cache %s: %s", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    snprintf(errbuf, errcap, "cannot open cache %s: %s", path,
+             c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
     sqlite3_close(c->db);
     free(c);
     return VXK_EIO;
@@ -156,7 +157,8 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     vxk_close(c);
     return VXK_ENOMEM;
   }
-  if (vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
+  if (vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 ORDER BY ordinal",
+                   &c->get_all) ||
       vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 AND name=?2", &c->get_one) ||
       vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch)) {
     snprintf(errbuf, errcap, "%s", c->err);
@@ -231,7 +233,10 @@ static int vxk__evict(vxk_cache *c) {
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "evict");
   sqlite3_stmt *del = NULL;
   rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE key=?1", -1, &del, NULL);
-  if (rc != SQLITE_OK) { sqlite3_finalize(st); return vxk__fail(c, rc, "evict"); }
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(st);
+    return vxk__fail(c, rc, "evict");
+  }
   while (total > target && sqlite3_step(st) == SQLITE_ROW) {
     sqlite3_bind_text(del, 1, (const char *)sqlite3_column_text(st, 0), -1, SQLITE_TRANSIENT);
     if (sqlite3_step(del) != SQLITE_DONE) break;
@@ -245,11 +250,11 @@ static int vxk__evict(vxk_cache *c) {
   return evicted ? vxk_counter_add(c, "evictions", (int64_t)evicted) : VXK_OK;
 }
 
-
 int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n) {
   if (!vxk_key_valid(key)) return VXK_EINVAL;
   uint64_t bytes = 0;
-  for (uint32_t i = 0; i < n; i++) bytes += ks[i].object_size + ks[i].metadata_size;
+  for (uint32_t i = 0; i < n; i++)
+    bytes += ks[i].object_size + ks[i].metadata_size;
   int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "begin");
   uint64_t replaced = 0; /* bytes of an entry this put replaces */
@@ -260,8 +265,11 @@ int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n) 
   }
   sqlite3_finalize(old);
   sqlite3_stmt *e = NULL, *k = NULL;
-  rc = sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels)"
-                                 " VALUES(?1, ?2, ?2, 0, ?3, ?4)", -1, &e, NULL);
+  rc = sqlite3_prepare_v2(
+      c->db,
+      "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels)"
+      " VALUES(?1, ?2, ?2, 0, ?3, ?4)",
+      -1, &e, NULL);
   if (rc == SQLITE_OK) {
     uint64_t now = vxk__now_us();
     sqlite3_bind_text(e, 1, key, -1, SQLITE_STATIC);
@@ -271,14 +279,18 @@ int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n) 
     rc = sqlite3_step(e) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
   }
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v2(c->db, "INSERT INTO kernels(key, ordinal, name, object, metadata)"
-                                   " VALUES(?1, ?2, ?3, ?4, ?5)", -1, &k, NULL);
+    rc = sqlite3_prepare_v2(c->db,
+                            "INSERT INTO kernels(key, ordinal, name, object, metadata)"
+                            " VALUES(?1, ?2, ?3, ?4, ?5)",
+                            -1, &k, NULL);
   for (uint32_t i = 0; rc == SQLITE_OK && i < n; i++) {
     sqlite3_bind_text(k, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_int64(k, 2, i);
     sqlite3_bind_text(k, 3, ks[i].name, -1, SQLITE_STATIC);
-    sqlite3_bind_blob64(k, 4, ks[i].object ? (const void *)ks[i].object : "", ks[i].object_size, SQLITE_STATIC);
-    sqlite3_bind_blob64(k, 5, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size, SQLITE_STATIC);
+    sqlite3_bind_blob64(k, 4, ks[i].object ? (const void *)ks[i].object : "", ks[i].object_size,
+                        SQLITE_STATIC);
+    sqlite3_bind_blob64(k, 5, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size,
+                        SQLITE_STATIC);
     rc = sqlite3_step(k) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
     sqlite3_reset(k);
   }
@@ -325,7 +337,10 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **
     if (cnt == cap) {
       cap = cap ? cap * 2 : 4;
       vxk_kernel_out *nk = realloc(ks, cap * sizeof *nk);
-      if (!nk) { out_rc = VXK_ENOMEM; break; }
+      if (!nk) {
+        out_rc = VXK_ENOMEM;
+        break;
+      }
       ks = nk;
     }
     vxk_kernel_out *k = &ks[cnt++];
@@ -335,7 +350,10 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **
     k->object = vxk__dup(sqlite3_column_blob(st, 1), k->object_size);
     k->metadata_size = (size_t)sqlite3_column_bytes(st, 2);
     k->metadata = vxk__dup(sqlite3_column_blob(st, 2), k->metadata_size);
-    if (!k->name || !k->object || !k->metadata) { out_rc = VXK_ENOMEM; break; }
+    if (!k->name || !k->object || !k->metadata) {
+      out_rc = VXK_ENOMEM;
+      break;
+    }
   }
   if (out_rc == VXK_OK && rc != SQLITE_DONE) out_rc = vxk__fail(c, rc, "get");
   sqlite3_reset(st);
@@ -348,7 +366,8 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **
   /* LRU bookkeeping, written by the next vxk_flush(); a full batch is
    * written now.  A failure there does not fail this read. */
   uint32_t i = 0;
-  while (i < c->ntouched && strcmp(c->touched[i], key) != 0) i++;
+  while (i < c->ntouched && strcmp(c->touched[i], key) != 0)
+    i++;
   if (i == c->ntouched) {
     if (c->ntouched == VXK_TOUCH_MAX) vxk_flush(c);
     memcpy(c->touched[c->ntouched++], key, VXK_KEY_HEX + 1);
@@ -361,8 +380,10 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **
 
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta) {
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(c->db, "INSERT INTO counters(name, value) VALUES(?1, ?2)"
-                                     " ON CONFLICT(name) DO UPDATE SET value = value + ?2", -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(c->db,
+                              "INSERT INTO counters(name, value) VALUES(?1, ?2)"
+                              " ON CONFLICT(name) DO UPDATE SET value = value + ?2",
+                              -1, &st, NULL);
   if (rc == SQLITE_OK) {
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, delta);
@@ -387,10 +408,14 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
   while (sqlite3_step(st) == SQLITE_ROW) {
     const char *n = (const char *)sqlite3_column_text(st, 0);
     uint64_t v = (uint64_t)sqlite3_column_int64(st, 1);
-    if (strcmp(n, "hits") == 0) out->hits = v;
-    else if (strcmp(n, "misses") == 0) out->misses = v;
-    else if (strcmp(n, "compile_errors") == 0) out->compile_errors = v;
-    else if (strcmp(n, "evictions") == 0) out->evictions = v;
+    if (strcmp(n, "hits") == 0)
+      out->hits = v;
+    else if (strcmp(n, "misses") == 0)
+      out->misses = v;
+    else if (strcmp(n, "compile_errors") == 0)
+      out->compile_errors = v;
+    else if (strcmp(n, "evictions") == 0)
+      out->evictions = v;
   }
   sqlite3_finalize(st);
   return VXK_OK;
@@ -398,7 +423,8 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
 
 static void vxk__hash_lp(EVP_MD_CTX *h, const void *p, uint64_t n) {
   uint8_t le[8];
-  for (int i = 0; i < 8; i++) le[i] = (uint8_t)(n >> (8 * i));
+  for (int i = 0; i < 8; i++)
+    le[i] = (uint8_t)(n >> (8 * i));
   EVP_DigestUpdate(h, le, sizeof le);
   EVP_DigestUpdate(h, p, (size_t)n);
 }
@@ -413,7 +439,8 @@ int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t 
   int ok = EVP_DigestInit_ex(h, EVP_sha256(), NULL);
   if (ok) {
     vxk__hash_lp(h, tag, sizeof tag - 1);
-    for (size_t i = 0; i < nparts; i++) vxk__hash_lp(h, parts[i], strlen(parts[i]));
+    for (size_t i = 0; i < nparts; i++)
+      vxk__hash_lp(h, parts[i], strlen(parts[i]));
     vxk__hash_lp(h, source, len);
     ok = EVP_DigestFinal_ex(h, md, &mdlen);
   }

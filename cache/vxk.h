@@ -26,11 +26,11 @@
 
 enum {
   VXK_OK = 0,
-  VXK_ENOMEM = -1,   /* allocation failed */
-  VXK_ENOTFOUND = -2,/* no such key (or kernel) */
-  VXK_EIO = -3,      /* SQLite or file-system error; see vxk_errmsg */
-  VXK_EFULL = -4,    /* disk full: nothing was written */
-  VXK_EINVAL = -5,   /* bad argument (key not 64 hex digits, ...) */
+  VXK_ENOMEM = -1,    /* allocation failed */
+  VXK_ENOTFOUND = -2, /* no such key (or kernel) */
+  VXK_EIO = -3,       /* SQLite or file-system error; see vxk_errmsg */
+  VXK_EFULL = -4,     /* disk full: nothing was written */
+  VXK_EINVAL = -5,    /* bad argument (key not 64 hex digits, ...) */
 };
 
 typedef struct vxk_cache vxk_cache;
@@ -54,9 +54,9 @@ typedef struct {
 } vxk_kernel_out;
 
 typedef struct {
-  uint64_t entries;        /* entries stored */
-  uint64_t bytes;          /* object + metadata bytes stored */
-  uint64_t hits;           /* persistent counters (survive restarts) */
+  uint64_t entries; /* entries stored */
+  uint64_t bytes;   /* object + metadata bytes stored */
+  uint64_t hits;    /* persistent counters (survive restarts) */
   uint64_t misses;
   uint64_t compile_errors;
   uint64_t evictions;

@@ -30,8 +30,10 @@ static int vxc__fmt(char *buf, size_t cap, const char *a, const char *b) {
 int vxc_default_socket_path(char *buf, size_t cap) {
   const char *env = getenv("VORTEXD_SOCKET");
   int rc;
-  if (env && *env) rc = vxc__fmt(buf, cap, env, "");
-  else if ((env = getenv("XDG_RUNTIME_DIR")) && *env) rc = vxc__fmt(buf, cap, env, "/vortexd/vortexd.sock");
+  if (env && *env)
+    rc = vxc__fmt(buf, cap, env, "");
+  else if ((env = getenv("XDG_RUNTIME_DIR")) && *env)
+    rc = vxc__fmt(buf, cap, env, "/vortexd/vortexd.sock");
   else {
     char dir[64];
     snprintf(dir, sizeof dir, "/tmp/vortexd-%u", (unsigned)getuid());
@@ -127,8 +129,8 @@ int vxc_connect(const char *path, vxc_conn **out) {
     return -ENOMEM;
   }
   c->fd = fd;
-  vxp_request hello = {.op = VXP_OP_HELLO, .proto_version = VXP_PROTOCOL_VERSION,
-                       .client = (char *)"libvxc " VORTEXD_VERSION};
+  vxp_request hello = {
+      .op = VXP_OP_HELLO, .proto_version = VXP_PROTOCOL_VERSION, .client = (char *)"libvxc " VORTEXD_VERSION};
   int rc = vxc__roundtrip(c, &hello, &c->hello);
   if (rc == 0 && c->hello.status != VXP_STATUS_OK) rc = -EPROTONOSUPPORT;
   if (rc) {
@@ -164,10 +166,12 @@ static pid_t vxc__spawn_daemon(const char *program, const char *path) {
     int lf = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
     if (lf >= 0) dup2(lf, 2);
-    char *args[] = {(char *)program, (char *)"--socket", (char *)path, (char *)"--idle-timeout",
-                    (char *)idle, NULL};
-    if (strchr(program, '/')) execv(program, args);
-    else execvp(program, args);
+    char *args[] = {(char *)program,          (char *)"--socket", (char *)path,
+                    (char *)"--idle-timeout", (char *)idle,       NULL};
+    if (strchr(program, '/'))
+      execv(program, args);
+    else
+      execvp(program, args);
     _exit(127);
   }
   return pid;
@@ -211,7 +215,8 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
   snprintf(lock, sizeof lock, "%s.spawn", path);
   int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lfd < 0) return -errno;
-  while (flock(lfd, LOCK_EX) != 0 && errno == EINTR) {}
+  while (flock(lfd, LOCK_EX) != 0 && errno == EINTR) {
+  }
   rc = vxc_connect(path, out);
   if (rc == -ENOENT || rc == -ECONNREFUSED) {
     char beside[4096];
@@ -250,9 +255,13 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
 
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp) {
-  vxp_request r = {.op = VXP_OP_COMPILE, .source = (uint8_t *)source, .source_len = len,
-                   .source_name = (char *)source_name, .opt_level = opts ? opts->opt_level : 2,
-                   .emit_ir = opts && opts->emit_ir, .warp_size = opts ? opts->warp_size : 0,
+  vxp_request r = {.op = VXP_OP_COMPILE,
+                   .source = (uint8_t *)source,
+                   .source_len = len,
+                   .source_name = (char *)source_name,
+                   .opt_level = opts ? opts->opt_level : 2,
+                   .emit_ir = opts && opts->emit_ir,
+                   .warp_size = opts ? opts->warp_size : 0,
                    .shuffle_insns = opts && opts->shuffle_insns};
   return vxc__roundtrip(c, &r, resp);
 }
@@ -288,8 +297,10 @@ int vxc_pack_args(const vxp_kernel *k, const void *const *values, const uint32_t
     memcpy(b + a->offset, values[i], a->size); /* host and RV32 are both little-endian */
   }
   uint8_t *h = b + k->launch_offset;
-  for (int i = 0; i < 3; i++) vxc__put_u32(h + 4 * i, grid[i]);
-  for (int i = 0; i < 3; i++) vxc__put_u32(h + 12 + 4 * i, block[i]);
+  for (int i = 0; i < 3; i++)
+    vxc__put_u32(h + 4 * i, grid[i]);
+  for (int i = 0; i < 3; i++)
+    vxc__put_u32(h + 12 + 4 * i, block[i]);
   vxc__put_u32(h + 24, shared_bytes);
   return 0;
 }

@@ -44,8 +44,10 @@ static void json_str(FILE *f, const char *s) {
     case '\t': fputs("\\t", f); break;
     case '\r': fputs("\\r", f); break;
     default:
-      if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-      else fputc(*p, f);
+      if (*p < 0x20)
+        fprintf(f, "\\u%04x", *p);
+      else
+        fputc(*p, f);
     }
   }
   fputc('"', f);
@@ -62,10 +64,11 @@ static void json_kernel(FILE *f, const vxp_kernel *k) {
     fprintf(f, ",\"kind\":\"%s\",\"size\":%u,\"align\":%u,\"offset\":%u}",
             a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", a->size, a->align, a->offset);
   }
-  fprintf(f, "],\"args_size\":%u,\"launch_offset\":%u,\"buffer_size\":%u,\"object_size\":%zu,"
-             "\"grid_dims\":%u,\"known_block\":[%u,%u,%u],\"shared_bytes\":%u,\"subgroup_size\":%u}",
-          k->args_size, k->launch_offset, k->buffer_size, k->object_size, k->grid_dims,
-          k->known_block[0], k->known_block[1], k->known_block[2], k->shared_bytes, k->subgroup_size);
+  fprintf(f,
+          "],\"args_size\":%u,\"launch_offset\":%u,\"buffer_size\":%u,\"object_size\":%zu,"
+          "\"grid_dims\":%u,\"known_block\":[%u,%u,%u],\"shared_bytes\":%u,\"subgroup_size\":%u}",
+          k->args_size, k->launch_offset, k->buffer_size, k->object_size, k->grid_dims, k->known_block[0],
+          k->known_block[1], k->known_block[2], k->shared_bytes, k->subgroup_size);
 }
 
 static void json_result(FILE *f, const vxp_response *r) {
@@ -137,7 +140,12 @@ static char *read_file(const char *path, size_t *len) {
     if (n == cap) {
       cap = cap ? cap * 2 : 65536;
       char *nb = realloc(buf, cap);
-      if (!nb) { free(buf); fclose(f); errno = ENOMEM; return NULL; }
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        errno = ENOMEM;
+        return NULL;
+      }
       buf = nb;
     }
     size_t r = fread(buf + n, 1, cap - n, f);
@@ -146,22 +154,29 @@ static char *read_file(const char *path, size_t *len) {
   }
   int err = ferror(f);
   fclose(f);
-  if (err) { free(buf); errno = EIO; return NULL; }
+  if (err) {
+    free(buf);
+    errno = EIO;
+    return NULL;
+  }
   *len = n;
   return buf;
 }
 
 /* Prints diagnostics and maps the response status to an exit code. */
 static int finish(const vxp_response *r, int json, const char *dir) {
-  for (uint32_t i = 0; i < r->ndiags; i++) fprintf(stderr, "%s\n", r->diags[i]);
+  for (uint32_t i = 0; i < r->ndiags; i++)
+    fprintf(stderr, "%s\n", r->diags[i]);
   if (r->status != VXP_STATUS_OK && !(json && r->status == VXP_STATUS_COMPILE_ERROR)) {
     fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), r->message ? r->message : "");
     return r->status == VXP_STATUS_INTERNAL || r->status == VXP_STATUS_BAD_REQUEST ? 2 : 1;
   }
   if (r->status == VXP_STATUS_OK && dir && write_objects(r, dir) != 0) return 2;
   if (r->lowered_ir) fputs(r->lowered_ir, stdout);
-  if (json) json_result(stdout, r);
-  else table_result(stdout, r, dir);
+  if (json)
+    json_result(stdout, r);
+  else
+    table_result(stdout, r, dir);
   return r->status == VXP_STATUS_OK ? 0 : 1;
 }
 
@@ -169,22 +184,33 @@ int main(int argc, char **argv) {
   const char *socket = NULL;
   int spawn = 1, i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
-    if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) socket = argv[++i];
-    else if (strcmp(argv[i], "--no-spawn") == 0) spawn = 0;
-    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { usage(stdout); return 0; }
-    else { usage(stderr); return 64; }
+    if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
+      socket = argv[++i];
+    else if (strcmp(argv[i], "--no-spawn") == 0)
+      spawn = 0;
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 64;
+    }
   }
-  if (i >= argc) { usage(stderr); return 64; }
+  if (i >= argc) {
+    usage(stderr);
+    return 64;
+  }
   const char *cmd = argv[i];
   /* getopt over the command's own arguments */
   int cargc = argc - i;
   char **cargv = argv + i;
   enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL };
-  static const struct option opts[] = {
-      {"json", no_argument, NULL, O_JSON}, {"emit-ir", no_argument, NULL, O_IR},
-      {"warp-size", required_argument, NULL, O_WARP}, {"kernel", required_argument, NULL, O_KERNEL},
-      {"shuffle-insns", no_argument, NULL, O_SHFL},
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
+                                       {"emit-ir", no_argument, NULL, O_IR},
+                                       {"warp-size", required_argument, NULL, O_WARP},
+                                       {"kernel", required_argument, NULL, O_KERNEL},
+                                       {"shuffle-insns", no_argument, NULL, O_SHFL},
+                                       {NULL, 0, NULL, 0}};
   int json = 0, c;
   const char *dir = NULL, *kernel = NULL;
   vxc_compile_options co = {.opt_level = 2};
@@ -193,7 +219,10 @@ int main(int argc, char **argv) {
     switch (c) {
     case 'o': dir = optarg; break;
     case 'O':
-      if (optarg[0] < '0' || optarg[0] > '3' || optarg[1]) { fprintf(stderr, "vxc: -O takes 0..3\n"); return 64; }
+      if (optarg[0] < '0' || optarg[0] > '3' || optarg[1]) {
+        fprintf(stderr, "vxc: -O takes 0..3\n");
+        return 64;
+      }
       co.opt_level = (uint32_t)(optarg[0] - '0');
       break;
     case O_JSON: json = 1; break;
@@ -230,7 +259,11 @@ int main(int argc, char **argv) {
   vxp_response r;
   int status = 0;
   if (strcmp(cmd, "compile") == 0) {
-    if (nargs != 1) { usage(stderr); vxc_close(conn); return 64; }
+    if (nargs != 1) {
+      usage(stderr);
+      vxc_close(conn);
+      return 64;
+    }
     size_t len = 0;
     char *src = read_file(args[0], &len);
     if (!src) {
@@ -242,7 +275,11 @@ int main(int argc, char **argv) {
     free(src);
     if (rc == 0) status = finish(&r, json, dir ? dir : ".");
   } else if (strcmp(cmd, "fetch") == 0) {
-    if (nargs != 1) { usage(stderr); vxc_close(conn); return 64; }
+    if (nargs != 1) {
+      usage(stderr);
+      vxc_close(conn);
+      return 64;
+    }
     rc = vxc_fetch(conn, args[0], kernel, &r);
     if (rc == 0) status = finish(&r, json, dir);
   } else if (strcmp(cmd, "stats") == 0) {
@@ -257,17 +294,16 @@ int main(int argc, char **argv) {
                "\"requests\":%llu,\"workers\":%llu,\"worker_restarts\":%llu,\"uptime_ms\":%llu}\n",
                (unsigned long long)s->hits, (unsigned long long)s->misses,
                (unsigned long long)s->compile_errors, (unsigned long long)s->entries,
-               (unsigned long long)s->bytes, (unsigned long long)s->requests,
-               (unsigned long long)s->workers, (unsigned long long)s->worker_restarts,
-               (unsigned long long)s->uptime_ms);
+               (unsigned long long)s->bytes, (unsigned long long)s->requests, (unsigned long long)s->workers,
+               (unsigned long long)s->worker_restarts, (unsigned long long)s->uptime_ms);
       else
         printf("server          %s\nhits            %llu\nmisses          %llu\ncompile errors  %llu\n"
                "entries         %llu\nbytes           %llu\nrequests        %llu\nworkers         %llu\n"
                "worker restarts %llu\nuptime          %.1f s\n",
                vxc_server_info(conn)->server, (unsigned long long)s->hits, (unsigned long long)s->misses,
                (unsigned long long)s->compile_errors, (unsigned long long)s->entries,
-               (unsigned long long)s->bytes, (unsigned long long)s->requests,
-               (unsigned long long)s->workers, (unsigned long long)s->worker_restarts, s->uptime_ms / 1000.0);
+               (unsigned long long)s->bytes, (unsigned long long)s->requests, (unsigned long long)s->workers,
+               (unsigned long long)s->worker_restarts, s->uptime_ms / 1000.0);
     }
   } else {
     fprintf(stderr, "vxc: unknown command '%s'\n", cmd);

@@ -14,14 +14,14 @@
 #include <stdint.h>
 
 typedef struct {
-  char socket_path[108];   /* Unix socket address (sun_path size) */
+  char socket_path[108]; /* Unix socket address (sun_path size) */
   char cache_dir[4096];
-  char self_exe[4096];     /* this program, to start workers */
-  unsigned workers;        /* compile worker processes */
-  uint64_t max_cache_bytes;/* 0 = cache default */
-  uint32_t max_frame;      /* largest request payload accepted (bytes) */
-  unsigned job_timeout_s;  /* a compile taking longer kills its worker */
-  unsigned idle_timeout_s; /* exit after this long without clients; 0 = never */
+  char self_exe[4096];      /* this program, to start workers */
+  unsigned workers;         /* compile worker processes */
+  uint64_t max_cache_bytes; /* 0 = cache default */
+  uint32_t max_frame;       /* largest request payload accepted (bytes) */
+  unsigned job_timeout_s;   /* a compile taking longer kills its worker */
+  unsigned idle_timeout_s;  /* exit after this long without clients; 0 = never */
   int verbose;
 } vxd_config;
 

@@ -47,9 +47,21 @@ static long long vxd__size(const char *s) {
   if (errno || end == s || v < 0) return -1;
   switch (*end) {
   case '\0': return v;
-  case 'K': case 'k': v *= 1024; end++; break;
-  case 'M': case 'm': v *= 1024 * 1024; end++; break;
-  case 'G': case 'g': v *= 1024LL * 1024 * 1024; end++; break;
+  case 'K':
+  case 'k':
+    v *= 1024;
+    end++;
+    break;
+  case 'M':
+  case 'm':
+    v *= 1024 * 1024;
+    end++;
+    break;
+  case 'G':
+  case 'g':
+    v *= 1024LL * 1024 * 1024;
+    end++;
+    break;
   default: return -1;
   }
   return *end ? -1 : v;
@@ -87,12 +99,18 @@ int main(int argc, char **argv) {
     case O_CACHE: cache = optarg; break;
     case O_WORKERS:
       v = vxd__size(optarg);
-      if (v < 1 || v > 64) { fprintf(stderr, "vortexd: --workers takes 1..64\n"); return 64; }
+      if (v < 1 || v > 64) {
+        fprintf(stderr, "vortexd: --workers takes 1..64\n");
+        return 64;
+      }
       cfg.workers = (unsigned)v;
       break;
     case O_MAXCACHE:
       v = vxd__size(optarg);
-      if (v < 1) { fprintf(stderr, "vortexd: bad --max-cache-size '%s'\n", optarg); return 64; }
+      if (v < 1) {
+        fprintf(stderr, "vortexd: bad --max-cache-size '%s'\n", optarg);
+        return 64;
+      }
       cfg.max_cache_bytes = (uint64_t)v;
       break;
     case O_MAXFRAME:
@@ -105,12 +123,18 @@ int main(int argc, char **argv) {
       break;
     case O_JOBTO:
       v = vxd__size(optarg);
-      if (v < 0 || v > 86400) { fprintf(stderr, "vortexd: bad --job-timeout\n"); return 64; }
+      if (v < 0 || v > 86400) {
+        fprintf(stderr, "vortexd: bad --job-timeout\n");
+        return 64;
+      }
       cfg.job_timeout_s = (unsigned)v;
       break;
     case O_IDLETO:
       v = vxd__size(optarg);
-      if (v < 0 || v > 86400 * 365) { fprintf(stderr, "vortexd: bad --idle-timeout\n"); return 64; }
+      if (v < 0 || v > 86400 * 365) {
+        fprintf(stderr, "vortexd: bad --idle-timeout\n");
+        return 64;
+      }
       cfg.idle_timeout_s = (unsigned)v;
       break;
     case O_WORKER: return vxd_worker_run();
@@ -135,7 +159,8 @@ int main(int argc, char **argv) {
             sizeof cfg.socket_path - 1);
     return 64;
   }
-  if (cache) snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s", cache);
+  if (cache)
+    snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s", cache);
   else if (vxc_default_cache_dir(cfg.cache_dir, sizeof cfg.cache_dir) != 0) {
     fprintf(stderr, "vortexd: cache directory path too long\n");
     return 64;

@@ -68,9 +68,9 @@ typedef struct vxd_waiter {
 typedef struct vxd_job {
   uint64_t id;
   char key[VXK_KEY_HEX + 1];
-  int emit_ir;          /* such jobs are never shared */
-  int crashes;          /* workers that died while compiling it */
-  uint8_t *frame;       /* request frame for the worker; malloc() */
+  int emit_ir;    /* such jobs are never shared */
+  int crashes;    /* workers that died while compiling it */
+  uint8_t *frame; /* request frame for the worker; malloc() */
   size_t frame_len;
   vxd_waiter *waiters;
   struct vxd_job *next; /* in the queue or the in-flight list */
@@ -78,19 +78,19 @@ typedef struct vxd_job {
 
 typedef struct vxd_worker {
   uv_process_t proc;
-  uv_pipe_t to, from;   /* child's stdin (we write) / stdout (we read) */
-  uv_timer_t timer;     /* job timeout */
+  uv_pipe_t to, from; /* child's stdin (we write) / stdout (we read) */
+  uv_timer_t timer;   /* job timeout */
   vxd_server *srv;
   unsigned slot;
-  int open_handles;     /* freed when this drops to 0 */
+  int open_handles; /* freed when this drops to 0 */
   int exited, timed_out;
   vxd_rbuf in;
-  vxd_job *job;         /* in flight; NULL when idle */
+  vxd_job *job; /* in flight; NULL when idle */
 } vxd_worker;
 
 typedef struct {
-  vxd_worker *w;        /* NULL while (re)starting */
-  uv_timer_t respawn;   /* respawn.data = this slot */
+  vxd_worker *w;      /* NULL while (re)starting */
+  uv_timer_t respawn; /* respawn.data = this slot */
   uint64_t spawned_ms;
   vxd_server *srv;
   unsigned index;
@@ -102,7 +102,7 @@ struct vxd_server {
   uv_pipe_t listener;
   uv_signal_t sigint, sigterm;
   uv_timer_t idle, flush;
-  int bound_socket;     /* we created the socket file (not socket activation) */
+  int bound_socket; /* we created the socket file (not socket activation) */
   int lock_fd;
   vxk_cache *cache;
   vxd_conn *conns;
@@ -132,9 +132,13 @@ static void vxd__log(const vxd_server *s, const char *fmt, ...) {
 static void vxd__rbuf_alloc(vxd_rbuf *rb, uv_buf_t *buf) {
   if (rb->cap - rb->n < VXD_READ_CHUNK) {
     size_t cap = rb->cap ? rb->cap : VXD_READ_CHUNK;
-    while (cap - rb->n < VXD_READ_CHUNK) cap *= 2;
+    while (cap - rb->n < VXD_READ_CHUNK)
+      cap *= 2;
     uint8_t *p = realloc(rb->p, cap);
-    if (!p) { *buf = uv_buf_init(NULL, 0); return; } /* libuv reports UV_ENOBUFS */
+    if (!p) {
+      *buf = uv_buf_init(NULL, 0);
+      return;
+    } /* libuv reports UV_ENOBUFS */
     rb->p = p;
     rb->cap = cap;
   }
@@ -164,8 +168,10 @@ typedef struct {
 static void vxd__conn_close_cb(uv_handle_t *h) {
   vxd_conn *c = h->data;
   vxd_server *s = c->srv;
-  if (c->prev) c->prev->next = c->next;
-  else s->conns = c->next;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   free(c->in.p);
   free(c);
@@ -196,7 +202,9 @@ static void vxd__send(vxd_conn *c, const vxp_response *resp, int close_after) {
   size_t len = 0;
   int rc = vxp_response_encode(resp, &frame, &len);
   if (rc != VXP_OK) {
-    vxp_response err = {.id = resp->id, .op = resp->op, .status = VXP_STATUS_INTERNAL,
+    vxp_response err = {.id = resp->id,
+                        .op = resp->op,
+                        .status = VXP_STATUS_INTERNAL,
                         .message = (char *)"response could not be encoded (too large or out of memory)"};
     if (vxp_response_encode(&err, &frame, &len) != VXP_OK) {
       vxd__conn_close(c);
@@ -250,16 +258,19 @@ static void vxd__store(vxd_server *s, const char *key, const vxp_response *r) {
   for (uint32_t i = 0; ok && i < r->nkernels; i++) {
     size_t ml = 0;
     ok = vxp_kernel_meta_encode(&r->kernels[i], &metas[i], &ml) == VXP_OK;
-    ks[i] = (vxk_kernel_in){r->kernels[i].name, r->kernels[i].object, r->kernels[i].object_size, metas[i], ml};
+    ks[i] =
+        (vxk_kernel_in){r->kernels[i].name, r->kernels[i].object, r->kernels[i].object_size, metas[i], ml};
   }
-  if (!ok) vxd__log(s, "not cached %s: out of memory", key);
+  if (!ok)
+    vxd__log(s, "not cached %s: out of memory", key);
   else {
     int rc = vxk_put(s->cache, key, ks, r->nkernels);
     if (rc != VXK_OK)
       vxd__log(s, "not cached %s: %s%s", key, vxk_errmsg(s->cache),
                rc == VXK_EFULL ? " (disk full; existing entries are intact)" : "");
   }
-  for (uint32_t i = 0; metas && i < r->nkernels; i++) free(metas[i]);
+  for (uint32_t i = 0; metas && i < r->nkernels; i++)
+    free(metas[i]);
   free(metas);
   free(ks);
 }
@@ -291,7 +302,10 @@ static void vxd__job_free(vxd_job *j) {
 
 static void vxd__inflight_remove(vxd_server *s, vxd_job *j) {
   for (vxd_job **pp = &s->inflight; *pp; pp = &(*pp)->next)
-    if (*pp == j) { *pp = j->next; return; }
+    if (*pp == j) {
+      *pp = j->next;
+      return;
+    }
 }
 
 /* Answers every waiter of job j with resp (id replaced per waiter). */
@@ -305,8 +319,8 @@ static void vxd__answer_job(vxd_server *s, vxd_job *j, vxp_response *resp) {
 }
 
 static void vxd__fail_job(vxd_server *s, vxd_job *j, const char *msg) {
-  vxp_response r = {.op = VXP_OP_COMPILE, .status = VXP_STATUS_INTERNAL, .message = (char *)msg,
-                    .key = j->key};
+  vxp_response r = {
+      .op = VXP_OP_COMPILE, .status = VXP_STATUS_INTERNAL, .message = (char *)msg, .key = j->key};
   vxd__answer_job(s, j, &r);
 }
 
@@ -394,8 +408,10 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
     vxd__fail_job(s, j, "compile worker sent a malformed result");
   } else {
     s->pending_misses++;
-    if (r.status == VXP_STATUS_OK) vxd__store(s, j->key, &r);
-    else if (r.status == VXP_STATUS_COMPILE_ERROR) s->pending_errors++;
+    if (r.status == VXP_STATUS_OK)
+      vxd__store(s, j->key, &r);
+    else if (r.status == VXP_STATUS_COMPILE_ERROR)
+      s->pending_errors++;
     free(r.key);
     r.key = strdup(j->key);
     r.cached = false;
@@ -440,8 +456,11 @@ static void vxd__spawn(vxd_server *s, vxd_slot *slot) {
       {.flags = UV_INHERIT_FD, .data.fd = 2},
   };
   char *args[] = {(char *)s->cfg->self_exe, (char *)"--worker", NULL};
-  uv_process_options_t o = {.exit_cb = vxd__worker_exit_cb, .file = s->cfg->self_exe,
-                            .args = args, .stdio_count = 3, .stdio = stdio};
+  uv_process_options_t o = {.exit_cb = vxd__worker_exit_cb,
+                            .file = s->cfg->self_exe,
+                            .args = args,
+                            .stdio_count = 3,
+                            .stdio = stdio};
   slot->spawned_ms = vxd__now_ms(s);
   int rc = uv_spawn(s->loop, &w->proc, &o);
   if (rc != 0) {
@@ -495,15 +514,18 @@ static void vxd__dispatch(vxd_server *s) {
 static void vxd__on_hello(vxd_conn *c, const vxp_request *req) {
   if (req->proto_version != VXP_PROTOCOL_VERSION) {
     char msg[128];
-    snprintf(msg, sizeof msg, "protocol version %u not supported (this daemon speaks %u)",
-             req->proto_version, VXP_PROTOCOL_VERSION);
+    snprintf(msg, sizeof msg, "protocol version %u not supported (this daemon speaks %u)", req->proto_version,
+             VXP_PROTOCOL_VERSION);
     vxd__send_error(c, req->id, VXP_OP_HELLO, VXP_STATUS_BAD_REQUEST, msg, 0);
     return;
   }
   char server[256];
   snprintf(server, sizeof server, "%s (%s)", VXD_SERVER_NAME, vxl_toolchain_summary());
-  vxp_response r = {.id = req->id, .op = VXP_OP_HELLO, .status = VXP_STATUS_OK,
-                    .proto_version = VXP_PROTOCOL_VERSION, .server = server,
+  vxp_response r = {.id = req->id,
+                    .op = VXP_OP_HELLO,
+                    .status = VXP_STATUS_OK,
+                    .proto_version = VXP_PROTOCOL_VERSION,
+                    .server = server,
                     .max_frame = c->srv->cfg->max_frame};
   vxd__send(c, &r, 0);
 }
@@ -578,8 +600,8 @@ static int vxd__key(const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
   char abi[64], opt[32], warp[48];
   snprintf(abi, sizeof abi, "lowering-abi=%u", VXL_LOWERING_ABI_VERSION);
   snprintf(opt, sizeof opt, "opt=%u", req->opt_level);
-  snprintf(warp, sizeof warp, "warp=%u;shuffle-insns=%d", req->warp_size ? req->warp_size : VXL_DEFAULT_WARP_SIZE,
-           req->shuffle_insns ? 1 : 0);
+  snprintf(warp, sizeof warp, "warp=%u;shuffle-insns=%d",
+           req->warp_size ? req->warp_size : VXL_DEFAULT_WARP_SIZE, req->shuffle_insns ? 1 : 0);
   const char *parts[] = {VXD_SERVER_NAME, abi, vxl_toolchain_fingerprint(), opt, warp};
   return vxk_key(req->source, req->source_len, parts, sizeof parts / sizeof parts[0], key);
 }
@@ -629,8 +651,10 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
     vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "could not queue the compile", 0);
     return;
   }
-  if (s->queue_tail) s->queue_tail->next = j;
-  else s->queue_head = j;
+  if (s->queue_tail)
+    s->queue_tail->next = j;
+  else
+    s->queue_head = j;
   s->queue_tail = j;
   vxd__dispatch(s);
 }
@@ -719,7 +743,8 @@ static void vxd__stop(vxd_server *s, const char *why) {
   sd_notify(0, "STOPPING=1");
   vxd__close_if_open((uv_handle_t *)&s->listener);
   if (s->bound_socket) unlink(s->cfg->socket_path);
-  for (vxd_conn *c = s->conns; c; c = c->next) vxd__conn_close(c);
+  for (vxd_conn *c = s->conns; c; c = c->next)
+    vxd__conn_close(c);
   for (unsigned i = 0; i < s->nslots; i++) {
     vxd__close_if_open((uv_handle_t *)&s->slots[i].respawn);
     vxd_worker *w = s->slots[i].w;

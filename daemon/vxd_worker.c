@@ -56,7 +56,9 @@ static int vxd__write_full(int fd, const void *buf, size_t n) {
 
 /* Compiles one request into resp (ownership of kernels moves into resp). */
 static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
-  vxl_options o = {.opt_level = req->opt_level, .emit_ir = req->emit_ir, .warp_size = req->warp_size,
+  vxl_options o = {.opt_level = req->opt_level,
+                   .emit_ir = req->emit_ir,
+                   .warp_size = req->warp_size,
                    .shuffle_insns = req->shuffle_insns};
   vxl_result r;
   int rc = vxl_compile(c, (const char *)req->source, req->source_len,
@@ -119,7 +121,9 @@ int vxd_worker_run(void) {
     vxp_response_clear(&resp);
     if (erc != VXP_OK) {
       /* objects too large for one frame, or no memory: say so instead */
-      vxp_response small = {.id = id, .op = VXP_OP_COMPILE, .status = VXP_STATUS_INTERNAL,
+      vxp_response small = {.id = id,
+                            .op = VXP_OP_COMPILE,
+                            .status = VXP_STATUS_INTERNAL,
                             .message = (char *)vxp_strerror(erc)};
       if (vxp_response_encode(&small, &frame, &flen) != VXP_OK) return 4;
     }

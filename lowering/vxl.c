@@ -41,23 +41,23 @@
  * last pass gives every function line-table debug info, so the objects map
  * each instruction to the source's line and column (what the emulator and
  * a debugger report). */
-#define VXL__PIPELINE_TAIL                                                     \
-  "convert-arith-to-llvm{index-bitwidth=32},"                                  \
-  "convert-index-to-llvm{index-bitwidth=32},"                                  \
-  "finalize-memref-to-llvm{index-bitwidth=32},"                                \
-  "convert-cf-to-llvm{index-bitwidth=32},"                                     \
-  "convert-func-to-llvm{index-bitwidth=32},"                                   \
-  "convert-ub-to-llvm{index-bitwidth=32},"                                     \
-  "reconcile-unrealized-casts,"                                                \
+#define VXL__PIPELINE_TAIL                                                                                   \
+  "convert-arith-to-llvm{index-bitwidth=32},"                                                                \
+  "convert-index-to-llvm{index-bitwidth=32},"                                                                \
+  "finalize-memref-to-llvm{index-bitwidth=32},"                                                              \
+  "convert-cf-to-llvm{index-bitwidth=32},"                                                                   \
+  "convert-func-to-llvm{index-bitwidth=32},"                                                                 \
+  "convert-ub-to-llvm{index-bitwidth=32},"                                                                   \
+  "reconcile-unrealized-casts,"                                                                              \
   "ensure-debug-info-scope-on-llvm-func{emission-kind=LineTablesOnly})"
 #define VXL_PIPELINE_BASE "builtin.module(convert-scf-to-cf," VXL__PIPELINE_TAIL
-#define VXL_PIPELINE_FULL                                                      \
-  "builtin.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"     \
+#define VXL_PIPELINE_FULL                                                                                    \
+  "builtin.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"                                   \
   "convert-math-to-llvm,convert-math-to-libm," VXL__PIPELINE_TAIL
 
 const char *vxl_toolchain_fingerprint(void) {
-  return "llvm=" LLVM_VERSION_STRING ";triple=" VXL_TRIPLE ";cpu=" VXL_CPU
-         ";features=" VXL_FEATURES ";abi=" VXL_ABI ";pipeline=scf-for-to-while+divergence," VXL_PIPELINE_FULL;
+  return "llvm=" LLVM_VERSION_STRING ";triple=" VXL_TRIPLE ";cpu=" VXL_CPU ";features=" VXL_FEATURES
+         ";abi=" VXL_ABI ";pipeline=scf-for-to-while+divergence," VXL_PIPELINE_FULL;
 }
 
 const char *vxl_toolchain_summary(void) {
@@ -109,8 +109,8 @@ int vxl_compiler_create(vxl_compiler **out) {
   mlirRegisterAllPasses();
   /* Patterns and generic op creation need the dialects loaded, not only
    * registered (pitfall 1). */
-  static const char *const dialects[] = {"builtin", "func", "arith", "llvm", "gpu", "memref",
-                                         "scf", "cf", "math", "index", "affine", "ub", NULL};
+  static const char *const dialects[] = {"builtin", "func", "arith", "llvm",   "gpu", "memref", "scf",
+                                         "cf",      "math", "index", "affine", "ub",  NULL};
   for (int i = 0; dialects[i]; i++)
     mlirContextGetOrLoadDialect(c->ctx, mlirStringRefCreateFromCString(dialects[i]));
   mlirContextAttachDiagnosticHandler(c->ctx, vxl__on_diag, c, NULL);
@@ -193,9 +193,11 @@ void vxl_compiler_destroy(vxl_compiler *c) {
 
 void vxl_result_clear(vxl_result *res) {
   if (!res) return;
-  for (uint32_t i = 0; i < res->nkernels; i++) vxp_kernel_clear(&res->kernels[i]);
+  for (uint32_t i = 0; i < res->nkernels; i++)
+    vxp_kernel_clear(&res->kernels[i]);
   free(res->kernels);
-  for (uint32_t i = 0; i < res->ndiags; i++) free(res->diags[i]);
+  for (uint32_t i = 0; i < res->ndiags; i++)
+    free(res->diags[i]);
   free(res->diags);
   free(res->lowered_ir);
   memset(res, 0, sizeof *res);
@@ -214,13 +216,15 @@ static void vxl__attach_metadata(MlirModule mod, const vxp_kernel *ks, uint32_t 
     fprintf(f, "%s\"%s\" = {args = [", i ? ", " : "", k->name);
     for (uint32_t j = 0; j < k->nargs; j++) {
       const vxp_arg *a = &k->args[j];
-      fprintf(f, "%s{align = %u : i32, index = %u : i32, kind = \"%s\", offset = %u : i32, "
-                 "size = %u : i32, type = \"%s\"}",
-              j ? ", " : "", a->align, a->index, a->kind == VXP_ARG_POINTER ? "pointer" : "scalar",
-              a->offset, a->size, a->type);
+      fprintf(f,
+              "%s{align = %u : i32, index = %u : i32, kind = \"%s\", offset = %u : i32, "
+              "size = %u : i32, type = \"%s\"}",
+              j ? ", " : "", a->align, a->index, a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", a->offset,
+              a->size, a->type);
     }
-    fprintf(f, "], args_size = %u : i32, buffer_size = %u : i32, grid_dims = %u : i32, "
-               "launch_offset = %u : i32, shared_bytes = %u : i32, subgroup_size = %u : i32}",
+    fprintf(f,
+            "], args_size = %u : i32, buffer_size = %u : i32, grid_dims = %u : i32, "
+            "launch_offset = %u : i32, shared_bytes = %u : i32, subgroup_size = %u : i32}",
             k->args_size, k->buffer_size, k->grid_dims, k->launch_offset, k->shared_bytes, k->subgroup_size);
   }
   fputc('}', f);
@@ -273,13 +277,19 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   LLVMDisposeMessage(dl);
 
   res->kernels = calloc(nk, sizeof *res->kernels);
-  if (!res->kernels) { rc = -ENOMEM; goto done; }
+  if (!res->kernels) {
+    rc = -ENOMEM;
+    goto done;
+  }
   res->nkernels = nk;
   for (uint32_t i = 0; i < nk && rc == 0; i++) {
     vxp_kernel *k = &res->kernels[i];
     LLVMValueRef kf = LLVMGetNamedFunction(lm, kinfo[i].name);
     k->name = strdup(kinfo[i].name);
-    if (!k->name) { rc = -ENOMEM; break; }
+    if (!k->name) {
+      rc = -ENOMEM;
+      break;
+    }
     if (!kf) {
       vxl__diag_add(&d, "%s: error: internal: kernel %s missing after translation", source_name, k->name);
       rc = -EINVAL;
@@ -288,13 +298,16 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     LLVMTypeRef fty = LLVMGlobalGetValueType(kf);
     uint32_t np = LLVMCountParamTypes(fty);
     if (np != kinfo[i].nargs) {
-      vxl__diag_add(&d, "%s: error: internal: kernel %s has %u LLVM parameters for %u arguments",
-                    source_name, k->name, np, kinfo[i].nargs);
+      vxl__diag_add(&d, "%s: error: internal: kernel %s has %u LLVM parameters for %u arguments", source_name,
+                    k->name, np, kinfo[i].nargs);
       rc = -EINVAL;
       break;
     }
     LLVMTypeRef *params = malloc((np ? np : 1) * sizeof *params);
-    if (!params) { rc = -ENOMEM; break; }
+    if (!params) {
+      rc = -ENOMEM;
+      break;
+    }
     LLVMGetParamTypes(fty, params);
     rc = vxl__layout(td, lctx, params, np, kinfo[i].arg_types, k);
     free(params);
@@ -310,7 +323,11 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     vxl__attach_metadata(mod, res->kernels, nk);
     vxl__buf ir = {0};
     mlirOperationPrint(mlirModuleGetOperation(mod), vxl__buf_append, &ir);
-    if (ir.oom) { free(ir.p); rc = -ENOMEM; goto done; }
+    if (ir.oom) {
+      free(ir.p);
+      rc = -ENOMEM;
+      goto done;
+    }
     res->lowered_ir = ir.p;
   }
   rc = vxl__emit_objects(c, lm, res->kernels, nk, opts, &d);
@@ -322,19 +339,20 @@ done:
   if (td) LLVMDisposeTargetData(td);
   if (lctx) LLVMContextDispose(lctx);
   if (!mlirModuleIsNull(mod)) mlirModuleDestroy(mod);
-  for (uint32_t i = 0; i < nk; i++) vxl__kernel_info_clear(&kinfo[i]);
+  for (uint32_t i = 0; i < nk; i++)
+    vxl__kernel_info_clear(&kinfo[i]);
   free(kinfo);
   res->ok = (rc == 0);
   res->diags = d.v;
   res->ndiags = d.n;
   if (rc) {
-    for (uint32_t i = 0; i < res->nkernels; i++) vxp_kernel_clear(&res->kernels[i]);
+    for (uint32_t i = 0; i < res->nkernels; i++)
+      vxp_kernel_clear(&res->kernels[i]);
     free(res->kernels);
     res->kernels = NULL;
     res->nkernels = 0;
     if (res->ndiags == 0 && rc != -ENOMEM)
-      vxl__diag_add(&d, "%s: error: compilation failed", source_name), res->diags = d.v,
-                                                                      res->ndiags = d.n;
+      vxl__diag_add(&d, "%s: error: compilation failed", source_name), res->diags = d.v, res->ndiags = d.n;
   }
   return rc == -ENOMEM ? -ENOMEM : 0;
 }
@@ -353,10 +371,15 @@ int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxp_kernel 
   for (uint32_t i = 0; i < n && rc == 0; i++) {
     names[i] = (char *)mlir_types[i];
     MlirType t = mlirTypeParseGet(c->ctx, mlirStringRefCreateFromCString(mlir_types[i]));
-    if (mlirTypeIsNull(t)) { rc = -EINVAL; break; }
+    if (mlirTypeIsNull(t)) {
+      rc = -EINVAL;
+      break;
+    }
     /* the same type mapping the kernel signature rewrite applies */
-    if (mlirTypeIsAMemRef(t)) t = mlirLLVMPointerTypeGet(c->ctx, 0);
-    else if (mlirTypeIsAIndex(t)) t = mlirIntegerTypeGet(c->ctx, 32);
+    if (mlirTypeIsAMemRef(t))
+      t = mlirLLVMPointerTypeGet(c->ctx, 0);
+    else if (mlirTypeIsAIndex(t))
+      t = mlirIntegerTypeGet(c->ctx, 32);
     params[i] = mlirTypeToLLVMIRTranslatorTranslateType(tr, t);
     if (!params[i]) rc = -EINVAL;
   }

@@ -46,25 +46,25 @@ typedef struct vxl_compiler vxl_compiler;
 #define VXL_DEFAULT_WARP_SIZE 4u
 
 typedef struct {
-  uint32_t opt_level;  /* LLVM pipeline default<O0..O3>; default 2 */
-  bool emit_ir;        /* keep the lowered MLIR (LLVM dialect) as text */
-  uint32_t warp_size;  /* threads per warp of the target device: the subgroup
-                          size of gpu.lane_id / shuffle / subgroup_reduce, a
-                          power of two 1..32 (0 = VXL_DEFAULT_WARP_SIZE);
-                          the objects are correct only on devices with this
-                          many threads per warp (kernel subgroup_size) */
-  bool shuffle_insns;  /* gpu.shuffle through Vortex's shuffle instructions
-                          (custom-0, funct7 1: up/down/bfly/idx), for devices
-                          built with them; otherwise through local memory */
+  uint32_t opt_level; /* LLVM pipeline default<O0..O3>; default 2 */
+  bool emit_ir;       /* keep the lowered MLIR (LLVM dialect) as text */
+  uint32_t warp_size; /* threads per warp of the target device: the subgroup
+                         size of gpu.lane_id / shuffle / subgroup_reduce, a
+                         power of two 1..32 (0 = VXL_DEFAULT_WARP_SIZE);
+                         the objects are correct only on devices with this
+                         many threads per warp (kernel subgroup_size) */
+  bool shuffle_insns; /* gpu.shuffle through Vortex's shuffle instructions
+                         (custom-0, funct7 1: up/down/bfly/idx), for devices
+                         built with them; otherwise through local memory */
 } vxl_options;
 
 typedef struct {
-  bool ok;             /* true: kernels are valid */
+  bool ok; /* true: kernels are valid */
   uint32_t nkernels;
   vxp_kernel *kernels; /* malloc(); each with object and metadata */
   uint32_t ndiags;
-  char **diags;        /* "file:line:col: error: message"; malloc() */
-  char *lowered_ir;    /* when opts.emit_ir; malloc(), may be NULL */
+  char **diags;     /* "file:line:col: error: message"; malloc() */
+  char *lowered_ir; /* when opts.emit_ir; malloc(), may be NULL */
 } vxl_result;
 
 /* Creates a compiler (MLIR context, pipeline, target machine).  Returns 0 and
@@ -78,9 +78,8 @@ void vxl_compiler_destroy(vxl_compiler *c);
  * caller releases it with vxl_result_clear): on a source error res->ok is
  * false and res->diags says why, with file:line:col.  Returns 0, or -ENOMEM
  * when memory ran out (res then may be partial but is safe to clear). */
-int vxl_compile(vxl_compiler *c, const char *source, size_t len,
-                const char *source_name, const vxl_options *opts,
-                vxl_result *res);
+int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                const vxl_options *opts, vxl_result *res);
 
 void vxl_result_clear(vxl_result *res);
 
@@ -101,7 +100,6 @@ const char *vxl_toolchain_summary(void);
  * header and total size.  Fills k->args (types copied), k->nargs,
  * k->args_size, k->launch_offset, k->buffer_size.  Returns 0, -EINVAL for a
  * type it cannot place (k untouched), -ENOMEM. Any thread. */
-int vxl_layout_from_types(const char *const *mlir_types, uint32_t n,
-                          vxp_kernel *k);
+int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxp_kernel *k);
 
 #endif /* VXL_H */

@@ -2,14 +2,12 @@
  * vxl_codegen.c - argument-buffer layout, Vortex kernel entry, objects
  * (LLVM side of the lowering).
  *
- * Argument buffer (docs/PROTOCOL.md, "Argument buffer"): the kernel's arguments in gpu.func order at their natural RV32
- * offsets from 0, then the launch header {grid_dim[3], block_dim[3],
- * dynamic shared-memory bytes} (all u32), the whole buffer padded to 8.
- * Every offset, size and alignment comes from the target's LLVM data layout
- * applied to ONE LLVM struct type (vxl__buffer_type); the generated entry
- * reads the arguments through struct GEPs on that same type, so the layout
- * the host is told and the layout the device reads cannot disagree (a
- * second, hand-written rule is how such layouts drift apart).
+ * Argument buffer (docs/PROTOCOL.md, "Argument buffer"): the kernel's arguments in gpu.func order at their
+ * natural RV32 offsets from 0, then the launch header {grid_dim[3], block_dim[3], dynamic shared-memory
+ * bytes} (all u32), the whole buffer padded to 8. Every offset, size and alignment comes from the target's
+ * LLVM data layout applied to ONE LLVM struct type (vxl__buffer_type); the generated entry reads the
+ * arguments through struct GEPs on that same type, so the layout the host is told and the layout the device
+ * reads cannot disagree (a second, hand-written rule is how such layouts drift apart).
  *
  * Entry convention (Vortex kernel/src/vx_start.S and vx_spawn.h, see
  * docs/VORTEX_ABI.md): `main` reads the argument-buffer address
@@ -38,7 +36,8 @@ LLVMTypeRef vxl__buffer_type(LLVMContextRef lctx, LLVMTypeRef *params, uint32_t 
   LLVMTypeRef hdr = LLVMStructTypeInContext(lctx, hdr_fields, 3, 0);
   LLVMTypeRef *fields = malloc((n + 1) * sizeof *fields);
   if (!fields) return NULL;
-  for (uint32_t i = 0; i < n; i++) fields[i] = params[i];
+  for (uint32_t i = 0; i < n; i++)
+    fields[i] = params[i];
   fields[n] = hdr;
   LLVMTypeRef s = LLVMStructTypeInContext(lctx, fields, n + 1, 0);
   free(fields);
@@ -49,8 +48,8 @@ static int vxl__is_pointer_type(const char *mlir_type) {
   return strncmp(mlir_type, "memref<", 7) == 0 || strncmp(mlir_type, "!llvm.ptr", 9) == 0;
 }
 
-int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params,
-                uint32_t n, char *const *mlir_types, vxp_kernel *k) {
+int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n,
+                char *const *mlir_types, vxp_kernel *k) {
   LLVMTypeRef s = vxl__buffer_type(lctx, params, n);
   if (!s) return -ENOMEM;
   vxp_arg *args = calloc(n ? n : 1, sizeof *args);
@@ -60,7 +59,8 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params,
     args[i].index = i;
     args[i].type = strdup(mlir_types[i]);
     if (!args[i].type) {
-      for (uint32_t j = 0; j < i; j++) free(args[j].type);
+      for (uint32_t j = 0; j < i; j++)
+        free(args[j].type);
       free(args);
       return -ENOMEM;
     }
@@ -89,15 +89,16 @@ static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body,
   LLVMDIBuilderRef dib = LLVMCreateDIBuilder(m);
   LLVMMetadataRef file = LLVMDIScopeGetFile(ksp);
   static const char producer[] = "vortexd";
-  LLVMDIBuilderCreateCompileUnit(dib, LLVMDWARFSourceLanguageC, file, producer, sizeof producer - 1, 1, "", 0, 0, "",
-                                 0, LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
+  LLVMDIBuilderCreateCompileUnit(dib, LLVMDWARFSourceLanguageC, file, producer, sizeof producer - 1, 1, "", 0,
+                                 0, "", 0, LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
   LLVMMetadataRef ty = LLVMDIBuilderCreateSubroutineType(dib, file, NULL, 0, LLVMDIFlagZero);
   unsigned line = LLVMDISubprogramGetLine(ksp);
   static const char name[] = "__vxl_body";
-  LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(dib, file, name, sizeof name - 1, name, sizeof name - 1, file, line,
-                                                   ty, 1, 1, line, LLVMDIFlagZero, 1);
+  LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(dib, file, name, sizeof name - 1, name, sizeof name - 1,
+                                                   file, line, ty, 1, 1, line, LLVMDIFlagZero, 1);
   LLVMSetSubprogram(body, sp);
-  LLVMInstructionSetDebugLoc(call, LLVMDIBuilderCreateDebugLocation(LLVMGetModuleContext(m), line, 0, sp, NULL));
+  LLVMInstructionSetDebugLoc(call,
+                             LLVMDIBuilderCreateDebugLocation(LLVMGetModuleContext(m), line, 0, sp, NULL));
   LLVMDIBuilderFinalize(dib);
   LLVMDisposeDIBuilder(dib);
 }
@@ -136,8 +137,8 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
   const char *asmtext = "csrr $0, mscratch", *cons = "=r";
   LLVMTypeRef aty = LLVMFunctionType(i32, NULL, 0, 0);
-  LLVMValueRef ia = LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons),
-                                     1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef ia =
+      LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
   LLVMValueRef raw = LLVMBuildCall2(b, aty, ia, NULL, 0, "mscratch");
   LLVMValueRef args = LLVMBuildIntToPtr(b, raw, ptr, "args");
   LLVMTypeRef hdrty = LLVMStructGetTypeAtIndex(bufty, n);
@@ -162,8 +163,8 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
   LLVMValueRef per = LLVMGetNamedGlobal(m, VXL_SCRATCH_SYMBOL);
   LLVMValueRef so = LLVMGetNamedGlobal(m, "__vxl_scratch_offset");
   if (per && LLVMGetInitializer(per)) {
-    LLVMValueRef off = LLVMBuildAnd(b, LLVMBuildAdd(b, group, LLVMConstInt(i32, 7, 0), ""), LLVMConstInt(i32, ~7u, 0),
-                                    "scratch_offset");
+    LLVMValueRef off = LLVMBuildAnd(b, LLVMBuildAdd(b, group, LLVMConstInt(i32, 7, 0), ""),
+                                    LLVMConstInt(i32, ~7u, 0), "scratch_offset");
     LLVMTypeRef dim3 = LLVMArrayType2(i32, 3);
     LLVMValueRef threads = LLVMConstInt(i32, 1, 0);
     for (unsigned d = 0; d < 3; d++) {
@@ -210,7 +211,8 @@ static void vxl__isolate(LLVMModuleRef m, const char *keep, vxp_kernel *kernels,
   /* Polygeist calls printf from device code; Vortex's device printf is
    * vx_printf (vx_print.h). */
   LLVMValueRef pf = LLVMGetNamedFunction(m, "printf");
-  if (pf && LLVMIsDeclaration(pf) && !LLVMGetNamedFunction(m, "vx_printf")) LLVMSetValueName2(pf, "vx_printf", 9);
+  if (pf && LLVMIsDeclaration(pf) && !LLVMGetNamedFunction(m, "vx_printf"))
+    LLVMSetValueName2(pf, "vx_printf", 9);
 }
 
 /* ---- selects without branches ----
@@ -296,8 +298,12 @@ static LLVMValueRef vxl__icmp64(LLVMBuilderRef b, LLVMIntPredicate p, LLVMValueR
   int swap = p == LLVMIntSGT || p == LLVMIntUGT || p == LLVMIntSLE || p == LLVMIntULE; /* x > y == y < x */
   int negate = p == LLVMIntSLE || p == LLVMIntULE || p == LLVMIntSGE || p == LLVMIntUGE;
   if (swap) {
-    LLVMValueRef t = xl; xl = yl; yl = t;
-    t = xh; xh = yh; yh = t;
+    LLVMValueRef t = xl;
+    xl = yl;
+    yl = t;
+    t = xh;
+    xh = yh;
+    yh = t;
   }
   LLVMValueRef hlt = LLVMBuildICmp(b, is_signed ? LLVMIntSLT : LLVMIntULT, xh, yh, "");
   LLVMValueRef heq = LLVMBuildICmp(b, LLVMIntEQ, xh, yh, "");
@@ -327,7 +333,8 @@ static LLVMValueRef vxl__shift64(LLVMBuilderRef b, LLVMOpcode op, LLVMValueRef x
   LLVMValueRef nlo, nhi;
   if (op == LLVMShl) {
     LLVMValueRef l = LLVMBuildShl(b, lo, sh, "");
-    LLVMValueRef carry = LLVMBuildLShr(b, LLVMBuildLShr(b, lo, c1, ""), inv, ""); /* lo >> (32 - sh), 0 for sh 0 */
+    LLVMValueRef carry =
+        LLVMBuildLShr(b, LLVMBuildLShr(b, lo, c1, ""), inv, ""); /* lo >> (32 - sh), 0 for sh 0 */
     LLVMValueRef h = LLVMBuildOr(b, LLVMBuildShl(b, hi, sh, ""), carry, "");
     nlo = vxl__masked_select(b, big, LLVMConstInt(i32, 0, 0), l);
     nhi = vxl__masked_select(b, big, l, h);
@@ -352,7 +359,8 @@ static void vxl__branchless_selects(LLVMModuleRef m) {
   static const char *const minmax[] = {"llvm.smin", "llvm.smax", "llvm.umin", "llvm.umax", "llvm.abs"};
   static const LLVMIntPredicate preds[] = {LLVMIntSLT, LLVMIntSGT, LLVMIntULT, LLVMIntUGT, LLVMIntSGT};
   unsigned ids[5];
-  for (int i = 0; i < 5; i++) ids[i] = LLVMLookupIntrinsicID(minmax[i], strlen(minmax[i]));
+  for (int i = 0; i < 5; i++)
+    ids[i] = LLVMLookupIntrinsicID(minmax[i], strlen(minmax[i]));
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
       for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;) {
@@ -456,9 +464,12 @@ static int vxl__thread_control(LLVMValueRef call) {
  * threads stopped there would resume at the copy in the latch. */
 static void vxl__pin_thread_control(LLVMModuleRef m) {
   LLVMContextRef lctx = LLVMGetModuleContext(m);
-  LLVMAttributeRef convergent = LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("convergent", 10), 0);
-  LLVMAttributeRef nodup = LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("noduplicate", 11), 0);
-  LLVMAttributeRef inl = LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("alwaysinline", 12), 0);
+  LLVMAttributeRef convergent =
+      LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("convergent", 10), 0);
+  LLVMAttributeRef nodup =
+      LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("noduplicate", 11), 0);
+  LLVMAttributeRef inl =
+      LLVMCreateEnumAttribute(lctx, LLVMGetEnumAttributeKindForName("alwaysinline", 12), 0);
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
     /* The ABI helpers (vxl_prelude.h) hold these calls; the inliner's cost
      * model will not copy a noduplicate call into several callers, but

@@ -40,10 +40,10 @@
  * into) are cloned for the outside edges first, so each copy belongs to one
  * branch.  A divergent exit of a cf loop with one entry and one exit gets
  * vx_pred like scf.while; other divergent loop exits, and paths that never
- * meet, are refused with an "unsupported:" diagnostic that says which.  A divergent scf.while reads the active-thread
- * mask before the loop and calls __vxl_pred(cond, mask) right before its
- * scf.condition, so finished threads are masked off and the mask comes back
- * when the last one finishes.  Uniform branches stay plain.
+ * meet, are refused with an "unsupported:" diagnostic that says which.  A divergent scf.while reads the
+ * active-thread mask before the loop and calls __vxl_pred(cond, mask) right before its scf.condition, so
+ * finished threads are masked off and the mask comes back when the last one finishes.  Uniform branches stay
+ * plain.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -91,7 +91,10 @@ static int vxl__pset_add(vxl__pset *s, const void *p) {
     for (size_t i = 0; i < s->cap; i++)
       if (s->slot[i])
         for (size_t j = vxl__hash(s->slot[i]) & (cap - 1);; j = (j + 1) & (cap - 1))
-          if (!slot[j]) { slot[j] = s->slot[i]; break; }
+          if (!slot[j]) {
+            slot[j] = s->slot[i];
+            break;
+          }
     free(s->slot);
     s->slot = slot;
     s->cap = cap;
@@ -112,10 +115,10 @@ static void vxl__pset_clear(vxl__pset *s) {
 /* ---- the CFG of one region, with post-dominators ---- */
 
 typedef struct {
-  MlirBlock *blk;      /* the region's blocks, in order; index n is a virtual exit */
+  MlirBlock *blk; /* the region's blocks, in order; index n is a virtual exit */
   size_t n;
-  size_t *succ, *at;   /* successors of i: succ[at[i] .. at[i+1]) (n for "exits") */
-  uint64_t *pdom;      /* n + 1 bit rows of `words` words: who post-dominates i */
+  size_t *succ, *at; /* successors of i: succ[at[i] .. at[i+1]) (n for "exits") */
+  uint64_t *pdom;    /* n + 1 bit rows of `words` words: who post-dominates i */
   size_t words;
 } vxl__cfg;
 
@@ -157,14 +160,16 @@ static int vxl__cfg_build(MlirRegion r, vxl__cfg *g) {
     return -ENOMEM;
   }
   size_t i = 0;
-  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) g->blk[i++] = b;
+  for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
+    g->blk[i++] = b;
   size_t e = 0;
   for (i = 0; i < g->n; i++) {
     g->at[i] = e;
     MlirOperation t = mlirBlockGetTerminator(g->blk[i]);
     intptr_t k = mlirOperationIsNull(t) ? 0 : mlirOperationGetNumSuccessors(t);
     if (k == 0) g->succ[e++] = g->n;
-    for (intptr_t j = 0; j < k; j++) g->succ[e++] = vxl__cfg_index(g, mlirOperationGetSuccessor(t, j));
+    for (intptr_t j = 0; j < k; j++)
+      g->succ[e++] = vxl__cfg_index(g, mlirOperationGetSuccessor(t, j));
   }
   g->at[g->n] = e;
   /* pdom(exit) = {exit}; pdom(b) = {b} + the intersection over b's successors */
@@ -178,9 +183,13 @@ static int vxl__cfg_build(MlirRegion r, vxl__cfg *g) {
       uint64_t *row = g->pdom + b * g->words;
       for (size_t w = 0; w < g->words; w++) {
         uint64_t v = ~0ull;
-        for (size_t s = g->at[b]; s < g->at[b + 1]; s++) v &= g->pdom[g->succ[s] * g->words + w];
+        for (size_t s = g->at[b]; s < g->at[b + 1]; s++)
+          v &= g->pdom[g->succ[s] * g->words + w];
         if (w == b / 64) v |= 1ull << (b % 64);
-        if (v != row[w]) { row[w] = v; changed = 1; }
+        if (v != row[w]) {
+          row[w] = v;
+          changed = 1;
+        }
       }
     }
   }
@@ -197,8 +206,12 @@ static size_t vxl__cfg_ipdom(const vxl__cfg *g, size_t b) {
   for (size_t p = 0; p <= g->n; p++) {
     if (p == b || !VXL__BIT(row, p)) continue;
     size_t count = 0;
-    for (size_t w = 0; w < g->words; w++) count += (size_t)__builtin_popcountll(g->pdom[p * g->words + w]);
-    if (best == SIZE_MAX || count > best_count) { best = p; best_count = count; }
+    for (size_t w = 0; w < g->words; w++)
+      count += (size_t)__builtin_popcountll(g->pdom[p * g->words + w]);
+    if (best == SIZE_MAX || count > best_count) {
+      best = p;
+      best_count = count;
+    }
   }
   return best;
 }
@@ -227,9 +240,9 @@ static int vxl__cfg_controlled(const vxl__cfg *g, size_t b, size_t p, unsigned c
 
 typedef struct {
   MlirContext ctx;
-  vxl__pset vals;  /* divergent values */
-  vxl__pset done;  /* divergent cf branches whose sync dependence is marked */
-  vxl__ops ops;    /* the function's ops, pre-order */
+  vxl__pset vals; /* divergent values */
+  vxl__pset done; /* divergent cf branches whose sync dependence is marked */
+  vxl__ops ops;   /* the function's ops, pre-order */
   int oom;
 } vxl__div;
 
@@ -253,7 +266,8 @@ static int vxl__any_operand(const vxl__div *dv, MlirOperation op, intptr_t from,
 
 static int vxl__mark_results(vxl__div *dv, MlirOperation op) {
   int ch = 0;
-  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) ch |= vxl__mark(dv, mlirOperationGetResult(op, i));
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
+    ch |= vxl__mark(dv, mlirOperationGetResult(op, i));
   return ch;
 }
 
@@ -276,7 +290,10 @@ static int vxl__mark_sync(vxl__div *dv, MlirOperation op) {
   MlirBlock bb = mlirOperationGetBlock(op);
   MlirRegion r = mlirBlockGetParentRegion(bb);
   vxl__cfg g;
-  if (vxl__cfg_build(r, &g) != 0) { dv->oom = 1; return 0; }
+  if (vxl__cfg_build(r, &g) != 0) {
+    dv->oom = 1;
+    return 0;
+  }
   size_t b = vxl__cfg_index(&g, bb), p = vxl__cfg_ipdom(&g, b);
   unsigned char *in = calloc(g.n + 1, 1);
   int ch = 0;
@@ -298,11 +315,12 @@ static MlirValue vxl__private_root(MlirValue v) {
   for (int depth = 0; depth < 64 && mlirValueIsAOpResult(v); depth++) {
     MlirOperation def = mlirOpResultGetOwner(v);
     if (vxl__op_is(def, "memref.alloca")) return v;
-    static const char *const views[] = {"memref.cast", "memref.subview", "memref.reinterpret_cast",
-                                        "memref.expand_shape", "memref.collapse_shape", "memref.view",
-                                        "memref.transpose", NULL};
+    static const char *const views[] = {
+        "memref.cast",           "memref.subview", "memref.reinterpret_cast", "memref.expand_shape",
+        "memref.collapse_shape", "memref.view",    "memref.transpose",        NULL};
     int view = 0;
-    for (int i = 0; views[i]; i++) view |= vxl__op_is(def, views[i]);
+    for (int i = 0; views[i]; i++)
+      view |= vxl__op_is(def, views[i]);
     if (!view || mlirOperationGetNumOperands(def) == 0) break;
     v = mlirOperationGetOperand(def, 0);
   }
@@ -315,7 +333,8 @@ static MlirValue vxl__private_root(MlirValue v) {
  * divergent, and so, through the generic rule, everything read from it. */
 static int vxl__taint_private(vxl__div *dv, MlirOperation op) {
   intptr_t n = mlirOperationGetNumOperands(op);
-  if (n < 2 || vxl__op_is(op, "memref.load") || vxl__op_is(op, "affine.load") || !vxl__any_operand(dv, op, 0, n))
+  if (n < 2 || vxl__op_is(op, "memref.load") || vxl__op_is(op, "affine.load") ||
+      !vxl__any_operand(dv, op, 0, n))
     return 0;
   int ch = 0;
   for (intptr_t i = 0; i < n; i++) {
@@ -332,7 +351,8 @@ static int vxl__taint_private(vxl__div *dv, MlirOperation op) {
 static int vxl__propagate(vxl__div *dv, MlirOperation op) {
   int ch = 0;
   intptr_t nops = mlirOperationGetNumOperands(op);
-  if (vxl__calls(op, "__vxl_thread_id") || vxl__calls(op, "__vxl_global_id")) return vxl__mark_results(dv, op);
+  if (vxl__calls(op, "__vxl_thread_id") || vxl__calls(op, "__vxl_global_id"))
+    return vxl__mark_results(dv, op);
   if (vxl__op_is(op, "scf.if") || vxl__op_is(op, "scf.index_switch")) {
     if (vxl__any_operand(dv, op, 0, 1)) ch |= vxl__mark_results(dv, op);
     return ch;
@@ -341,7 +361,8 @@ static int vxl__propagate(vxl__div *dv, MlirOperation op) {
   if (vxl__op_is(op, "scf.while")) {
     MlirBlock before = vxl__region_block(op, 0);
     for (intptr_t i = 0; i < nops; i++)
-      if (vxl__divergent(dv, mlirOperationGetOperand(op, i))) ch |= vxl__mark(dv, mlirBlockGetArgument(before, i));
+      if (vxl__divergent(dv, mlirOperationGetOperand(op, i)))
+        ch |= vxl__mark(dv, mlirBlockGetArgument(before, i));
     return ch;
   }
   if (vxl__op_is(op, "scf.yield")) {
@@ -361,11 +382,12 @@ static int vxl__propagate(vxl__div *dv, MlirOperation op) {
     if (vxl__any_operand(dv, op, 0, 1)) return vxl__mark_results(dv, loop) | vxl__mark_args(dv, after, 0);
     for (intptr_t i = 1; i < nops; i++)
       if (vxl__divergent(dv, mlirOperationGetOperand(op, i)))
-        ch |= vxl__mark(dv, mlirOperationGetResult(loop, i - 1)) | vxl__mark(dv, mlirBlockGetArgument(after, i - 1));
+        ch |= vxl__mark(dv, mlirOperationGetResult(loop, i - 1)) |
+              vxl__mark(dv, mlirBlockGetArgument(after, i - 1));
     return ch;
   }
   if (mlirOperationGetNumSuccessors(op) > 0) { /* cf branches */
-    if (vxl__any_operand(dv, op, 0, nops)) /* forwarded values: conservatively all arguments */
+    if (vxl__any_operand(dv, op, 0, nops))     /* forwarded values: conservatively all arguments */
       for (intptr_t i = 0; i < mlirOperationGetNumSuccessors(op); i++)
         ch |= vxl__mark_args(dv, mlirOperationGetSuccessor(op, i), 0);
     if (vxl__divergent_cf_branch(dv, op) && vxl__pset_add(&dv->done, op.ptr)) ch |= vxl__mark_sync(dv, op);
@@ -386,7 +408,8 @@ static int vxl__analyze(vxl__div *dv, MlirOperation fn, int is_kernel) {
   if (!is_kernel) vxl__mark_args(dv, vxl__region_block(fn, 0), 0);
   for (int changed = 1; changed;) {
     changed = 0;
-    for (size_t i = 0; i < dv->ops.n; i++) changed |= vxl__propagate(dv, dv->ops.v[i]);
+    for (size_t i = 0; i < dv->ops.n; i++)
+      changed |= vxl__propagate(dv, dv->ops.v[i]);
   }
   return dv->oom || dv->vals.oom || dv->done.oom ? -ENOMEM : 0;
 }
@@ -437,10 +460,16 @@ static void vxl__index_switch_to_ifs(MlirContext ctx, MlirOperation sw) {
   MlirType idx = mlirValueGetType(x);
   MlirType *rt = malloc((size_t)nres * sizeof *rt + 1);
   MlirValue *conds = malloc((size_t)n * sizeof *conds + 1);
-  if (!rt || !conds) { free(rt); free(conds); return; }
-  for (intptr_t i = 0; i < nres; i++) rt[i] = mlirValueGetType(mlirOperationGetResult(sw, i));
+  if (!rt || !conds) {
+    free(rt);
+    free(conds);
+    return;
+  }
+  for (intptr_t i = 0; i < nres; i++)
+    rt[i] = mlirValueGetType(mlirOperationGetResult(sw, i));
   for (intptr_t k = 0; k < n; k++)
-    conds[k] = vxl__eq_const(ctx, loc, mlirOperationGetBlock(sw), sw, x, mlirIntegerAttrGet(idx, mlirDenseI64ArrayGetElement(cases, k)));
+    conds[k] = vxl__eq_const(ctx, loc, mlirOperationGetBlock(sw), sw, x,
+                             mlirIntegerAttrGet(idx, mlirDenseI64ArrayGetElement(cases, k)));
   /* innermost first: its else region is the default region (region 0) */
   MlirRegion else_r = mlirRegionCreate();
   mlirRegionTakeBody(else_r, mlirOperationGetRegion(sw, 0));
@@ -460,7 +489,8 @@ static void vxl__index_switch_to_ifs(MlirContext ctx, MlirOperation sw) {
     mlirRegionAppendOwnedBlock(else_r, blk);
     mlirBlockAppendOwnedOperation(blk, chain);
     MlirValue *res = malloc((size_t)nres * sizeof *res + 1);
-    for (intptr_t i = 0; res && i < nres; i++) res[i] = mlirOperationGetResult(chain, i);
+    for (intptr_t i = 0; res && i < nres; i++)
+      res[i] = mlirOperationGetResult(chain, i);
     st = mlirOperationStateGet(mlirStringRefCreateFromCString("scf.yield"), loc);
     mlirOperationStateAddOperands(&st, res ? nres : 0, res);
     mlirBlockAppendOwnedOperation(blk, mlirOperationCreate(&st));
@@ -501,14 +531,17 @@ static MlirOperation vxl__cond_br(MlirContext ctx, MlirLocation loc, MlirValue c
 static int vxl__cf_switch_to_branches(MlirContext ctx, MlirOperation sw) {
   MlirLocation loc = mlirOperationGetLocation(sw);
   intptr_t ncases = mlirOperationGetNumSuccessors(sw) - 1;
-  MlirAttribute seg = mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("operandSegmentSizes"));
-  MlirAttribute cseg = mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("case_operand_segments"));
+  MlirAttribute seg =
+      mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("operandSegmentSizes"));
+  MlirAttribute cseg =
+      mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("case_operand_segments"));
   MlirAttribute vals = mlirOperationGetAttributeByName(sw, mlirStringRefCreateFromCString("case_values"));
   if (mlirAttributeIsNull(seg) || mlirAttributeIsNull(cseg) || mlirAttributeIsNull(vals)) return -EINVAL;
   intptr_t nops = mlirOperationGetNumOperands(sw);
   MlirValue *ops = malloc((size_t)nops * sizeof *ops);
   if (!ops) return -ENOMEM;
-  for (intptr_t i = 0; i < nops; i++) ops[i] = mlirOperationGetOperand(sw, i);
+  for (intptr_t i = 0; i < nops; i++)
+    ops[i] = mlirOperationGetOperand(sw, i);
   MlirValue x = ops[0];
   intptr_t ndef = mlirDenseI32ArrayGetElement(seg, 1), at = 1 + ndef;
   MlirBlock cur = mlirOperationGetBlock(sw);
@@ -526,8 +559,12 @@ static int vxl__cf_switch_to_branches(MlirContext ctx, MlirOperation sw) {
       mlirRegionInsertOwnedBlockAfter(r, cur, next);
       nf = 0;
     }
-    MlirOperation br = vxl__cond_br(ctx, loc, e, mlirOperationGetSuccessor(sw, 1 + k), nk, ops + at, next, nf, fv);
-    if (mlirOperationIsNull(br)) { free(ops); return -ENOMEM; }
+    MlirOperation br =
+        vxl__cond_br(ctx, loc, e, mlirOperationGetSuccessor(sw, 1 + k), nk, ops + at, next, nf, fv);
+    if (mlirOperationIsNull(br)) {
+      free(ops);
+      return -ENOMEM;
+    }
     vxl__put(cur, before, br);
     at += nk;
     cur = next;
@@ -548,8 +585,10 @@ static int vxl__merge_exits(MlirRegion r) {
   for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
     MlirOperation t = mlirBlockGetTerminator(b);
     if (mlirOperationIsNull(t) || mlirOperationGetNumSuccessors(t) > 0) continue;
-    if (mlirOperationIsNull(first)) first = t;
-    else if (!mlirIdentifierEqual(mlirOperationGetName(t), mlirOperationGetName(first))) return 0;
+    if (mlirOperationIsNull(first))
+      first = t;
+    else if (!mlirIdentifierEqual(mlirOperationGetName(t), mlirOperationGetName(first)))
+      return 0;
     if (mlirOperationGetNumRegions(t) > 0 || mlirOperationGetNumResults(t) > 0) return 0;
     count++;
   }
@@ -559,20 +598,27 @@ static int vxl__merge_exits(MlirRegion r) {
   MlirType *types = malloc((size_t)n * sizeof *types + 1);
   MlirLocation *locs = malloc((size_t)n * sizeof *locs + 1);
   MlirValue *args = malloc((size_t)n * sizeof *args + 1);
-  if (!types || !locs || !args) { free(types); free(locs); free(args); return -ENOMEM; }
+  if (!types || !locs || !args) {
+    free(types);
+    free(locs);
+    free(args);
+    return -ENOMEM;
+  }
   for (intptr_t i = 0; i < n; i++) {
     types[i] = mlirValueGetType(mlirOperationGetOperand(first, i));
     locs[i] = loc;
   }
   MlirBlock exit = mlirBlockCreate(n, types, locs);
-  for (intptr_t i = 0; i < n; i++) args[i] = mlirBlockGetArgument(exit, i);
+  for (intptr_t i = 0; i < n; i++)
+    args[i] = mlirBlockGetArgument(exit, i);
   MlirOperationState st = mlirOperationStateGet(mlirIdentifierStr(mlirOperationGetName(first)), loc);
   mlirOperationStateAddOperands(&st, n, args);
   mlirBlockAppendOwnedOperation(exit, mlirOperationCreate(&st));
   for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b)) {
     MlirOperation t = mlirBlockGetTerminator(b);
     if (mlirOperationIsNull(t) || mlirOperationGetNumSuccessors(t) > 0) continue;
-    for (intptr_t i = 0; i < n; i++) args[i] = mlirOperationGetOperand(t, i);
+    for (intptr_t i = 0; i < n; i++)
+      args[i] = mlirOperationGetOperand(t, i);
     st = mlirOperationStateGet(mlirStringRefCreateFromCString("cf.br"), mlirOperationGetLocation(t));
     mlirOperationStateAddOperands(&st, n, args);
     mlirOperationStateAddSuccessors(&st, 1, &exit);
@@ -610,7 +656,8 @@ static int vxl__rewrite_multiway(vxl__div *dv) {
       changed = 1;
     }
     size_t k = 0;
-    while (k < nreg && !mlirRegionEqual(regions[k], r)) k++;
+    while (k < nreg && !mlirRegionEqual(regions[k], r))
+      k++;
     if (k == nreg && nreg < sizeof regions / sizeof *regions) regions[nreg++] = r;
   }
   for (size_t k = 0; k < nreg; k++) {
@@ -637,7 +684,8 @@ static MlirBlock vxl__block_before(MlirRegion r, MlirBlock pb, MlirLocation loc,
       locs[i] = loc;
     }
     nb = mlirBlockCreate(n, types, locs);
-    for (intptr_t i = 0; i < n; i++) args[i] = mlirBlockGetArgument(nb, i);
+    for (intptr_t i = 0; i < n; i++)
+      args[i] = mlirBlockGetArgument(nb, i);
     mlirBlockAppendOwnedOperation(nb, what);
     MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("cf.br"), loc);
     mlirOperationStateAddOperands(&st, n, args);
@@ -718,7 +766,11 @@ static int vxl__clone_side_entries(const vxl__cfg *g, size_t b, const unsigned c
   MlirRegion r = mlirBlockGetParentRegion(g->blk[b]);
   unsigned char *dup = calloc(g->n + 1, 1);
   size_t *stack = malloc((g->n + 1) * sizeof *stack), top = 0;
-  if (!dup || !stack) { free(dup); free(stack); return -ENOMEM; }
+  if (!dup || !stack) {
+    free(dup);
+    free(stack);
+    return -ENOMEM;
+  }
   for (size_t x = 0; x < g->n; x++)
     for (size_t s = g->at[x]; s < g->at[x + 1]; s++) {
       size_t y = g->succ[s];
@@ -749,10 +801,18 @@ static int vxl__clone_side_entries(const vxl__cfg *g, size_t b, const unsigned c
     }
   }
   if (rc && nops > *budget) rc = 0;
-  if (!rc) { free(dup); return 0; }
+  if (!rc) {
+    free(dup);
+    return 0;
+  }
   *budget -= nops;
   MlirBlock *orig = malloc(nblocks * sizeof *orig), *clone = malloc(nblocks * sizeof *clone);
-  if (!orig || !clone) { free(dup); free(orig); free(clone); return -ENOMEM; }
+  if (!orig || !clone) {
+    free(dup);
+    free(orig);
+    free(clone);
+    return -ENOMEM;
+  }
   size_t k = 0;
   for (size_t x = 0; x < g->n; x++) {
     if (!dup[x]) continue;
@@ -760,7 +820,14 @@ static int vxl__clone_side_entries(const vxl__cfg *g, size_t b, const unsigned c
     intptr_t na = mlirBlockGetNumArguments(blk);
     MlirType *types = malloc((size_t)na * sizeof *types + 1);
     MlirLocation *locs = malloc((size_t)na * sizeof *locs + 1);
-    if (!types || !locs) { free(types); free(locs); free(dup); free(orig); free(clone); return -ENOMEM; }
+    if (!types || !locs) {
+      free(types);
+      free(locs);
+      free(dup);
+      free(orig);
+      free(clone);
+      return -ENOMEM;
+    }
     for (intptr_t a = 0; a < na; a++) {
       MlirValue arg = mlirBlockGetArgument(blk, a);
       types[a] = mlirValueGetType(arg);
@@ -769,7 +836,8 @@ static int vxl__clone_side_entries(const vxl__cfg *g, size_t b, const unsigned c
     MlirBlock nb = mlirBlockCreate(na, types, locs);
     free(types);
     free(locs);
-    for (MlirOperation op = mlirBlockGetFirstOperation(blk); !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+    for (MlirOperation op = mlirBlockGetFirstOperation(blk); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op))
       mlirBlockAppendOwnedOperation(nb, mlirOperationClone(op));
     mlirRegionInsertOwnedBlockAfter(r, blk, nb);
     orig[k] = blk;
@@ -790,14 +858,16 @@ static int vxl__clone_side_entries(const vxl__cfg *g, size_t b, const unsigned c
     MlirOperation t = mlirBlockGetTerminator(clone[k]);
     for (intptr_t s = 0; !mlirOperationIsNull(t) && s < mlirOperationGetNumSuccessors(t); s++)
       for (size_t j = 0; j < nblocks; j++)
-        if (mlirBlockEqual(mlirOperationGetSuccessor(t, s), orig[j])) mlirOperationSetSuccessor(t, s, clone[j]);
+        if (mlirBlockEqual(mlirOperationGetSuccessor(t, s), orig[j]))
+          mlirOperationSetSuccessor(t, s, clone[j]);
   }
   for (size_t x = 0; x < g->n; x++) {
     if (in[x]) continue;
     MlirOperation t = mlirBlockGetTerminator(g->blk[x]);
     for (intptr_t s = 0; !mlirOperationIsNull(t) && s < mlirOperationGetNumSuccessors(t); s++)
       for (size_t j = 0; j < nblocks; j++)
-        if (mlirBlockEqual(mlirOperationGetSuccessor(t, s), orig[j])) mlirOperationSetSuccessor(t, s, clone[j]);
+        if (mlirBlockEqual(mlirOperationGetSuccessor(t, s), orig[j]))
+          mlirOperationSetSuccessor(t, s, clone[j]);
   }
   free(dup);
   free(orig);
@@ -816,10 +886,18 @@ static int vxl__clone_side_entries(const vxl__cfg *g, size_t b, const unsigned c
 static int vxl__place_cf_loop(MlirContext ctx, MlirOperation br, const vxl__cfg *g, size_t b) {
   if (!vxl__op_is(br, "cf.cond_br")) return 0;
   unsigned char *fwd = calloc(g->n + 1, 1), *loop = calloc(g->n + 1, 1);
-  if (!fwd || !loop) { free(fwd); free(loop); return -ENOMEM; }
+  if (!fwd || !loop) {
+    free(fwd);
+    free(loop);
+    return -ENOMEM;
+  }
   vxl__cfg_controlled(g, b, SIZE_MAX, fwd); /* b and what it reaches */
   unsigned char *again = calloc(g->n + 1, 1);
-  if (!again) { free(fwd); free(loop); return -ENOMEM; }
+  if (!again) {
+    free(fwd);
+    free(loop);
+    return -ENOMEM;
+  }
   for (size_t x = 0; x < g->n; x++) /* ... that reaches b again */
     if (fwd[x] && x != b) {
       memset(again, 0, g->n + 1);
@@ -849,8 +927,13 @@ static int vxl__place_cf_loop(MlirContext ctx, MlirOperation br, const vxl__cfg 
     MlirValue m = mlirOperationGetResult(mask, 0);
     MlirBlock hb = g->blk[header];
     MlirBlock pre = vxl__block_before(mlirBlockGetParentRegion(hb), hb, loc, mask);
-    if (mlirBlockIsNull(pre)) { free(fwd); free(loop); return -ENOMEM; }
-    for (size_t x = 0; x < g->n; x++) fwd[x] = !loop[x];
+    if (mlirBlockIsNull(pre)) {
+      free(fwd);
+      free(loop);
+      return -ENOMEM;
+    }
+    for (size_t x = 0; x < g->n; x++)
+      fwd[x] = !loop[x];
     vxl__redirect(g, fwd, hb, pre);
     /* stay = the condition that keeps a thread in the loop */
     MlirValue stay = mlirOperationGetOperand(br, 0);
@@ -894,7 +977,8 @@ static const char *vxl__refusal(const vxl__cfg *g, size_t b, size_t p) {
     free(fwd);
   }
   if (loop)
-    return " that leaves a loop which has other exits or entries (a `break`, `return` or `goto` out of a loop "
+    return " that leaves a loop which has other exits or entries (a `break`, `return` or `goto` out of a "
+           "loop "
            "whose trip count differs between threads): vx_pred needs a loop with one entry and one exit; "
            "keep the thread-dependent test in the loop condition";
   return " into a region entered from elsewhere too, that could not be given a single entry";
@@ -996,7 +1080,8 @@ again:
       MlirOperation mask = vxl__func_call(ctx, loc, "__vxl_active_threads", 0, NULL, 1, &i32);
       mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(loop), loop, mask);
       MlirValue args[2] = {mlirOperationGetOperand(op, 0), mlirOperationGetResult(mask, 0)};
-      mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, vxl__func_call(ctx, loc, "__vxl_pred", 2, args, 0, NULL));
+      mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op,
+                                          vxl__func_call(ctx, loc, "__vxl_pred", 2, args, 0, NULL));
       vxl__pset_add(&placed, op.ptr);
       (*preds)++;
     } else if (vxl__divergent_cf_branch(&dv, op)) {

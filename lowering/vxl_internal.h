@@ -8,11 +8,11 @@
 #ifndef VXL_INTERNAL_H
 #define VXL_INTERNAL_H
 
-#include <mlir-c/IR.h>
-#include <mlir-c/Pass.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
+#include <mlir-c/IR.h>
+#include <mlir-c/Pass.h>
 
 #include "vxl.h"
 
@@ -38,8 +38,7 @@ typedef struct {
 } vxl__diags;
 
 /* Appends a formatted line; silently drops it when memory runs out. */
-void vxl__diag_add(vxl__diags *d, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void vxl__diag_add(vxl__diags *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends "file:line:col: error: WHAT" for loc (WHAT from fmt; refusals
  * start it with "unsupported: "). */
 void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...)
@@ -62,12 +61,12 @@ void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t ca
 /* State of the subgroup lowering for one compile (vxl_subgroup.c). */
 typedef struct {
   MlirContext ctx;
-  MlirModule mod;      /* where helpers go */
+  MlirModule mod; /* where helpers go */
   vxl__diags *d;
-  uint32_t warp_size;  /* threads per warp = subgroup size */
-  int shuffle_insns;   /* gpu.shuffle with Vortex's shuffle instructions */
-  unsigned helpers;    /* helpers created so far (unique names) */
-  int uses_scratch;    /* a helper reads or writes the scratch area */
+  uint32_t warp_size; /* threads per warp = subgroup size */
+  int shuffle_insns;  /* gpu.shuffle with Vortex's shuffle instructions */
+  unsigned helpers;   /* helpers created so far (unique names) */
+  int uses_scratch;   /* a helper reads or writes the scratch area */
 } vxl__subgroups;
 
 /* Rewrites op if it is gpu.lane_id, gpu.subgroup_id, gpu.subgroup_size,
@@ -100,8 +99,8 @@ MlirOperation vxl__func_call(MlirContext ctx, MlirLocation loc, const char *call
 typedef struct {
   char *name;
   uint32_t nargs;
-  char **arg_types;        /* MLIR type text per argument */
-  uint32_t grid_dims;      /* 1..3 */
+  char **arg_types;   /* MLIR type text per argument */
+  uint32_t grid_dims; /* 1..3 */
   uint32_t known_block[3];
   uint32_t shared_bytes;
 } vxl__kernel_info;
@@ -111,26 +110,25 @@ void vxl__kernel_info_clear(vxl__kernel_info *k);
 /* Per-compiler state the two halves share. */
 struct vxl_compiler {
   MlirContext ctx;
-  MlirModule prelude_hw;   /* parsed VXL_PRELUDE_HARDWARE */
-  MlirPassManager pm;      /* upstream lowering pipeline (base), parsed once */
-  MlirPassManager pm_full; /* ... with affine/math/ub/strided-memref passes */
-  MlirPassManager pm_prep; /* scf-for-to-while, before the divergence pass */
+  MlirModule prelude_hw;      /* parsed VXL_PRELUDE_HARDWARE */
+  MlirPassManager pm;         /* upstream lowering pipeline (base), parsed once */
+  MlirPassManager pm_full;    /* ... with affine/math/ub/strided-memref passes */
+  MlirPassManager pm_prep;    /* scf-for-to-while, before the divergence pass */
   MlirPassManager pm_outline; /* gpu-kernel-outlining, for gpu.launch inputs */
   LLVMTargetMachineRef tm;
   /* No LLVMTargetDataRef here: a DataLayout caches struct layouts by
    * StructType address, and every compile has its own LLVMContext, so a
    * long-lived one hands out stale layouts for types that reuse a freed
    * type's address.  Each compile creates its own (vxl__target_data). */
-  vxl__diags *cur_diags;   /* where the context's diagnostic handler writes */
+  vxl__diags *cur_diags; /* where the context's diagnostic handler writes */
 };
 
 /* MLIR side: parses source and lowers every gpu.module to one LLVM-dialect
  * module.  On success returns 0 with *out_module (caller destroys) and the
  * kernels in *kinfo / *nkernels (caller frees).  On a source error returns
  * -EINVAL with diagnostics in d. */
-int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
-                               const char *source_name, const vxl_options *opts,
-                               vxl__diags *d, MlirModule *out_module,
+int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                               const vxl_options *opts, vxl__diags *d, MlirModule *out_module,
                                vxl__kernel_info **kinfo, uint32_t *nkernels);
 
 /* Uniformity analysis and vx_split/vx_join/vx_pred insertion on one
@@ -148,19 +146,17 @@ LLVMTargetDataRef vxl__target_data(const vxl_compiler *c);
 
 /* LLVM side: computes the argument-buffer layout of a kernel whose LLVM
  * parameter types are params (from the translated function) into k. */
-int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx,
-                LLVMTypeRef *params, uint32_t n, char *const *mlir_types,
-                vxp_kernel *k);
+int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n,
+                char *const *mlir_types, vxp_kernel *k);
 
 /* LLVM side: for each kernel, adds the Vortex entry (body + main), runs the
  * LLVM pipeline and emits an object into kernels[i].object.  layouts must
  * already be filled by vxl__layout().  Returns 0 or -EINVAL with diags. */
-int vxl__emit_objects(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels,
-                      uint32_t n, const vxl_options *opts, vxl__diags *d);
+int vxl__emit_objects(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uint32_t n,
+                      const vxl_options *opts, vxl__diags *d);
 
 /* The LLVM struct type of a kernel's whole argument buffer: its parameters
  * in order, then the launch header {[3 x i32], [3 x i32], i32}. */
-LLVMTypeRef vxl__buffer_type(LLVMContextRef lctx, LLVMTypeRef *params,
-                             uint32_t n);
+LLVMTypeRef vxl__buffer_type(LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n);
 
 #endif /* VXL_INTERNAL_H */

@@ -28,14 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/Target.h>
+#include <mlir-c/AffineMap.h>
 #include <mlir-c/BuiltinAttributes.h>
 #include <mlir-c/BuiltinTypes.h>
-#include <mlir-c/AffineMap.h>
 #include <mlir-c/Dialect/LLVM.h>
 #include <mlir-c/Pass.h>
 #include <mlir-c/Support.h>
 #include <mlir-c/Target/LLVMIR.h>
-#include <llvm-c/Target.h>
 
 #include "vxl_internal.h"
 
@@ -48,18 +48,20 @@ static int vxl__streq(MlirStringRef a, const char *b) {
   return a.length == n && memcmp(a.data, b, n) == 0;
 }
 
-static MlirStringRef vxl__op_name(MlirOperation op) {
-  return mlirIdentifierStr(mlirOperationGetName(op));
-}
+static MlirStringRef vxl__op_name(MlirOperation op) { return mlirIdentifierStr(mlirOperationGetName(op)); }
 
 void vxl__buf_append(MlirStringRef s, void *ud) {
   vxl__buf *b = ud;
   if (b->oom) return;
   if (b->n + s.length + 1 > b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 256;
-    while (cap < b->n + s.length + 1) cap *= 2;
+    while (cap < b->n + s.length + 1)
+      cap *= 2;
     char *p = realloc(b->p, cap);
-    if (!p) { b->oom = 1; return; }
+    if (!p) {
+      b->oom = 1;
+      return;
+    }
     b->p = p;
     b->cap = cap;
   }
@@ -71,14 +73,20 @@ void vxl__buf_append(MlirStringRef s, void *ud) {
 char *vxl__type_str(MlirType t) {
   vxl__buf b = {0};
   mlirTypePrint(t, vxl__buf_append, &b);
-  if (b.oom) { free(b.p); return NULL; }
+  if (b.oom) {
+    free(b.p);
+    return NULL;
+  }
   return b.p ? b.p : strdup("");
 }
 
 char *vxl__attr_str(MlirAttribute a) {
   vxl__buf b = {0};
   mlirAttributePrint(a, vxl__buf_append, &b);
-  if (b.oom) { free(b.p); return NULL; }
+  if (b.oom) {
+    free(b.p);
+    return NULL;
+  }
   return b.p ? b.p : strdup("");
 }
 
@@ -94,7 +102,10 @@ void vxl__diag_add(vxl__diags *d, const char *fmt, ...) {
   if (d->n == d->cap) {
     uint32_t cap = d->cap ? d->cap * 2 : 8;
     char **v = realloc(d->v, cap * sizeof *v);
-    if (!v) { free(line); return; }
+    if (!v) {
+      free(line);
+      return;
+    }
     d->v = v;
     d->cap = cap;
   }
@@ -105,8 +116,7 @@ void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t ca
   if (mlirLocationIsAFileLineColRange(loc)) {
     MlirStringRef f = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc));
     if ((f.length == 0 || vxl__streq(f, "-")) && d && d->source_name) f = vxl__str(d->source_name);
-    snprintf(buf, cap, "%.*s:%d:%d", (int)f.length, f.data,
-             mlirLocationFileLineColRangeGetStartLine(loc),
+    snprintf(buf, cap, "%.*s:%d:%d", (int)f.length, f.data, mlirLocationFileLineColRangeGetStartLine(loc),
              mlirLocationFileLineColRangeGetStartColumn(loc));
     return;
   }
@@ -132,7 +142,8 @@ void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...) {
 void vxl__kernel_info_clear(vxl__kernel_info *k) {
   if (!k) return;
   free(k->name);
-  for (uint32_t i = 0; i < k->nargs; i++) free(k->arg_types[i]);
+  for (uint32_t i = 0; i < k->nargs; i++)
+    free(k->arg_types[i]);
   free(k->arg_types);
   memset(k, 0, sizeof *k);
 }
@@ -154,14 +165,17 @@ static void vxl__fix_dlti(char *buf, size_t len) {
       if (buf[j] == '"') { /* skip string literal */
         for (j++; j < len && buf[j] != '"'; j++)
           if (buf[j] == '\\') j++;
-      } else if (buf[j] == '<') depth++;
-      else if (buf[j] == '>') depth--;
+      } else if (buf[j] == '<')
+        depth++;
+      else if (buf[j] == '>')
+        depth--;
     }
     /* [i, j) is one entry; look for ": vector<" digits "xi32>" */
     for (size_t k = i; k + 9 < j; k++) {
       if (memcmp(buf + k, ": vector<", 9) != 0) continue;
       size_t m = k + 9;
-      while (m < j && buf[m] >= '0' && buf[m] <= '9') m++;
+      while (m < j && buf[m] >= '0' && buf[m] <= '9')
+        m++;
       if (m + 5 <= j && memcmp(buf + m, "xi32>", 5) == 0) {
         buf[m + 2] = '6';
         buf[m + 3] = '4';
@@ -178,7 +192,10 @@ static void vxl__ops_push(vxl__ops *o, MlirOperation op) {
   if (o->n == o->cap) {
     size_t cap = o->cap ? o->cap * 2 : 64;
     MlirOperation *v = realloc(o->v, cap * sizeof *v);
-    if (!v) { o->oom = 1; return; }
+    if (!v) {
+      o->oom = 1;
+      return;
+    }
     o->v = v;
     o->cap = cap;
   }
@@ -207,9 +224,8 @@ MlirStringRef vxl__callee(MlirOperation op) {
 
 /* Dialects whose ops the upstream pipeline lowers completely. */
 static int vxl__dialect_supported(MlirStringRef name) {
-  static const char *const prefixes[] = {
-      "arith.", "math.", "scf.", "cf.", "memref.", "func.", "llvm.",
-      "index.", "affine.", "ub.", NULL};
+  static const char *const prefixes[] = {"arith.", "math.",  "scf.",    "cf.", "memref.", "func.",
+                                         "llvm.",  "index.", "affine.", "ub.", NULL};
   for (int i = 0; prefixes[i]; i++) {
     size_t n = strlen(prefixes[i]);
     if (name.length > n && memcmp(name.data, prefixes[i], n) == 0) return 1;
@@ -219,16 +235,29 @@ static int vxl__dialect_supported(MlirStringRef name) {
 
 /* GPU-dialect ops this file rewrites. */
 static int vxl__gpu_op_supported(MlirStringRef name) {
-  static const char *const ops[] = {
-      "gpu.func", "gpu.return", "gpu.thread_id", "gpu.block_id",
-      "gpu.block_dim", "gpu.grid_dim", "gpu.global_id", "gpu.barrier", "gpu.printf", "gpu.module_end",
-      "gpu.lane_id", "gpu.subgroup_id", "gpu.subgroup_size", "gpu.num_subgroups", "gpu.shuffle",
-      "gpu.subgroup_reduce", "gpu.all_reduce", "gpu.yield", NULL};
+  static const char *const ops[] = {"gpu.func",
+                                    "gpu.return",
+                                    "gpu.thread_id",
+                                    "gpu.block_id",
+                                    "gpu.block_dim",
+                                    "gpu.grid_dim",
+                                    "gpu.global_id",
+                                    "gpu.barrier",
+                                    "gpu.printf",
+                                    "gpu.module_end",
+                                    "gpu.lane_id",
+                                    "gpu.subgroup_id",
+                                    "gpu.subgroup_size",
+                                    "gpu.num_subgroups",
+                                    "gpu.shuffle",
+                                    "gpu.subgroup_reduce",
+                                    "gpu.all_reduce",
+                                    "gpu.yield",
+                                    NULL};
   for (int i = 0; ops[i]; i++)
     if (vxl__streq(name, ops[i])) return 1;
   return 0;
 }
-
 
 /* ---- step 5: gpu.func -> func.func ---- */
 
@@ -237,8 +266,8 @@ static MlirNamedAttribute vxl__named(MlirContext ctx, const char *name, MlirAttr
 }
 
 /* Creates "arith.constant V : i32" before `before`. */
-static MlirValue vxl__const_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk,
-                                MlirOperation before, int32_t v) {
+static MlirValue vxl__const_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before,
+                                int32_t v) {
   MlirType i32 = mlirIntegerTypeGet(ctx, 32);
   MlirOperationState st = mlirOperationStateGet(vxl__str("arith.constant"), loc);
   MlirNamedAttribute a = vxl__named(ctx, "value", mlirIntegerAttrGet(i32, v));
@@ -261,10 +290,9 @@ MlirOperation vxl__func_call(MlirContext ctx, MlirLocation loc, const char *call
 
 /* Creates "func.call @callee(args)" before `before` (at the end of blk when
  * before is null). */
-static MlirOperation vxl__call(MlirContext ctx, MlirLocation loc, MlirBlock blk,
-                               MlirOperation before, const char *callee,
-                               intptr_t nargs, MlirValue *args,
-                               intptr_t nres, MlirType *res) {
+static MlirOperation vxl__call(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before,
+                               const char *callee, intptr_t nargs, MlirValue *args, intptr_t nres,
+                               MlirType *res) {
   MlirOperation op = vxl__func_call(ctx, loc, callee, nargs, args, nres, res);
   if (mlirOperationIsNull(before))
     mlirBlockAppendOwnedOperation(blk, op);
@@ -295,16 +323,16 @@ typedef struct {
   vxl_compiler *c;
   MlirModule mod;
   vxl__diags *d;
-  unsigned views;        /* memref view helpers created so far */
-  int needs_full;        /* ops only the full pipeline lowers were seen */
+  unsigned views; /* memref view helpers created so far */
+  int needs_full; /* ops only the full pipeline lowers were seen */
   /* workgroup memory: module-level address-space-3 memref.globals first
    * (static ones at fixed offsets, 1-element uninitialized ones = Polygeist's
    * extern __shared__ at the dynamic base), then each kernel's attributions */
   uint64_t globals_bytes;
-  uint64_t dynamic_min_bytes;         /* largest element of an extern __shared__ global */
-  vxl__subgroups sg;                  /* subgroup and workgroup collectives */
-  LLVMContextRef lctx;                /* for element sizes from the data layout */
-  LLVMTargetDataRef td;               /* lives and dies with lctx */
+  uint64_t dynamic_min_bytes; /* largest element of an extern __shared__ global */
+  vxl__subgroups sg;          /* subgroup and workgroup collectives */
+  LLVMContextRef lctx;        /* for element sizes from the data layout */
+  LLVMTargetDataRef td;       /* lives and dies with lctx */
   MlirTypeToLLVMIRTranslator tr;
 } vxl__rw;
 
@@ -322,7 +350,9 @@ static int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *
   }
   for (intptr_t i = 1; i < rank; i++)
     if (mlirShapedTypeIsDynamicDim(memref, i)) {
-      vxl__diag_at(rw->d, loc, "unsupported: kernel memref argument with a dynamic inner dimension (only the leading one may be dynamic)");
+      vxl__diag_at(rw->d, loc,
+                   "unsupported: kernel memref argument with a dynamic inner dimension (only the leading one "
+                   "may be dynamic)");
       return -EINVAL;
     }
   MlirAttribute layout = mlirMemRefTypeGetLayout(memref);
@@ -339,14 +369,23 @@ static int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *
   for (intptr_t i = 0; i < rank; i++)
     sizes[i] = mlirShapedTypeIsDynamicDim(memref, i) ? 2147483647 : mlirShapedTypeGetDimSize(memref, i);
   strides[rank - 1] = 1;
-  for (intptr_t i = rank - 2; i >= 0; i--) strides[i] = strides[i + 1] * sizes[i + 1];
+  for (intptr_t i = rank - 2; i >= 0; i--)
+    strides[i] = strides[i + 1] * sizes[i + 1];
 
   char desc[128];
-  snprintf(desc, sizeof desc, "!llvm.struct<(ptr, ptr, i32, array<%ld x i32>, array<%ld x i32>)>",
-           (long)rank, (long)rank);
+  snprintf(desc, sizeof desc, "!llvm.struct<(ptr, ptr, i32, array<%ld x i32>, array<%ld x i32>)>", (long)rank,
+           (long)rank);
   vxl__buf b = {0};
-#define EMIT(...) do { char *t_ = NULL; if (asprintf(&t_, __VA_ARGS__) < 0) { b.oom = 1; break; } \
-    vxl__buf_append(vxl__str(t_), &b); free(t_); } while (0)
+#define EMIT(...)                                                                                            \
+  do {                                                                                                       \
+    char *t_ = NULL;                                                                                         \
+    if (asprintf(&t_, __VA_ARGS__) < 0) {                                                                    \
+      b.oom = 1;                                                                                             \
+      break;                                                                                                 \
+    }                                                                                                        \
+    vxl__buf_append(vxl__str(t_), &b);                                                                       \
+    free(t_);                                                                                                \
+  } while (0)
   EMIT("func.func private @%s(%%p: !llvm.ptr) -> %s {\n", name, ty);
   EMIT("  %%u = llvm.mlir.undef : %s\n", desc);
   EMIT("  %%d0 = llvm.insertvalue %%p, %%u[0] : %s\n", desc);
@@ -366,7 +405,10 @@ static int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *
   EMIT("  return %%m : %s\n}\n", ty);
 #undef EMIT
   free(ty);
-  if (b.oom) { free(b.p); return -ENOMEM; }
+  if (b.oom) {
+    free(b.p);
+    return -ENOMEM;
+  }
   MlirOperation fn = mlirOperationCreateParse(rw->c->ctx, vxl__str(b.p), vxl__str("<vortexd view helper>"));
   free(b.p);
   if (mlirOperationIsNull(fn)) {
@@ -376,7 +418,6 @@ static int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(rw->mod), fn);
   return 0;
 }
-
 
 /* ---- workgroup and private memory ---- */
 
@@ -391,7 +432,11 @@ static int vxl__memspace(MlirType t) {
     return v == 0 || v == 3 || v == 5 ? (int)v : -1;
   }
   char *str = vxl__attr_str(ms);
-  int r = !str ? -1 : strstr(str, "workgroup") ? 3 : strstr(str, "private") ? 5 : strstr(str, "global") ? 0 : -1;
+  int r = !str                       ? -1
+          : strstr(str, "workgroup") ? 3
+          : strstr(str, "private")   ? 5
+          : strstr(str, "global")    ? 0
+                                     : -1;
   free(str);
   return r;
 }
@@ -403,7 +448,8 @@ static MlirType vxl__strip_space(MlirType t) {
   intptr_t rank = mlirShapedTypeGetRank(t);
   int64_t shape[16];
   if (rank > 16) return t;
-  for (intptr_t i = 0; i < rank; i++) shape[i] = mlirShapedTypeGetDimSize(t, i);
+  for (intptr_t i = 0; i < rank; i++)
+    shape[i] = mlirShapedTypeGetDimSize(t, i);
   return mlirMemRefTypeGet(mlirShapedTypeGetElementType(t), rank, shape, mlirMemRefTypeGetLayout(t),
                            mlirAttributeGetNull());
 }
@@ -422,7 +468,8 @@ static int vxl__memref_bytes(vxl__rw *rw, MlirType t, uint64_t *bytes, uint32_t 
   LLVMTypeRef lt = mlirTypeToLLVMIRTranslatorTranslateType(rw->tr, el);
   if (!lt) return -EINVAL;
   uint64_t n = 1;
-  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) n *= (uint64_t)mlirShapedTypeGetDimSize(t, i);
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++)
+    n *= (uint64_t)mlirShapedTypeGetDimSize(t, i);
   *bytes = n * LLVMABISizeOfType(rw->td, lt);
   *align = LLVMABIAlignmentOfType(rw->td, lt);
   return 0;
@@ -431,8 +478,8 @@ static int vxl__memref_bytes(vxl__rw *rw, MlirType t, uint64_t *bytes, uint32_t 
 /* Builds "func.func private @NAME() -> T" returning a view of a workgroup
  * buffer at byte offset off from the group's local-memory base (or from the
  * dynamic-shared base), and appends it to the module. */
-static int vxl__make_shmem(vxl__rw *rw, MlirType t, uint64_t off, int dynamic, MlirLocation loc,
-                           char *name, size_t cap) {
+static int vxl__make_shmem(vxl__rw *rw, MlirType t, uint64_t off, int dynamic, MlirLocation loc, char *name,
+                           size_t cap) {
   char view[64];
   int rc = vxl__make_view(rw, t, loc, view, sizeof view);
   if (rc) return rc;
@@ -476,7 +523,10 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
   MlirBlock body = mlirModuleGetBody(rw->mod);
   vxl__ops gets = {0};
   mlirOperationWalk(mlirModuleGetOperation(rw->mod), vxl__collect_cb, &gets, MlirWalkPreOrder);
-  if (gets.oom) { free(gets.v); return -ENOMEM; }
+  if (gets.oom) {
+    free(gets.v);
+    return -ENOMEM;
+  }
   /* keep only the memref.get_global ops: the walk also listed the globals,
    * which the loop below destroys, and a destroyed op must not be looked at
    * again (it was, intermittently crashing with two workgroup globals) */
@@ -487,12 +537,18 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
   int rc = 0;
   for (MlirOperation g = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(g) && rc == 0;) {
     MlirOperation next = mlirOperationGetNextInBlock(g);
-    if (!vxl__streq(vxl__op_name(g), "memref.global")) { g = next; continue; }
+    if (!vxl__streq(vxl__op_name(g), "memref.global")) {
+      g = next;
+      continue;
+    }
     MlirAttribute ta = mlirOperationGetAttributeByName(g, vxl__str("type"));
     MlirType t = mlirTypeAttrGetValue(ta);
     int space = vxl__memspace(t);
     MlirLocation loc = mlirOperationGetLocation(g);
-    if (space == 0) { g = next; continue; } /* a global in device memory: upstream lowers it */
+    if (space == 0) {
+      g = next;
+      continue;
+    } /* a global in device memory: upstream lowers it */
     if (space != 3) {
       vxl__diag_at(rw->d, loc, "unsupported: memref.global in memory space %d", space);
       rc = -EINVAL;
@@ -507,7 +563,8 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
       break;
     }
     int64_t elems = 1;
-    for (intptr_t i = 0; i < mlirShapedTypeGetRank(st); i++) elems *= mlirShapedTypeGetDimSize(st, i);
+    for (intptr_t i = 0; i < mlirShapedTypeGetRank(st); i++)
+      elems *= mlirShapedTypeGetDimSize(st, i);
     /* Polygeist's extern __shared__: one element, no initial value (a
      * declaration, or `= uninitialized`, which is a unit initial_value) */
     MlirAttribute init = mlirOperationGetAttributeByName(g, vxl__str("initial_value"));
@@ -527,8 +584,8 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
       if (mlirOperationIsNull(u)) continue; /* already replaced */
       MlirAttribute nm = mlirOperationGetAttributeByName(u, vxl__str("name"));
       if (mlirAttributeIsNull(nm) || !mlirStringRefEqual(mlirFlatSymbolRefAttrGetValue(nm), sym)) continue;
-      MlirOperation call = vxl__call(ctx, mlirOperationGetLocation(u), mlirOperationGetBlock(u), u, helper, 0,
-                                     NULL, 1, &st);
+      MlirOperation call =
+          vxl__call(ctx, mlirOperationGetLocation(u), mlirOperationGetBlock(u), u, helper, 0, NULL, 1, &st);
       mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(u, 0), mlirOperationGetResult(call, 0));
       mlirOperationDestroy(u);
       gets.v[i] = (MlirOperation){NULL};
@@ -541,7 +598,9 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
    * area is never smaller than that element (main reads this constant). */
   if (rc == 0 && rw->dynamic_min_bytes) {
     char text[160];
-    snprintf(text, sizeof text, "module {\nllvm.mlir.global internal constant @" VXL_DYNAMIC_MIN_SYMBOL "(%llu : i32) : i32\n}\n",
+    snprintf(text, sizeof text,
+             "module {\nllvm.mlir.global internal constant @" VXL_DYNAMIC_MIN_SYMBOL
+             "(%llu : i32) : i32\n}\n",
              (unsigned long long)rw->dynamic_min_bytes);
     MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(text));
     if (mlirModuleIsNull(wrap)) return -ENOMEM;
@@ -595,7 +654,8 @@ static int vxl__lower_attributions(vxl__rw *rw, MlirOperation fn, MlirBlock entr
     }
     mlirValueReplaceAllUsesOfWith(arg, repl);
   }
-  for (intptr_t i = nargs - 1; i >= nin; i--) mlirBlockEraseArgument(entry, (unsigned)i);
+  for (intptr_t i = nargs - 1; i >= nin; i--)
+    mlirBlockEraseArgument(entry, (unsigned)i);
   if (used > UINT32_MAX) {
     vxl__diag_at(rw->d, loc, "unsupported: more than 4 GiB of workgroup memory");
     return -EINVAL;
@@ -612,11 +672,13 @@ static void vxl__strip_value(MlirValue v) {
 
 static MlirWalkResult vxl__strip_cb(MlirOperation op, void *ud) {
   (void)ud;
-  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) vxl__strip_value(mlirOperationGetResult(op, i));
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++)
+    vxl__strip_value(mlirOperationGetResult(op, i));
   for (intptr_t r = 0; r < mlirOperationGetNumRegions(op); r++)
     for (MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r)); !mlirBlockIsNull(b);
          b = mlirBlockGetNextInRegion(b))
-      for (intptr_t i = 0; i < mlirBlockGetNumArguments(b); i++) vxl__strip_value(mlirBlockGetArgument(b, i));
+      for (intptr_t i = 0; i < mlirBlockGetNumArguments(b); i++)
+        vxl__strip_value(mlirBlockGetArgument(b, i));
   return MlirWalkResultAdvance;
 }
 
@@ -627,7 +689,6 @@ static void vxl__note_dims(vxl__kernel_info *k, MlirStringRef name, int dim) {
       vxl__streq(name, "gpu.global_id"))
     if ((uint32_t)dim + 1 > k->grid_dims) k->grid_dims = (uint32_t)dim + 1;
 }
-
 
 /* gpu.printf "fmt" %a... -> vx_printf(fmt, a...) (Vortex's device printf,
  * vx_print.h).  Each call site gets a helper, parsed from text, that holds
@@ -695,9 +756,13 @@ static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
   vxl__buf_append(vxl__str(") -> i32\n"), &b);
   EMITF("  return\n}\n}\n");
 #undef EMITF
-  for (intptr_t i = 0; i < n; i++) free(types[i]);
+  for (intptr_t i = 0; i < n; i++)
+    free(types[i]);
   free(fmt);
-  if (b.oom) { free(b.p); return -ENOMEM; }
+  if (b.oom) {
+    free(b.p);
+    return -ENOMEM;
+  }
   MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(b.p));
   free(b.p);
   if (mlirModuleIsNull(wrap)) {
@@ -707,7 +772,8 @@ static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
   /* move the global and the helper (and vx_printf's declaration, once) */
   MlirBlock mb = mlirModuleGetBody(rw->mod);
   int have_decl = 0;
-  for (MlirOperation o = mlirBlockGetFirstOperation(mb); !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+  for (MlirOperation o = mlirBlockGetFirstOperation(mb); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o)) {
     MlirAttribute sn = mlirOperationGetAttributeByName(o, vxl__str("sym_name"));
     if (!mlirAttributeIsNull(sn) && vxl__streq(mlirStringAttrGetValue(sn), "vx_printf")) have_decl = 1;
   }
@@ -724,7 +790,8 @@ static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
   char helper[64];
   snprintf(helper, sizeof helper, "__vxl_printf%u", id);
   MlirValue ops[16];
-  for (intptr_t i = 0; i < n; i++) ops[i] = mlirOperationGetOperand(op, i);
+  for (intptr_t i = 0; i < n; i++)
+    ops[i] = mlirOperationGetOperand(op, i);
   vxl__call(ctx, loc, mlirOperationGetBlock(op), op, helper, n, ops, 0, NULL);
   mlirOperationDestroy(op);
   return 0;
@@ -737,11 +804,16 @@ static int vxl__rewrite_gpu_op(vxl__rw *rw, MlirOperation op, vxl__kernel_info *
   MlirLocation loc = mlirOperationGetLocation(op);
   MlirBlock blk = mlirOperationGetBlock(op);
   const char *helper = NULL;
-  if (vxl__streq(name, "gpu.thread_id")) helper = "__vxl_thread_id";
-  else if (vxl__streq(name, "gpu.block_id")) helper = "__vxl_block_id";
-  else if (vxl__streq(name, "gpu.block_dim")) helper = "__vxl_block_dim";
-  else if (vxl__streq(name, "gpu.grid_dim")) helper = "__vxl_grid_dim";
-  else if (vxl__streq(name, "gpu.global_id")) helper = "__vxl_global_id";
+  if (vxl__streq(name, "gpu.thread_id"))
+    helper = "__vxl_thread_id";
+  else if (vxl__streq(name, "gpu.block_id"))
+    helper = "__vxl_block_id";
+  else if (vxl__streq(name, "gpu.block_dim"))
+    helper = "__vxl_block_dim";
+  else if (vxl__streq(name, "gpu.grid_dim"))
+    helper = "__vxl_grid_dim";
+  else if (vxl__streq(name, "gpu.global_id"))
+    helper = "__vxl_global_id";
 
   if (helper) {
     int dim = vxl__dimension(op);
@@ -819,24 +891,33 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
     k->nargs = (uint32_t)nin;
     k->arg_types = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_types);
     k->grid_dims = 1;
-    if (!k->name || !k->arg_types) { free(ins); return -ENOMEM; }
+    if (!k->name || !k->arg_types) {
+      free(ins);
+      return -ENOMEM;
+    }
     MlirAttribute kb = mlirOperationGetAttributeByName(gf, vxl__str("gpu.known_block_size"));
     if (mlirAttributeIsNull(kb)) /* outlined gpu.launch bodies carry it as an inherent attribute */
       kb = mlirOperationGetAttributeByName(gf, vxl__str("known_block_size"));
-    if (!mlirAttributeIsNull(kb) && mlirAttributeIsADenseI32Array(kb) && mlirDenseArrayGetNumElements(kb) == 3)
-      for (int i = 0; i < 3; i++) k->known_block[i] = (uint32_t)mlirDenseI32ArrayGetElement(kb, i);
+    if (!mlirAttributeIsNull(kb) && mlirAttributeIsADenseI32Array(kb) &&
+        mlirDenseArrayGetNumElements(kb) == 3)
+      for (int i = 0; i < 3; i++)
+        k->known_block[i] = (uint32_t)mlirDenseI32ArrayGetElement(kb, i);
   }
   for (intptr_t i = 0; i < nin; i++) {
     MlirType t = mlirFunctionTypeGetInput(fty, i);
     ins[i] = t;
     if (k) {
       k->arg_types[i] = vxl__type_str(t);
-      if (!k->arg_types[i]) { free(ins); return -ENOMEM; }
-      if (mlirTypeIsAMemRef(t)) ins[i] = ptr;
-      else if (!(mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) || mlirTypeIsAF32(t) ||
-                 mlirTypeIsAF64(t) || mlirTypeIsAF16(t) || mlirTypeIsALLVMPointerType(t))) {
-        vxl__diag_at(rw->d, loc, "unsupported: kernel @%.*s argument %ld of type %s",
-                     (int)fname.length, fname.data, (long)i, k->arg_types[i]);
+      if (!k->arg_types[i]) {
+        free(ins);
+        return -ENOMEM;
+      }
+      if (mlirTypeIsAMemRef(t))
+        ins[i] = ptr;
+      else if (!(mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t) ||
+                 mlirTypeIsAF16(t) || mlirTypeIsALLVMPointerType(t))) {
+        vxl__diag_at(rw->d, loc, "unsupported: kernel @%.*s argument %ld of type %s", (int)fname.length,
+                     fname.data, (long)i, k->arg_types[i]);
         free(ins);
         return -EINVAL;
       }
@@ -846,8 +927,12 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
   if (mlirFunctionTypeGetNumResults(fty) > 0) {
     intptr_t nr = mlirFunctionTypeGetNumResults(fty);
     MlirType *rs = calloc((size_t)nr, sizeof *rs);
-    if (!rs) { free(ins); return -ENOMEM; }
-    for (intptr_t i = 0; i < nr; i++) rs[i] = mlirFunctionTypeGetResult(fty, i);
+    if (!rs) {
+      free(ins);
+      return -ENOMEM;
+    }
+    for (intptr_t i = 0; i < nr; i++)
+      rs[i] = mlirFunctionTypeGetResult(fty, i);
     nfty = mlirFunctionTypeGet(ctx, nin, ins, nr, rs);
     free(rs);
   }
@@ -894,7 +979,10 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
    * see the ops it mutates). */
   vxl__ops ops = {0};
   mlirOperationWalk(ff, vxl__collect_cb, &ops, MlirWalkPreOrder);
-  if (ops.oom) { free(ops.v); return -ENOMEM; }
+  if (ops.oom) {
+    free(ops.v);
+    return -ENOMEM;
+  }
   for (size_t i = 0; i < ops.n && rc == 0; i++) {
     MlirStringRef n = vxl__op_name(ops.v[i]);
     if (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) rc = vxl__rewrite_gpu_op(rw, ops.v[i], k);
@@ -902,7 +990,6 @@ static int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k)
   free(ops.v);
   return rc;
 }
-
 
 /* Erases the prelude's __vxl_* functions that nothing calls (the prelude
  * holds every helper; a typical kernel uses a few), saving their trip
@@ -923,7 +1010,8 @@ static void vxl__prune_prelude(MlirModule mod) {
       if (callee.length) all.v[ncallees++] = all.v[i];
     }
     MlirStringRef *callees = malloc((ncallees ? ncallees : 1) * sizeof *callees);
-    for (size_t i = 0; callees && i < ncallees; i++) callees[i] = vxl__callee(all.v[i]);
+    for (size_t i = 0; callees && i < ncallees; i++)
+      callees[i] = vxl__callee(all.v[i]);
     free(all.v);
     if (!callees) return;
     for (MlirOperation f = mlirBlockGetFirstOperation(mlirModuleGetBody(mod)); !mlirOperationIsNull(f);) {
@@ -932,7 +1020,8 @@ static void vxl__prune_prelude(MlirModule mod) {
       MlirStringRef name = mlirAttributeIsNull(sn) ? (MlirStringRef){"", 0} : mlirStringAttrGetValue(sn);
       if (vxl__op_is(f, "func.func") && name.length > 6 && memcmp(name.data, "__vxl_", 6) == 0) {
         int used = 0;
-        for (size_t i = 0; i < ncallees && !used; i++) used = mlirStringRefEqual(callees[i], name);
+        for (size_t i = 0; i < ncallees && !used; i++)
+          used = mlirStringRefEqual(callees[i], name);
         if (!used) {
           mlirOperationDestroy(f);
           erased = 1;
@@ -959,7 +1048,10 @@ static int vxl__needs_full_pipeline(MlirStringRef n) {
 static int vxl__check_supported(vxl__rw *rw, MlirOperation root) {
   vxl__ops ops = {0};
   mlirOperationWalk(root, vxl__collect_cb, &ops, MlirWalkPreOrder);
-  if (ops.oom) { free(ops.v); return -ENOMEM; }
+  if (ops.oom) {
+    free(ops.v);
+    return -ENOMEM;
+  }
   int bad = 0;
   for (size_t i = 0; i < ops.n; i++) {
     MlirOperation op = ops.v[i];
@@ -981,14 +1073,16 @@ static int vxl__has_op(MlirOperation root, const char *name) {
   vxl__ops ops = {0};
   mlirOperationWalk(root, vxl__collect_cb, &ops, MlirWalkPreOrder);
   int found = 0;
-  for (size_t i = 0; i < ops.n && !found; i++) found = vxl__streq(vxl__op_name(ops.v[i]), name);
+  for (size_t i = 0; i < ops.n && !found; i++)
+    found = vxl__streq(vxl__op_name(ops.v[i]), name);
   free(ops.v);
   return found;
 }
 
 /* True for a function declaration (a function op whose body is empty). */
 static int vxl__is_declaration(MlirOperation op) {
-  return mlirOperationGetNumRegions(op) > 0 && mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
+  return mlirOperationGetNumRegions(op) > 0 &&
+         mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
 }
 
 /* A symbol defined by op at the top of a gpu.module that could clash with
@@ -996,7 +1090,8 @@ static int vxl__is_declaration(MlirOperation op) {
  * (body-less llvm.func / func.func), which name the same outside symbol. */
 static MlirStringRef vxl__own_symbol(MlirOperation op) {
   MlirAttribute s = mlirOperationGetAttributeByName(op, mlirSymbolTableGetSymbolAttributeName());
-  if (mlirAttributeIsNull(s) || !mlirAttributeIsAString(s) || vxl__is_declaration(op)) return (MlirStringRef){"", 0};
+  if (mlirAttributeIsNull(s) || !mlirAttributeIsAString(s) || vxl__is_declaration(op))
+    return (MlirStringRef){"", 0};
   return mlirStringAttrGetValue(s);
 }
 
@@ -1036,7 +1131,11 @@ static int vxl__qualify_clashes(MlirContext ctx, MlirOperation top) {
       break;
     }
     char *old = strndup(sym.data, sym.length); /* sym dies with the attribute replaced below */
-    if (!old) { free(name); rc = -ENOMEM; break; }
+    if (!old) {
+      free(name);
+      rc = -ENOMEM;
+      break;
+    }
     mlirSymbolTableReplaceAllSymbolUses(vxl__str(old), vxl__str(name), clash.v[i + 1]);
     mlirOperationSetAttributeByName(clash.v[i], mlirSymbolTableGetSymbolAttributeName(),
                                     mlirStringAttrGet(ctx, vxl__str(name)));
@@ -1049,9 +1148,8 @@ static int vxl__qualify_clashes(MlirContext ctx, MlirOperation top) {
   return rc;
 }
 
-int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
-                               const char *source_name, const vxl_options *opts,
-                               vxl__diags *d, MlirModule *out_module,
+int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                               const vxl_options *opts, vxl__diags *d, MlirModule *out_module,
                                vxl__kernel_info **kinfo_out, uint32_t *nkernels_out) {
   MlirContext ctx = c->ctx;
   char *text = malloc(len + 1);
@@ -1063,10 +1161,13 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   /* mlir-opt test files hold several modules separated by "// -----" */
   for (size_t i = 0, line = 1; i < len; line++) {
     size_t e = i;
-    while (e < len && text[e] != '\n') e++;
+    while (e < len && text[e] != '\n')
+      e++;
     if (e - i >= 8 && memcmp(text + i, "// -----", 8) == 0) {
-      vxl__diag_add(d, "%s:%zu:1: error: unsupported: split-input-file marker '// -----' (an mlir-opt test "
-                       "convention); compile each section as its own file", source_name, line);
+      vxl__diag_add(d,
+                    "%s:%zu:1: error: unsupported: split-input-file marker '// -----' (an mlir-opt test "
+                    "convention); compile each section as its own file",
+                    source_name, line);
       free(text);
       return -EINVAL;
     }
@@ -1084,7 +1185,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     parsed = mlirModuleFromOperation(one);
   } else {
     if (!mlirOperationIsNull(one)) mlirOperationDestroy(one);
-    while (d->n > ndiags) free(d->v[--d->n]); /* the second parse says it again */
+    while (d->n > ndiags)
+      free(d->v[--d->n]); /* the second parse says it again */
     parsed = mlirModuleCreateParse(ctx, (MlirStringRef){text, len});
   }
   free(text);
@@ -1119,7 +1221,9 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
   MlirBlock mbody = mlirModuleGetBody(mod);
   vxl__rw rw = {.c = c, .mod = mod, .d = d};
-  rw.sg = (vxl__subgroups){.ctx = ctx, .mod = mod, .d = d,
+  rw.sg = (vxl__subgroups){.ctx = ctx,
+                           .mod = mod,
+                           .d = d,
                            .warp_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE,
                            .shuffle_insns = opts->shuffle_insns};
 
@@ -1162,8 +1266,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
             continue;
           }
           vxl__diag_at(d, mlirOperationGetLocation(inner),
-                       "unsupported: symbol @%.*s means two different things in two gpu.modules", (int)sn.length,
-                       sn.data);
+                       "unsupported: symbol @%.*s means two different things in two gpu.modules",
+                       (int)sn.length, sn.data);
           rc = -EINVAL;
         }
         mlirOperationRemoveFromParent(inner);
@@ -1193,7 +1297,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
       MlirStringRef n = vxl__op_name(stray);
       vxl__diag_at(d, mlirOperationGetLocation(stray),
                    "unsupported: %.*s outside a gpu.func kernel: no kernels in this module (vortexd "
-                   "compiles the kernels of gpu.modules)", (int)n.length, n.data);
+                   "compiles the kernels of gpu.modules)",
+                   (int)n.length, n.data);
     } else {
       vxl__diag_add(d, "%s:1:1: error: no kernels: the module has no gpu.func with the kernel attribute",
                     source_name);
@@ -1207,8 +1312,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   /* The Vortex device ABI helpers. */
   if (rc == 0) {
     MlirModule prelude = c->prelude_hw;
-    for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(prelude));
-         !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+    for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(prelude)); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op))
       mlirBlockAppendOwnedOperation(mbody, mlirOperationClone(op));
   }
 
@@ -1228,7 +1333,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
   free(funcs.v);
   if (rc == 0 && rw.sg.uses_scratch) { /* main gives each group this much more local memory */
     char gtext[160];
-    snprintf(gtext, sizeof gtext, "module {\nllvm.mlir.global internal constant @" VXL_SCRATCH_SYMBOL "(%u : i32) : i32\n}\n",
+    snprintf(gtext, sizeof gtext,
+             "module {\nllvm.mlir.global internal constant @" VXL_SCRATCH_SYMBOL "(%u : i32) : i32\n}\n",
              VXL_SCRATCH_BYTES_PER_THREAD);
     MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(gtext));
     if (mlirModuleIsNull(wrap)) {
@@ -1244,7 +1350,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
 
   /* Divergence: loops as scf.while, then split/join and pred placement in
    * every function but the prelude's (vxl_divergence.c). */
-  if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_prep, mlirModuleGetOperation(mod)))) {
+  if (rc == 0 &&
+      mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_prep, mlirModuleGetOperation(mod)))) {
     vxl__diag_add(d, "%s: error: internal: scf-for-to-while failed", source_name);
     rc = -EINVAL;
   }
@@ -1258,7 +1365,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
       continue; /* a declaration */
     int is_kernel = 0;
     for (uint32_t i = 0; i < nkernels && kinfo; i++)
-      is_kernel |= strlen(kinfo[i].name) == fname.length && memcmp(kinfo[i].name, fname.data, fname.length) == 0;
+      is_kernel |=
+          strlen(kinfo[i].name) == fname.length && memcmp(kinfo[i].name, fname.data, fname.length) == 0;
     unsigned splits = 0, preds = 0;
     rc = vxl__insert_divergence(ctx, op, is_kernel, d, &splits, &preds);
   }
@@ -1297,7 +1405,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len,
     free(ops.v);
   }
   if (rc) {
-    for (uint32_t i = 0; kinfo && i < nkernels; i++) vxl__kernel_info_clear(&kinfo[i]);
+    for (uint32_t i = 0; kinfo && i < nkernels; i++)
+      vxl__kernel_info_clear(&kinfo[i]);
     free(kinfo);
     mlirModuleDestroy(mod);
     return rc;

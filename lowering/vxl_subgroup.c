@@ -85,7 +85,8 @@ static int vxl__add_text(vxl__subgroups *sg, MlirLocation loc, const char *text)
   for (MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap)); !mlirOperationIsNull(o);) {
     MlirOperation next = mlirOperationGetNextInBlock(o);
     /* declarations of prelude helpers were only there to verify the text */
-    int decl = vxl__name_is(o, "func.func") && mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0)));
+    int decl = vxl__name_is(o, "func.func") &&
+               mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0)));
     if (!decl) {
       mlirOperationRemoveFromParent(o);
       mlirBlockAppendOwnedOperation(mb, o);
@@ -97,12 +98,12 @@ static int vxl__add_text(vxl__subgroups *sg, MlirLocation loc, const char *text)
 }
 
 /* Declarations of the prelude helpers the generated text calls. */
-#define VXL__SG_DECLS                                                           \
-  "func.func private @__vxl_linear_tid() -> i32\n"                              \
-  "func.func private @__vxl_block_threads() -> i32\n"                           \
-  "func.func private @__vxl_scratch_base() -> !llvm.ptr\n"                      \
-  "func.func private @__vxl_fence()\n"                                          \
-  "func.func private @__vxl_barrier()\n"                                        \
+#define VXL__SG_DECLS                                                                                        \
+  "func.func private @__vxl_linear_tid() -> i32\n"                                                           \
+  "func.func private @__vxl_block_threads() -> i32\n"                                                        \
+  "func.func private @__vxl_scratch_base() -> !llvm.ptr\n"                                                   \
+  "func.func private @__vxl_fence()\n"                                                                       \
+  "func.func private @__vxl_barrier()\n"                                                                     \
   "func.func private @__vxl_active_threads() -> i32\n"
 
 /* Whether values of type t can travel through a scratch slot: integers of
@@ -116,12 +117,12 @@ static int vxl__slot_type(MlirType t) {
 static const char *vxl__reduce_op(const char *kind, MlirType t) {
   int f = !mlirTypeIsAInteger(t);
   static const char *const map[][3] = {
-      {"add", "arith.addi", "arith.addf"},       {"mul", "arith.muli", "arith.mulf"},
-      {"and", "arith.andi", NULL},               {"or", "arith.ori", NULL},
-      {"xor", "arith.xori", NULL},               {"minui", "arith.minui", NULL},
-      {"minsi", "arith.minsi", NULL},            {"maxui", "arith.maxui", NULL},
-      {"maxsi", "arith.maxsi", NULL},            {"minnumf", NULL, "arith.minnumf"},
-      {"maxnumf", NULL, "arith.maxnumf"},        {"minimumf", NULL, "arith.minimumf"},
+      {"add", "arith.addi", "arith.addf"},  {"mul", "arith.muli", "arith.mulf"},
+      {"and", "arith.andi", NULL},          {"or", "arith.ori", NULL},
+      {"xor", "arith.xori", NULL},          {"minui", "arith.minui", NULL},
+      {"minsi", "arith.minsi", NULL},       {"maxui", "arith.maxui", NULL},
+      {"maxsi", "arith.maxsi", NULL},       {"minnumf", NULL, "arith.minnumf"},
+      {"maxnumf", NULL, "arith.maxnumf"},   {"minimumf", NULL, "arith.minimumf"},
       {"maximumf", NULL, "arith.maximumf"},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -131,8 +132,8 @@ static const char *vxl__reduce_op(const char *kind, MlirType t) {
 
 /* Replaces op's result i by a value of the same type computed from v of
  * type index when `was_index` (v is i32), else v. */
-static MlirValue vxl__from_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before, MlirValue v,
-                               MlirType want) {
+static MlirValue vxl__from_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before,
+                               MlirValue v, MlirType want) {
   if (!mlirTypeIsAIndex(want)) return v;
   MlirOperationState st = mlirOperationStateGet(vxl__s("arith.index_cast"), loc);
   mlirOperationStateAddOperands(&st, 1, &v);
@@ -142,7 +143,8 @@ static MlirValue vxl__from_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk,
   return mlirOperationGetResult(c, 0);
 }
 
-static MlirValue vxl__to_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before, MlirValue v) {
+static MlirValue vxl__to_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before,
+                             MlirValue v) {
   if (!mlirTypeIsAIndex(mlirValueGetType(v))) return v;
   MlirType i32 = mlirIntegerTypeGet(ctx, 32);
   MlirOperationState st = mlirOperationStateGet(vxl__s("arith.index_cast"), loc);
@@ -166,7 +168,8 @@ static void vxl__replace_by_call(vxl__subgroups *sg, MlirOperation op, const cha
     types[i] = mlirValueGetType(mlirOperationGetResult(op, i));
     if (mlirTypeIsAIndex(types[i])) types[i] = i32;
   }
-  for (intptr_t i = 0; i < nargs; i++) args[i] = vxl__to_i32(sg->ctx, loc, blk, op, args[i]);
+  for (intptr_t i = 0; i < nargs; i++)
+    args[i] = vxl__to_i32(sg->ctx, loc, blk, op, args[i]);
   MlirOperation call = vxl__func_call(sg->ctx, loc, name, nargs, args, nres, types);
   mlirBlockInsertOwnedOperationBefore(blk, op, call);
   for (intptr_t i = 0; i < nres; i++) {
@@ -180,7 +183,8 @@ static void vxl__replace_by_call(vxl__subgroups *sg, MlirOperation op, const cha
 /* t with every "%$" replaced by "%" prefix (malloc(); NULL on OOM). */
 static char *vxl__subst(const char *t, const char *prefix) {
   size_t n = 0, pl = strlen(prefix);
-  for (const char *p = t; *p; p++) n += (p[0] == '%' && p[1] == '$') ? pl : 1;
+  for (const char *p = t; *p; p++)
+    n += (p[0] == '%' && p[1] == '$') ? pl : 1;
   char *out = malloc(n + 1), *o = out;
   if (!out) return NULL;
   for (const char *p = t; *p; p++) {
@@ -204,8 +208,8 @@ static char *vxl__subst(const char *t, const char *prefix) {
  * T values: an arith op, or the function of that name when op_is_func.
  * Every value of the loop is named with `prefix`, so several loops fit in
  * one function.  malloc(); NULL on OOM. */
-static char *vxl__fold_text(const char *T, const char *op, int op_is_func, const char *bound, const char *include,
-                            const char *slot, const char *result, const char *prefix) {
+static char *vxl__fold_text(const char *T, const char *op, int op_is_func, const char *bound,
+                            const char *include, const char *slot, const char *result, const char *prefix) {
   char comb[256], *tmpl = NULL;
   if (op_is_func)
     snprintf(comb, sizeof comb, "%%$c = func.call @%s(%%$acc, %%$x) : (%s, %s) -> %s", op, T, T, T);
@@ -216,7 +220,8 @@ static char *vxl__fold_text(const char *T, const char *op, int op_is_func, const
                    "  %%$st = arith.constant 1 : index\n"
                    "  %%$hi = arith.index_cast %s : i32 to index\n"
                    "  %%$no = arith.constant false\n"
-                   "  %%%s:2 = scf.for %%$ji = %%$lo to %%$hi step %%$st iter_args(%%$acc = %%v, %%$have = %%$no) -> (%s, i1) {\n"
+                   "  %%%s:2 = scf.for %%$ji = %%$lo to %%$hi step %%$st iter_args(%%$acc = %%v, %%$have = "
+                   "%%$no) -> (%s, i1) {\n"
                    "    %%$j = arith.index_cast %%$ji : index to i32\n"
                    "%s"
                    "%s"
@@ -244,7 +249,8 @@ static int vxl__install(vxl__subgroups *sg, MlirOperation op, char *text, const 
   if (rc) return rc;
   sg->uses_scratch = 1;
   MlirValue args[3];
-  for (intptr_t i = 0; i < nargs && i < 3; i++) args[i] = mlirOperationGetOperand(op, i);
+  for (intptr_t i = 0; i < nargs && i < 3; i++)
+    args[i] = mlirOperationGetOperand(op, i);
   vxl__replace_by_call(sg, op, name, nargs, args);
   return 0;
 }
@@ -254,15 +260,20 @@ static int vxl__install(vxl__subgroups *sg, MlirOperation op, char *text, const 
  * pieces (malloc(); NULL when T is not one it handles). */
 static char *vxl__shuffle_insn_text(MlirType t, const char *T, int f) {
   char asmop[96];
-  snprintf(asmop, sizeof asmop, "llvm.inline_asm has_side_effects \".insn r 0x0B, %d, 1, $0, $1, $2\", \"=r,r,r\"", f);
+  snprintf(asmop, sizeof asmop,
+           "llvm.inline_asm has_side_effects \".insn r 0x0B, %d, 1, $0, $1, $2\", \"=r,r,r\"", f);
   char *s = NULL;
   int n = -1;
-  unsigned bits = mlirTypeIsAInteger(t) ? mlirIntegerTypeGetWidth(t) : mlirTypeIsAF64(t) ? 64 : mlirTypeIsAF32(t) ? 32 : 16;
+  unsigned bits = mlirTypeIsAInteger(t) ? mlirIntegerTypeGetWidth(t)
+                  : mlirTypeIsAF64(t)   ? 64
+                  : mlirTypeIsAF32(t)   ? 32
+                                        : 16;
   const char *to_int = mlirTypeIsAInteger(t) ? "" : "  %vi = arith.bitcast %v : %s to i%u\n";
   const char *src = mlirTypeIsAInteger(t) ? "%v" : "%vi";
   char conv[96] = "", back[96] = "";
   if (*to_int) snprintf(conv, sizeof conv, "  %%vi = arith.bitcast %%v : %s to i%u\n", T, bits);
-  if (!mlirTypeIsAInteger(t)) snprintf(back, sizeof back, "  %%x = arith.bitcast %%xi : i%u to %s\n", bits, T);
+  if (!mlirTypeIsAInteger(t))
+    snprintf(back, sizeof back, "  %%x = arith.bitcast %%xi : i%u to %s\n", bits, T);
   const char *res = mlirTypeIsAInteger(t) ? "%x" : "%xi";
   if (bits == 32) {
     n = asprintf(&s, "%s  %s = %s %s, %%bc : (i32, i32) -> i32\n%s", conv, res, asmop, src, back);
@@ -343,14 +354,15 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
                              "  return %%x, %%valid : %s, i1\n"
                              "}\n}\n",
                              name2, T, T, sg->warp_size, src, move, T)
-                     : -1;
+                  : -1;
     free(move);
     free(T);
     if (n2 < 0) return -ENOMEM;
     int rc2 = vxl__add_text(sg, loc, text);
     free(text);
     if (rc2) return rc2;
-    MlirValue args[3] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1), mlirOperationGetOperand(op, 2)};
+    MlirValue args[3] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1),
+                         mlirOperationGetOperand(op, 2)};
     vxl__replace_by_call(sg, op, name2, 3, args);
     return 0;
   }
@@ -396,7 +408,8 @@ static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
   }
   MlirType vt = mlirTypeIsAIndex(t) ? mlirIntegerTypeGet(sg->ctx, 32) : t;
   const char *aop = vxl__slot_type(vt) ? vxl__reduce_op(kind, vt) : NULL;
-  int64_t csize = vxl__int_attr(op, "cluster_size", sg->warp_size), cstride = vxl__int_attr(op, "cluster_stride", 1);
+  int64_t csize = vxl__int_attr(op, "cluster_size", sg->warp_size),
+          cstride = vxl__int_attr(op, "cluster_stride", 1);
   if (!aop) {
     char *ts = vxl__type_str(t);
     vxl__diag_at(sg->d, loc, "unsupported: gpu.subgroup_reduce %s of %s", kind, ts ? ts : "this type");
@@ -405,7 +418,8 @@ static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
   }
   if (csize < 1 || cstride < 1 || (csize & (csize - 1)) || (cstride & (cstride - 1)) ||
       csize * cstride > (int64_t)sg->warp_size) {
-    vxl__diag_at(sg->d, loc, "unsupported: gpu.subgroup_reduce clusters of %lld lanes %lld apart in a %u-thread warp",
+    vxl__diag_at(sg->d, loc,
+                 "unsupported: gpu.subgroup_reduce clusters of %lld lanes %lld apart in a %u-thread warp",
                  (long long)csize, (long long)cstride, sg->warp_size);
     return -EINVAL;
   }
@@ -429,8 +443,7 @@ static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
                      "    %$slot = arith.select %$inc, %$from, %lin : i32\n";
   fold = vxl__fold_text(T, aop, 0, "%w", include, slot, "r", "f_");
   int n = fold ? asprintf(&text,
-                          "module {\n" VXL__SG_DECLS
-                          "func.func private @%s(%%v: %s) -> %s {\n"
+                          "module {\n" VXL__SG_DECLS "func.func private @%s(%%v: %s) -> %s {\n"
                           "  %%zero = arith.constant 0 : i32\n"
                           "  %%one = arith.constant 1 : i32\n"
                           "  %%w = arith.constant %u : i32\n"
@@ -450,8 +463,8 @@ static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
                           "  func.call @__vxl_fence() : () -> ()\n"
                           "  return %%r#0 : %s\n"
                           "}\n}\n",
-                          name, T, T, sg->warp_size, (long long)~(csize * cstride - 1), (long long)(cstride - 1), T,
-                          fold, T)
+                          name, T, T, sg->warp_size, (long long)~(csize * cstride - 1),
+                          (long long)(cstride - 1), T, fold, T)
                : -1;
   free(T);
   free(fold);
@@ -465,8 +478,10 @@ static int vxl__region_to_func(vxl__subgroups *sg, MlirOperation op, MlirType t,
   MlirLocation loc = mlirOperationGetLocation(op);
   MlirRegion r = mlirOperationGetRegion(op, 0);
   MlirBlock b = mlirRegionGetFirstBlock(r);
-  if (mlirBlockIsNull(b) || !mlirBlockIsNull(mlirBlockGetNextInRegion(b)) || mlirBlockGetNumArguments(b) != 2) {
-    vxl__diag_at(sg->d, loc, "unsupported: gpu.all_reduce without an operation or a one-block region of two arguments");
+  if (mlirBlockIsNull(b) || !mlirBlockIsNull(mlirBlockGetNextInRegion(b)) ||
+      mlirBlockGetNumArguments(b) != 2) {
+    vxl__diag_at(sg->d, loc,
+                 "unsupported: gpu.all_reduce without an operation or a one-block region of two arguments");
     return -EINVAL;
   }
   /* the region may only use its own values */
@@ -480,7 +495,10 @@ static int vxl__region_to_func(vxl__subgroups *sg, MlirOperation op, MlirType t,
                                                      : mlirOperationGetBlock(mlirOpResultGetOwner(v));
       int inside = 0;
       for (MlirBlock x = owner; !mlirBlockIsNull(x);) {
-        if (mlirBlockEqual(x, b)) { inside = 1; break; }
+        if (mlirBlockEqual(x, b)) {
+          inside = 1;
+          break;
+        }
         MlirOperation parent = mlirBlockGetParentOperation(x);
         if (mlirOperationIsNull(parent) || mlirOperationEqual(parent, op)) break;
         x = mlirOperationGetBlock(parent);
@@ -497,9 +515,11 @@ static int vxl__region_to_func(vxl__subgroups *sg, MlirOperation op, MlirType t,
   MlirType fty = mlirFunctionTypeGet(sg->ctx, 2, in, 1, &t);
   MlirOperationState st = mlirOperationStateGet(vxl__s("func.func"), loc);
   MlirNamedAttribute attrs[3] = {
-      mlirNamedAttributeGet(mlirIdentifierGet(sg->ctx, vxl__s("sym_name")), mlirStringAttrGet(sg->ctx, vxl__s(name))),
+      mlirNamedAttributeGet(mlirIdentifierGet(sg->ctx, vxl__s("sym_name")),
+                            mlirStringAttrGet(sg->ctx, vxl__s(name))),
       mlirNamedAttributeGet(mlirIdentifierGet(sg->ctx, vxl__s("function_type")), mlirTypeAttrGet(fty)),
-      mlirNamedAttributeGet(mlirIdentifierGet(sg->ctx, vxl__s("sym_visibility")), mlirStringAttrGet(sg->ctx, vxl__s("private"))),
+      mlirNamedAttributeGet(mlirIdentifierGet(sg->ctx, vxl__s("sym_visibility")),
+                            mlirStringAttrGet(sg->ctx, vxl__s("private"))),
   };
   mlirOperationStateAddAttributes(&st, 3, attrs);
   MlirRegion body = mlirRegionCreate();
@@ -555,35 +575,35 @@ static int vxl__lower_all_reduce(vxl__subgroups *sg, MlirOperation op) {
           : NULL;
   char decl[160] = "";
   if (is_func) snprintf(decl, sizeof decl, "func.func private @%s(%s, %s) -> %s\n", aop, T, T, T);
-  int n = (f1 && f2) ? asprintf(&text,
-                                "module {\n" VXL__SG_DECLS
-                                "%s"
-                                "func.func private @%s(%%v: %s) -> %s {\n"
-                                "  %%zero = arith.constant 0 : i32\n"
-                                "  %%one = arith.constant 1 : i32\n"
-                                "  %%w = arith.constant %u : i32\n"
-                                "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
-                                "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
-                                "  %%lane = arith.remui %%lin, %%w : i32\n"
-                                "  %%base = arith.subi %%lin, %%lane : i32\n"
-                                "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
-                                "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
-                                "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
-                                "  func.call @__vxl_barrier() : () -> ()\n"
-                                "%s"
-                                "  %%sub = arith.divui %%lin, %%w : i32\n"
-                                "  %%wm = arith.subi %%w, %%one : i32\n"
-                                "  %%nw = arith.addi %%n, %%wm : i32\n"
-                                "  %%nsub = arith.divui %%nw, %%w : i32\n"
-                                "  %%ps = arith.addi %%n, %%sub : i32\n"
-                                "  %%pp = llvm.getelementptr %%sb[%%ps] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
-                                "  llvm.store volatile %%part#0, %%pp : %s, !llvm.ptr\n"
-                                "  func.call @__vxl_barrier() : () -> ()\n"
-                                "%s"
-                                "  return %%r#0 : %s\n"
-                                "}\n}\n",
-                                decl, name, T, T, sg->warp_size, T, f1, T, f2, T)
-                          : -1;
+  int n = (f1 && f2)
+              ? asprintf(&text,
+                         "module {\n" VXL__SG_DECLS "%s"
+                         "func.func private @%s(%%v: %s) -> %s {\n"
+                         "  %%zero = arith.constant 0 : i32\n"
+                         "  %%one = arith.constant 1 : i32\n"
+                         "  %%w = arith.constant %u : i32\n"
+                         "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
+                         "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
+                         "  %%lane = arith.remui %%lin, %%w : i32\n"
+                         "  %%base = arith.subi %%lin, %%lane : i32\n"
+                         "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
+                         "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                         "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
+                         "  func.call @__vxl_barrier() : () -> ()\n"
+                         "%s"
+                         "  %%sub = arith.divui %%lin, %%w : i32\n"
+                         "  %%wm = arith.subi %%w, %%one : i32\n"
+                         "  %%nw = arith.addi %%n, %%wm : i32\n"
+                         "  %%nsub = arith.divui %%nw, %%w : i32\n"
+                         "  %%ps = arith.addi %%n, %%sub : i32\n"
+                         "  %%pp = llvm.getelementptr %%sb[%%ps] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                         "  llvm.store volatile %%part#0, %%pp : %s, !llvm.ptr\n"
+                         "  func.call @__vxl_barrier() : () -> ()\n"
+                         "%s"
+                         "  return %%r#0 : %s\n"
+                         "}\n}\n",
+                         decl, name, T, T, sg->warp_size, T, f1, T, f2, T)
+              : -1;
   free(T);
   free(f1);
   free(f2);
@@ -593,9 +613,12 @@ static int vxl__lower_all_reduce(vxl__subgroups *sg, MlirOperation op) {
 int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
   const char *simple = NULL;
-  if (vxl__name_is(op, "gpu.lane_id")) simple = "%l = arith.remui %lin, %w : i32\n  return %l : i32\n";
-  else if (vxl__name_is(op, "gpu.subgroup_id")) simple = "%s = arith.divui %lin, %w : i32\n  return %s : i32\n";
-  else if (vxl__name_is(op, "gpu.subgroup_size")) simple = "return %w : i32\n";
+  if (vxl__name_is(op, "gpu.lane_id"))
+    simple = "%l = arith.remui %lin, %w : i32\n  return %l : i32\n";
+  else if (vxl__name_is(op, "gpu.subgroup_id"))
+    simple = "%s = arith.divui %lin, %w : i32\n  return %s : i32\n";
+  else if (vxl__name_is(op, "gpu.subgroup_size"))
+    simple = "return %w : i32\n";
   else if (vxl__name_is(op, "gpu.num_subgroups"))
     simple = "%n = func.call @__vxl_block_threads() : () -> i32\n  %one = arith.constant 1 : i32\n"
              "  %wm = arith.subi %w, %one : i32\n  %t = arith.addi %n, %wm : i32\n"
@@ -604,8 +627,7 @@ int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {
     char name[48], *text = NULL;
     snprintf(name, sizeof name, "__vxl_sgq%u", sg->helpers++);
     if (asprintf(&text,
-                 "module {\n" VXL__SG_DECLS
-                 "func.func private @%s() -> i32 {\n"
+                 "module {\n" VXL__SG_DECLS "func.func private @%s() -> i32 {\n"
                  "  %%w = arith.constant %u : i32\n"
                  "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
                  "  %s}\n}\n",
@@ -618,9 +640,13 @@ int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {
     return 1;
   }
   int rc = 0;
-  if (vxl__name_is(op, "gpu.shuffle")) rc = vxl__lower_shuffle(sg, op);
-  else if (vxl__name_is(op, "gpu.subgroup_reduce")) rc = vxl__lower_subgroup_reduce(sg, op);
-  else if (vxl__name_is(op, "gpu.all_reduce")) rc = vxl__lower_all_reduce(sg, op);
-  else return 0;
+  if (vxl__name_is(op, "gpu.shuffle"))
+    rc = vxl__lower_shuffle(sg, op);
+  else if (vxl__name_is(op, "gpu.subgroup_reduce"))
+    rc = vxl__lower_subgroup_reduce(sg, op);
+  else if (vxl__name_is(op, "gpu.all_reduce"))
+    rc = vxl__lower_all_reduce(sg, op);
+  else
+    return 0;
   return rc < 0 ? rc : 1;
 }

@@ -28,8 +28,7 @@ const char *vxp_strerror(int err) {
 }
 
 static const char *const vxp__ops[] = {NULL, "hello", "compile", "fetch", "stats"};
-static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found",
-                                            "internal"};
+static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found", "internal"};
 
 const char *vxp_op_name(vxp_op op) {
   return (op >= VXP_OP_HELLO && op <= VXP_OP_STATS) ? vxp__ops[op] : NULL;
@@ -52,7 +51,8 @@ int vxp_frame_length(const uint8_t h[VXP_FRAME_HEADER_SIZE], uint32_t max_frame,
 void vxp_kernel_clear(vxp_kernel *k) {
   if (!k) return;
   free(k->name);
-  for (uint32_t i = 0; i < k->nargs; i++) free(k->args[i].type);
+  for (uint32_t i = 0; i < k->nargs; i++)
+    free(k->args[i].type);
   free(k->args);
   free(k->object);
   memset(k, 0, sizeof *k);
@@ -73,9 +73,11 @@ void vxp_response_clear(vxp_response *r) {
   free(r->message);
   free(r->server);
   free(r->key);
-  for (uint32_t i = 0; i < r->nkernels; i++) vxp_kernel_clear(&r->kernels[i]);
+  for (uint32_t i = 0; i < r->nkernels; i++)
+    vxp_kernel_clear(&r->kernels[i]);
   free(r->kernels);
-  for (uint32_t i = 0; i < r->ndiags; i++) free(r->diags[i]);
+  for (uint32_t i = 0; i < r->ndiags; i++)
+    free(r->diags[i]);
   free(r->diags);
   free(r->lowered_ir);
   memset(r, 0, sizeof *r);
@@ -158,7 +160,8 @@ static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k, bool with_
   vxp__kv_u64(pk, "grid_dims", k->grid_dims);
   vxp__str(pk, "known_block");
   msgpack_pack_array(pk, 3);
-  for (int i = 0; i < 3; i++) msgpack_pack_uint32(pk, k->known_block[i]);
+  for (int i = 0; i < 3; i++)
+    msgpack_pack_uint32(pk, k->known_block[i]);
   vxp__kv_u64(pk, "shared_bytes", k->shared_bytes);
   vxp__kv_u64(pk, "subgroup_size", k->subgroup_size);
   vxp__kv_u64(pk, "object_size", k->object_size);
@@ -275,10 +278,12 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     vxp__kv_bool(&pk, "cached", r->cached);
     vxp__str(&pk, "kernels");
     msgpack_pack_array(&pk, r->nkernels);
-    for (uint32_t i = 0; i < r->nkernels; i++) vxp__pack_kernel(&pk, &r->kernels[i], true);
+    for (uint32_t i = 0; i < r->nkernels; i++)
+      vxp__pack_kernel(&pk, &r->kernels[i], true);
     vxp__str(&pk, "diags");
     msgpack_pack_array(&pk, r->ndiags);
-    for (uint32_t i = 0; i < r->ndiags; i++) vxp__str(&pk, r->diags[i] ? r->diags[i] : "");
+    for (uint32_t i = 0; i < r->ndiags; i++)
+      vxp__str(&pk, r->diags[i] ? r->diags[i] : "");
     if (r->lowered_ir) vxp__kv_str(&pk, "ir", r->lowered_ir);
   }
   if (r->op == VXP_OP_STATS) {
@@ -341,9 +346,12 @@ static int vxp__strdup(const msgpack_object *v, char **out) {
 static int vxp__bindup(const msgpack_object *v, uint8_t **out, size_t *len) {
   const char *p;
   size_t n;
-  if (v->type == MSGPACK_OBJECT_BIN) p = v->via.bin.ptr, n = v->via.bin.size;
-  else if (v->type == MSGPACK_OBJECT_STR) p = v->via.str.ptr, n = v->via.str.size;
-  else return VXP_ETYPE;
+  if (v->type == MSGPACK_OBJECT_BIN)
+    p = v->via.bin.ptr, n = v->via.bin.size;
+  else if (v->type == MSGPACK_OBJECT_STR)
+    p = v->via.str.ptr, n = v->via.str.size;
+  else
+    return VXP_ETYPE;
   uint8_t *b = malloc(n ? n : 1);
   if (!b) return VXP_ENOMEM;
   memcpy(b, p, n);
@@ -355,13 +363,17 @@ static int vxp__bindup(const msgpack_object *v, uint8_t **out, size_t *len) {
 
 static int vxp__op(const msgpack_object *v, vxp_op *op) {
   for (int i = VXP_OP_HELLO; i <= VXP_OP_STATS; i++)
-    if (vxp__key(v, vxp__ops[i])) { *op = (vxp_op)i; return VXP_OK; }
+    if (vxp__key(v, vxp__ops[i])) {
+      *op = (vxp_op)i;
+      return VXP_OK;
+    }
   return v->type == MSGPACK_OBJECT_STR ? VXP_EFORMAT : VXP_ETYPE;
 }
 
 static uint64_t vxp__be(const uint8_t *p, int n) {
   uint64_t v = 0;
-  for (int i = 0; i < n; i++) v = (v << 8) | p[i];
+  for (int i = 0; i < n; i++)
+    v = (v << 8) | p[i];
   return v;
 }
 
@@ -381,29 +393,51 @@ static int vxp__precheck(const uint8_t *buf, size_t len) {
     uint64_t skip = 0, items = 0;
     int hdr = 0; /* length bytes after the type byte */
     if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) continue;
-    if ((b & 0xf0) == 0x80) items = 2u * (b & 0x0f);
-    else if ((b & 0xf0) == 0x90) items = b & 0x0f;
-    else if ((b & 0xe0) == 0xa0) skip = b & 0x1f;
-    else switch (b) {
-      case 0xc4: case 0xd9: hdr = 1; break;                 /* bin8, str8 */
-      case 0xc5: case 0xda: hdr = 2; break;                 /* bin16, str16 */
-      case 0xc6: case 0xdb: hdr = 4; break;                 /* bin32, str32 */
-      case 0xc7: hdr = 1; skip = 1; break;                  /* ext8: len, type */
-      case 0xc8: hdr = 2; skip = 1; break;
-      case 0xc9: hdr = 4; skip = 1; break;
-      case 0xca: skip = 4; break;                           /* float32 */
-      case 0xcb: skip = 8; break;                           /* float64 */
-      case 0xcc: case 0xd0: skip = 1; break;                /* (u)int8 */
-      case 0xcd: case 0xd1: skip = 2; break;
-      case 0xce: case 0xd2: skip = 4; break;
-      case 0xcf: case 0xd3: skip = 8; break;
-      case 0xd4: skip = 2; break;                           /* fixext 1..16 */
+    if ((b & 0xf0) == 0x80)
+      items = 2u * (b & 0x0f);
+    else if ((b & 0xf0) == 0x90)
+      items = b & 0x0f;
+    else if ((b & 0xe0) == 0xa0)
+      skip = b & 0x1f;
+    else
+      switch (b) {
+      case 0xc4:
+      case 0xd9: hdr = 1; break; /* bin8, str8 */
+      case 0xc5:
+      case 0xda: hdr = 2; break; /* bin16, str16 */
+      case 0xc6:
+      case 0xdb: hdr = 4; break; /* bin32, str32 */
+      case 0xc7:
+        hdr = 1;
+        skip = 1;
+        break; /* ext8: len, type */
+      case 0xc8:
+        hdr = 2;
+        skip = 1;
+        break;
+      case 0xc9:
+        hdr = 4;
+        skip = 1;
+        break;
+      case 0xca: skip = 4; break; /* float32 */
+      case 0xcb: skip = 8; break; /* float64 */
+      case 0xcc:
+      case 0xd0: skip = 1; break; /* (u)int8 */
+      case 0xcd:
+      case 0xd1: skip = 2; break;
+      case 0xce:
+      case 0xd2: skip = 4; break;
+      case 0xcf:
+      case 0xd3: skip = 8; break;
+      case 0xd4: skip = 2; break; /* fixext 1..16 */
       case 0xd5: skip = 3; break;
       case 0xd6: skip = 5; break;
       case 0xd7: skip = 9; break;
       case 0xd8: skip = 17; break;
-      case 0xdc: case 0xde:                                 /* array16, map16 */
-      case 0xdd: case 0xdf: {                               /* array32, map32 */
+      case 0xdc:
+      case 0xde: /* array16, map16 */
+      case 0xdd:
+      case 0xdf: { /* array32, map32 */
         int n = (b == 0xdc || b == 0xde) ? 2 : 4;
         if (len - pos < (size_t)n) return VXP_EFORMAT;
         items = vxp__be(buf + pos, n);
@@ -411,7 +445,7 @@ static int vxp__precheck(const uint8_t *buf, size_t len) {
         pos += (size_t)n;
         break;
       }
-      default: return VXP_EFORMAT;                          /* 0xc1: never used */
+      default: return VXP_EFORMAT; /* 0xc1: never used */
       }
     if (hdr) {
       if (len - pos < (size_t)hdr) return VXP_EFORMAT;
@@ -442,48 +476,76 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
   bool have_name = false;
   for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
     const msgpack_object *key = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
-    if (vxp__key(key, "name")) rc = vxp__strdup(v, &k->name), have_name = true;
-    else if (vxp__key(key, "args_size")) rc = vxp__u32(v, &k->args_size);
-    else if (vxp__key(key, "launch_offset")) rc = vxp__u32(v, &k->launch_offset);
-    else if (vxp__key(key, "buffer_size")) rc = vxp__u32(v, &k->buffer_size);
-    else if (vxp__key(key, "grid_dims")) rc = vxp__u32(v, &k->grid_dims);
-    else if (vxp__key(key, "shared_bytes")) rc = vxp__u32(v, &k->shared_bytes);
-    else if (vxp__key(key, "subgroup_size")) rc = vxp__u32(v, &k->subgroup_size);
+    if (vxp__key(key, "name"))
+      rc = vxp__strdup(v, &k->name), have_name = true;
+    else if (vxp__key(key, "args_size"))
+      rc = vxp__u32(v, &k->args_size);
+    else if (vxp__key(key, "launch_offset"))
+      rc = vxp__u32(v, &k->launch_offset);
+    else if (vxp__key(key, "buffer_size"))
+      rc = vxp__u32(v, &k->buffer_size);
+    else if (vxp__key(key, "grid_dims"))
+      rc = vxp__u32(v, &k->grid_dims);
+    else if (vxp__key(key, "shared_bytes"))
+      rc = vxp__u32(v, &k->shared_bytes);
+    else if (vxp__key(key, "subgroup_size"))
+      rc = vxp__u32(v, &k->subgroup_size);
     else if (vxp__key(key, "object_size")) {
       uint64_t x;
       rc = vxp__u64(v, &x);
       if (rc == VXP_OK && !k->object) k->object_size = (size_t)x;
-    } else if (vxp__key(key, "object")) rc = vxp__bindup(v, &k->object, &k->object_size);
+    } else if (vxp__key(key, "object"))
+      rc = vxp__bindup(v, &k->object, &k->object_size);
     else if (vxp__key(key, "known_block")) {
       if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 3) rc = VXP_ETYPE;
-      for (int j = 0; j < 3 && rc == VXP_OK; j++) rc = vxp__u32(&v->via.array.ptr[j], &k->known_block[j]);
+      for (int j = 0; j < 3 && rc == VXP_OK; j++)
+        rc = vxp__u32(&v->via.array.ptr[j], &k->known_block[j]);
     } else if (vxp__key(key, "args")) {
-      if (v->type != MSGPACK_OBJECT_ARRAY) { rc = VXP_ETYPE; break; }
+      if (v->type != MSGPACK_OBJECT_ARRAY) {
+        rc = VXP_ETYPE;
+        break;
+      }
       free(k->args);
       k->nargs = 0;
       k->args = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *k->args);
-      if (!k->args) { rc = VXP_ENOMEM; break; }
+      if (!k->args) {
+        rc = VXP_ENOMEM;
+        break;
+      }
       for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
         const msgpack_object *ao = &v->via.array.ptr[j];
         vxp_arg *a = &k->args[j];
         k->nargs = j + 1;
-        if (ao->type != MSGPACK_OBJECT_MAP) { rc = VXP_ETYPE; break; }
+        if (ao->type != MSGPACK_OBJECT_MAP) {
+          rc = VXP_ETYPE;
+          break;
+        }
         for (uint32_t m = 0; m < ao->via.map.size && rc == VXP_OK; m++) {
           const msgpack_object *ak = &ao->via.map.ptr[m].key, *av = &ao->via.map.ptr[m].val;
-          if (vxp__key(ak, "index")) rc = vxp__u32(av, &a->index);
-          else if (vxp__key(ak, "type")) rc = vxp__strdup(av, &a->type);
-          else if (vxp__key(ak, "size")) rc = vxp__u32(av, &a->size);
-          else if (vxp__key(ak, "align")) rc = vxp__u32(av, &a->align);
-          else if (vxp__key(ak, "offset")) rc = vxp__u32(av, &a->offset);
+          if (vxp__key(ak, "index"))
+            rc = vxp__u32(av, &a->index);
+          else if (vxp__key(ak, "type"))
+            rc = vxp__strdup(av, &a->type);
+          else if (vxp__key(ak, "size"))
+            rc = vxp__u32(av, &a->size);
+          else if (vxp__key(ak, "align"))
+            rc = vxp__u32(av, &a->align);
+          else if (vxp__key(ak, "offset"))
+            rc = vxp__u32(av, &a->offset);
           else if (vxp__key(ak, "kind")) {
-            if (vxp__key(av, "pointer")) a->kind = VXP_ARG_POINTER;
-            else if (vxp__key(av, "scalar")) a->kind = VXP_ARG_SCALAR;
-            else rc = VXP_ETYPE;
-          } else if (strict) rc = VXP_EUNKNOWNKEY;
+            if (vxp__key(av, "pointer"))
+              a->kind = VXP_ARG_POINTER;
+            else if (vxp__key(av, "scalar"))
+              a->kind = VXP_ARG_SCALAR;
+            else
+              rc = VXP_ETYPE;
+          } else if (strict)
+            rc = VXP_EUNKNOWNKEY;
         }
         if (rc == VXP_OK && !a->type) rc = VXP_EMISSING;
       }
-    } else if (strict) rc = VXP_EUNKNOWNKEY;
+    } else if (strict)
+      rc = VXP_EUNKNOWNKEY;
   }
   if (rc == VXP_OK && !have_name) rc = VXP_EMISSING;
   return rc;
@@ -511,31 +573,45 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
     if (vxp__key(&m->ptr[i].key, "id") && vxp__u64(&m->ptr[i].val, &r->id) == VXP_OK) have_id = true;
   for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++) {
     const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
-    if (vxp__key(k, "id")) rc = vxp__u64(v, &r->id);
-    else if (vxp__key(k, "op")) rc = vxp__op(v, &r->op), have_op = true;
-    else if (vxp__key(k, "proto")) rc = vxp__u32(v, &r->proto_version), have_proto = true;
-    else if (vxp__key(k, "client")) rc = vxp__strdup(v, &r->client);
-    else if (vxp__key(k, "source")) rc = vxp__bindup(v, &r->source, &r->source_len), have_src = true;
-    else if (vxp__key(k, "source_name")) rc = vxp__strdup(v, &r->source_name);
+    if (vxp__key(k, "id"))
+      rc = vxp__u64(v, &r->id);
+    else if (vxp__key(k, "op"))
+      rc = vxp__op(v, &r->op), have_op = true;
+    else if (vxp__key(k, "proto"))
+      rc = vxp__u32(v, &r->proto_version), have_proto = true;
+    else if (vxp__key(k, "client"))
+      rc = vxp__strdup(v, &r->client);
+    else if (vxp__key(k, "source"))
+      rc = vxp__bindup(v, &r->source, &r->source_len), have_src = true;
+    else if (vxp__key(k, "source_name"))
+      rc = vxp__strdup(v, &r->source_name);
     else if (vxp__key(k, "opt_level")) {
       rc = vxp__u32(v, &r->opt_level);
       if (rc == VXP_OK && r->opt_level > 3) rc = VXP_ETYPE;
-    } else if (vxp__key(k, "emit_ir")) rc = vxp__bool(v, &r->emit_ir);
-    else if (vxp__key(k, "shuffle_insns")) rc = vxp__bool(v, &r->shuffle_insns);
+    } else if (vxp__key(k, "emit_ir"))
+      rc = vxp__bool(v, &r->emit_ir);
+    else if (vxp__key(k, "shuffle_insns"))
+      rc = vxp__bool(v, &r->shuffle_insns);
     else if (vxp__key(k, "warp_size")) {
       rc = vxp__u32(v, &r->warp_size);
       if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))
         rc = VXP_ETYPE;
-    }
-    else if (vxp__key(k, "key")) rc = vxp__strdup(v, &r->key), have_key = true;
-    else if (vxp__key(k, "kernel")) rc = vxp__strdup(v, &r->kernel);
-    else rc = VXP_EUNKNOWNKEY;
+    } else if (vxp__key(k, "key"))
+      rc = vxp__strdup(v, &r->key), have_key = true;
+    else if (vxp__key(k, "kernel"))
+      rc = vxp__strdup(v, &r->kernel);
+    else
+      rc = VXP_EUNKNOWNKEY;
   }
   if (rc == VXP_OK) {
-    if (!have_id || !have_op) rc = VXP_EMISSING;
-    else if (r->op == VXP_OP_HELLO && !have_proto) rc = VXP_EMISSING;
-    else if (r->op == VXP_OP_COMPILE && !have_src) rc = VXP_EMISSING;
-    else if (r->op == VXP_OP_FETCH && !have_key) rc = VXP_EMISSING;
+    if (!have_id || !have_op)
+      rc = VXP_EMISSING;
+    else if (r->op == VXP_OP_HELLO && !have_proto)
+      rc = VXP_EMISSING;
+    else if (r->op == VXP_OP_COMPILE && !have_src)
+      rc = VXP_EMISSING;
+    else if (r->op == VXP_OP_FETCH && !have_key)
+      rc = VXP_EMISSING;
   }
   msgpack_unpacked_destroy(&u);
   if (rc) {
@@ -551,15 +627,24 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
   int rc = VXP_OK;
   for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
     const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
-    if (vxp__key(k, "hits")) rc = vxp__u64(v, &s->hits);
-    else if (vxp__key(k, "misses")) rc = vxp__u64(v, &s->misses);
-    else if (vxp__key(k, "compile_errors")) rc = vxp__u64(v, &s->compile_errors);
-    else if (vxp__key(k, "entries")) rc = vxp__u64(v, &s->entries);
-    else if (vxp__key(k, "bytes")) rc = vxp__u64(v, &s->bytes);
-    else if (vxp__key(k, "requests")) rc = vxp__u64(v, &s->requests);
-    else if (vxp__key(k, "workers")) rc = vxp__u64(v, &s->workers);
-    else if (vxp__key(k, "worker_restarts")) rc = vxp__u64(v, &s->worker_restarts);
-    else if (vxp__key(k, "uptime_ms")) rc = vxp__u64(v, &s->uptime_ms);
+    if (vxp__key(k, "hits"))
+      rc = vxp__u64(v, &s->hits);
+    else if (vxp__key(k, "misses"))
+      rc = vxp__u64(v, &s->misses);
+    else if (vxp__key(k, "compile_errors"))
+      rc = vxp__u64(v, &s->compile_errors);
+    else if (vxp__key(k, "entries"))
+      rc = vxp__u64(v, &s->entries);
+    else if (vxp__key(k, "bytes"))
+      rc = vxp__u64(v, &s->bytes);
+    else if (vxp__key(k, "requests"))
+      rc = vxp__u64(v, &s->requests);
+    else if (vxp__key(k, "workers"))
+      rc = vxp__u64(v, &s->workers);
+    else if (vxp__key(k, "worker_restarts"))
+      rc = vxp__u64(v, &s->worker_restarts);
+    else if (vxp__key(k, "uptime_ms"))
+      rc = vxp__u64(v, &s->uptime_ms);
   }
   return rc;
 }
@@ -572,33 +657,58 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
   const msgpack_object_map *m = &u.data.via.map;
   for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++) {
     const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
-    if (vxp__key(k, "id")) rc = vxp__u64(v, &r->id), have_id = true;
-    else if (vxp__key(k, "op")) rc = vxp__op(v, &r->op);
+    if (vxp__key(k, "id"))
+      rc = vxp__u64(v, &r->id), have_id = true;
+    else if (vxp__key(k, "op"))
+      rc = vxp__op(v, &r->op);
     else if (vxp__key(k, "status")) {
       rc = VXP_ETYPE;
       for (int s = 0; s <= VXP_STATUS_INTERNAL; s++)
-        if (vxp__key(v, vxp__statuses[s])) { r->status = (vxp_status)s; rc = VXP_OK; }
+        if (vxp__key(v, vxp__statuses[s])) {
+          r->status = (vxp_status)s;
+          rc = VXP_OK;
+        }
       have_status = true;
-    } else if (vxp__key(k, "message")) rc = vxp__strdup(v, &r->message);
-    else if (vxp__key(k, "proto")) rc = vxp__u32(v, &r->proto_version);
-    else if (vxp__key(k, "server")) rc = vxp__strdup(v, &r->server);
-    else if (vxp__key(k, "max_frame")) rc = vxp__u32(v, &r->max_frame);
-    else if (vxp__key(k, "key")) rc = vxp__strdup(v, &r->key);
-    else if (vxp__key(k, "cached")) rc = vxp__bool(v, &r->cached);
-    else if (vxp__key(k, "ir")) rc = vxp__strdup(v, &r->lowered_ir);
-    else if (vxp__key(k, "stats")) rc = vxp__decode_stats(v, &r->stats);
+    } else if (vxp__key(k, "message"))
+      rc = vxp__strdup(v, &r->message);
+    else if (vxp__key(k, "proto"))
+      rc = vxp__u32(v, &r->proto_version);
+    else if (vxp__key(k, "server"))
+      rc = vxp__strdup(v, &r->server);
+    else if (vxp__key(k, "max_frame"))
+      rc = vxp__u32(v, &r->max_frame);
+    else if (vxp__key(k, "key"))
+      rc = vxp__strdup(v, &r->key);
+    else if (vxp__key(k, "cached"))
+      rc = vxp__bool(v, &r->cached);
+    else if (vxp__key(k, "ir"))
+      rc = vxp__strdup(v, &r->lowered_ir);
+    else if (vxp__key(k, "stats"))
+      rc = vxp__decode_stats(v, &r->stats);
     else if (vxp__key(k, "kernels")) {
-      if (v->type != MSGPACK_OBJECT_ARRAY) { rc = VXP_ETYPE; break; }
+      if (v->type != MSGPACK_OBJECT_ARRAY) {
+        rc = VXP_ETYPE;
+        break;
+      }
       r->kernels = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->kernels);
-      if (!r->kernels) { rc = VXP_ENOMEM; break; }
+      if (!r->kernels) {
+        rc = VXP_ENOMEM;
+        break;
+      }
       for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
         r->nkernels = j + 1;
         rc = vxp__decode_kernel(&v->via.array.ptr[j], &r->kernels[j], false);
       }
     } else if (vxp__key(k, "diags")) {
-      if (v->type != MSGPACK_OBJECT_ARRAY) { rc = VXP_ETYPE; break; }
+      if (v->type != MSGPACK_OBJECT_ARRAY) {
+        rc = VXP_ETYPE;
+        break;
+      }
       r->diags = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->diags);
-      if (!r->diags) { rc = VXP_ENOMEM; break; }
+      if (!r->diags) {
+        rc = VXP_ENOMEM;
+        break;
+      }
       for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
         r->ndiags = j + 1;
         rc = vxp__strdup(&v->via.array.ptr[j], &r->diags[j]);

@@ -38,13 +38,13 @@
 /* Error codes: 0 on success, otherwise one of these (negative). */
 enum {
   VXP_OK = 0,
-  VXP_ENOMEM = -1,     /* allocation failed */
-  VXP_EFORMAT = -2,    /* not msgpack, or not the expected shape */
-  VXP_ETOOBIG = -3,    /* frame length over the limit */
-  VXP_EEMPTY = -4,     /* zero-length frame */
-  VXP_EUNKNOWNKEY = -5,/* a map key this protocol version does not define */
-  VXP_ETYPE = -6,      /* a known key carries a value of the wrong type */
-  VXP_EMISSING = -7,   /* a required key is missing */
+  VXP_ENOMEM = -1,      /* allocation failed */
+  VXP_EFORMAT = -2,     /* not msgpack, or not the expected shape */
+  VXP_ETOOBIG = -3,     /* frame length over the limit */
+  VXP_EEMPTY = -4,      /* zero-length frame */
+  VXP_EUNKNOWNKEY = -5, /* a map key this protocol version does not define */
+  VXP_ETYPE = -6,       /* a known key carries a value of the wrong type */
+  VXP_EMISSING = -7,    /* a required key is missing */
 };
 
 /* Returns a static English description of a VXP_* error code. */
@@ -56,31 +56,31 @@ typedef enum { VXP_ARG_SCALAR = 0, VXP_ARG_POINTER = 1 } vxp_arg_kind;
 
 /* One kernel argument as the host must pack it (all sizes in bytes). */
 typedef struct {
-  uint32_t index;      /* position in the gpu.func signature */
-  char *type;          /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
-  vxp_arg_kind kind;   /* pointer for memref and !llvm.ptr, else scalar */
-  uint32_t size;       /* store size on RV32 */
-  uint32_t align;      /* ABI alignment on RV32 */
-  uint32_t offset;     /* offset from the start of the argument buffer */
+  uint32_t index;    /* position in the gpu.func signature */
+  char *type;        /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
+  vxp_arg_kind kind; /* pointer for memref and !llvm.ptr, else scalar */
+  uint32_t size;     /* store size on RV32 */
+  uint32_t align;    /* ABI alignment on RV32 */
+  uint32_t offset;   /* offset from the start of the argument buffer */
 } vxp_arg;
 
 /* One compiled kernel: its argument-buffer layout and its object. */
 typedef struct {
-  char *name;             /* gpu.func symbol name; malloc() */
+  char *name; /* gpu.func symbol name; malloc() */
   uint32_t nargs;
-  vxp_arg *args;          /* nargs entries; malloc() */
-  uint32_t args_size;     /* end of the last argument (bytes) */
-  uint32_t launch_offset; /* offset of the launch header (bytes) */
-  uint32_t buffer_size;   /* whole argument buffer, a multiple of 8 */
-  uint32_t grid_dims;     /* highest grid dimension the kernel reads, 1..3 */
-  uint32_t known_block[3];/* gpu.known_block_size, or {0,0,0} */
-  uint32_t shared_bytes;  /* static workgroup (shared) memory per block */
-  uint32_t subgroup_size; /* threads per warp the kernel was compiled for:
-                             its gpu.lane_id / shuffle / subgroup_reduce
-                             assume exactly this many (0 in records
-                             written before it existed) */
-  uint8_t *object;        /* ELF32 RISC-V relocatable; malloc(), may be NULL
-                             when only metadata was asked for */
+  vxp_arg *args;           /* nargs entries; malloc() */
+  uint32_t args_size;      /* end of the last argument (bytes) */
+  uint32_t launch_offset;  /* offset of the launch header (bytes) */
+  uint32_t buffer_size;    /* whole argument buffer, a multiple of 8 */
+  uint32_t grid_dims;      /* highest grid dimension the kernel reads, 1..3 */
+  uint32_t known_block[3]; /* gpu.known_block_size, or {0,0,0} */
+  uint32_t shared_bytes;   /* static workgroup (shared) memory per block */
+  uint32_t subgroup_size;  /* threads per warp the kernel was compiled for:
+                              its gpu.lane_id / shuffle / subgroup_reduce
+                              assume exactly this many (0 in records
+                              written before it existed) */
+  uint8_t *object;         /* ELF32 RISC-V relocatable; malloc(), may be NULL
+                              when only metadata was asked for */
   size_t object_size;
 } vxp_kernel;
 
@@ -110,26 +110,26 @@ typedef enum {
 const char *vxp_op_name(vxp_op op);
 
 typedef struct {
-  uint64_t id;            /* chosen by the client, echoed in the response */
+  uint64_t id; /* chosen by the client, echoed in the response */
   vxp_op op;
   /* hello */
   uint32_t proto_version; /* VXP_PROTOCOL_VERSION of the client */
   char *client;           /* free text, e.g. "vxc 0.1.0"; may be NULL */
   /* compile */
-  uint8_t *source;        /* MLIR text (not NUL-terminated) */
+  uint8_t *source; /* MLIR text (not NUL-terminated) */
   size_t source_len;
-  char *source_name;      /* file name used in diagnostics; may be NULL */
-  uint32_t opt_level;     /* LLVM optimisation level 0..3, default 2 */
-  bool emit_ir;           /* also return the lowered MLIR (LLVM dialect) */
-  uint32_t warp_size;     /* threads per warp of the target device
-                             (subgroup size), a power of two 1..32;
-                             0 = the default, 4 */
-  bool shuffle_insns;     /* gpu.shuffle through Vortex's shuffle
-                             instructions (custom-0 funct7 1), for
-                             devices that have them */
+  char *source_name;  /* file name used in diagnostics; may be NULL */
+  uint32_t opt_level; /* LLVM optimisation level 0..3, default 2 */
+  bool emit_ir;       /* also return the lowered MLIR (LLVM dialect) */
+  uint32_t warp_size; /* threads per warp of the target device
+                         (subgroup size), a power of two 1..32;
+                         0 = the default, 4 */
+  bool shuffle_insns; /* gpu.shuffle through Vortex's shuffle
+                         instructions (custom-0 funct7 1), for
+                         devices that have them */
   /* fetch */
-  char *key;              /* cache key, 64 lowercase hex digits */
-  char *kernel;           /* one kernel only; NULL for all */
+  char *key;    /* cache key, 64 lowercase hex digits */
+  char *kernel; /* one kernel only; NULL for all */
 } vxp_request;
 
 typedef enum {
@@ -160,19 +160,19 @@ typedef struct {
   uint64_t id;
   vxp_op op;
   vxp_status status;
-  char *message;          /* human-readable error; NULL when ok */
+  char *message; /* human-readable error; NULL when ok */
   /* hello */
   uint32_t proto_version;
-  char *server;           /* "vortexd 0.1.0 (LLVM 22.1.8)" */
-  uint32_t max_frame;     /* largest payload the server accepts (bytes) */
+  char *server;       /* "vortexd 0.1.0 (LLVM 22.1.8)" */
+  uint32_t max_frame; /* largest payload the server accepts (bytes) */
   /* compile / fetch */
-  char *key;              /* cache key (hex) */
-  bool cached;            /* served from the cache without compiling */
+  char *key;   /* cache key (hex) */
+  bool cached; /* served from the cache without compiling */
   uint32_t nkernels;
   vxp_kernel *kernels;
   uint32_t ndiags;
-  char **diags;           /* "file:line:col: error: text" lines */
-  char *lowered_ir;       /* when emit_ir was asked; may be NULL */
+  char **diags;     /* "file:line:col: error: text" lines */
+  char *lowered_ir; /* when emit_ir was asked; may be NULL */
   /* stats */
   vxp_stats stats;
 } vxp_response;
@@ -195,7 +195,6 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r);
 
 /* Reads a frame length prefix.  Returns VXP_OK and the payload length, or
  * VXP_EEMPTY / VXP_ETOOBIG when it is 0 or over max_frame. */
-int vxp_frame_length(const uint8_t header[VXP_FRAME_HEADER_SIZE],
-                     uint32_t max_frame, uint32_t *payload_len);
+int vxp_frame_length(const uint8_t header[VXP_FRAME_HEADER_SIZE], uint32_t max_frame, uint32_t *payload_len);
 
 #endif /* VXP_H */

@@ -21,7 +21,7 @@ corpus=${VORTEXD_CORPUS_DIR:-$root/../shared/corpus}
 pkgs=(build-essential cmake pkg-config
       llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
-      libcriterion-dev procps
+      libcriterion-dev procps clang-format
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
       gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # libgcc and libm the emulated kernels link
 missing=()
@@ -56,6 +56,10 @@ corpus_note() {
 case "$mode" in
 test)
   corpus_note
+  # the C sources follow .clang-format (Debian's clang-format 14)
+  (cd "$root" && find bench cache client daemon lowering protocol runtime tests -name '*.[ch]' -print0 |
+     xargs -0 clang-format --dry-run --Werror) || { echo "bootstrap: run clang-format -i on the files above" >&2; exit 1; }
+  echo "bootstrap: sources follow .clang-format"
   build "$root/build"
   (cd "$root/build" && ctest --output-on-failure)
   if [ "${VORTEXD_SKIP_SANITIZERS:-0}" != 1 ]; then

@@ -193,7 +193,8 @@ Test(cache, unreadable_database_is_moved_aside) {
   snprintf(path, sizeof path, "%s/cache.db", dir);
   FILE *f = fopen(path, "wb");
   cr_assert_not_null(f);
-  for (int i = 0; i < 512; i++) fputs("this is not a database ", f);
+  for (int i = 0; i < 512; i++)
+    fputs("this is not a database ", f);
   fclose(f);
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];

@@ -59,10 +59,12 @@ static int cmp_lines(const void *a, const void *b) { return strcmp(*(char *const
 static void sort_lines(const char *text, char *out, size_t cap) {
   char *copy = strdup(text), *lines[1024], *save = NULL;
   size_t n = 0;
-  for (char *l = strtok_r(copy, "\n", &save); l && n < 1024; l = strtok_r(NULL, "\n", &save)) lines[n++] = l;
+  for (char *l = strtok_r(copy, "\n", &save); l && n < 1024; l = strtok_r(NULL, "\n", &save))
+    lines[n++] = l;
   qsort(lines, n, sizeof *lines, cmp_lines);
   out[0] = '\0';
-  for (size_t i = 0; i < n; i++) strncat(strncat(out, lines[i], cap - strlen(out) - 1), "\n", cap - strlen(out) - 1);
+  for (size_t i = 0; i < n; i++)
+    strncat(strncat(out, lines[i], cap - strlen(out) - 1), "\n", cap - strlen(out) - 1);
   free(copy);
 }
 
@@ -70,11 +72,12 @@ static void sort_lines(const char *text, char *out, size_t cap) {
  * and returns the device memory afterwards (malloc()).  launch(): on every
  * configuration of vxt_simt_matrix. */
 static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxp_kernel *k, vxt_image *img,
-                          const void *const *vals, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,
-                          uint32_t bz, uint32_t shared, char *printed, size_t cap) {
+                          const void *const *vals, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx,
+                          uint32_t by, uint32_t bz, uint32_t shared, char *printed, size_t cap) {
   uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   uint32_t args = vxt_image_args(img, k, vals, grid, block, shared);
-  cr_assert_neq(args, UINT32_MAX, "argument packing failed: %s nargs=%u launch=%u buffer=%u grid=%u,%u,%u block=%u,%u,%u",
+  cr_assert_neq(args, UINT32_MAX,
+                "argument packing failed: %s nargs=%u launch=%u buffer=%u grid=%u,%u,%u block=%u,%u,%u",
                 k->name, k->nargs, k->launch_offset, k->buffer_size, gx, gy, gz, bx, by, bz);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
@@ -86,8 +89,8 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxp_kernel
     const vxt_simt *cfg = &cfgs[i];
     uint8_t *mem = malloc(img->size);
     vxs_report rep;
-    fail = vxt_device_run(elf, elf_size, img, args, k->launch_offset, cfg, 0, img->size, mem, &rep, now_printed,
-                          sizeof now_printed);
+    fail = vxt_device_run(elf, elf_size, img, args, k->launch_offset, cfg, 0, img->size, mem, &rep,
+                          now_printed, sizeof now_printed);
     cr_assert_null(fail, "%s: %s\n%s", k->name, fail, now_printed);
     cr_assert_eq(rep.exit_code, 0, "[%s] vx_spawn_threads returned %d", cfg->name, rep.exit_code);
     if (!first) {
@@ -97,11 +100,11 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxp_kernel
       continue;
     }
     for (uint32_t b = 0; b < img->size; b++)
-      cr_assert_eq(mem[b], first[b], "%s: device memory differs at offset %u between [%s] and [%s]", k->name, b,
-                   cfgs[0].name, cfg->name);
+      cr_assert_eq(mem[b], first[b], "%s: device memory differs at offset %u between [%s] and [%s]", k->name,
+                   b, cfgs[0].name, cfg->name);
     sort_lines(now_printed, now_sorted, sizeof now_sorted);
-    cr_assert_str_eq(now_sorted, first_sorted, "%s: output differs between [%s] and [%s]", k->name, cfgs[0].name,
-                     cfg->name);
+    cr_assert_str_eq(now_sorted, first_sorted, "%s: output differs between [%s] and [%s]", k->name,
+                     cfgs[0].name, cfg->name);
     free(mem);
   }
   if (printed) snprintf(printed, cap, "%s", first_printed);
@@ -112,7 +115,8 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxp_kernel
 static uint8_t *launch(const vxp_kernel *k, vxt_image *img, const void *const *vals, uint32_t gx, uint32_t gy,
                        uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t shared, char *printed,
                        size_t cap) {
-  return launch_on(vxt_simt_matrix, vxt_simt_matrix_len, k, img, vals, gx, gy, gz, bx, by, bz, shared, printed, cap);
+  return launch_on(vxt_simt_matrix, vxt_simt_matrix_len, k, img, vals, gx, gy, gz, bx, by, bz, shared,
+                   printed, cap);
 }
 
 /* A deterministic pseudo-random sequence for inputs. */
@@ -132,9 +136,11 @@ static void run_saxpy(uint32_t n, uint32_t block) {
   vxl_result r = build(VXT_EXAMPLES_DIR "/saxpy.mlir");
   const vxp_kernel *k = kernel(&r, "saxpy");
   float *x = malloc(n * 4), *y = malloc(n * 4), *want = malloc(n * 4);
-  for (uint32_t i = 0; i < n; i++) x[i] = rndf(), y[i] = rndf();
+  for (uint32_t i = 0; i < n; i++)
+    x[i] = rndf(), y[i] = rndf();
   float a = 1.75f;
-  for (uint32_t i = 0; i < n; i++) want[i] = a * x[i] + y[i];
+  for (uint32_t i = 0; i < n; i++)
+    want[i] = a * x[i] + y[i];
   vxt_image img = {0};
   uint32_t xo = vxt_image_put(&img, x, n * 4), yo = vxt_image_put(&img, y, n * 4);
   int32_t n32 = (int32_t)n;
@@ -160,12 +166,15 @@ static void run_sgemm(const char *file, const char *name, uint32_t m, uint32_t n
   vxl_result r = build(file);
   const vxp_kernel *k = kernel(&r, name);
   float *a = malloc(m * kk * 4), *b = malloc(kk * n * 4), *want = calloc(m * n, 4);
-  for (uint32_t i = 0; i < m * kk; i++) a[i] = rndf();
-  for (uint32_t i = 0; i < kk * n; i++) b[i] = rndf();
+  for (uint32_t i = 0; i < m * kk; i++)
+    a[i] = rndf();
+  for (uint32_t i = 0; i < kk * n; i++)
+    b[i] = rndf();
   for (uint32_t i = 0; i < m; i++)
     for (uint32_t j = 0; j < n; j++) {
       float s = 0;
-      for (uint32_t p = 0; p < kk; p++) s += a[i * kk + p] * b[p * n + j];
+      for (uint32_t p = 0; p < kk; p++)
+        s += a[i * kk + p] * b[p * n + j];
       want[i * n + j] = s;
     }
   vxt_image img = {0};
@@ -200,7 +209,8 @@ Test(device, block_reduction_over_a_workgroup_global) {
   cr_assert_eq(k->shared_bytes, 64 * 4);
   uint32_t n = 1000, blocks = (n + 63) / 64;
   int32_t *in = malloc(n * 4);
-  for (uint32_t i = 0; i < n; i++) in[i] = (int32_t)(rnd() % 2001) - 1000;
+  for (uint32_t i = 0; i < n; i++)
+    in[i] = (int32_t)(rnd() % 2001) - 1000;
   vxt_image img = {0};
   uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, blocks * 4);
   uint32_t id = DEV(io), od = DEV(oo);
@@ -209,7 +219,8 @@ Test(device, block_reduction_over_a_workgroup_global) {
   const int32_t *out = (const int32_t *)(mem + oo);
   for (uint32_t b = 0; b < blocks; b++) {
     int32_t want = 0;
-    for (uint32_t i = b * 64; i < n && i < b * 64 + 64; i++) want += in[i];
+    for (uint32_t i = b * 64; i < n && i < b * 64 + 64; i++)
+      want += in[i];
     cr_assert_eq(out[b], want, "block %u", b);
   }
   free(mem), free(in);
@@ -225,7 +236,8 @@ Test(device, dynamic_shared_memory_sized_by_the_launch) {
   for (int t = 0; t < 2; t++) {
     uint32_t blocks = 3, n = blocks * bs[t];
     float *in = malloc(n * 4);
-    for (uint32_t i = 0; i < n; i++) in[i] = rndf();
+    for (uint32_t i = 0; i < n; i++)
+      in[i] = rndf();
     vxt_image img = {0};
     uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
     uint32_t id = DEV(io), od = DEV(oo);
@@ -251,7 +263,8 @@ Test(device, polygeist_extern_shared_goes_after_the_static_buffers) {
   for (int t = 0; t < 3; t++) {
     uint32_t blocks = 3, n = blocks * bs[t];
     float *in = malloc(n * 4);
-    for (uint32_t i = 0; i < n; i++) in[i] = rndf();
+    for (uint32_t i = 0; i < n; i++)
+      in[i] = rndf();
     vxt_image img = {0};
     uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
     uint32_t id = DEV(io), od = DEV(oo);
@@ -261,7 +274,8 @@ Test(device, polygeist_extern_shared_goes_after_the_static_buffers) {
     for (uint32_t b = 0; b < blocks; b++)
       for (uint32_t i = 0; i < bs[t]; i++) {
         const float *blk = in + b * bs[t];
-        cr_assert_eq(out[b * bs[t] + i], blk[bs[t] - 1 - i] + 2.0f * blk[i % 8], "B=%u block %u thread %u", bs[t], b, i);
+        cr_assert_eq(out[b * bs[t] + i], blk[bs[t] - 1 - i] + 2.0f * blk[i % 8], "B=%u block %u thread %u",
+                     bs[t], b, i);
       }
     free(mem), free(in);
     vxt_image_free(&img);
@@ -274,7 +288,8 @@ Test(device, polygeist_extern_shared_goes_after_the_static_buffers) {
   const void *vals[] = {&od};
   uint8_t *mem = launch(k, &img, vals, 5, 1, 1, 12, 1, 1, 0, NULL, 0);
   const int32_t *out = (const int32_t *)(mem + oo);
-  for (int32_t g = 0; g < 60; g++) cr_assert_eq(out[g], 5 + g / 12 + g % 12, "out[%d] = %d", g, out[g]);
+  for (int32_t g = 0; g < 60; g++)
+    cr_assert_eq(out[g], 5 + g / 12 + g % 12, "out[%d] = %d", g, out[g]);
   free(mem);
   vxt_image_free(&img);
   vxl_result_clear(&r);
@@ -286,12 +301,14 @@ Test(device, stencil_3d_grid_and_block) {
   cr_assert_eq(k->grid_dims, 3);
   uint32_t nx = 11, ny = 7, nz = 6, n = nx * ny * nz;
   float *in = malloc(n * 4), *want = calloc(n, 4), c0 = 0.5f, c1 = 0.125f;
-  for (uint32_t i = 0; i < n; i++) in[i] = rndf();
+  for (uint32_t i = 0; i < n; i++)
+    in[i] = rndf();
   for (uint32_t z = 1; z + 1 < nz; z++)
     for (uint32_t y = 1; y + 1 < ny; y++)
       for (uint32_t x = 1; x + 1 < nx; x++) {
         uint32_t p = (z * ny + y) * nx + x;
-        float s1 = in[p - 1] + in[p + 1], s2 = in[p - nx] + in[p + nx], s3 = in[p - nx * ny] + in[p + nx * ny];
+        float s1 = in[p - 1] + in[p + 1], s2 = in[p - nx] + in[p + nx],
+              s3 = in[p - nx * ny] + in[p + nx * ny];
         want[p] = c0 * in[p] + c1 * ((s1 + s2) + s3);
       }
   vxt_image img = {0};
@@ -308,11 +325,13 @@ Test(device, stencil_3d_grid_and_block) {
 static int32_t control_ref(uint32_t i, int32_t v) {
   int32_t steps = 0;
   uint32_t x = (uint32_t)v;
-  while (x != 1) x = (x & 1) ? 3 * x + 1 : x / 2, steps++;
+  while (x != 1)
+    x = (x & 1) ? 3 * x + 1 : x / 2, steps++;
   int32_t sel = (i % 4 == 0) ? 7 : (i % 4 == 1) ? ((i % 3 == 0) ? 100 : (i % 3 == 1) ? 200 : 300) : 11;
   int32_t nest = 0;
   for (uint32_t j = 0; j < i % 5; j++)
-    for (uint32_t kk = 0; kk <= j; kk++) nest += (kk & 1) ? (int32_t)kk : -(int32_t)kk;
+    for (uint32_t kk = 0; kk <= j; kk++)
+      nest += (kk & 1) ? (int32_t)kk : -(int32_t)kk;
   return steps * 1000 + sel + nest;
 }
 
@@ -321,14 +340,16 @@ Test(device, control_flow_while_switch_divergent_ifs) {
   const vxp_kernel *k = kernel(&r, "control");
   uint32_t n = 203;
   int32_t *in = malloc(n * 4);
-  for (uint32_t i = 0; i < n; i++) in[i] = 1 + (int32_t)(rnd() % 97);
+  for (uint32_t i = 0; i < n; i++)
+    in[i] = 1 + (int32_t)(rnd() % 97);
   vxt_image img = {0};
   uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
   uint32_t id = DEV(io), od = DEV(oo);
   const void *vals[] = {&id, &od, &n};
   uint8_t *mem = launch(k, &img, vals, 7, 1, 1, 32, 1, 1, 0, NULL, 0);
   const int32_t *out = (const int32_t *)(mem + oo);
-  for (uint32_t i = 0; i < n; i++) cr_assert_eq(out[i], control_ref(i, in[i]), "out[%u] (in %d)", i, in[i]);
+  for (uint32_t i = 0; i < n; i++)
+    cr_assert_eq(out[i], control_ref(i, in[i]), "out[%u] (in %d)", i, in[i]);
   free(mem), free(in);
   vxt_image_free(&img);
   vxl_result_clear(&r);
@@ -337,7 +358,8 @@ Test(device, control_flow_while_switch_divergent_ifs) {
 /* The C reference of tests/kernels/unstructured.mlir for thread g < n. */
 static int32_t unstructured_ref(int32_t g, int32_t n) {
   int32_t s = 0;
-  for (int32_t k = 0; k < g % 7; k++) s += k;
+  for (int32_t k = 0; k < g % 7; k++)
+    s += k;
   if (g & 1) s += 1000;
   return n > 100 ? -s : s;
 }
@@ -352,7 +374,8 @@ Test(device, unstructured_cf_early_return_loop_if_and_switch) {
     int32_t n = sizes[t];
     uint32_t cap = 160;
     int32_t *init = malloc(cap * 4);
-    for (uint32_t i = 0; i < cap; i++) init[i] = 0x5EED;
+    for (uint32_t i = 0; i < cap; i++)
+      init[i] = 0x5EED;
     vxt_image img = {0};
     uint32_t oo = vxt_image_put(&img, init, cap * 4), od = DEV(oo);
     const void *vals[] = {&od, &n};
@@ -387,7 +410,8 @@ static int32_t *run_chain(const vxl_result *r, const char *name, int32_t n, uint
   const vxp_kernel *k = kernel(r, name);
   uint32_t cap = (uint32_t)n + 8;
   int32_t *init = malloc(cap * 4);
-  for (uint32_t i = 0; i < cap; i++) init[i] = 0x5EED;
+  for (uint32_t i = 0; i < cap; i++)
+    init[i] = 0x5EED;
   vxt_image img = {0};
   uint32_t oo = vxt_image_put(&img, init, cap * 4), od = DEV(oo);
   const void *vals[] = {&od, &n};
@@ -420,7 +444,8 @@ Test(device, if_else_if_chains_whose_arms_meet_in_one_block) {
     out = run_chain(&r, "nested_ladder", n, blocks[bi]);
     for (int32_t g = 0; g < n + 8; g++) {
       int32_t want = g & 1 ? 1 + g % 3 : 4;
-      cr_assert_eq(out[g], g < n ? want + 1000 : 0x5EED, "nested_ladder block %u out[%d] = %d", blocks[bi], g, out[g]);
+      cr_assert_eq(out[g], g < n ? want + 1000 : 0x5EED, "nested_ladder block %u out[%d] = %d", blocks[bi], g,
+                   out[g]);
     }
     free(out);
   }
@@ -471,9 +496,11 @@ Test(device, divergent_loops_and_ifs_nested_in_each_other) {
   const int32_t *out = (const int32_t *)(mem + o1), *steps = (const int32_t *)(mem + o2);
   for (uint32_t g = 0; g < n; g++) {
     int32_t want = 0;
-    for (uint32_t i = 0; i < g % 5; i++) want += i & 1 ? (int32_t)(i * (i - 1) / 2) : 100;
+    for (uint32_t i = 0; i < g % 5; i++)
+      want += i & 1 ? (int32_t)(i * (i - 1) / 2) : 100;
     int32_t st = 0;
-    for (uint32_t v = g; v > 1; st++) v = v % 2 == 0 ? v / 2 : 3 * v + 1;
+    for (uint32_t v = g; v > 1; st++)
+      v = v % 2 == 0 ? v / 2 : 3 * v + 1;
     cr_assert_eq(out[g], want, "out[%u] = %d, want %d", g, out[g], want);
     cr_assert_eq(steps[g], st, "steps[%u] = %d, want %d", g, steps[g], st);
   }
@@ -586,20 +613,23 @@ Test(device, module_with_two_kernels_and_a_barrier) {
   uint32_t od = DEV(oo);
   const void *fv[] = {&v, &od, &n};
   uint8_t *mem = launch(fill, &img, fv, 3, 1, 1, 32, 1, 1, 0, NULL, 0);
-  for (uint32_t i = 0; i < n; i++) cr_assert_eq(((float *)(mem + oo))[i], v);
+  for (uint32_t i = 0; i < n; i++)
+    cr_assert_eq(((float *)(mem + oo))[i], v);
   free(mem);
   vxt_image_free(&img);
   /* kernel 2: copy a rows x 16 matrix, barrier, double it in place */
   const vxp_kernel *ta = kernel(&r, "transpose_add");
   uint32_t rows = 40;
   float *a = malloc(rows * 16 * 4);
-  for (uint32_t i = 0; i < rows * 16; i++) a[i] = rndf();
+  for (uint32_t i = 0; i < rows * 16; i++)
+    a[i] = rndf();
   uint32_t ao = vxt_image_put(&img, a, rows * 64), bo = vxt_image_put(&img, NULL, rows * 64);
   uint32_t ad = DEV(ao), bd = DEV(bo);
   const void *tv[] = {&ad, &bd, &rows};
   mem = launch(ta, &img, tv, 1, 3, 1, 16, 16, 1, 0, NULL, 0);
   const float *b = (const float *)(mem + bo);
-  for (uint32_t i = 0; i < rows * 16; i++) cr_assert_eq(b[i], a[i] + a[i], "b[%u]", i);
+  for (uint32_t i = 0; i < rows * 16; i++)
+    cr_assert_eq(b[i], a[i] + a[i], "b[%u]", i);
   free(mem), free(a);
   vxt_image_free(&img);
   vxl_result_clear(&r);
@@ -635,7 +665,8 @@ Test(device, polygeist_style_kernel) {
   const vxp_kernel *k = kernel(&r, NULL);
   const int32_t n = 150;
   int32_t in[150];
-  for (int i = 0; i < n; i++) in[i] = i * 7 - 300;
+  for (int i = 0; i < n; i++)
+    in[i] = i * 7 - 300;
   vxt_image img = {0};
   uint32_t io = vxt_image_put(&img, in, sizeof in), oo = vxt_image_put(&img, NULL, 160 * 4);
   uint32_t id = DEV(io), od = DEV(oo);
@@ -666,7 +697,8 @@ static void pg_binary(const char *file, int mul) {
   const vxp_kernel *k = kernel(&r, NULL);
   uint32_t n = 1000, bs = PG_BS;
   float *a = malloc(n * 4), *b = malloc(n * 4), *want = malloc(n * 4);
-  for (uint32_t i = 0; i < n; i++) a[i] = rndf(), b[i] = rndf(), want[i] = mul ? a[i] * b[i] : a[i] + b[i];
+  for (uint32_t i = 0; i < n; i++)
+    a[i] = rndf(), b[i] = rndf(), want[i] = mul ? a[i] * b[i] : a[i] + b[i];
   vxt_image img = {0};
   uint32_t ao = vxt_image_put(&img, a, n * 4), bo = vxt_image_put(&img, b, n * 4);
   uint32_t co = vxt_image_put(&img, NULL, n * 4);
@@ -687,7 +719,8 @@ Test(conformance, polygeist_basic_copy_and_relu) {
   {
     vxl_result r = build(CORPUS "basic_kernel.mlir");
     int32_t *in = malloc(n * 4);
-    for (uint32_t i = 0; i < n; i++) in[i] = (int32_t)rnd();
+    for (uint32_t i = 0; i < n; i++)
+      in[i] = (int32_t)rnd();
     vxt_image img = {0};
     uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
     uint32_t id = DEV(io), od = DEV(oo);
@@ -701,7 +734,8 @@ Test(conformance, polygeist_basic_copy_and_relu) {
   {
     vxl_result r = build(CORPUS "relu_kernel.mlir");
     float *in = malloc(n * 4), *want = malloc(n * 4);
-    for (uint32_t i = 0; i < n; i++) in[i] = rndf(), want[i] = in[i] > 0 ? in[i] : 0;
+    for (uint32_t i = 0; i < n; i++)
+      in[i] = rndf(), want[i] = in[i] > 0 ? in[i] : 0;
     vxt_image img = {0};
     uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
     uint32_t id = DEV(io), od = DEV(oo);
@@ -719,14 +753,16 @@ Test(conformance, polygeist_metadata_test) {
   uint32_t n = 900;
   int32_t *in = malloc(n * 4), count = (int32_t)n;
   float scale = 2.5f;
-  for (uint32_t i = 0; i < n; i++) in[i] = (int32_t)(rnd() % 20001) - 10000;
+  for (uint32_t i = 0; i < n; i++)
+    in[i] = (int32_t)(rnd() % 20001) - 10000;
   vxt_image img = {0};
   uint32_t io = vxt_image_put(&img, in, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
   uint32_t id = DEV(io), od = DEV(oo);
   const void *vals[] = {&count, &id, &scale, &od}; /* gpu.func order: count, input, scale, output */
   uint8_t *mem = launch(kernel(&r, NULL), &img, vals, (n + 255) / 256, 8, 1, 32, 1, 1, 0, NULL, 0);
   const int32_t *out = (const int32_t *)(mem + oo);
-  for (uint32_t i = 0; i < n; i++) cr_assert_eq(out[i], (int32_t)((float)in[i] * scale), "out[%u]", i);
+  for (uint32_t i = 0; i < n; i++)
+    cr_assert_eq(out[i], (int32_t)((float)in[i] * scale), "out[%u]", i);
   free(mem), free(in);
   vxt_image_free(&img);
   vxl_result_clear(&r);
@@ -739,14 +775,16 @@ Test(conformance, polygeist_cta_and_dogfood) {
     vxl_result r = build(CORPUS "cta_kernel.mlir");
     uint32_t blocks = 3, n = blocks * bs;
     int32_t *in = malloc(bs * 4);
-    for (uint32_t i = 0; i < bs; i++) in[i] = (int32_t)(rnd() % 1000);
+    for (uint32_t i = 0; i < bs; i++)
+      in[i] = (int32_t)(rnd() % 1000);
     vxt_image img = {0};
     uint32_t io = vxt_image_put(&img, in, bs * 4), oo = vxt_image_put(&img, NULL, n * 4);
     uint32_t id = DEV(io), od = DEV(oo);
     const void *vals[] = {&bs, &bs, &id, &od};
     uint8_t *mem = launch(kernel(&r, NULL), &img, vals, blocks, bs / 32, 1, 32, 1, 1, 0, NULL, 0);
     const int32_t *out = (const int32_t *)(mem + oo);
-    for (uint32_t g = 0; g < n; g++) cr_assert_eq(out[g], (int32_t)g + in[g % bs], "out[%u]", g);
+    for (uint32_t g = 0; g < n; g++)
+      cr_assert_eq(out[g], (int32_t)g + in[g % bs], "out[%u]", g);
     free(mem), free(in);
     vxt_image_free(&img);
     vxl_result_clear(&r);
@@ -756,7 +794,8 @@ Test(conformance, polygeist_cta_and_dogfood) {
     vxl_result r = build(CORPUS "dogfood_kernel.mlir");
     uint32_t n = 600;
     int32_t *a = malloc(n * 4), *b = malloc(n * 4);
-    for (uint32_t i = 0; i < n; i++) a[i] = (int32_t)(rnd() % 2001) - 1000, b[i] = (int32_t)(rnd() % 21) - 10;
+    for (uint32_t i = 0; i < n; i++)
+      a[i] = (int32_t)(rnd() % 2001) - 1000, b[i] = (int32_t)(rnd() % 21) - 10;
     for (int32_t op = 0; op <= 4; op++) {
       vxt_image img = {0};
       uint32_t ao = vxt_image_put(&img, a, n * 4), bo = vxt_image_put(&img, b, n * 4);
@@ -766,7 +805,10 @@ Test(conformance, polygeist_cta_and_dogfood) {
       uint8_t *mem = pg_launch(kernel(&r, NULL), &img, vals, n, NULL, 0);
       const int32_t *out = (const int32_t *)(mem + oo);
       for (uint32_t i = 0; i < n; i++) {
-        int32_t want = op == 1 ? a[i] * b[i] : op == 2 ? (b[i] ? a[i] / b[i] : 0) : op == 3 ? a[i] - b[i] : a[i] + b[i];
+        int32_t want = op == 1   ? a[i] * b[i]
+                       : op == 2 ? (b[i] ? a[i] / b[i] : 0)
+                       : op == 3 ? a[i] - b[i]
+                                 : a[i] + b[i];
         cr_assert_eq(out[i], want, "op %d out[%u]", op, i);
       }
       free(mem);
@@ -784,7 +826,8 @@ Test(conformance, polygeist_sort_sgemm_conv3) {
     vxl_result r = build(CORPUS "sort_kernel.mlir");
     uint32_t n = 300;
     int32_t *in = malloc(n * 4), *want = malloc(n * 4);
-    for (uint32_t i = 0; i < n; i++) in[i] = (int32_t)(rnd() % 50), want[i] = in[i];
+    for (uint32_t i = 0; i < n; i++)
+      in[i] = (int32_t)(rnd() % 50), want[i] = in[i];
     for (uint32_t i = 1; i < n; i++)
       for (uint32_t j = i; j > 0 && want[j - 1] > want[j]; j--) {
         int32_t t = want[j];
@@ -805,11 +848,14 @@ Test(conformance, polygeist_sort_sgemm_conv3) {
     vxl_result r = build(CORPUS "sgemm_kernel.mlir");
     uint32_t n = 40;
     float *a = malloc(n * 4), *b = malloc(n * n * 4), *want = malloc(n * 4);
-    for (uint32_t i = 0; i < n; i++) a[i] = rndf();
-    for (uint32_t i = 0; i < n * n; i++) b[i] = rndf();
+    for (uint32_t i = 0; i < n; i++)
+      a[i] = rndf();
+    for (uint32_t i = 0; i < n * n; i++)
+      b[i] = rndf();
     for (uint32_t i = 0; i < n; i++) {
       float s = 0;
-      for (uint32_t kk = 0; kk < n; kk++) s += a[kk] * b[kk * n + i];
+      for (uint32_t kk = 0; kk < n; kk++)
+        s += a[kk] * b[kk * n + i];
       want[i] = s;
     }
     vxt_image img = {0};
@@ -829,12 +875,15 @@ Test(conformance, polygeist_sort_sgemm_conv3) {
     vxl_result r = build(CORPUS "conv3_kernel.mlir");
     uint32_t w = 100, stride = w + 2, stride2 = 2 * stride;
     float *in = malloc(3 * stride * 4), wt[9], *want = malloc(w * 4);
-    for (uint32_t i = 0; i < 3 * stride; i++) in[i] = rndf();
-    for (int i = 0; i < 9; i++) wt[i] = rndf();
+    for (uint32_t i = 0; i < 3 * stride; i++)
+      in[i] = rndf();
+    for (int i = 0; i < 9; i++)
+      wt[i] = rndf();
     for (uint32_t i = 0; i < w; i++) {
       float s = 0.0f;
       for (uint32_t rr = 0; rr < 3; rr++)
-        for (uint32_t c = 0; c < 3; c++) s = s + in[i + rr * stride + c] * wt[rr * 3 + c];
+        for (uint32_t c = 0; c < 3; c++)
+          s = s + in[i + rr * stride + c] * wt[rr * 3 + c];
       want[i] = s;
     }
     vxt_image img = {0};
@@ -865,7 +914,8 @@ Test(conformance, polygeist_printf_with_a_device_format_string) {
   char printed[512], sorted[512];
   uint8_t *mem = pg_launch(k, &img, vals, n, printed, sizeof printed);
   sort_lines(printed, sorted, sizeof sorted); /* task 4 is in another warp */
-  cr_assert_str_eq(sorted, "task=0, value=A\ntask=1, value=B\ntask=2, value=C\ntask=3, value=Z\ntask=4, value=H\n");
+  cr_assert_str_eq(sorted,
+                   "task=0, value=A\ntask=1, value=B\ntask=2, value=C\ntask=3, value=Z\ntask=4, value=H\n");
   free(mem);
   vxt_image_free(&img);
   vxl_result_clear(&r);
@@ -884,8 +934,9 @@ Test(device, math_ops_as_libm_calls) {
   for (uint32_t i = 0; i < n; i++) {
     x[i] = rndf();
     float v = x[i], a = fabsf(v);
-    want[i] = (((((expf(v) + logf(a + 1.0f)) + sinf(v) * cosf(v)) + powf(a, 1.5f)) + tanhf(v)) +
-               atan2f(v, 2.0f)) + erff(v);
+    want[i] =
+        (((((expf(v) + logf(a + 1.0f)) + sinf(v) * cosf(v)) + powf(a, 1.5f)) + tanhf(v)) + atan2f(v, 2.0f)) +
+        erff(v);
     wantd[i] = exp((double)v) + tanh((double)v);
   }
   vxt_image img = {0};
@@ -898,7 +949,8 @@ Test(device, math_ops_as_libm_calls) {
   assert_floats((float *)(mem + yo), want, n, 1e-5f, "y");
   const double *d = (const double *)(mem + dof);
   for (uint32_t i = 0; i < n; i++)
-    cr_assert(fabs(d[i] - wantd[i]) <= 1e-13 * (1.0 + fabs(wantd[i])), "d[%u] = %.17g, want %.17g", i, d[i], wantd[i]);
+    cr_assert(fabs(d[i] - wantd[i]) <= 1e-13 * (1.0 + fabs(wantd[i])), "d[%u] = %.17g, want %.17g", i, d[i],
+              wantd[i]);
   free(mem), free(x), free(want), free(wantd);
   vxt_image_free(&img);
   vxl_result_clear(&r);
@@ -913,7 +965,8 @@ Test(device, math_ops_and_private_memory) {
   for (uint32_t i = 0; i < n; i++) {
     x[i] = rndf();
     float sum = 0.0f;
-    for (int kk = 0; kk < 4; kk++) sum += (float)kk * x[i];
+    for (int kk = 0; kk < 4; kk++)
+      sum += (float)kk * x[i];
     want[i] = ((sqrtf(fabsf(x[i])) + fmaf(x[i], 2.0f, 1.0f)) + fmaxf(x[i], 0.0f)) + sum;
   }
   vxt_image img = {0};
@@ -934,11 +987,14 @@ static vxl_result build_for_warp_shfl(const char *path, uint32_t warp, bool shuf
   vxl_result r;
   cr_assert_eq(vxt_compile_file(cc, path, &o, &r), 0, "cannot read or compile %s", path);
   cr_assert(r.ok, "%s (warp %u): %s", path, warp, r.ndiags ? r.diags[0] : "");
-  for (uint32_t i = 0; i < r.nkernels; i++) cr_assert_eq(r.kernels[i].subgroup_size, warp);
+  for (uint32_t i = 0; i < r.nkernels; i++)
+    cr_assert_eq(r.kernels[i].subgroup_size, warp);
   return r;
 }
 
-static vxl_result build_for_warp(const char *path, uint32_t warp) { return build_for_warp_shfl(path, warp, false); }
+static vxl_result build_for_warp(const char *path, uint32_t warp) {
+  return build_for_warp_shfl(path, warp, false);
+}
 
 /* The configurations with `warp` threads per warp, both split orders. */
 static void warp_configs(uint32_t warp, vxt_simt cfg[2]) {
@@ -948,8 +1004,8 @@ static void warp_configs(uint32_t warp, vxt_simt cfg[2]) {
 
 /* Runs kernel `name` of r on grid x block threads (1-D) with one i32 output
  * of `words` words per thread (and an f32 one of 2 when fout). */
-static uint8_t *run_collective(const vxl_result *r, const char *name, uint32_t warp, uint32_t grid, uint32_t block,
-                               uint32_t words, int fout, uint32_t *oo, uint32_t *fo) {
+static uint8_t *run_collective(const vxl_result *r, const char *name, uint32_t warp, uint32_t grid,
+                               uint32_t block, uint32_t words, int fout, uint32_t *oo, uint32_t *fo) {
   const vxp_kernel *k = kernel(r, name);
   vxt_image img = {0};
   uint32_t n = grid * block;
@@ -1006,20 +1062,26 @@ Test(device, shuffles_xor_up_down_idx) {
         int32_t v = (int32_t)(10 * g + 1);
         /* source lane per mode; -1 wraps to invalid */
         int64_t src[4] = {l ^ 1, (int64_t)l - 1, (int64_t)l + 2, 0};
-        int64_t here = (int64_t)(B - (t - l)) < (int64_t)W ? (int64_t)(B - (t - l)) : (int64_t)W; /* lanes of this warp */
+        int64_t here = (int64_t)(B - (t - l)) < (int64_t)W ? (int64_t)(B - (t - l))
+                                                           : (int64_t)W; /* lanes of this warp */
         for (int m = 0; m < 4; m++) {
           int valid = src[m] >= 0 && src[m] < here;
           uint32_t from_t = t - l + (uint32_t)src[m];
           cr_assert_eq(o[8 * g + 2 * m + 1], valid, "W=%u B=%u g=%u mode %d valid", W, B, g, m);
-          if (!valid) cr_assert_eq(o[8 * g + 2 * m], v, "W=%u B=%u g=%u mode %d: own value", W, B, g, m);
-          else cr_assert_eq(o[8 * g + 2 * m], (int32_t)(10 * (g - t + from_t) + 1), "W=%u B=%u g=%u mode %d", W, B, g, m);
+          if (!valid)
+            cr_assert_eq(o[8 * g + 2 * m], v, "W=%u B=%u g=%u mode %d: own value", W, B, g, m);
+          else
+            cr_assert_eq(o[8 * g + 2 * m], (int32_t)(10 * (g - t + from_t) + 1), "W=%u B=%u g=%u mode %d", W,
+                         B, g, m);
         }
         int64_t fs = l ^ 2, lim = here < 4 ? here : 4;
         int fvalid = fs < lim;
         uint32_t ft = t - l + (uint32_t)fs;
         cr_assert_eq(f[2 * g + 1], (float)fvalid);
-        if (!fvalid) cr_assert_eq(f[2 * g], (float)v * 0.5f);
-        else cr_assert_eq(f[2 * g], (float)(10 * (g - t + ft) + 1) * 0.5f, "W=%u g=%u f32", W, g);
+        if (!fvalid)
+          cr_assert_eq(f[2 * g], (float)v * 0.5f);
+        else
+          cr_assert_eq(f[2 * g], (float)(10 * (g - t + ft) + 1) * 0.5f, "W=%u g=%u f32", W, g);
       }
       free(mem);
     }
@@ -1082,8 +1144,9 @@ Test(device, subgroup_reduce_over_clusters) {
   vxl_result r;
   cr_assert_eq(vxt_compile_file(cc, VXT_KERNELS_DIR "/subgroup_clusters.mlir", &o, &r), 0);
   cr_assert_not(r.ok);
-  cr_assert(strstr(r.diags[0], "subgroup_clusters.mlir:18:12: error: unsupported: gpu.subgroup_reduce clusters of 2 "
-                               "lanes 1 apart in a 1-thread warp"),
+  cr_assert(strstr(r.diags[0],
+                   "subgroup_clusters.mlir:18:12: error: unsupported: gpu.subgroup_reduce clusters of 2 "
+                   "lanes 1 apart in a 1-thread warp"),
             "%s", r.diags[0]);
   vxl_result_clear(&r);
 }
@@ -1153,7 +1216,8 @@ static void file_check(const char *path, const char *output, const char *what) {
 
 /* printMemref's data lines for a row-major rows x cols buffer of i32
  * (is_float 0) or f32 values, appended to out. */
-static void print_memref(char *out, size_t cap, const void *data, uint32_t rows, uint32_t cols, int is_float) {
+static void print_memref(char *out, size_t cap, const void *data, uint32_t rows, uint32_t cols,
+                         int is_float) {
   char *o = out + strlen(out);
   size_t left = cap - strlen(out);
   int n = snprintf(o, left, rows > 1 ? "[" : "");
@@ -1163,8 +1227,10 @@ static void print_memref(char *out, size_t cap, const void *data, uint32_t rows,
     o += n, left -= (size_t)n;
     for (uint32_t c = 0; c < cols; c++) {
       uint32_t i = r * cols + c;
-      if (is_float) n = snprintf(o, left, "%s%g", c ? ", " : "", (double)((const float *)data)[i]);
-      else n = snprintf(o, left, "%s%d", c ? ", " : "", ((const int32_t *)data)[i]);
+      if (is_float)
+        n = snprintf(o, left, "%s%g", c ? ", " : "", (double)((const float *)data)[i]);
+      else
+        n = snprintf(o, left, "%s%d", c ? ", " : "", ((const int32_t *)data)[i]);
       o += n, left -= (size_t)n;
     }
     n = snprintf(o, left, "]");
@@ -1176,7 +1242,8 @@ static void print_memref(char *out, size_t cap, const void *data, uint32_t rows,
 Test(conformance, upstream_all_reduce_integration_tests) {
   /* the host code of each file fills data[2][6] with the values below and
    * launches 2 blocks of 6 threads */
-  static const char *const files[] = {"all-reduce-and", "all-reduce-or", "all-reduce-xor", "multiple-all-reduce"};
+  static const char *const files[] = {"all-reduce-and", "all-reduce-or", "all-reduce-xor",
+                                      "multiple-all-reduce"};
   static const int32_t data[12] = {0, 1, 2, 4, 8, 16, 2, 3, 6, 7, 10, 11};
   for (int fi = 0; fi < 4; fi++) {
     char path[512], got[256];
@@ -1187,7 +1254,8 @@ Test(conformance, upstream_all_reduce_integration_tests) {
       const vxp_kernel *k = kernel(&r, "main_kernel");
       vxt_image img = {0};
       float fdata[12];
-      for (int i = 0; i < 12; i++) fdata[i] = (float)data[i];
+      for (int i = 0; i < 12; i++)
+        fdata[i] = (float)data[i];
       uint32_t din = vxt_image_put(&img, is_float ? (const void *)fdata : (const void *)data, 48);
       uint32_t o[2] = {vxt_image_put(&img, NULL, 8), vxt_image_put(&img, NULL, 8)};
       uint32_t dd = DEV(din), d0 = DEV(o[0]), d1 = DEV(o[1]);
@@ -1196,7 +1264,8 @@ Test(conformance, upstream_all_reduce_integration_tests) {
       warp_configs(warps[wi], cfg);
       uint8_t *mem = launch_on(cfg, 2, k, &img, vals, 2, 1, 1, 6, 1, 1, 0, NULL, 0);
       got[0] = '\0';
-      for (int j = 0; j < nout; j++) print_memref(got, sizeof got, mem + o[j], 1, 2, is_float);
+      for (int j = 0; j < nout; j++)
+        print_memref(got, sizeof got, mem + o[j], 1, 2, is_float);
       char what[64];
       snprintf(what, sizeof what, "%s, %u threads per warp", files[fi], warps[wi]);
       file_check(path, got, what);
@@ -1270,8 +1339,9 @@ Test(conformance, upstream_cuda_integration_tests) {
 /* Runs kernel `name` of path on img (1 thread per block when bx is 1) and
  * FileChecks path against the rows x cols buffer at offset out, printed as
  * printMemref prints it; frees img. */
-static void upstream_memref(const char *path, const char *name, vxt_image *img, const void *const *vals, uint32_t gx,
-                            uint32_t gy, uint32_t bx, uint32_t out, uint32_t rows, uint32_t cols, int is_float) {
+static void upstream_memref(const char *path, const char *name, vxt_image *img, const void *const *vals,
+                            uint32_t gx, uint32_t gy, uint32_t bx, uint32_t out, uint32_t rows, uint32_t cols,
+                            int is_float) {
   vxl_result r = build(path);
   uint8_t *mem = launch(kernel(&r, name), img, vals, gx, gy, 1, bx, 1, 1, 0, NULL, 0);
   char got[1024] = "";
@@ -1286,10 +1356,12 @@ Test(conformance, upstream_rocm_spirv_sycl_vulkan_integration_tests) {
   /* ROCM vecadd: 1.23 + 1.23 over 5 threads */
   vxt_image img = {0};
   float a[5] = {1.23f, 1.23f, 1.23f, 1.23f, 1.23f};
-  uint32_t ao = vxt_image_put(&img, a, 20), bo = vxt_image_put(&img, a, 20), co = vxt_image_put(&img, NULL, 20);
+  uint32_t ao = vxt_image_put(&img, a, 20), bo = vxt_image_put(&img, a, 20),
+           co = vxt_image_put(&img, NULL, 20);
   uint32_t ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
   const void *v3[] = {&ad, &bd, &cd};
-  upstream_memref(UPSTREAM "Integration-GPU-ROCM/vecadd.mlir", "vecadd_kernel", &img, v3, 1, 1, 5, co, 1, 5, 1);
+  upstream_memref(UPSTREAM "Integration-GPU-ROCM/vecadd.mlir", "vecadd_kernel", &img, v3, 1, 1, 5, co, 1, 5,
+                  1);
 
   /* SPIRV double: input filled with 4, output with 0, one thread */
   int32_t four[6] = {4, 4, 4, 4, 4, 4};
@@ -1299,22 +1371,25 @@ Test(conformance, upstream_rocm_spirv_sycl_vulkan_integration_tests) {
   upstream_memref(UPSTREAM "Integration-GPU-SPIRV/double.mlir", "double", &img, v2, 1, 1, 1, oo, 1, 6, 0);
 
   /* SYCL relu over the file's 4x5 constant, 4x5 blocks of one thread */
-  static const float in45[20] = {-0.1f, -0.2f, -0.3f, 0.4f, 0.5f, 0.1f, -0.2f, 0.3f, -0.4f, 0.5f,
-                                 0.1f,  0.2f,  0.3f,  -0.4f, -0.5f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f};
+  static const float in45[20] = {-0.1f, -0.2f, -0.3f, 0.4f,  0.5f,  0.1f, -0.2f, 0.3f, -0.4f, 0.5f,
+                                 0.1f,  0.2f,  0.3f,  -0.4f, -0.5f, 0.1f, 0.2f,  0.3f, 0.4f,  0.5f};
   io = vxt_image_put(&img, in45, 80), oo = vxt_image_put(&img, NULL, 80);
   id = DEV(io), od = DEV(oo);
-  upstream_memref(UPSTREAM "Integration-GPU-SYCL/gpu-reluf32-to-spirv.mlir", "test_relu", &img, v2, 4, 5, 1, oo, 4, 5,
-                  1);
+  upstream_memref(UPSTREAM "Integration-GPU-SYCL/gpu-reluf32-to-spirv.mlir", "test_relu", &img, v2, 4, 5, 1,
+                  oo, 4, 5, 1);
 
   /* Vulkan addf_if: 1.1 + 2.2 where block id < 4, 8 blocks of one thread */
   float x[16], y[16];
-  for (int i = 0; i < 16; i++) x[i] = 1.1f, y[i] = 2.2f;
+  for (int i = 0; i < 16; i++)
+    x[i] = 1.1f, y[i] = 2.2f;
   ao = vxt_image_put(&img, x, 32), bo = vxt_image_put(&img, y, 32), co = vxt_image_put(&img, NULL, 32);
   ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
-  upstream_memref(UPSTREAM "Integration-GPU-Vulkan/addf_if.mlir", "kernel_add", &img, v3, 8, 1, 1, co, 1, 8, 1);
+  upstream_memref(UPSTREAM "Integration-GPU-Vulkan/addf_if.mlir", "kernel_add", &img, v3, 8, 1, 1, co, 1, 8,
+                  1);
 
   /* Vulkan mulf: 2.0 * 3.0 over 4x4 blocks of one thread */
-  for (int i = 0; i < 16; i++) x[i] = 2.0f, y[i] = 3.0f;
+  for (int i = 0; i < 16; i++)
+    x[i] = 2.0f, y[i] = 3.0f;
   ao = vxt_image_put(&img, x, 64), bo = vxt_image_put(&img, y, 64), co = vxt_image_put(&img, NULL, 64);
   ad = DEV(ao), bd = DEV(bo), cd = DEV(co);
   upstream_memref(UPSTREAM "Integration-GPU-Vulkan/mulf.mlir", "kernel_mul", &img, v3, 4, 4, 1, co, 4, 4, 1);
@@ -1333,24 +1408,25 @@ Test(device, every_reduction_kind_in_subgroups_and_blocks) {
     for (int ki = 0; ki < nk; ki++) {
       const char *kind = fl ? floats[ki] : ints[ki], *T = fl ? "f32" : "i32";
       char src[2048];
-      snprintf(src, sizeof src,
-               "module {\n  gpu.module @m {\n    gpu.func @k(%%o: memref<?x%s>) kernel {\n"
-               "      %%c2 = arith.constant 2 : index\n      %%c1 = arith.constant 1 : index\n"
-               "      %%t = gpu.thread_id x\n      %%ti = arith.index_cast %%t : index to i32\n"
-               "%s"
-               "      %%s = gpu.subgroup_reduce %s %%v : (%s) -> %s\n"
-               "      %%a = gpu.all_reduce %s %%v uniform {} : (%s) -> %s\n"
-               "      %%p = arith.muli %%t, %%c2 : index\n      %%q = arith.addi %%p, %%c1 : index\n"
-               "      memref.store %%s, %%o[%%p] : memref<?x%s>\n      memref.store %%a, %%o[%%q] : memref<?x%s>\n"
-               "      gpu.return\n    }\n  }\n}\n",
-               T,
-               fl ? "      %f = arith.sitofp %ti : i32 to f32\n      %q75 = arith.constant 0.75 : f32\n"
-                    "      %m = arith.mulf %f, %q75 : f32\n      %c3 = arith.constant 3.0 : f32\n"
-                    "      %v = arith.subf %m, %c3 : f32\n"
-                  : "      %k3 = arith.constant 3 : i32\n      %k7 = arith.constant 7 : i32\n"
-                    "      %k2 = arith.constant 2 : i32\n      %m = arith.muli %ti, %k3 : i32\n"
-                    "      %r = arith.remui %m, %k7 : i32\n      %v = arith.subi %r, %k2 : i32\n",
-               kind, T, T, kind, T, T, T, T);
+      snprintf(
+          src, sizeof src,
+          "module {\n  gpu.module @m {\n    gpu.func @k(%%o: memref<?x%s>) kernel {\n"
+          "      %%c2 = arith.constant 2 : index\n      %%c1 = arith.constant 1 : index\n"
+          "      %%t = gpu.thread_id x\n      %%ti = arith.index_cast %%t : index to i32\n"
+          "%s"
+          "      %%s = gpu.subgroup_reduce %s %%v : (%s) -> %s\n"
+          "      %%a = gpu.all_reduce %s %%v uniform {} : (%s) -> %s\n"
+          "      %%p = arith.muli %%t, %%c2 : index\n      %%q = arith.addi %%p, %%c1 : index\n"
+          "      memref.store %%s, %%o[%%p] : memref<?x%s>\n      memref.store %%a, %%o[%%q] : memref<?x%s>\n"
+          "      gpu.return\n    }\n  }\n}\n",
+          T,
+          fl ? "      %f = arith.sitofp %ti : i32 to f32\n      %q75 = arith.constant 0.75 : f32\n"
+               "      %m = arith.mulf %f, %q75 : f32\n      %c3 = arith.constant 3.0 : f32\n"
+               "      %v = arith.subf %m, %c3 : f32\n"
+             : "      %k3 = arith.constant 3 : i32\n      %k7 = arith.constant 7 : i32\n"
+               "      %k2 = arith.constant 2 : i32\n      %m = arith.muli %ti, %k3 : i32\n"
+               "      %r = arith.remui %m, %k7 : i32\n      %v = arith.subi %r, %k2 : i32\n",
+          kind, T, T, kind, T, T, T, T);
       vxl_options o = {.opt_level = 2, .warp_size = W};
       vxl_result r;
       cr_assert_eq(vxl_compile(cc, src, strlen(src), "kinds.mlir", &o, &r), 0);
@@ -1373,17 +1449,20 @@ Test(device, every_reduction_kind_in_subgroups_and_blocks) {
             if (fl) {
               double x = (double)((float)j * 0.75f - 3.0f), a = acc[scope];
               const char *k = kind;
-              acc[scope] = j == lo ? x
+              acc[scope] = j == lo             ? x
                            : !strcmp(k, "add") ? (double)((float)a + (float)x)
                            : !strcmp(k, "mul") ? (double)((float)a * (float)x)
-                           : strstr(k, "min") ? (x < a ? x : a)
-                                              : (x > a ? x : a);
+                           : strstr(k, "min")  ? (x < a ? x : a)
+                                               : (x > a ? x : a);
             } else {
               int32_t x = (int32_t)(j * 3 % 7) - 2, a = (int32_t)iacc[scope];
               uint32_t ux = (uint32_t)x, ua = (uint32_t)a;
               const char *k = kind;
-              int32_t v = !strcmp(k, "add") ? (int32_t)(ua + ux) : !strcmp(k, "mul") ? (int32_t)(ua * ux)
-                          : !strcmp(k, "and") ? a & x : !strcmp(k, "or") ? a | x : !strcmp(k, "xor") ? a ^ x
+              int32_t v = !strcmp(k, "add")     ? (int32_t)(ua + ux)
+                          : !strcmp(k, "mul")   ? (int32_t)(ua * ux)
+                          : !strcmp(k, "and")   ? a & x
+                          : !strcmp(k, "or")    ? a | x
+                          : !strcmp(k, "xor")   ? a ^ x
                           : !strcmp(k, "minui") ? (int32_t)(ua < ux ? ua : ux)
                           : !strcmp(k, "minsi") ? (a < x ? a : x)
                           : !strcmp(k, "maxui") ? (int32_t)(ua > ux ? ua : ux)
@@ -1402,8 +1481,8 @@ Test(device, every_reduction_kind_in_subgroups_and_blocks) {
         } else {
           cr_assert_eq(oi[2 * t], (int32_t)iacc[0], "%s i32 subgroup t=%u: %d want %d", kind, t, oi[2 * t],
                        (int32_t)iacc[0]);
-          cr_assert_eq(oi[2 * t + 1], (int32_t)iacc[1], "%s i32 block t=%u: %d want %d", kind, t, oi[2 * t + 1],
-                       (int32_t)iacc[1]);
+          cr_assert_eq(oi[2 * t + 1], (int32_t)iacc[1], "%s i32 block t=%u: %d want %d", kind, t,
+                       oi[2 * t + 1], (int32_t)iacc[1]);
         }
       }
       free(mem);

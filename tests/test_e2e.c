@@ -131,7 +131,8 @@ Test(e2e, metadata_of_a_polygeist_style_kernel) {
   cr_assert_eq(r.status, VXP_STATUS_OK);
   const vxp_kernel *k = &r.kernels[0];
   uint32_t off[] = {0, 4, 8, 12};
-  for (int i = 0; i < 4; i++) cr_assert_eq(k->args[i].offset, off[i]);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(k->args[i].offset, off[i]);
   cr_assert_eq(k->args[1].kind, VXP_ARG_POINTER);
   cr_assert_eq(k->args_size, 16);
   /* libvxc packs exactly where the kernel reads */
@@ -223,7 +224,8 @@ Test(e2e, source_errors_come_back_as_diagnostics_and_the_daemon_goes_on) {
     cr_assert_eq(r.nkernels, 0);
     cr_assert_geq(r.ndiags, 1);
     int found = 0;
-    for (uint32_t j = 0; j < r.ndiags; j++) found |= strstr(r.diags[j], want[i]) != NULL;
+    for (uint32_t j = 0; j < r.ndiags; j++)
+      found |= strstr(r.diags[j], want[i]) != NULL;
     cr_assert(found, "case %d: no diagnostic with '%s' (first: %s)", i, want[i], r.diags[0]);
     vxp_response_clear(&r);
   }
@@ -315,8 +317,8 @@ Test(e2e, truncated_frame_and_empty_frame_do_not_hurt_other_clients) {
 Test(e2e, malformed_payload_keeps_the_connection) {
   int fd = raw_connect();
   /* {"id": 77, "op": "compile", "source": 5}: a wrong msgpack type */
-  uint8_t bad[] = {0, 0, 0, 0, 0x83, 0xa2, 'i', 'd', 77, 0xa2, 'o', 'p', 0xa7, 'c', 'o', 'm', 'p', 'i', 'l',
-                   'e', 0xa6, 's', 'o', 'u', 'r', 'c', 'e', 5};
+  uint8_t bad[] = {0,   0,   0,   0,   0x83, 0xa2, 'i',  'd', 77,  0xa2, 'o', 'p', 0xa7, 'c',
+                   'o', 'm', 'p', 'i', 'l',  'e',  0xa6, 's', 'o', 'u',  'r', 'c', 'e',  5};
   bad[3] = sizeof bad - 4;
   cr_assert_eq(write(fd, bad, sizeof bad), (ssize_t)sizeof bad);
   vxp_response r;
@@ -326,8 +328,8 @@ Test(e2e, malformed_payload_keeps_the_connection) {
   cr_assert_not_null(strstr(r.message, "wrong type"), "%s", r.message);
   vxp_response_clear(&r);
   /* an unknown key, then a valid request on the same connection */
-  uint8_t unk[] = {0, 0, 0, 0, 0x83, 0xa2, 'i', 'd', 78, 0xa2, 'o', 'p', 0xa5, 's', 't', 'a', 't', 's',
-                   0xa1, 'x', 0xc3};
+  uint8_t unk[] = {0,   0,    0,   0,   0x83, 0xa2, 'i', 'd',  78,  0xa2, 'o',
+                   'p', 0xa5, 's', 't', 'a',  't',  's', 0xa1, 'x', 0xc3};
   unk[3] = sizeof unk - 4;
   cr_assert_eq(write(fd, unk, sizeof unk), (ssize_t)sizeof unk);
   cr_assert_eq(raw_read(fd, &r), 0);
@@ -357,7 +359,8 @@ static int worker_pids(pid_t *out, int cap) {
   FILE *f = fopen(path, "r");
   cr_assert_not_null(f);
   int n = 0;
-  while (n < cap && fscanf(f, "%d", &out[n]) == 1) n++;
+  while (n < cap && fscanf(f, "%d", &out[n]) == 1)
+    n++;
   fclose(f);
   return n;
 }
@@ -391,7 +394,8 @@ Test(e2e, a_hung_compile_fails_only_its_request) {
   pid_t pids[8];
   int n = worker_pids(pids, 8);
   cr_assert_eq(n, 2);
-  for (int i = 0; i < n; i++) kill(pids[i], SIGSTOP);
+  for (int i = 0; i < n; i++)
+    kill(pids[i], SIGSTOP);
   vxc_conn *c = conn();
   vxp_response r;
   compile_path(c, POLYGEIST_STYLE, &r);
@@ -402,7 +406,8 @@ Test(e2e, a_hung_compile_fails_only_its_request) {
   cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
   cr_assert_not(r.cached, "the failed compile left nothing in the cache");
   vxp_response_clear(&r);
-  for (int i = 0; i < n; i++) kill(pids[i], SIGCONT);
+  for (int i = 0; i < n; i++)
+    kill(pids[i], SIGCONT);
   vxc_close(c);
 }
 

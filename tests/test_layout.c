@@ -42,7 +42,8 @@ Test(seed000, test2_argument_kinds) {
 
 Test(seed000, test3_argument_sizes) {
   vxp_kernel k = layout_of(metadata_test_types, 4);
-  for (int i = 0; i < 4; i++) cr_assert_eq(k.args[i].size, 4, "arg %d", i);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(k.args[i].size, 4, "arg %d", i);
   vxp_kernel_clear(&k);
 }
 
@@ -328,7 +329,8 @@ static void expect_divergence(const char *ir, int splits, int joins, int preds, 
   const int want[3] = {splits, joins, preds};
   for (int i = 0; i < 3; i++) {
     int n = 0;
-    for (const char *p = ir; (p = strstr(p, call[i])); p++) n++;
+    for (const char *p = ir; (p = strstr(p, call[i])); p++)
+      n++;
     cr_assert_eq(n, want[i], "%s: %d x %s, want %d", what, n, call[i], want[i]);
   }
 }
@@ -359,19 +361,21 @@ Test(lowering, divergence_split_join_and_pred_placement) {
   vxl_result_clear(&r);
   /* uniform branches stay plain: a kernel that branches on an argument */
   vxl_options o = {.opt_level = 2, .emit_ir = true};
-  const char *arg = "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
-                    "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
-                    "      %p = arith.cmpi sgt, %a, %c0 : i32\n      scf.if %p {\n"
-                    "        memref.store %a, %o[%z] : memref<?xi32>\n      }\n      gpu.return\n    }\n  }\n}\n";
+  const char *arg =
+      "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
+      "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
+      "      %p = arith.cmpi sgt, %a, %c0 : i32\n      scf.if %p {\n"
+      "        memref.store %a, %o[%z] : memref<?xi32>\n      }\n      gpu.return\n    }\n  }\n}\n";
   cr_assert_eq(vxl_compile(cc, arg, strlen(arg), "u.mlir", &o, &r), 0);
   cr_assert(r.ok);
   cr_assert_null(strstr(r.lowered_ir, "llvm.call @__vxl_split("), "kernel arguments are uniform");
   vxl_result_clear(&r);
-  const char *src = "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
-                    "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
-                    "      %b = gpu.block_id x\n      %bi = arith.index_cast %b : index to i32\n"
-                    "      %p = arith.cmpi sgt, %bi, %a : i32\n      scf.if %p {\n"
-                    "        memref.store %a, %o[%z] : memref<?xi32>\n      }\n      gpu.return\n    }\n  }\n}\n";
+  const char *src =
+      "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32, %o: memref<?xi32>) kernel {\n"
+      "      %c0 = arith.constant 0 : i32\n      %z = arith.constant 0 : index\n"
+      "      %b = gpu.block_id x\n      %bi = arith.index_cast %b : index to i32\n"
+      "      %p = arith.cmpi sgt, %bi, %a : i32\n      scf.if %p {\n"
+      "        memref.store %a, %o[%z] : memref<?xi32>\n      }\n      gpu.return\n    }\n  }\n}\n";
   cr_assert_eq(vxl_compile(cc, src, strlen(src), "u.mlir", &o, &r), 0);
   cr_assert(r.ok);
   cr_assert_null(strstr(r.lowered_ir, "llvm.call @__vxl_split("), "block ids are uniform");
@@ -388,7 +392,8 @@ static void count_divergence_insns(const char *path, const char *kernel, unsigne
     if (strcmp(r.kernels[i].name, kernel) == 0) k = &r.kernels[i];
   cr_assert_not_null(k, "%s", kernel);
   const uint32_t funct3[3] = {2, 3, 5};
-  for (int i = 0; i < 3; i++) n[i] = vxt_elf_count_insn(k->object, k->object_size, 0x0B, funct3[i], 0);
+  for (int i = 0; i < 3; i++)
+    n[i] = vxt_elf_count_insn(k->object, k->object_size, 0x0B, funct3[i], 0);
   vxl_result_clear(&r);
 }
 
@@ -467,17 +472,19 @@ Test(lowering, divergence_in_unstructured_control_flow) {
    * masked-off threads would wait at the wrong exit, so it is refused.  The
    * analysis counts the loop's values as divergent once threads may have
    * left early, so the first branch refused is the head's exit test. */
-  r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%o: memref<?xi32>) kernel {\n"
-                   "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index\n"
-                   "      %c9 = arith.constant 9 : index\n      %t = gpu.thread_id x\n"
-                   "      cf.br ^h(%c0 : index)\n    ^h(%i: index):\n"
-                   "      %go = arith.cmpi ult, %i, %c9 : index\n      cf.cond_br %go, ^b, ^e\n"
-                   "    ^b:\n      %hit = arith.cmpi eq, %i, %t : index\n      %n = arith.addi %i, %c1 : index\n"
-                   "      cf.cond_br %hit, ^e, ^h(%n : index)\n    ^e:\n      gpu.return\n    }\n  }\n}\n");
+  r = compile_text(
+      "module {\n  gpu.module @m {\n    gpu.func @k(%o: memref<?xi32>) kernel {\n"
+      "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index\n"
+      "      %c9 = arith.constant 9 : index\n      %t = gpu.thread_id x\n"
+      "      cf.br ^h(%c0 : index)\n    ^h(%i: index):\n"
+      "      %go = arith.cmpi ult, %i, %c9 : index\n      cf.cond_br %go, ^b, ^e\n"
+      "    ^b:\n      %hit = arith.cmpi eq, %i, %t : index\n      %n = arith.addi %i, %c1 : index\n"
+      "      cf.cond_br %hit, ^e, ^h(%n : index)\n    ^e:\n      gpu.return\n    }\n  }\n}\n");
   cr_assert_not(r.ok);
   cr_assert_eq(r.ndiags, 1);
-  cr_assert_not_null(strstr(r.diags[0], "t.mlir:11:7: error: unsupported: thread-dependent branch that leaves a "
-                                        "loop which has other exits or entries (a `break`"),
+  cr_assert_not_null(strstr(r.diags[0],
+                            "t.mlir:11:7: error: unsupported: thread-dependent branch that leaves a "
+                            "loop which has other exits or entries (a `break`"),
                      "%s", r.diags[0]);
   vxl_result_clear(&r);
 }
@@ -486,8 +493,10 @@ Test(lowering, divergence_in_unstructured_control_flow) {
 static char *with_type(const char *text, const char *type) {
   char *out = malloc(strlen(text) * 4 + 1), *o = out;
   for (const char *p = text; *p; p++)
-    if (*p == 'T') o = stpcpy(o, type);
-    else *o++ = *p;
+    if (*p == 'T')
+      o = stpcpy(o, type);
+    else
+      *o++ = *p;
   *o = '\0';
   return out;
 }
@@ -537,7 +546,9 @@ Test(lowering, same_symbol_in_two_gpu_modules_is_qualified) {
   r = compile_text(text);
   free(text);
   cr_assert_not(r.ok);
-  cr_assert_str_eq(r.diags[0], "t.mlir:13:5: error: unsupported: symbol @ext means two different things in two gpu.modules");
+  cr_assert_str_eq(
+      r.diags[0],
+      "t.mlir:13:5: error: unsupported: symbol @ext means two different things in two gpu.modules");
   vxl_result_clear(&r);
 }
 
@@ -589,7 +600,8 @@ static void conform(const char *dir, int *compiled, int *refused) {
 Test(conformance, every_corpus_file_compiles_or_is_refused_precisely) {
   int compiled = 0, refused = 0;
   conform(VXT_CORPUS_DIR, &compiled, &refused);
-  cr_assert_geq(compiled + refused, 24, "the whole corpus was seen: compiled %d, refused %d", compiled, refused);
+  cr_assert_geq(compiled + refused, 24, "the whole corpus was seen: compiled %d, refused %d", compiled,
+                refused);
   cr_assert_geq(compiled, 18, "compiled %d, refused %d", compiled, refused);
 }
 #endif
@@ -601,6 +613,7 @@ Test(lowering, objects_carry_line_tables_of_the_source) {
   cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
   const vxp_kernel *k = &r.kernels[0];
   cr_assert_not_null(memmem(k->object, k->object_size, ".debug_line", 11), "no line table");
-  cr_assert_not_null(memmem(k->object, k->object_size, "private_memory.mlir", 19), "the line table names the file");
+  cr_assert_not_null(memmem(k->object, k->object_size, "private_memory.mlir", 19),
+                     "the line table names the file");
   vxl_result_clear(&r);
 }

@@ -22,7 +22,10 @@ static vxp_kernel make_kernel(void) {
   k.subgroup_size = 8;
   k.object_size = 5;
   k.object = malloc(5);
-  memcpy(k.object, "\x7f" "ELF\x01", 5);
+  memcpy(k.object,
+         "\x7f"
+         "ELF\x01",
+         5);
   return k;
 }
 
@@ -57,8 +60,14 @@ static void response_round_trip(const vxp_response *in, vxp_response *out) {
 }
 
 Test(protocol, compile_request_round_trip) {
-  vxp_request in = {.id = 42, .op = VXP_OP_COMPILE, .source = (uint8_t *)"module {}", .source_len = 9,
-                    .source_name = "k.mlir", .opt_level = 3, .emit_ir = true, .warp_size = 8};
+  vxp_request in = {.id = 42,
+                    .op = VXP_OP_COMPILE,
+                    .source = (uint8_t *)"module {}",
+                    .source_len = 9,
+                    .source_name = "k.mlir",
+                    .opt_level = 3,
+                    .emit_ir = true,
+                    .warp_size = 8};
   vxp_request out;
   request_round_trip(&in, &out);
   cr_assert_eq(out.id, 42);
@@ -91,8 +100,16 @@ Test(protocol, fetch_and_hello_round_trip) {
 Test(protocol, compile_response_round_trip_keeps_every_field) {
   vxp_kernel k = make_kernel();
   char *diags[] = {"a.mlir:1:2: error: x"};
-  vxp_response in = {.id = 9, .op = VXP_OP_COMPILE, .status = VXP_STATUS_OK, .key = "k", .cached = true,
-                     .nkernels = 1, .kernels = &k, .ndiags = 1, .diags = diags, .lowered_ir = "llvm"};
+  vxp_response in = {.id = 9,
+                     .op = VXP_OP_COMPILE,
+                     .status = VXP_STATUS_OK,
+                     .key = "k",
+                     .cached = true,
+                     .nkernels = 1,
+                     .kernels = &k,
+                     .ndiags = 1,
+                     .diags = diags,
+                     .lowered_ir = "llvm"};
   vxp_response out;
   response_round_trip(&in, &out);
   cr_assert_eq(out.id, 9);
@@ -119,15 +136,28 @@ Test(protocol, compile_response_round_trip_keeps_every_field) {
   cr_assert_eq(o->shared_bytes, 1024);
   cr_assert_eq(o->subgroup_size, 8);
   cr_assert_eq(o->object_size, 5);
-  cr_assert_eq(memcmp(o->object, "\x7f" "ELF\x01", 5), 0);
+  cr_assert_eq(memcmp(o->object,
+                      "\x7f"
+                      "ELF\x01",
+                      5),
+               0);
   vxp_response_clear(&out);
   vxp_kernel_clear(&k);
 }
 
 Test(protocol, stats_response_round_trip) {
-  vxp_response in = {.id = 3, .op = VXP_OP_STATS, .status = VXP_STATUS_OK,
-                     .stats = {.hits = 10, .misses = 2, .compile_errors = 1, .entries = 2, .bytes = 999,
-                               .requests = 20, .workers = 2, .worker_restarts = 1, .uptime_ms = 5}};
+  vxp_response in = {.id = 3,
+                     .op = VXP_OP_STATS,
+                     .status = VXP_STATUS_OK,
+                     .stats = {.hits = 10,
+                               .misses = 2,
+                               .compile_errors = 1,
+                               .entries = 2,
+                               .bytes = 999,
+                               .requests = 20,
+                               .workers = 2,
+                               .worker_restarts = 1,
+                               .uptime_ms = 5}};
   vxp_response out;
   response_round_trip(&in, &out);
   cr_assert_eq(out.stats.hits, 10);
@@ -192,25 +222,35 @@ static void kstr(msgpack_packer *pk, const char *s) {
 
 static void pack_unknown_key(msgpack_packer *pk) {
   msgpack_pack_map(pk, 3);
-  kstr(pk, "id"); msgpack_pack_uint64(pk, 5);
-  kstr(pk, "op"); kstr(pk, "stats");
-  kstr(pk, "colour"); kstr(pk, "blue");
+  kstr(pk, "id");
+  msgpack_pack_uint64(pk, 5);
+  kstr(pk, "op");
+  kstr(pk, "stats");
+  kstr(pk, "colour");
+  kstr(pk, "blue");
 }
 static void pack_wrong_type(msgpack_packer *pk) {
   msgpack_pack_map(pk, 3);
-  kstr(pk, "id"); msgpack_pack_uint64(pk, 6);
-  kstr(pk, "op"); kstr(pk, "compile");
-  kstr(pk, "source"); msgpack_pack_uint64(pk, 12);
+  kstr(pk, "id");
+  msgpack_pack_uint64(pk, 6);
+  kstr(pk, "op");
+  kstr(pk, "compile");
+  kstr(pk, "source");
+  msgpack_pack_uint64(pk, 12);
 }
 static void pack_missing_source(msgpack_packer *pk) {
   msgpack_pack_map(pk, 2);
-  kstr(pk, "id"); msgpack_pack_uint64(pk, 8);
-  kstr(pk, "op"); kstr(pk, "compile");
+  kstr(pk, "id");
+  msgpack_pack_uint64(pk, 8);
+  kstr(pk, "op");
+  kstr(pk, "compile");
 }
 static void pack_unknown_op(msgpack_packer *pk) {
   msgpack_pack_map(pk, 2);
-  kstr(pk, "id"); msgpack_pack_uint64(pk, 9);
-  kstr(pk, "op"); kstr(pk, "format-disk");
+  kstr(pk, "id");
+  msgpack_pack_uint64(pk, 9);
+  kstr(pk, "op");
+  kstr(pk, "format-disk");
 }
 static void pack_not_a_map(msgpack_packer *pk) {
   msgpack_pack_array(pk, 1);
@@ -218,10 +258,15 @@ static void pack_not_a_map(msgpack_packer *pk) {
 }
 static void pack_bad_opt(msgpack_packer *pk) {
   msgpack_pack_map(pk, 4);
-  kstr(pk, "id"); msgpack_pack_uint64(pk, 10);
-  kstr(pk, "op"); kstr(pk, "compile");
-  kstr(pk, "source"); msgpack_pack_bin(pk, 1); msgpack_pack_bin_body(pk, "x", 1);
-  kstr(pk, "opt_level"); msgpack_pack_uint64(pk, 9);
+  kstr(pk, "id");
+  msgpack_pack_uint64(pk, 10);
+  kstr(pk, "op");
+  kstr(pk, "compile");
+  kstr(pk, "source");
+  msgpack_pack_bin(pk, 1);
+  msgpack_pack_bin_body(pk, "x", 1);
+  kstr(pk, "opt_level");
+  msgpack_pack_uint64(pk, 9);
 }
 
 Test(protocol, malformed_requests_are_refused_with_their_id) {
@@ -298,9 +343,12 @@ Test(protocol, unknown_response_keys_are_tolerated) {
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
   msgpack_pack_map(&pk, 3);
-  kstr(&pk, "id"); msgpack_pack_uint64(&pk, 4);
-  kstr(&pk, "status"); kstr(&pk, "ok");
-  kstr(&pk, "added_in_v2"); msgpack_pack_true(&pk);
+  kstr(&pk, "id");
+  msgpack_pack_uint64(&pk, 4);
+  kstr(&pk, "status");
+  kstr(&pk, "ok");
+  kstr(&pk, "added_in_v2");
+  msgpack_pack_true(&pk);
   vxp_response r;
   cr_assert_eq(vxp_response_decode((const uint8_t *)sb.data, sb.size, &r), VXP_OK);
   cr_assert_eq(r.id, 4);

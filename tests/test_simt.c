@@ -30,8 +30,8 @@ TestSuite(simt, .init = setup, .fini = teardown, .timeout = 120);
 /* Runs case `which` with grid x block threads on a device of `lanes`
  * threads per warp (warps: enough for two blocks), filling *out.  Returns
  * vxs_run's result; *rep gets the report. */
-static int run_case_ipdom(uint32_t which, uint32_t grid, uint32_t block, uint32_t lanes, vxs_split_policy policy,
-                          uint32_t ipdom_depth, args_t *out, vxs_report *rep) {
+static int run_case_ipdom(uint32_t which, uint32_t grid, uint32_t block, uint32_t lanes,
+                          vxs_split_policy policy, uint32_t ipdom_depth, args_t *out, vxs_report *rep) {
   vxs_config c;
   vxs_config_default(&c);
   c.threads_per_warp = lanes;
@@ -70,10 +70,11 @@ Test(simt, a_divergent_branch_without_a_split_is_an_error_at_its_pc) {
   cr_assert(strstr(rep.error, "divergent branch without a split: threads 0x5 go to"), "%s", rep.error);
   cr_assert(strstr(rep.error, "(divergent_branch+0x"), "the report names the function: %s", rep.error);
   /* and, as the programs have line tables, the source line of the branch */
-  cr_assert(strstr(rep.error, "programs.c:54:3"), "the report names the source line: %s", rep.error);
+  cr_assert(strstr(rep.error, "programs.c:56:3"), "the report names the source line: %s", rep.error);
   /* one thread per warp cannot diverge: the same program is fine */
   cr_assert_eq(run_case(0, 1, 8, 1, VXS_SPLIT_SMALLER, &a, &rep), 0, "%s", rep.error);
-  for (int g = 0; g < 8; g++) cr_assert_eq(a.out[g], g & 1 ? 1 : 2);
+  for (int g = 0; g < 8; g++)
+    cr_assert_eq(a.out[g], g & 1 ? 1 : 2);
 }
 
 Test(simt, split_and_join_run_both_sides_under_every_policy) {
@@ -85,8 +86,10 @@ Test(simt, split_and_join_run_both_sides_under_every_policy) {
                    rep.error);
       for (int g = 0; g < 39; g++)
         cr_assert_eq(a.out[g], g & 1 ? 1 : 2, "policy %u lanes %u out[%d] = %d", p, lanes, g, a.out[g]);
-      if (lanes == 1) cr_assert_eq(rep.splits_divergent, 0);
-      else cr_assert_gt(rep.splits_divergent, 0, "lanes %u", lanes);
+      if (lanes == 1)
+        cr_assert_eq(rep.splits_divergent, 0);
+      else
+        cr_assert_gt(rep.splits_divergent, 0, "lanes %u", lanes);
       cr_assert_leq(rep.max_ipdom_depth, 1);
     }
 }
@@ -103,7 +106,8 @@ Test(simt, pred_masks_threads_off_and_restores_the_mask_when_none_is_left) {
     args_t a;
     vxs_report rep;
     cr_assert_eq(run_case(3, 2, 21, lanes, VXS_SPLIT_SMALLER, &a, &rep), 0, "%u lanes: %s", lanes, rep.error);
-    for (int g = 0; g < 42; g++) cr_assert_eq(a.out[g], g * (g + 1) / 2, "lanes %u out[%d] = %d", lanes, g, a.out[g]);
+    for (int g = 0; g < 42; g++)
+      cr_assert_eq(a.out[g], g * (g + 1) / 2, "lanes %u out[%d] = %d", lanes, g, a.out[g]);
   }
 }
 
@@ -153,7 +157,8 @@ Test(simt, a_store_to_unmapped_memory_is_reported) {
   args_t a;
   vxs_report rep;
   cr_assert_eq(run_case(8, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
-  cr_assert(strstr(rep.error, "thread 0: Invalid memory write (UC_ERR_WRITE_UNMAPPED) at pc"), "%s", rep.error);
+  cr_assert(strstr(rep.error, "thread 0: Invalid memory write (UC_ERR_WRITE_UNMAPPED) at pc"), "%s",
+            rep.error);
   cr_assert(strstr(rep.error, "(bad_store+0x"), "%s", rep.error);
 }
 

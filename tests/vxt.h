@@ -10,10 +10,11 @@
 
 /* The Polygeist kernels in ../shared/corpus/vortex-hip, without ".mlir":
  * an initializer for `const char *files[]`. */
-#define VXT_VORTEX_HIP_FILES                                                     \
-  {"basic_kernel",  "conv3_kernel", "cta_kernel",  "dogfood_kernel",            \
-   "dotproduct_kernel", "metadata_test", "printf_kernel", "relu_kernel",        \
-   "sgemm_kernel",  "sort_kernel",  "vecadd_kernel"}
+#define VXT_VORTEX_HIP_FILES                                                                                 \
+  {                                                                                                          \
+    "basic_kernel", "conv3_kernel", "cta_kernel", "dogfood_kernel", "dotproduct_kernel", "metadata_test",    \
+        "printf_kernel", "relu_kernel", "sgemm_kernel", "sort_kernel", "vecadd_kernel"                       \
+  }
 
 /* Checks that an in-memory object is what Vortex links: ELF32, little
  * endian, EM_RISCV, relocatable, single-float ABI (EF_RISCV_FLOAT_ABI_SINGLE),
@@ -28,7 +29,8 @@ int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int wan
 /* How many 32-bit R-type instructions with this opcode/funct3/funct7 the
  * executable sections of obj hold (the targets here have no compressed
  * instructions, so every 4-byte word is one instruction). */
-unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, uint32_t opcode, uint32_t funct3, uint32_t funct7);
+unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, uint32_t opcode, uint32_t funct3,
+                            uint32_t funct7);
 
 /* Reads a whole file into a malloc()ed buffer; NULL on error. */
 char *vxt_read_file(const char *path, size_t *len);
@@ -36,7 +38,7 @@ char *vxt_read_file(const char *path, size_t *len);
 /* A vortexd started for one test in a fresh temporary directory. */
 typedef struct {
   pid_t pid;
-  char dir[128];    /* mkdtemp directory holding socket and cache */
+  char dir[128]; /* mkdtemp directory holding socket and cache */
   char sock[192];
   char cache[192];
 } vxt_daemon;

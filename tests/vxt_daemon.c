@@ -21,8 +21,9 @@ int vxt_daemon_start(vxt_daemon *d, const char *extra) {
   d->pid = fork();
   if (d->pid < 0) return -1;
   if (d->pid == 0) {
-    char *args[] = {(char *)VXT_VORTEXD, (char *)"--socket", d->sock, (char *)"--cache-dir", d->cache,
-                    (char *)"--workers", (char *)"2", (char *)extra, NULL};
+    char *args[] = {(char *)VXT_VORTEXD,   (char *)"--socket", d->sock,
+                    (char *)"--cache-dir", d->cache,           (char *)"--workers",
+                    (char *)"2",           (char *)extra,      NULL};
     execv(VXT_VORTEXD, args);
     _exit(127);
   }
@@ -43,7 +44,8 @@ int vxt_daemon_stop(vxt_daemon *d) {
   if (d->pid <= 0) return -1;
   kill(d->pid, SIGTERM);
   int st = 0;
-  while (waitpid(d->pid, &st, 0) < 0 && errno == EINTR) {}
+  while (waitpid(d->pid, &st, 0) < 0 && errno == EINTR) {
+  }
   d->pid = 0;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -22,13 +22,16 @@ uint32_t vxt_image_put(vxt_image *img, const void *data, uint32_t n) {
   uint32_t need = off + n;
   if (need > img->cap) {
     uint32_t cap = img->cap ? img->cap : 4096;
-    while (cap < need) cap *= 2;
+    while (cap < need)
+      cap *= 2;
     img->p = realloc(img->p, cap);
     memset(img->p + img->cap, 0, cap - img->cap);
     img->cap = cap;
   }
-  if (data) memcpy(img->p + off, data, n);
-  else memset(img->p + off, 0, n);
+  if (data)
+    memcpy(img->p + off, data, n);
+  else
+    memset(img->p + off, 0, n);
   img->size = need;
   return off;
 }
@@ -70,8 +73,8 @@ const char *vxt_device_link(const vxp_kernel *k, uint8_t **elf, size_t *elf_size
 }
 
 const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image *img, uint32_t args_offset,
-                           uint32_t launch_offset, const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size,
-                           void *out, vxs_report *rep, char *printed, size_t printed_cap) {
+                           uint32_t launch_offset, const vxt_simt *cfg, uint32_t out_offset,
+                           uint32_t out_size, void *out, vxs_report *rep, char *printed, size_t printed_cap) {
   static char msg[1024]; /* the suites run tests one at a time */
   uint32_t block[3], shared;
   memcpy(block, img->p + args_offset + launch_offset + 12, sizeof block);

@@ -16,7 +16,7 @@
 
 /* Device memory image the host fills before a launch. */
 typedef struct {
-  uint8_t *p;  /* malloc() */
+  uint8_t *p; /* malloc() */
   uint32_t size, cap;
 } vxt_image;
 
@@ -56,7 +56,7 @@ const char *vxt_device_link(const vxp_kernel *k, uint8_t **elf, size_t *elf_size
  * what the device printed.  Returns NULL, or a description of what failed
  * (valid until the next call; the suites run tests one at a time). */
 const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image *img, uint32_t args_offset,
-                           uint32_t launch_offset, const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size,
-                           void *out, vxs_report *rep, char *printed, size_t printed_cap);
+                           uint32_t launch_offset, const vxt_simt *cfg, uint32_t out_offset,
+                           uint32_t out_size, void *out, vxs_report *rep, char *printed, size_t printed_cap);
 
 #endif

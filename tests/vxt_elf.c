@@ -19,7 +19,8 @@ int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int wan
   for (int i = 0; i < eh->e_shnum; i++) {
     if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
     const Elf32_Shdr *strs = &sh[sh[i].sh_link];
-    if ((size_t)sh[i].sh_offset + sh[i].sh_size > len || (size_t)strs->sh_offset + strs->sh_size > len) return 0;
+    if ((size_t)sh[i].sh_offset + sh[i].sh_size > len || (size_t)strs->sh_offset + strs->sh_size > len)
+      return 0;
     const Elf32_Sym *sym = (const Elf32_Sym *)(obj + sh[i].sh_offset);
     size_t n = sh[i].sh_size / sizeof(Elf32_Sym);
     for (size_t j = 0; j < n; j++) {
@@ -47,7 +48,8 @@ const char *vxt_elf_check(const uint8_t *obj, size_t len) {
   return NULL;
 }
 
-unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, uint32_t opcode, uint32_t funct3, uint32_t funct7) {
+unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, uint32_t opcode, uint32_t funct3,
+                            uint32_t funct7) {
   if (len < sizeof(Elf32_Ehdr)) return 0;
   const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
   if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;

@@ -9,8 +9,8 @@
  */
 #include "vxs.h"
 
-#include <errno.h>
 #include <elfutils/libdw.h>
+#include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdarg.h>
@@ -70,14 +70,14 @@ struct vxs_device {
   uint8_t *image_init; /* initial contents of the image region */
   char *elf_copy;      /* the loaded file, kept for elf and dwarf */
   Elf *elf;
-  Dwarf *dwarf;        /* its line tables, or NULL */
+  Dwarf *dwarf; /* its line tables, or NULL */
   uint32_t serial_lo, serial_hi;
   uint32_t exit_code_addr, console_addr, console_cap, console_len_addr;
   vxs_symbol *syms;
   uint32_t nsyms;
   /* the run in progress */
   uint32_t argument_buffer;
-  int trap;             /* set by the interrupt hook */
+  int trap; /* set by the interrupt hook */
   uint32_t trap_cause;
   vxs_report *rep;
   char *console;
@@ -109,8 +109,9 @@ static int vxs__complete(const vxs_config *in, vxs_config *c) {
   if (!c->max_steps) c->max_steps = 1ull << 31;
   if (c->threads_per_warp > VXS_MAX_THREADS_PER_WARP || c->warps_per_core > VXS_MAX_WARPS_PER_CORE ||
       c->cores > VXS_MAX_CORES ||
-      (uint64_t)c->cores * c->warps_per_core * c->threads_per_warp > VXS_MAX_HARTS || c->local_mem_bytes % VXS_PAGE || c->local_mem_bytes > (16u << 20) ||
-      c->barriers > c->warps_per_core || c->ipdom_depth > 1024 || c->split_policy > VXS_SPLIT_NOT_TAKEN)
+      (uint64_t)c->cores * c->warps_per_core * c->threads_per_warp > VXS_MAX_HARTS ||
+      c->local_mem_bytes % VXS_PAGE || c->local_mem_bytes > (16u << 20) || c->barriers > c->warps_per_core ||
+      c->ipdom_depth > 1024 || c->split_policy > VXS_SPLIT_NOT_TAKEN)
     return -EINVAL;
   return 0;
 }
@@ -140,7 +141,8 @@ int vxs_mem_map(vxs_device *d, uint32_t addr, uint32_t size) {
     return -EINVAL;
   for (uint32_t i = 0; i < d->nregions; i++) {
     const vxs_region *r = &d->regions[i];
-    if ((uint64_t)addr < (uint64_t)r->addr + r->size && (uint64_t)r->addr < (uint64_t)addr + size) return -EINVAL;
+    if ((uint64_t)addr < (uint64_t)r->addr + r->size && (uint64_t)r->addr < (uint64_t)addr + size)
+      return -EINVAL;
   }
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return -ENOMEM;
@@ -235,8 +237,10 @@ void vxs_device_destroy(vxs_device *d) {
   free(d->barrier_count);
   if (d->blank) uc_context_free(d->blank);
   uc_close(d->uc);
-  for (uint32_t i = 0; i < d->nregions; i++) munmap(d->regions[i].host, d->regions[i].size);
-  for (uint32_t i = 0; i < d->nsyms; i++) free(d->syms[i].name);
+  for (uint32_t i = 0; i < d->nregions; i++)
+    munmap(d->regions[i].host, d->regions[i].size);
+  for (uint32_t i = 0; i < d->nsyms; i++)
+    free(d->syms[i].name);
   free(d->syms);
   free(d->image_init);
   if (d->dwarf) dwarf_end(d->dwarf);
@@ -273,11 +277,16 @@ static int vxs__read_symbols(vxs_device *d, Elf *e) {
       const char *name = elf_strptr(e, sh.sh_link, s.st_name);
       if (!name || !*name) continue;
       uint32_t addr = (uint32_t)s.st_value, size = (uint32_t)s.st_size;
-      if (strcmp(name, "__vxs_serial_start") == 0) d->serial_lo = addr;
-      else if (strcmp(name, "__vxs_serial_end") == 0) d->serial_hi = addr;
-      else if (strcmp(name, "__vxs_exit_code") == 0) d->exit_code_addr = addr;
-      else if (strcmp(name, "__vxs_console") == 0) d->console_addr = addr, d->console_cap = size;
-      else if (strcmp(name, "__vxs_console_len") == 0) d->console_len_addr = addr;
+      if (strcmp(name, "__vxs_serial_start") == 0)
+        d->serial_lo = addr;
+      else if (strcmp(name, "__vxs_serial_end") == 0)
+        d->serial_hi = addr;
+      else if (strcmp(name, "__vxs_exit_code") == 0)
+        d->exit_code_addr = addr;
+      else if (strcmp(name, "__vxs_console") == 0)
+        d->console_addr = addr, d->console_cap = size;
+      else if (strcmp(name, "__vxs_console_len") == 0)
+        d->console_len_addr = addr;
       if (GELF_ST_TYPE(s.st_info) != STT_FUNC) continue;
       char *copy = strdup(name);
       if (!copy) return -ENOMEM;
@@ -384,8 +393,10 @@ static void vxs__where(const vxs_device *d, uint32_t pc, char *buf, size_t cap) 
   size_t lo = 0, hi = d->nsyms;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (d->syms[mid].addr <= pc) best = &d->syms[mid], lo = mid + 1;
-    else hi = mid;
+    if (d->syms[mid].addr <= pc)
+      best = &d->syms[mid], lo = mid + 1;
+    else
+      hi = mid;
   }
   int n;
   if (best && (best->size == 0 || pc - best->addr < best->size))
@@ -396,23 +407,24 @@ static void vxs__where(const vxs_device *d, uint32_t pc, char *buf, size_t cap) 
   Dwarf_Line *line;
   int lineno = 0, col = 0;
   const char *file;
-  if (d->dwarf && n >= 0 && (size_t)n < cap && vxs__unit_of(d->dwarf, pc, &cu) && (line = dwarf_getsrc_die(&cu, pc)) &&
-      (file = dwarf_linesrc(line, NULL, NULL)) && dwarf_lineno(line, &lineno) == 0 && lineno > 0) {
+  if (d->dwarf && n >= 0 && (size_t)n < cap && vxs__unit_of(d->dwarf, pc, &cu) &&
+      (line = dwarf_getsrc_die(&cu, pc)) && (file = dwarf_linesrc(line, NULL, NULL)) &&
+      dwarf_lineno(line, &lineno) == 0 && lineno > 0) {
     dwarf_linecol(line, &col);
     snprintf(buf + n, cap - (size_t)n, " at %s:%d:%d", file, lineno, col);
   }
 }
 
-__attribute__((format(printf, 4, 5))) static int vxs__fail(vxs_device *d, uint32_t w, uint32_t pc, const char *fmt,
-                                                          ...) {
+__attribute__((format(printf, 4, 5))) static int vxs__fail(vxs_device *d, uint32_t w, uint32_t pc,
+                                                           const char *fmt, ...) {
   char what[320], where[256];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   vxs__where(d, pc, where, sizeof where);
-  snprintf(d->rep->error, sizeof d->rep->error, "%s at pc 0x%08x (%s), core %u warp %u, thread mask 0x%x", what,
-           pc, where, w / d->cfg.warps_per_core, w % d->cfg.warps_per_core, d->warps[w].tmask);
+  snprintf(d->rep->error, sizeof d->rep->error, "%s at pc 0x%08x (%s), core %u warp %u, thread mask 0x%x",
+           what, pc, where, w / d->cfg.warps_per_core, w % d->cfg.warps_per_core, d->warps[w].tmask);
   return 1;
 }
 
@@ -429,15 +441,19 @@ static void vxs__load(vxs_device *d, uc_context *ctx) {
 static uint32_t vxs__xreg(vxs_device *d, uc_context *ctx, uint32_t r) {
   uint32_t v = 0;
   if (r == 0) return 0;
-  if (ctx == d->loaded) uc_reg_read(d->uc, UC_RISCV_REG_X0 + (int)r, &v);
-  else uc_context_reg_read(ctx, UC_RISCV_REG_X0 + (int)r, &v);
+  if (ctx == d->loaded)
+    uc_reg_read(d->uc, UC_RISCV_REG_X0 + (int)r, &v);
+  else
+    uc_context_reg_read(ctx, UC_RISCV_REG_X0 + (int)r, &v);
   return v;
 }
 
 static void vxs__set_xreg(vxs_device *d, uc_context *ctx, uint32_t r, uint32_t v) {
   if (r == 0) return;
-  if (ctx == d->loaded) uc_reg_write(d->uc, UC_RISCV_REG_X0 + (int)r, &v);
-  else uc_context_reg_write(ctx, UC_RISCV_REG_X0 + (int)r, &v);
+  if (ctx == d->loaded)
+    uc_reg_write(d->uc, UC_RISCV_REG_X0 + (int)r, &v);
+  else
+    uc_context_reg_write(ctx, UC_RISCV_REG_X0 + (int)r, &v);
 }
 
 static void vxs__reset_thread(vxs_device *d, uc_context *ctx) {
@@ -451,7 +467,8 @@ static uint32_t vxs__last_thread(uint32_t mask) { return 31u - (uint32_t)__built
 
 static void vxs__start_warp(vxs_device *d, uint32_t w, uint32_t pc) {
   vxs_warp *wp = &d->warps[w];
-  for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++) vxs__reset_thread(d, wp->thread[t]);
+  for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++)
+    vxs__reset_thread(d, wp->thread[t]);
   wp->pc = pc;
   wp->tmask = 1;
   wp->depth = 0;
@@ -508,11 +525,13 @@ static int vxs__exec_csr(vxs_device *d, uint32_t w, uint32_t inst) {
 static int vxs__barrier(vxs_device *d, uint32_t w, uint32_t id, uint32_t count) {
   vxs_warp *wp = &d->warps[w];
   uint32_t core = w / d->cfg.warps_per_core;
-  if (id & 0x80000000u) return vxs__fail(d, w, wp->pc, "global (cross-core) barrier 0x%x is not emulated", id);
+  if (id & 0x80000000u)
+    return vxs__fail(d, w, wp->pc, "global (cross-core) barrier 0x%x is not emulated", id);
   if (id >= d->cfg.barriers)
     return vxs__fail(d, w, wp->pc, "barrier id %u beyond the %u barriers of a core", id, d->cfg.barriers);
   if (count > d->cfg.warps_per_core)
-    return vxs__fail(d, w, wp->pc, "barrier %u waits for %u warps, a core has %u", id, count, d->cfg.warps_per_core);
+    return vxs__fail(d, w, wp->pc, "barrier %u waits for %u warps, a core has %u", id, count,
+                     d->cfg.warps_per_core);
   wp->pc += 4;
   if (count < 2) return 0; /* Vortex: a barrier of fewer than two warps is a no-op */
   uint32_t *arrived = &d->barrier_count[core * d->cfg.barriers + id];
@@ -537,22 +556,31 @@ static int vxs__barrier(vxs_device *d, uint32_t w, uint32_t id, uint32_t count) 
  *                c << 6 | b: the segment of a lane is [lane & mask,
  *                (lane & mask) | (c & ~mask)]; a j outside it gives the
  *                thread's own rs1. */
-static int vxs__exec_collective(vxs_device *d, uint32_t w, uint32_t f3, uint32_t rd, uint32_t rs1, uint32_t rs2) {
+static int vxs__exec_collective(vxs_device *d, uint32_t w, uint32_t f3, uint32_t rd, uint32_t rs1,
+                                uint32_t rs2) {
   vxs_warp *wp = &d->warps[w];
   uint32_t lanes = d->cfg.threads_per_warp, val[VXS_MAX_THREADS_PER_WARP], res[VXS_MAX_THREADS_PER_WARP];
-  for (uint32_t t = 0; t < lanes; t++) val[t] = vxs__xreg(d, wp->thread[t], rs1);
+  for (uint32_t t = 0; t < lanes; t++)
+    val[t] = vxs__xreg(d, wp->thread[t], rs1);
   if (f3 < 4) {
     uint32_t yes = 0;
     for (uint32_t t = 0; t < lanes; t++)
       if ((wp->tmask >> t & 1) && (val[t] & 1)) yes |= 1u << t;
-    uint32_t r = f3 == 0 ? yes == wp->tmask : f3 == 1 ? yes != 0 : f3 == 2 ? (yes == 0 || yes == wp->tmask) : yes;
-    for (uint32_t t = 0; t < lanes; t++) res[t] = r;
+    uint32_t r = f3 == 0   ? yes == wp->tmask
+                 : f3 == 1 ? yes != 0
+                 : f3 == 2 ? (yes == 0 || yes == wp->tmask)
+                           : yes;
+    for (uint32_t t = 0; t < lanes; t++)
+      res[t] = r;
   } else {
     for (uint32_t t = 0; t < lanes; t++) {
       if (!(wp->tmask >> t & 1)) continue;
       uint32_t bc = vxs__xreg(d, wp->thread[t], rs2), b = bc & 63, c = (bc >> 6) & 63, mask = bc >> 12;
       uint32_t lo = t & mask, hi = lo | (c & ~mask);
-      int64_t j = f3 == 4 ? (int64_t)t - b : f3 == 5 ? (int64_t)t + b : f3 == 6 ? (int64_t)(t ^ b) : (int64_t)(lo | (b & ~mask));
+      int64_t j = f3 == 4   ? (int64_t)t - b
+                  : f3 == 5 ? (int64_t)t + b
+                  : f3 == 6 ? (int64_t)(t ^ b)
+                            : (int64_t)(lo | (b & ~mask));
       res[t] = (j < (int64_t)lo || j > (int64_t)hi || j >= (int64_t)lanes) ? val[t] : val[j];
     }
   }
@@ -571,7 +599,8 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
   uint32_t a = vxs__xreg(d, wp->thread[last], rs1), b = vxs__xreg(d, wp->thread[last], rs2);
   uint32_t full = c->threads_per_warp == 32 ? 0xFFFFFFFFu : (1u << c->threads_per_warp) - 1;
   if (f7 == 1) return vxs__exec_collective(d, w, f3, rd, rs1, rs2);
-  if (f7 != 0) return vxs__fail(d, w, wp->pc, "custom-0 instruction funct7=%u funct3=%u is not emulated", f7, f3);
+  if (f7 != 0)
+    return vxs__fail(d, w, wp->pc, "custom-0 instruction funct7=%u funct3=%u is not emulated", f7, f3);
   switch (f3) {
   case 0: /* tmc rs1 */
     wp->tmask = a & full;
@@ -581,7 +610,8 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
   case 1: { /* wspawn rs1 = warps, rs2 = pc */
     uint32_t core = w / c->warps_per_core, n = a < c->warps_per_core ? a : c->warps_per_core;
     for (uint32_t i = 1; i < n; i++)
-      if (d->warps[core * c->warps_per_core + i].state == VXS_WARP_OFF) vxs__start_warp(d, core * c->warps_per_core + i, b);
+      if (d->warps[core * c->warps_per_core + i].state == VXS_WARP_OFF)
+        vxs__start_warp(d, core * c->warps_per_core + i, b);
     wp->pc += 4;
     return 0;
   }
@@ -595,7 +625,8 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
       if (wp->tmask >> t & 1) vxs__set_xreg(d, wp->thread[t], rd, depth);
     if (taken && not_taken) {
       if (wp->depth == c->ipdom_depth)
-        return vxs__fail(d, w, wp->pc, "IPDOM stack overflow (%u entries): splits without joins?", c->ipdom_depth);
+        return vxs__fail(d, w, wp->pc, "IPDOM stack overflow (%u entries): splits without joins?",
+                         c->ipdom_depth);
       bool first_taken;
       int nt = __builtin_popcount(taken), nn = __builtin_popcount(not_taken);
       switch (c->split_policy) {
@@ -621,8 +652,8 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
       return 0;
     }
     if (wp->depth == 0 || a != wp->depth - 1)
-      return vxs__fail(d, w, wp->pc, "join of split depth %u with IPDOM depth %u (not the innermost split)", a,
-                       wp->depth);
+      return vxs__fail(d, w, wp->pc, "join of split depth %u with IPDOM depth %u (not the innermost split)",
+                       a, wp->depth);
     vxs_ipdom *top = &wp->stack[wp->depth - 1];
     if (top->fallthrough) {
       wp->tmask = top->orig_tmask;
@@ -635,8 +666,7 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
     }
     return 0;
   }
-  case 4: /* bar rs1 = id, rs2 = warps */
-    return vxs__barrier(d, w, a, b);
+  case 4: /* bar rs1 = id, rs2 = warps */ return vxs__barrier(d, w, a, b);
   case 5: { /* pred rs1 = condition, rs2 = mask (rd field 1: negated) */
     uint32_t stay = 0;
     for (uint32_t t = 0; t < c->threads_per_warp; t++)
@@ -646,8 +676,7 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
     if (!wp->tmask) return vxs__fail(d, w, wp->pc - 4, "pred restored an empty thread mask");
     return 0;
   }
-  default:
-    return vxs__fail(d, w, wp->pc, "custom-0 instruction funct3=%u is not emulated", f3);
+  default: return vxs__fail(d, w, wp->pc, "custom-0 instruction funct3=%u is not emulated", f3);
   }
 }
 
@@ -671,7 +700,8 @@ static int vxs__serial_call(vxs_device *d, uint32_t w, uint32_t t, uint32_t pc) 
     uc_reg_read(d->uc, UC_RISCV_REG_PC, &pc);
     d->rep->thread_steps++;
   }
-  return vxs__fail(d, w, pc, "thread %u: library call still running after %u instructions", t, VXS_SERIAL_CALL_LIMIT);
+  return vxs__fail(d, w, pc, "thread %u: library call still running after %u instructions", t,
+                   VXS_SERIAL_CALL_LIMIT);
 }
 
 static int vxs__exec_plain(vxs_device *d, uint32_t w) {
@@ -684,7 +714,8 @@ static int vxs__exec_plain(vxs_device *d, uint32_t w) {
     d->trap = 0;
     uc_err err = uc_emu_start(d->uc, pc, 0, 0, 1);
     if (err != UC_ERR_OK) return vxs__fail(d, w, pc, "thread %u: %s", t, uc_strerror(err));
-    if (d->trap) return vxs__fail(d, w, pc, "thread %u: illegal instruction or exception %u", t, d->trap_cause);
+    if (d->trap)
+      return vxs__fail(d, w, pc, "thread %u: illegal instruction or exception %u", t, d->trap_cause);
     uint32_t npc = 0;
     uc_reg_read(d->uc, UC_RISCV_REG_PC, &npc);
     if (!have || npc == next) {
@@ -695,7 +726,8 @@ static int vxs__exec_plain(vxs_device *d, uint32_t w) {
     d->rep->thread_steps++;
   }
   if (other_mask)
-    return vxs__fail(d, w, pc, "divergent branch without a split: threads 0x%x go to 0x%08x, threads 0x%x to 0x%08x",
+    return vxs__fail(d, w, pc,
+                     "divergent branch without a split: threads 0x%x go to 0x%08x, threads 0x%x to 0x%08x",
                      next_mask, next, other_mask, other);
   wp->pc = next;
   if (vxs__serial(d, next) && !vxs__serial(d, pc)) {
@@ -709,7 +741,8 @@ static int vxs__exec_plain(vxs_device *d, uint32_t w) {
 static int vxs__step(vxs_device *d, uint32_t w) {
   vxs_warp *wp = &d->warps[w];
   uint32_t inst;
-  if (vxs_mem_read(d, wp->pc, &inst, 4) != 0) return vxs__fail(d, w, wp->pc, "instruction fetch from unmapped memory");
+  if (vxs_mem_read(d, wp->pc, &inst, 4) != 0)
+    return vxs__fail(d, w, wp->pc, "instruction fetch from unmapped memory");
   d->rep->warp_steps++;
   if ((inst & 0x7F) == VXS_OPCODE_CUSTOM0) return vxs__exec_custom(d, w, inst);
   if ((inst & 0x7F) == VXS_OPCODE_SYSTEM) {
@@ -743,8 +776,10 @@ int vxs_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
   vxs_mem_write(d, d->image_addr, d->image_init, d->image_size);
   memset(d->barrier_count, 0, (size_t)d->cfg.cores * d->cfg.barriers * sizeof *d->barrier_count);
   uint32_t nwarps = d->cfg.cores * d->cfg.warps_per_core;
-  for (uint32_t w = 0; w < nwarps; w++) d->warps[w].state = VXS_WARP_OFF, d->warps[w].tmask = 0;
-  for (uint32_t c = 0; c < d->cfg.cores; c++) vxs__start_warp(d, c * d->cfg.warps_per_core, d->entry);
+  for (uint32_t w = 0; w < nwarps; w++)
+    d->warps[w].state = VXS_WARP_OFF, d->warps[w].tmask = 0;
+  for (uint32_t c = 0; c < d->cfg.cores; c++)
+    vxs__start_warp(d, c * d->cfg.warps_per_core, d->entry);
   int rc = 0;
   for (;;) {
     bool ran = false, waiting = false;

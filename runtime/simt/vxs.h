@@ -55,18 +55,18 @@ typedef struct {
                                 2 * threads_per_warp (a warp of T threads
                                 can nest at most T - 1 divergent splits) */
   vxs_split_policy split_policy;
-  uint64_t max_steps;        /* warp instructions before giving up; default
-                                2^31 */
+  uint64_t max_steps; /* warp instructions before giving up; default
+                         2^31 */
 } vxs_config;
 
 /* Outcome of a run.  error is "" on success, else one line saying what the
  * hardware would have done wrong and where. */
 typedef struct {
-  int32_t exit_code;        /* main's return value (core 0) */
-  uint64_t warp_steps;      /* warp instructions issued */
-  uint64_t thread_steps;    /* thread instructions executed */
-  uint32_t splits_divergent;/* splits that pushed the IPDOM stack */
-  uint32_t max_ipdom_depth; /* deepest IPDOM stack seen */
+  int32_t exit_code;         /* main's return value (core 0) */
+  uint64_t warp_steps;       /* warp instructions issued */
+  uint64_t thread_steps;     /* thread instructions executed */
+  uint32_t splits_divergent; /* splits that pushed the IPDOM stack */
+  uint32_t max_ipdom_depth;  /* deepest IPDOM stack seen */
   char error[768];
 } vxs_report;
 

@@ -32,10 +32,10 @@
 #define VXS_MAX_HARTS 8192 /* cores x warps x threads: 128 MiB of stacks */
 
 /* Vortex CSRs (vx_intrinsics.h / VX_types.h). */
-#define VXS_CSR_MSCRATCH 0x340       /* argument buffer address */
-#define VXS_CSR_MHARTID 0xF14        /* global hart id */
-#define VXS_CSR_THREAD_ID 0xCC0      /* lane within the warp */
-#define VXS_CSR_WARP_ID 0xCC1        /* warp within the core */
+#define VXS_CSR_MSCRATCH 0x340  /* argument buffer address */
+#define VXS_CSR_MHARTID 0xF14   /* global hart id */
+#define VXS_CSR_THREAD_ID 0xCC0 /* lane within the warp */
+#define VXS_CSR_WARP_ID 0xCC1   /* warp within the core */
 #define VXS_CSR_CORE_ID 0xCC2
 #define VXS_CSR_ACTIVE_WARPS 0xCC3   /* mask of running warps of the core */
 #define VXS_CSR_ACTIVE_THREADS 0xCC4 /* thread mask of the warp */

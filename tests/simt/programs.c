@@ -25,11 +25,11 @@ typedef struct {
   int32_t out[4096];
 } args_t;
 
-#define CSR(n)                                          \
-  ({                                                    \
-    uint32_t v_;                                        \
-    __asm__ volatile("csrr %0, %1" : "=r"(v_) : "i"(n)); \
-    v_;                                                 \
+#define CSR(n)                                                                                               \
+  ({                                                                                                         \
+    uint32_t v_;                                                                                             \
+    __asm__ volatile("csrr %0, %1" : "=r"(v_) : "i"(n));                                                     \
+    v_;                                                                                                      \
   })
 
 static inline uint32_t vx_split(uint32_t p) {
@@ -37,7 +37,9 @@ static inline uint32_t vx_split(uint32_t p) {
   __asm__ volatile(".insn r 0x0B, 2, 0, %0, %1, x0" : "=r"(sp) : "r"(p) : "memory");
   return sp;
 }
-static inline void vx_join(uint32_t sp) { __asm__ volatile(".insn r 0x0B, 3, 0, x0, %0, x0" ::"r"(sp) : "memory"); }
+static inline void vx_join(uint32_t sp) {
+  __asm__ volatile(".insn r 0x0B, 3, 0, x0, %0, x0" ::"r"(sp) : "memory");
+}
 static inline void vx_pred(uint32_t c, uint32_t m) {
   __asm__ volatile(".insn r 0x0B, 5, 0, x0, %0, %1" ::"r"(c), "r"(m) : "memory");
 }
@@ -122,13 +124,15 @@ static void csrs(void *a) {
 static void ipdom_overflow(void *a) {
   (void)a;
   uint32_t g = global_id();
-  for (uint32_t bit = 0; bit < 32; bit++) vx_split(g >> bit & 1);
+  for (uint32_t bit = 0; bit < 32; bit++)
+    vx_split(g >> bit & 1);
 }
 
 /* 7: never ends. */
 static void endless(void *a) {
   (void)a;
-  for (;;) __asm__ volatile("");
+  for (;;)
+    __asm__ volatile("");
 }
 
 /* 8: a store to unmapped memory. */
@@ -160,12 +164,13 @@ static void votes(void *a) {
   __asm__ volatile(".insn r 0x0B, 1, 1, %0, %1, x0" : "=r"(r[5]) : "r"(0u));
   __asm__ volatile(".insn r 0x0B, 2, 1, %0, %1, x0" : "=r"(r[6]) : "r"(1u));
   __asm__ volatile(".insn r 0x0B, 3, 1, %0, %1, x0" : "=r"(r[7]) : "r"(low));
-  for (int i = 0; i < 8; i++) args->out[8 * global_id() + i] = (int32_t)r[i];
+  for (int i = 0; i < 8; i++)
+    args->out[8 * global_id() + i] = (int32_t)r[i];
 }
 
-static void (*const cases[])(void *) = {divergent_branch, split_join, join_without_split, pred_loop,
-                                        barrier_deadlock, csrs, ipdom_overflow, endless, bad_store,
-                                        barrier_exchange, votes};
+static void (*const cases[])(void *) = {
+    divergent_branch, split_join, join_without_split, pred_loop, barrier_deadlock, csrs, ipdom_overflow,
+    endless,          bad_store,  barrier_exchange,   votes};
 
 int main(void) {
   args_t *args = (args_t *)CSR(0x340);

@@ -18,9 +18,11 @@ static void put(char c) {
 static void put_unsigned(unsigned long long v, unsigned base) {
   char tmp[24];
   int n = 0;
-  do tmp[n++] = "0123456789abcdef"[v % base];
+  do
+    tmp[n++] = "0123456789abcdef"[v % base];
   while ((v /= base) && n < 24);
-  while (n) put(tmp[--n]);
+  while (n)
+    put(tmp[--n]);
 }
 
 int vx_printf(const char *fmt, ...) {
@@ -33,20 +35,24 @@ int vx_printf(const char *fmt, ...) {
       continue;
     }
     p++;
-    while (*p == 'l' || *p == 'z') p++;
+    while (*p == 'l' || *p == 'z')
+      p++;
     switch (*p) {
     case 'd':
     case 'i': {
       int v = va_arg(ap, int);
-      if (v < 0) put('-'), put_unsigned((unsigned long long)-(long long)v, 10);
-      else put_unsigned((unsigned)v, 10);
+      if (v < 0)
+        put('-'), put_unsigned((unsigned long long)-(long long)v, 10);
+      else
+        put_unsigned((unsigned)v, 10);
       break;
     }
     case 'u': put_unsigned(va_arg(ap, unsigned), 10); break;
     case 'x': put_unsigned(va_arg(ap, unsigned), 16); break;
     case 'c': put((char)va_arg(ap, int)); break;
     case 's':
-      for (const char *s = va_arg(ap, const char *); *s; s++) put(*s);
+      for (const char *s = va_arg(ap, const char *); *s; s++)
+        put(*s);
       break;
     case 'f': {
       double v = va_arg(ap, double);
@@ -56,8 +62,10 @@ int vx_printf(const char *fmt, ...) {
       put('.');
       unsigned long long fp = (unsigned long long)((v - (double)ip) * 1000000.0 + 0.5);
       char d[6];
-      for (int i = 5; i >= 0; i--) d[i] = (char)('0' + fp % 10), fp /= 10;
-      for (int i = 0; i < 6; i++) put(d[i]);
+      for (int i = 5; i >= 0; i--)
+        d[i] = (char)('0' + fp % 10), fp /= 10;
+      for (int i = 0; i < 6; i++)
+        put(d[i]);
       break;
     }
     case '%': put('%'); break;

@@ -43,14 +43,16 @@ extern char __tdata_start[], __tdata_end[], __tbss_size[];
 void __vxs_warp_entry(void);
 void __vxs_run_warp0(void);
 
-#define VX_CSR(n)                                       \
-  ({                                                    \
-    uint32_t v_;                                        \
-    __asm__ volatile("csrr %0, %1" : "=r"(v_) : "i"(n)); \
-    v_;                                                 \
+#define VX_CSR(n)                                                                                            \
+  ({                                                                                                         \
+    uint32_t v_;                                                                                             \
+    __asm__ volatile("csrr %0, %1" : "=r"(v_) : "i"(n));                                                     \
+    v_;                                                                                                      \
   })
 
-static inline void vx_tmc(uint32_t mask) { __asm__ volatile(".insn r 0x0B, 0, 0, x0, %0, x0" ::"r"(mask) : "memory"); }
+static inline void vx_tmc(uint32_t mask) {
+  __asm__ volatile(".insn r 0x0B, 0, 0, x0, %0, x0" ::"r"(mask) : "memory");
+}
 
 static inline void vx_wspawn(uint32_t n, void (*pc)(void)) {
   __asm__ volatile(".insn r 0x0B, 1, 0, x0, %0, %1" ::"r"(n), "r"(pc) : "memory");
@@ -63,12 +65,12 @@ static inline void vx_barrier(uint32_t id, uint32_t nwarps) {
 typedef struct {
   void (*fn)(void *);
   const void *arg;
-  uint32_t nthreads;  /* threads per block */
-  uint32_t wpg;       /* warps per group */
-  uint32_t groups;    /* groups a core holds at once */
-  uint32_t used;      /* groups this call runs on the core */
+  uint32_t nthreads; /* threads per block */
+  uint32_t wpg;      /* warps per group */
+  uint32_t groups;   /* groups a core holds at once */
+  uint32_t used;     /* groups this call runs on the core */
   uint32_t nblocks;
-  uint32_t nwarps;    /* warps this call runs on the core */
+  uint32_t nwarps; /* warps this call runs on the core */
 } vxs_launch;
 
 static vxs_launch launches[VXS_MAX_CORES];
@@ -78,13 +80,17 @@ void __vxs_init_tls(void) {
   char *tp;
   __asm__ volatile("mv %0, tp" : "=r"(tp));
   uint32_t data = (uint32_t)(__tdata_end - __tdata_start), bss = (uint32_t)(uintptr_t)__tbss_size;
-  for (uint32_t i = 0; i < data; i++) tp[i] = __tdata_start[i];
-  for (uint32_t i = 0; i < bss; i++) tp[data + i] = 0;
+  for (uint32_t i = 0; i < data; i++)
+    tp[i] = __tdata_start[i];
+  for (uint32_t i = 0; i < bss; i++)
+    tp[data + i] = 0;
 }
 
 void __vxs_worker(void) {
-  uint32_t lanes = VX_CSR(VXS_CSR_NUM_THREADS), warp = VX_CSR(VXS_CSR_WARP_ID), lane = VX_CSR(VXS_CSR_THREAD_ID);
-  uint32_t core = VX_CSR(VXS_CSR_CORE_ID), cores = VX_CSR(VXS_CSR_NUM_CORES), warps = VX_CSR(VXS_CSR_NUM_WARPS);
+  uint32_t lanes = VX_CSR(VXS_CSR_NUM_THREADS), warp = VX_CSR(VXS_CSR_WARP_ID),
+           lane = VX_CSR(VXS_CSR_THREAD_ID);
+  uint32_t core = VX_CSR(VXS_CSR_CORE_ID), cores = VX_CSR(VXS_CSR_NUM_CORES),
+           warps = VX_CSR(VXS_CSR_NUM_WARPS);
   const vxs_launch *l = &launches[core];
   uint32_t group = warp / l->wpg, group_warp = warp - group * l->wpg;
   if (group < l->used) {
