@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
+
 #include "vxc.h"
 
 static void usage(FILE *f) {
@@ -32,60 +34,53 @@ static void usage(FILE *f) {
         f);
 }
 
-/* ---- JSON output (write-only: objects and arrays of strings/numbers) ---- */
+/* ---- JSON output (libjansson) ---- */
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    switch (*p) {
-    case '"': fputs("\\\"", f); break;
-    case '\\': fputs("\\\\", f); break;
-    case '\n': fputs("\\n", f); break;
-    case '\t': fputs("\\t", f); break;
-    case '\r': fputs("\\r", f); break;
-    default:
-      if (*p < 0x20)
-        fprintf(f, "\\u%04x", *p);
-      else
-        fputc(*p, f);
-    }
-  }
-  fputc('"', f);
+/* A JSON string of s; bytes that are not valid UTF-8 (kernel names and
+ * diagnostics come from the source) become '?', as JSON must be UTF-8. */
+static json_t *json_text(const char *s) {
+  json_t *j = json_string(s ? s : "");
+  if (j) return j;
+  char *copy = strdup(s);
+  if (!copy) return NULL;
+  for (unsigned char *p = (unsigned char *)copy; *p; p++)
+    if (*p >= 0x80) *p = '?';
+  j = json_string(copy);
+  free(copy);
+  return j;
 }
 
-static void json_kernel(FILE *f, const vxp_kernel *k) {
-  fputs("{\"name\":", f);
-  json_str(f, k->name);
-  fputs(",\"args\":[", f);
+static json_t *json_kernel(const vxp_kernel *k) {
+  json_t *args = json_array();
   for (uint32_t i = 0; i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
-    fprintf(f, "%s{\"index\":%u,\"type\":", i ? "," : "", a->index);
-    json_str(f, a->type);
-    fprintf(f, ",\"kind\":\"%s\",\"size\":%u,\"align\":%u,\"offset\":%u}",
-            a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", a->size, a->align, a->offset);
+    json_array_append_new(
+        args, json_pack("{s:I,s:o,s:s,s:I,s:I,s:I}", "index", (json_int_t)a->index, "type",
+                        json_text(a->type), "kind", a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", "size",
+                        (json_int_t)a->size, "align", (json_int_t)a->align, "offset", (json_int_t)a->offset));
   }
-  fprintf(f,
-          "],\"args_size\":%u,\"launch_offset\":%u,\"buffer_size\":%u,\"object_size\":%zu,"
-          "\"grid_dims\":%u,\"known_block\":[%u,%u,%u],\"shared_bytes\":%u,\"subgroup_size\":%u}",
-          k->args_size, k->launch_offset, k->buffer_size, k->object_size, k->grid_dims, k->known_block[0],
-          k->known_block[1], k->known_block[2], k->shared_bytes, k->subgroup_size);
+  return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:[I,I,I],s:I,s:I}", "name", json_text(k->name), "args",
+                   args, "args_size", (json_int_t)k->args_size, "launch_offset", (json_int_t)k->launch_offset,
+                   "buffer_size", (json_int_t)k->buffer_size, "object_size", (json_int_t)k->object_size,
+                   "grid_dims", (json_int_t)k->grid_dims, "known_block", (json_int_t)k->known_block[0],
+                   (json_int_t)k->known_block[1], (json_int_t)k->known_block[2], "shared_bytes",
+                   (json_int_t)k->shared_bytes, "subgroup_size", (json_int_t)k->subgroup_size);
 }
 
+/* One JSON object on one line: key, cached, status, kernels, diagnostics,
+ * and the lowered IR (when it was asked for) as "lowered_ir". */
 static void json_result(FILE *f, const vxp_response *r) {
-  fputs("{\"key\":", f);
-  json_str(f, r->key);
-  fprintf(f, ",\"cached\":%s,\"status\":\"%s\",\"kernels\":[", r->cached ? "true" : "false",
-          vxp_status_name(r->status));
-  for (uint32_t i = 0; i < r->nkernels; i++) {
-    if (i) fputc(',', f);
-    json_kernel(f, &r->kernels[i]);
-  }
-  fputs("],\"diagnostics\":[", f);
-  for (uint32_t i = 0; i < r->ndiags; i++) {
-    if (i) fputc(',', f);
-    json_str(f, r->diags[i]);
-  }
-  fputs("]}\n", f);
+  json_t *kernels = json_array(), *diags = json_array();
+  for (uint32_t i = 0; i < r->nkernels; i++)
+    json_array_append_new(kernels, json_kernel(&r->kernels[i]));
+  for (uint32_t i = 0; i < r->ndiags; i++)
+    json_array_append_new(diags, json_text(r->diags[i]));
+  json_t *o = json_pack("{s:o,s:b,s:s,s:o,s:o}", "key", json_text(r->key), "cached", r->cached, "status",
+                        vxp_status_name(r->status), "kernels", kernels, "diagnostics", diags);
+  if (o && r->lowered_ir) json_object_set_new(o, "lowered_ir", json_text(r->lowered_ir));
+  if (o) json_dumpf(o, f, JSON_COMPACT);
+  fputc('\n', f);
+  json_decref(o);
 }
 
 /* ---- table output ---- */
@@ -172,11 +167,12 @@ static int finish(const vxp_response *r, int json, const char *dir) {
     return r->status == VXP_STATUS_INTERNAL || r->status == VXP_STATUS_BAD_REQUEST ? 2 : 1;
   }
   if (r->status == VXP_STATUS_OK && dir && write_objects(r, dir) != 0) return 2;
-  if (r->lowered_ir) fputs(r->lowered_ir, stdout);
-  if (json)
+  if (json) {
     json_result(stdout, r);
-  else
+  } else {
+    if (r->lowered_ir) fputs(r->lowered_ir, stdout);
     table_result(stdout, r, dir);
+  }
   return r->status == VXP_STATUS_OK ? 0 : 1;
 }
 
@@ -289,14 +285,16 @@ int main(int argc, char **argv) {
       if (r.status != VXP_STATUS_OK) {
         fprintf(stderr, "vxc: %s\n", r.message ? r.message : "stats failed");
         status = 2;
-      } else if (json)
-        printf("{\"hits\":%llu,\"misses\":%llu,\"compile_errors\":%llu,\"entries\":%llu,\"bytes\":%llu,"
-               "\"requests\":%llu,\"workers\":%llu,\"worker_restarts\":%llu,\"uptime_ms\":%llu}\n",
-               (unsigned long long)s->hits, (unsigned long long)s->misses,
-               (unsigned long long)s->compile_errors, (unsigned long long)s->entries,
-               (unsigned long long)s->bytes, (unsigned long long)s->requests, (unsigned long long)s->workers,
-               (unsigned long long)s->worker_restarts, (unsigned long long)s->uptime_ms);
-      else
+      } else if (json) {
+        json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "hits", (json_int_t)s->hits, "misses",
+                              (json_int_t)s->misses, "compile_errors", (json_int_t)s->compile_errors,
+                              "entries", (json_int_t)s->entries, "bytes", (json_int_t)s->bytes, "requests",
+                              (json_int_t)s->requests, "workers", (json_int_t)s->workers, "worker_restarts",
+                              (json_int_t)s->worker_restarts, "uptime_ms", (json_int_t)s->uptime_ms);
+        if (o) json_dumpf(o, stdout, JSON_COMPACT);
+        putchar('\n');
+        json_decref(o);
+      } else
         printf("server          %s\nhits            %llu\nmisses          %llu\ncompile errors  %llu\n"
                "entries         %llu\nbytes           %llu\nrequests        %llu\nworkers         %llu\n"
                "worker restarts %llu\nuptime          %.1f s\n",

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "vxc.h"
 #include "vxt.h"
 
@@ -541,4 +543,29 @@ Test(e2e, the_warp_size_is_part_of_the_key_and_the_metadata) {
   vxp_response_clear(&rb);
   free(src);
   vxc_close(c);
+}
+
+Test(e2e, vxc_json_is_one_valid_document_even_with_the_lowered_ir) {
+  static char out[1 << 20];
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile --json --emit-ir -o %s/ir %s", VXT_VXC, d.sock, d.dir,
+           VXT_EXAMPLES_DIR "/saxpy.mlir");
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  json_error_t err;
+  json_t *o = json_loads(out, 0, &err);
+  cr_assert_not_null(o, "not one JSON document: %s at %d:%d in %.200s", err.text, err.line, err.column, out);
+  cr_assert_str_eq(json_string_value(json_object_get(o, "status")), "ok");
+  const char *ir = json_string_value(json_object_get(o, "lowered_ir"));
+  cr_assert_not_null(ir, "the IR is a field of the document");
+  cr_assert_not_null(strstr(ir, "vortex.kernel_args"));
+  json_t *k = json_array_get(json_object_get(o, "kernels"), 0);
+  cr_assert_str_eq(json_string_value(json_object_get(k, "name")), "saxpy");
+  cr_assert_eq(json_integer_value(json_object_get(k, "subgroup_size")), 4);
+  json_decref(o);
+  snprintf(cmd, sizeof cmd, "%s --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  o = json_loads(out, 0, &err);
+  cr_assert_not_null(o, "%s", out);
+  cr_assert_geq(json_integer_value(json_object_get(o, "misses")), 1);
+  json_decref(o);
 }
