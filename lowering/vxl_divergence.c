@@ -670,33 +670,47 @@ static int vxl__rewrite_multiway(vxl__div *dv) {
 
 /* ---- placement ---- */
 
+/* A new, detached block with the argument types of b; its arguments get
+ * location loc, or b's arguments' own when loc is null.  A null block on
+ * OOM. */
+static MlirBlock vxl__block_like(MlirBlock b, MlirLocation loc) {
+  intptr_t n = mlirBlockGetNumArguments(b);
+  MlirType *types = malloc((size_t)n * sizeof *types + 1);
+  MlirLocation *locs = malloc((size_t)n * sizeof *locs + 1);
+  MlirBlock nb = {NULL};
+  if (types && locs) {
+    for (intptr_t i = 0; i < n; i++) {
+      MlirValue arg = mlirBlockGetArgument(b, i);
+      types[i] = mlirValueGetType(arg);
+      locs[i] = mlirLocationIsNull(loc) ? mlirValueGetLocation(arg) : loc;
+    }
+    nb = mlirBlockCreate(n, types, locs);
+  }
+  free(types);
+  free(locs);
+  return nb;
+}
+
 /* A block with P's argument types that runs `what` and branches on to P,
  * inserted before P in r (returned; null block on OOM). */
 static MlirBlock vxl__block_before(MlirRegion r, MlirBlock pb, MlirLocation loc, MlirOperation what) {
   intptr_t n = mlirBlockGetNumArguments(pb);
-  MlirType *types = malloc((size_t)n * sizeof *types + 1);
-  MlirLocation *locs = malloc((size_t)n * sizeof *locs + 1);
+  MlirBlock nb = vxl__block_like(pb, loc);
   MlirValue *args = malloc((size_t)n * sizeof *args + 1);
-  MlirBlock nb = {NULL};
-  if (types && locs && args) {
-    for (intptr_t i = 0; i < n; i++) {
-      types[i] = mlirValueGetType(mlirBlockGetArgument(pb, i));
-      locs[i] = loc;
-    }
-    nb = mlirBlockCreate(n, types, locs);
-    for (intptr_t i = 0; i < n; i++)
-      args[i] = mlirBlockGetArgument(nb, i);
-    mlirBlockAppendOwnedOperation(nb, what);
-    MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("cf.br"), loc);
-    mlirOperationStateAddOperands(&st, n, args);
-    mlirOperationStateAddSuccessors(&st, 1, &pb);
-    mlirBlockAppendOwnedOperation(nb, mlirOperationCreate(&st));
-    mlirRegionInsertOwnedBlockBefore(r, pb, nb);
-  } else {
+  if (mlirBlockIsNull(nb) || !args) {
+    if (!mlirBlockIsNull(nb)) mlirBlockDestroy(nb);
     mlirOperationDestroy(what);
+    free(args);
+    return (MlirBlock){NULL};
   }
-  free(types);
-  free(locs);
+  for (intptr_t i = 0; i < n; i++)
+    args[i] = mlirBlockGetArgument(nb, i);
+  mlirBlockAppendOwnedOperation(nb, what);
+  MlirOperationState st = mlirOperationStateGet(mlirStringRefCreateFromCString("cf.br"), loc);
+  mlirOperationStateAddOperands(&st, n, args);
+  mlirOperationStateAddSuccessors(&st, 1, &pb);
+  mlirBlockAppendOwnedOperation(nb, mlirOperationCreate(&st));
+  mlirRegionInsertOwnedBlockBefore(r, pb, nb);
   free(args);
   return nb;
 }
@@ -817,25 +831,13 @@ static int vxl__clone_side_entries(const vxl__cfg *g, size_t b, const unsigned c
   for (size_t x = 0; x < g->n; x++) {
     if (!dup[x]) continue;
     MlirBlock blk = g->blk[x];
-    intptr_t na = mlirBlockGetNumArguments(blk);
-    MlirType *types = malloc((size_t)na * sizeof *types + 1);
-    MlirLocation *locs = malloc((size_t)na * sizeof *locs + 1);
-    if (!types || !locs) {
-      free(types);
-      free(locs);
+    MlirBlock nb = vxl__block_like(blk, (MlirLocation){NULL});
+    if (mlirBlockIsNull(nb)) {
       free(dup);
       free(orig);
       free(clone);
       return -ENOMEM;
     }
-    for (intptr_t a = 0; a < na; a++) {
-      MlirValue arg = mlirBlockGetArgument(blk, a);
-      types[a] = mlirValueGetType(arg);
-      locs[a] = mlirValueGetLocation(arg);
-    }
-    MlirBlock nb = mlirBlockCreate(na, types, locs);
-    free(types);
-    free(locs);
     for (MlirOperation op = mlirBlockGetFirstOperation(blk); !mlirOperationIsNull(op);
          op = mlirOperationGetNextInBlock(op))
       mlirBlockAppendOwnedOperation(nb, mlirOperationClone(op));

@@ -515,6 +515,22 @@ static int vxl__make_shmem(vxl__rw *rw, MlirType t, uint64_t off, int dynamic, M
   return 0;
 }
 
+/* Appends `llvm.mlir.global internal constant @name(value : i32) : i32` to
+ * body: a number the MLIR side leaves for main (vxl_codegen.c).  Returns 0
+ * or -ENOMEM. */
+static int vxl__add_constant_i32(MlirContext ctx, MlirBlock body, const char *name, uint32_t value) {
+  char text[160];
+  snprintf(text, sizeof text, "module {\nllvm.mlir.global internal constant @%s(%u : i32) : i32\n}\n", name,
+           value);
+  MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(text));
+  if (mlirModuleIsNull(wrap)) return -ENOMEM;
+  MlirOperation gl = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
+  mlirOperationRemoveFromParent(gl);
+  mlirModuleDestroy(wrap);
+  mlirBlockAppendOwnedOperation(body, gl);
+  return 0;
+}
+
 /* Places every address-space-3 memref.global and rewrites its
  * memref.get_globals into calls of a view helper.  Runs before the
  * functions are converted. */
@@ -596,19 +612,8 @@ static int vxl__place_workgroup_globals(vxl__rw *rw) {
   free(gets.v);
   /* A genuine one-element __shared__ variable looks the same: the dynamic
    * area is never smaller than that element (main reads this constant). */
-  if (rc == 0 && rw->dynamic_min_bytes) {
-    char text[160];
-    snprintf(text, sizeof text,
-             "module {\nllvm.mlir.global internal constant @" VXL_DYNAMIC_MIN_SYMBOL
-             "(%llu : i32) : i32\n}\n",
-             (unsigned long long)rw->dynamic_min_bytes);
-    MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(text));
-    if (mlirModuleIsNull(wrap)) return -ENOMEM;
-    MlirOperation gl = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
-    mlirOperationRemoveFromParent(gl);
-    mlirModuleDestroy(wrap);
-    mlirBlockAppendOwnedOperation(body, gl);
-  }
+  if (rc == 0 && rw->dynamic_min_bytes)
+    rc = vxl__add_constant_i32(ctx, body, VXL_DYNAMIC_MIN_SYMBOL, (uint32_t)rw->dynamic_min_bytes);
   return rc;
 }
 
@@ -1331,21 +1336,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, 
     if (is_kernel) ki++;
   }
   free(funcs.v);
-  if (rc == 0 && rw.sg.uses_scratch) { /* main gives each group this much more local memory */
-    char gtext[160];
-    snprintf(gtext, sizeof gtext,
-             "module {\nllvm.mlir.global internal constant @" VXL_SCRATCH_SYMBOL "(%u : i32) : i32\n}\n",
-             VXL_SCRATCH_BYTES_PER_THREAD);
-    MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(gtext));
-    if (mlirModuleIsNull(wrap)) {
-      rc = -ENOMEM;
-    } else {
-      MlirOperation gl = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
-      mlirOperationRemoveFromParent(gl);
-      mlirModuleDestroy(wrap);
-      mlirBlockAppendOwnedOperation(mbody, gl);
-    }
-  }
+  if (rc == 0 && rw.sg.uses_scratch) /* main gives each group this much more local memory */
+    rc = vxl__add_constant_i32(ctx, mbody, VXL_SCRATCH_SYMBOL, VXL_SCRATCH_BYTES_PER_THREAD);
   if (rc == 0) mlirOperationWalk(mlirModuleGetOperation(mod), vxl__strip_cb, NULL, MlirWalkPreOrder);
 
   /* Divergence: loops as scf.while, then split/join and pred placement in

@@ -47,8 +47,6 @@
 
 static MlirStringRef vxl__s(const char *s) { return mlirStringRefCreateFromCString(s); }
 
-static int vxl__name_is(MlirOperation op, const char *name) { return vxl__op_is(op, name); }
-
 /* The last word of an enum attribute's printed form ("#gpu<all_reduce_op
  * add>" -> "add") into buf; 0, or -1 when absent or unreadable. */
 static int vxl__enum_word(MlirOperation op, const char *attr, char *buf, size_t cap) {
@@ -85,8 +83,8 @@ static int vxl__add_text(vxl__subgroups *sg, MlirLocation loc, const char *text)
   for (MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap)); !mlirOperationIsNull(o);) {
     MlirOperation next = mlirOperationGetNextInBlock(o);
     /* declarations of prelude helpers were only there to verify the text */
-    int decl = vxl__name_is(o, "func.func") &&
-               mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0)));
+    int decl =
+        vxl__op_is(o, "func.func") && mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0)));
     if (!decl) {
       mlirOperationRemoveFromParent(o);
       mlirBlockAppendOwnedOperation(mb, o);
@@ -130,26 +128,15 @@ static const char *vxl__reduce_op(const char *kind, MlirType t) {
   return NULL;
 }
 
-/* Replaces op's result i by a value of the same type computed from v of
- * type index when `was_index` (v is i32), else v. */
-static MlirValue vxl__from_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before,
-                               MlirValue v, MlirType want) {
-  if (!mlirTypeIsAIndex(want)) return v;
+/* v converted to type `to` with arith.index_cast before `before`, when one
+ * of the two is index and the other is not; else v.  (Index is 32-bit on
+ * this target; helpers take and return i32.) */
+static MlirValue vxl__index_cast(MlirLocation loc, MlirBlock blk, MlirOperation before, MlirValue v,
+                                 MlirType to) {
+  if (mlirTypeIsAIndex(mlirValueGetType(v)) == mlirTypeIsAIndex(to)) return v;
   MlirOperationState st = mlirOperationStateGet(vxl__s("arith.index_cast"), loc);
   mlirOperationStateAddOperands(&st, 1, &v);
-  mlirOperationStateAddResults(&st, 1, &want);
-  MlirOperation c = mlirOperationCreate(&st);
-  mlirBlockInsertOwnedOperationBefore(blk, before, c);
-  return mlirOperationGetResult(c, 0);
-}
-
-static MlirValue vxl__to_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before,
-                             MlirValue v) {
-  if (!mlirTypeIsAIndex(mlirValueGetType(v))) return v;
-  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
-  MlirOperationState st = mlirOperationStateGet(vxl__s("arith.index_cast"), loc);
-  mlirOperationStateAddOperands(&st, 1, &v);
-  mlirOperationStateAddResults(&st, 1, &i32);
+  mlirOperationStateAddResults(&st, 1, &to);
   MlirOperation c = mlirOperationCreate(&st);
   mlirBlockInsertOwnedOperationBefore(blk, before, c);
   return mlirOperationGetResult(c, 0);
@@ -169,12 +156,12 @@ static void vxl__replace_by_call(vxl__subgroups *sg, MlirOperation op, const cha
     if (mlirTypeIsAIndex(types[i])) types[i] = i32;
   }
   for (intptr_t i = 0; i < nargs; i++)
-    args[i] = vxl__to_i32(sg->ctx, loc, blk, op, args[i]);
+    args[i] = vxl__index_cast(loc, blk, op, args[i], i32);
   MlirOperation call = vxl__func_call(sg->ctx, loc, name, nargs, args, nres, types);
   mlirBlockInsertOwnedOperationBefore(blk, op, call);
   for (intptr_t i = 0; i < nres; i++) {
     MlirValue r = mlirOperationGetResult(op, i);
-    MlirValue v = vxl__from_i32(sg->ctx, loc, blk, op, mlirOperationGetResult(call, i), mlirValueGetType(r));
+    MlirValue v = vxl__index_cast(loc, blk, op, mlirOperationGetResult(call, i), mlirValueGetType(r));
     mlirValueReplaceAllUsesOfWith(r, v);
   }
   mlirOperationDestroy(op);
@@ -241,13 +228,14 @@ static char *vxl__fold_text(const char *T, const char *op, int op_is_func, const
 }
 
 /* Adds the helper module `text` (freed here), then replaces op by a call of
- * helper `name` with op's first nargs operands.  Returns 0 or what
- * vxl__add_text returned. */
-static int vxl__install(vxl__subgroups *sg, MlirOperation op, char *text, const char *name, intptr_t nargs) {
+ * helper `name` with op's first nargs operands; `scratch`: the helper uses
+ * the scratch area.  Returns 0 or what vxl__add_text returned. */
+static int vxl__install(vxl__subgroups *sg, MlirOperation op, char *text, const char *name, intptr_t nargs,
+                        int scratch) {
   int rc = vxl__add_text(sg, mlirOperationGetLocation(op), text);
   free(text);
   if (rc) return rc;
-  sg->uses_scratch = 1;
+  if (scratch) sg->uses_scratch = 1;
   MlirValue args[3];
   for (intptr_t i = 0; i < nargs && i < 3; i++)
     args[i] = mlirOperationGetOperand(op, i);
@@ -268,10 +256,10 @@ static char *vxl__shuffle_insn_text(MlirType t, const char *T, int f) {
                   : mlirTypeIsAF64(t)   ? 64
                   : mlirTypeIsAF32(t)   ? 32
                                         : 16;
-  const char *to_int = mlirTypeIsAInteger(t) ? "" : "  %vi = arith.bitcast %v : %s to i%u\n";
   const char *src = mlirTypeIsAInteger(t) ? "%v" : "%vi";
   char conv[96] = "", back[96] = "";
-  if (*to_int) snprintf(conv, sizeof conv, "  %%vi = arith.bitcast %%v : %s to i%u\n", T, bits);
+  if (!mlirTypeIsAInteger(t))
+    snprintf(conv, sizeof conv, "  %%vi = arith.bitcast %%v : %s to i%u\n", T, bits);
   if (!mlirTypeIsAInteger(t))
     snprintf(back, sizeof back, "  %%x = arith.bitcast %%xi : i%u to %s\n", bits, T);
   const char *res = mlirTypeIsAInteger(t) ? "%x" : "%xi";
@@ -297,7 +285,6 @@ static char *vxl__shuffle_insn_text(MlirType t, const char *T, int f) {
                  "  %s = arith.ori %%shi, %%elo : i64\n%s",
                  conv, src, src, asmop, asmop, res, back);
   }
-  (void)to_int;
   return n < 0 ? NULL : s;
 }
 
@@ -320,82 +307,63 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
     free(ts);
     return -EINVAL;
   }
-  char *T = mlirTypeIsAIndex(t) ? strdup("i32") : vxl__type_str(t), *text = NULL;
+  char *T = mlirTypeIsAIndex(t) ? strdup("i32") : vxl__type_str(t), *text = NULL, *move = NULL;
   if (!T) return -ENOMEM;
   if (sg->shuffle_insns) {
     /* Vortex's instruction: b = offset, c = clamp (last lane taking part),
      * segment mask 0; an out-of-range source gives the own value */
     int f = strcmp(mode, "up") == 0 ? 4 : strcmp(mode, "down") == 0 ? 5 : strcmp(mode, "xor") == 0 ? 6 : 7;
-    MlirType vt = mlirTypeIsAIndex(t) ? mlirIntegerTypeGet(sg->ctx, 32) : t;
-    char *move = vxl__shuffle_insn_text(vt, T, f), name2[48];
-    snprintf(name2, sizeof name2, "__vxl_shfl%u", sg->helpers++);
-    int n2 = move ? asprintf(&text,
-                             "module {\n" VXL__SG_DECLS
-                             "func.func private @%s(%%v: %s, %%off: i32, %%width: i32) -> (%s, i1) {\n"
-                             "  %%zero = arith.constant 0 : i32\n"
-                             "  %%one = arith.constant 1 : i32\n"
-                             "  %%six = arith.constant 6 : i32\n"
-                             "  %%m63 = arith.constant 63 : i32\n"
-                             "  %%w = arith.constant %u : i32\n"
-                             "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
-                             "  %%lane = arith.remui %%lin, %%w : i32\n"
-                             "  %%base = arith.subi %%lin, %%lane : i32\n"
-                             "  %%src = %s\n"
-                             "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
-                             "  %%avail = arith.subi %%n, %%base : i32\n"
-                             "  %%lim0 = arith.minui %%width, %%w : i32\n"
-                             "  %%lim = arith.minui %%lim0, %%avail : i32\n"
-                             "  %%valid = arith.cmpi ult, %%src, %%lim : i32\n"
-                             "  %%clamp = arith.subi %%lim, %%one : i32\n"
-                             "  %%cs = arith.shli %%clamp, %%six : i32\n"
-                             "  %%b = arith.andi %%off, %%m63 : i32\n"
-                             "  %%bc = arith.ori %%cs, %%b : i32\n"
-                             "%s"
-                             "  return %%x, %%valid : %s, i1\n"
-                             "}\n}\n",
-                             name2, T, T, sg->warp_size, src, move, T)
-                  : -1;
-    free(move);
-    free(T);
-    if (n2 < 0) return -ENOMEM;
-    int rc2 = vxl__add_text(sg, loc, text);
-    free(text);
-    if (rc2) return rc2;
-    MlirValue args[3] = {mlirOperationGetOperand(op, 0), mlirOperationGetOperand(op, 1),
-                         mlirOperationGetOperand(op, 2)};
-    vxl__replace_by_call(sg, op, name2, 3, args);
-    return 0;
+    char *insn = vxl__shuffle_insn_text(mlirTypeIsAIndex(t) ? mlirIntegerTypeGet(sg->ctx, 32) : t, T, f);
+    if (!insn || asprintf(&move,
+                          "  %%one = arith.constant 1 : i32\n"
+                          "  %%six = arith.constant 6 : i32\n"
+                          "  %%m63 = arith.constant 63 : i32\n"
+                          "  %%clamp = arith.subi %%lim, %%one : i32\n"
+                          "  %%cs = arith.shli %%clamp, %%six : i32\n"
+                          "  %%b = arith.andi %%off, %%m63 : i32\n"
+                          "  %%bc = arith.ori %%cs, %%b : i32\n"
+                          "%s",
+                          insn) < 0)
+      move = NULL;
+    free(insn);
+  } else if (asprintf(&move,
+                      "  %%from = arith.addi %%base, %%src : i32\n"
+                      "  %%slot = arith.select %%valid, %%from, %%lin : i32\n"
+                      "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
+                      "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                      "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
+                      "  func.call @__vxl_fence() : () -> ()\n"
+                      "  %%q = llvm.getelementptr %%sb[%%slot] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                      "  %%x = llvm.load volatile %%q : !llvm.ptr -> %s\n"
+                      "  func.call @__vxl_fence() : () -> ()\n",
+                      T, T) < 0) {
+    move = NULL;
   }
   char name[48];
   snprintf(name, sizeof name, "__vxl_shfl%u", sg->helpers++);
-  int n = asprintf(&text,
-                   "module {\n" VXL__SG_DECLS
-                   "func.func private @%s(%%v: %s, %%off: i32, %%width: i32) -> (%s, i1) {\n"
-                   "  %%zero = arith.constant 0 : i32\n"
-                   "  %%w = arith.constant %u : i32\n"
-                   "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
-                   "  %%lane = arith.remui %%lin, %%w : i32\n"
-                   "  %%base = arith.subi %%lin, %%lane : i32\n"
-                   "  %%src = %s\n"
-                   "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
-                   "  %%avail = arith.subi %%n, %%base : i32\n"
-                   "  %%lim0 = arith.minui %%width, %%w : i32\n"
-                   "  %%lim = arith.minui %%lim0, %%avail : i32\n"
-                   "  %%valid = arith.cmpi ult, %%src, %%lim : i32\n"
-                   "  %%from = arith.addi %%base, %%src : i32\n"
-                   "  %%slot = arith.select %%valid, %%from, %%lin : i32\n"
-                   "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
-                   "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
-                   "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
-                   "  func.call @__vxl_fence() : () -> ()\n"
-                   "  %%q = llvm.getelementptr %%sb[%%slot] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
-                   "  %%x = llvm.load volatile %%q : !llvm.ptr -> %s\n"
-                   "  func.call @__vxl_fence() : () -> ()\n"
-                   "  return %%x, %%valid : %s, i1\n"
-                   "}\n}\n",
-                   name, T, T, sg->warp_size, src, T, T, T);
+  /* source lane and validity, then the move (%x) */
+  int n = move ? asprintf(&text,
+                          "module {\n" VXL__SG_DECLS
+                          "func.func private @%s(%%v: %s, %%off: i32, %%width: i32) -> (%s, i1) {\n"
+                          "  %%zero = arith.constant 0 : i32\n"
+                          "  %%w = arith.constant %u : i32\n"
+                          "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
+                          "  %%lane = arith.remui %%lin, %%w : i32\n"
+                          "  %%base = arith.subi %%lin, %%lane : i32\n"
+                          "  %%src = %s\n"
+                          "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
+                          "  %%avail = arith.subi %%n, %%base : i32\n"
+                          "  %%lim0 = arith.minui %%width, %%w : i32\n"
+                          "  %%lim = arith.minui %%lim0, %%avail : i32\n"
+                          "  %%valid = arith.cmpi ult, %%src, %%lim : i32\n"
+                          "%s"
+                          "  return %%x, %%valid : %s, i1\n"
+                          "}\n}\n",
+                          name, T, T, sg->warp_size, src, move, T)
+               : -1;
+  free(move);
   free(T);
-  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 3);
+  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 3, !sg->shuffle_insns);
 }
 
 static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
@@ -468,7 +436,7 @@ static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
                : -1;
   free(T);
   free(fold);
-  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 1);
+  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 1, 1);
 }
 
 /* The region of a gpu.all_reduce without an `op` becomes function
@@ -607,19 +575,18 @@ static int vxl__lower_all_reduce(vxl__subgroups *sg, MlirOperation op) {
   free(T);
   free(f1);
   free(f2);
-  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 1);
+  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 1, 1);
 }
 
 int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {
-  MlirLocation loc = mlirOperationGetLocation(op);
   const char *simple = NULL;
-  if (vxl__name_is(op, "gpu.lane_id"))
+  if (vxl__op_is(op, "gpu.lane_id"))
     simple = "%l = arith.remui %lin, %w : i32\n  return %l : i32\n";
-  else if (vxl__name_is(op, "gpu.subgroup_id"))
+  else if (vxl__op_is(op, "gpu.subgroup_id"))
     simple = "%s = arith.divui %lin, %w : i32\n  return %s : i32\n";
-  else if (vxl__name_is(op, "gpu.subgroup_size"))
+  else if (vxl__op_is(op, "gpu.subgroup_size"))
     simple = "return %w : i32\n";
-  else if (vxl__name_is(op, "gpu.num_subgroups"))
+  else if (vxl__op_is(op, "gpu.num_subgroups"))
     simple = "%n = func.call @__vxl_block_threads() : () -> i32\n  %one = arith.constant 1 : i32\n"
              "  %wm = arith.subi %w, %one : i32\n  %t = arith.addi %n, %wm : i32\n"
              "  %s = arith.divui %t, %w : i32\n  return %s : i32\n";
@@ -633,18 +600,15 @@ int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {
                  "  %s}\n}\n",
                  name, sg->warp_size, simple) < 0)
       return -ENOMEM;
-    int rc = vxl__add_text(sg, loc, text);
-    free(text);
-    if (rc) return rc;
-    vxl__replace_by_call(sg, op, name, 0, NULL);
-    return 1;
+    int rc = vxl__install(sg, op, text, name, 0, 0);
+    return rc ? rc : 1;
   }
   int rc = 0;
-  if (vxl__name_is(op, "gpu.shuffle"))
+  if (vxl__op_is(op, "gpu.shuffle"))
     rc = vxl__lower_shuffle(sg, op);
-  else if (vxl__name_is(op, "gpu.subgroup_reduce"))
+  else if (vxl__op_is(op, "gpu.subgroup_reduce"))
     rc = vxl__lower_subgroup_reduce(sg, op);
-  else if (vxl__name_is(op, "gpu.all_reduce"))
+  else if (vxl__op_is(op, "gpu.all_reduce"))
     rc = vxl__lower_all_reduce(sg, op);
   else
     return 0;

@@ -90,8 +90,8 @@ const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image 
     uint32_t wpg = (threads + c.threads_per_warp - 1) / c.threads_per_warp;
     c.warps_per_core = wpg * 2 < 4 ? 4 : wpg * 2;
   }
-  c.barriers = c.warps_per_core;
-  c.ipdom_depth = 2 * c.threads_per_warp;
+  c.barriers = 0;    /* vxs default: one per warp */
+  c.ipdom_depth = 0; /* vxs default: 2 x threads per warp */
   /* room for every group a core holds, with static shared memory */
   uint32_t lmem = c.warps_per_core * (shared + 65536u);
   c.local_mem_bytes = lmem > (16u << 20) ? (16u << 20) : (lmem + 4095u) & ~4095u;

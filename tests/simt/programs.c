@@ -7,45 +7,12 @@
  */
 #include <stdint.h>
 
-typedef union {
-  struct {
-    uint32_t x, y, z;
-  };
-  uint32_t m[3];
-} dim3_t;
-extern __thread dim3_t threadIdx, blockIdx;
-extern dim3_t blockDim;
-extern __thread uint32_t __local_group_id;
-extern uint32_t __warps_per_group;
-int vx_spawn_threads(uint32_t dimension, const uint32_t *grid_dim, const uint32_t *block_dim,
-                     void (*kernel_func)(void *), const void *arg);
+#include "vx_device.h"
 
 typedef struct {
   uint32_t which, grid, block, pad;
   int32_t out[4096];
 } args_t;
-
-#define CSR(n)                                                                                               \
-  ({                                                                                                         \
-    uint32_t v_;                                                                                             \
-    __asm__ volatile("csrr %0, %1" : "=r"(v_) : "i"(n));                                                     \
-    v_;                                                                                                      \
-  })
-
-static inline uint32_t vx_split(uint32_t p) {
-  uint32_t sp;
-  __asm__ volatile(".insn r 0x0B, 2, 0, %0, %1, x0" : "=r"(sp) : "r"(p) : "memory");
-  return sp;
-}
-static inline void vx_join(uint32_t sp) {
-  __asm__ volatile(".insn r 0x0B, 3, 0, x0, %0, x0" ::"r"(sp) : "memory");
-}
-static inline void vx_pred(uint32_t c, uint32_t m) {
-  __asm__ volatile(".insn r 0x0B, 5, 0, x0, %0, %1" ::"r"(c), "r"(m) : "memory");
-}
-static inline void vx_barrier(uint32_t id, uint32_t n) {
-  __asm__ volatile(".insn r 0x0B, 4, 0, x0, %0, %1" ::"r"(id), "r"(n) : "memory");
-}
 
 static uint32_t global_id(void) { return blockIdx.x * blockDim.x + threadIdx.x; }
 
@@ -87,7 +54,7 @@ static void join_without_split(void *a) {
 static void pred_loop(void *a) {
   args_t *args = a;
   uint32_t g = global_id();
-  uint32_t mask = CSR(0xCC4);
+  uint32_t mask = VX_CSR(0xCC4);
   int32_t sum = 0;
   uint32_t i = 0;
   for (;;) {
@@ -102,21 +69,21 @@ static void pred_loop(void *a) {
 /* 4: only the first warp of each block waits at the block's barrier. */
 static void barrier_deadlock(void *a) {
   (void)a;
-  if (CSR(0xCC1) == 0) vx_barrier(__local_group_id, 2);
+  if (VX_CSR(0xCC1) == 0) vx_barrier(__local_group_id, 2);
 }
 
 /* 5: what the CSRs say, 8 words per thread. */
 static void csrs(void *a) {
   args_t *args = a;
   int32_t *o = &args->out[8 * global_id()];
-  o[0] = (int32_t)CSR(0xCC0);
-  o[1] = (int32_t)CSR(0xCC1);
-  o[2] = (int32_t)CSR(0xCC2);
-  o[3] = (int32_t)CSR(0xCC4);
-  o[4] = (int32_t)CSR(0xFC0);
-  o[5] = (int32_t)CSR(0xFC1);
-  o[6] = (int32_t)CSR(0xFC3);
-  o[7] = (int32_t)CSR(0xF14);
+  o[0] = (int32_t)VX_CSR(0xCC0);
+  o[1] = (int32_t)VX_CSR(0xCC1);
+  o[2] = (int32_t)VX_CSR(0xCC2);
+  o[3] = (int32_t)VX_CSR(0xCC4);
+  o[4] = (int32_t)VX_CSR(0xFC0);
+  o[5] = (int32_t)VX_CSR(0xFC1);
+  o[6] = (int32_t)VX_CSR(0xFC3);
+  o[7] = (int32_t)VX_CSR(0xF14);
 }
 
 /* 6: splits that are never joined: with T threads a warp can push T - 1
@@ -146,7 +113,7 @@ static void bad_store(void *a) {
 static void barrier_exchange(void *a) {
   args_t *args = a;
   uint32_t t = threadIdx.x, n = blockDim.x;
-  volatile int32_t *lmem = (volatile int32_t *)(CSR(0xFC3) + __local_group_id * n * 4);
+  volatile int32_t *lmem = (volatile int32_t *)(VX_CSR(0xFC3) + __local_group_id * n * 4);
   lmem[t] = (int32_t)(global_id() * 3);
   vx_barrier(__local_group_id, __warps_per_group);
   args->out[global_id()] = lmem[n - 1 - t];
@@ -155,7 +122,7 @@ static void barrier_exchange(void *a) {
 /* 10: votes of (lane is odd) and (lane < 2): 8 words per thread. */
 static void votes(void *a) {
   args_t *args = a;
-  uint32_t lane = CSR(0xCC0), odd = lane & 1, low = lane < 2, r[8];
+  uint32_t lane = VX_CSR(0xCC0), odd = lane & 1, low = lane < 2, r[8];
   __asm__ volatile(".insn r 0x0B, 0, 1, %0, %1, x0" : "=r"(r[0]) : "r"(odd));
   __asm__ volatile(".insn r 0x0B, 1, 1, %0, %1, x0" : "=r"(r[1]) : "r"(odd));
   __asm__ volatile(".insn r 0x0B, 2, 1, %0, %1, x0" : "=r"(r[2]) : "r"(odd));
@@ -173,7 +140,7 @@ static void (*const cases[])(void *) = {
     endless,          bad_store,  barrier_exchange,   votes};
 
 int main(void) {
-  args_t *args = (args_t *)CSR(0x340);
+  args_t *args = (args_t *)VX_CSR(0x340);
   if (args->which >= sizeof cases / sizeof cases[0]) return -2;
   return vx_spawn_threads(1, &args->grid, &args->block, cases[args->which], args);
 }

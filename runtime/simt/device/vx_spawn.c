@@ -21,14 +21,8 @@
  */
 #include <stdint.h>
 
+#include "vx_device.h"
 #include "vxs_abi.h"
-
-typedef union {
-  struct {
-    uint32_t x, y, z;
-  };
-  uint32_t m[3];
-} dim3_t;
 
 __thread dim3_t threadIdx;
 __thread dim3_t blockIdx;
@@ -42,25 +36,6 @@ char __vxs_main_stacks[VXS_MAX_CORES][4096] __attribute__((aligned(16)));
 extern char __tdata_start[], __tdata_end[], __tbss_size[];
 void __vxs_warp_entry(void);
 void __vxs_run_warp0(void);
-
-#define VX_CSR(n)                                                                                            \
-  ({                                                                                                         \
-    uint32_t v_;                                                                                             \
-    __asm__ volatile("csrr %0, %1" : "=r"(v_) : "i"(n));                                                     \
-    v_;                                                                                                      \
-  })
-
-static inline void vx_tmc(uint32_t mask) {
-  __asm__ volatile(".insn r 0x0B, 0, 0, x0, %0, x0" ::"r"(mask) : "memory");
-}
-
-static inline void vx_wspawn(uint32_t n, void (*pc)(void)) {
-  __asm__ volatile(".insn r 0x0B, 1, 0, x0, %0, %1" ::"r"(n), "r"(pc) : "memory");
-}
-
-static inline void vx_barrier(uint32_t id, uint32_t nwarps) {
-  __asm__ volatile(".insn r 0x0B, 4, 0, x0, %0, %1" ::"r"(id), "r"(nwarps) : "memory");
-}
 
 typedef struct {
   void (*fn)(void *);
