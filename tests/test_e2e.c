@@ -569,3 +569,15 @@ Test(e2e, vxc_json_is_one_valid_document_even_with_the_lowered_ir) {
   cr_assert_geq(json_integer_value(json_object_get(o, "misses")), 1);
   json_decref(o);
 }
+
+Test(e2e, vxc_refuses_a_bad_warp_size_before_asking_the_daemon) {
+  static char out[4096];
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile --warp-size 6 %s 2>&1", VXT_VXC, d.sock,
+           VXT_EXAMPLES_DIR "/saxpy.mlir");
+  cr_assert_eq(run(cmd, out, sizeof out), 64, "%s", out);
+  cr_assert_not_null(strstr(out, "--warp-size takes a power of two from 1 to 32"), "%s", out);
+  vxc_conn *c = conn();
+  cr_assert_eq(misses(c), 0, "nothing was compiled");
+  vxc_close(c);
+}

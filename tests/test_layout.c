@@ -617,3 +617,12 @@ Test(lowering, objects_carry_line_tables_of_the_source) {
                      "the line table names the file");
   vxl_result_clear(&r);
 }
+
+Test(lowering, a_warp_size_that_is_not_a_power_of_two_is_refused) {
+  vxl_options o = {.opt_level = 2, .warp_size = 6};
+  vxl_result r;
+  cr_assert_eq(vxl_compile(cc, "module {}", 9, "w.mlir", &o, &r), 0);
+  cr_assert_not(r.ok);
+  cr_assert_str_eq(r.diags[0], "w.mlir: error: warp size 6 is not a power of two from 1 to 32");
+  vxl_result_clear(&r);
+}
