@@ -1,9 +1,10 @@
 /*
  * vxk.c - SQLite-backed cache of compiled kernels (see vxk.h).
  *
- * Schema (version 1):
- *   entries(key TEXT PRIMARY KEY, created_us, last_used_us, hits, bytes, nkernels)
- *   kernels(key, ordinal, name, object BLOB, metadata BLOB)  PRIMARY KEY(key, ordinal)
+ * Schema (version 2):
+ *   entries(key TEXT PRIMARY KEY, created_us, last_used_us, hits, bytes, nkernels,
+ *           object BLOB)
+ *   kernels(key, ordinal, name, metadata BLOB)  PRIMARY KEY(key, ordinal)
  *   counters(name TEXT PRIMARY KEY, value INTEGER)
  *   meta(k TEXT PRIMARY KEY, v TEXT)                -- schema_version
  * An entry and all its kernels are written in one IMMEDIATE transaction.
@@ -21,7 +22,7 @@
 
 #include "vxk.h"
 
-#define VXK_SCHEMA_VERSION "1"
+#define VXK_SCHEMA_VERSION "2"
 
 /* Keys read since the last vxk_flush(): their LRU time is written in one
  * transaction then, not one write per hit. */
@@ -31,7 +32,8 @@ struct vxk_cache {
   sqlite3 *db;
   uint64_t max_bytes;
   char err[512];
-  sqlite3_stmt *get_all, *get_one, *touch;
+  /* prepared once, kept for the cache's lifetime */
+  sqlite3_stmt *get_all, *get_one, *get_object, *touch, *put_old, *put_entry, *put_kernel;
   char (*touched)[VXK_KEY_HEX + 1]; /* VXK_TOUCH_MAX keys, from malloc() */
   uint32_t ntouched;
   uint64_t touched_us;  /* time of the latest pending read */
@@ -64,11 +66,12 @@ static const char vxk__schema[] =
     "INSERT OR IGNORE INTO meta VALUES('schema_version', '" VXK_SCHEMA_VERSION "');"
     "CREATE TABLE IF NOT EXISTS entries("
     " key TEXT PRIMARY KEY, created_us INTEGER NOT NULL, last_used_us INTEGER NOT NULL,"
-    " hits INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL, nkernels INTEGER NOT NULL);"
+    " hits INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL, nkernels INTEGER NOT NULL,"
+    " object BLOB NOT NULL);"
     "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used_us);"
     "CREATE TABLE IF NOT EXISTS kernels("
     " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"
-    " ordinal INTEGER NOT NULL, name TEXT NOT NULL, object BLOB NOT NULL,"
+    " ordinal INTEGER NOT NULL, name TEXT NOT NULL,"
     " metadata BLOB NOT NULL, PRIMARY KEY(key, ordinal));"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
 
@@ -157,10 +160,18 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     vxk_close(c);
     return VXK_ENOMEM;
   }
-  if (vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 ORDER BY ordinal",
-                   &c->get_all) ||
-      vxk__prepare(c, "SELECT name, object, metadata FROM kernels WHERE key=?1 AND name=?2", &c->get_one) ||
-      vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch)) {
+  if (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
+      vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 AND name=?2", &c->get_one) ||
+      vxk__prepare(c, "SELECT object FROM entries WHERE key=?1", &c->get_object) ||
+      vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch) ||
+      vxk__prepare(c, "SELECT bytes FROM entries WHERE key=?1", &c->put_old) ||
+      vxk__prepare(
+          c,
+          "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels, object)"
+          " VALUES(?1, ?2, ?2, 0, ?3, ?4, ?5)",
+          &c->put_entry) ||
+      vxk__prepare(c, "INSERT INTO kernels(key, ordinal, name, metadata) VALUES(?1, ?2, ?3, ?4)",
+                   &c->put_kernel)) {
     snprintf(errbuf, errcap, "%s", c->err);
     vxk_close(c);
     return VXK_EIO;
@@ -194,7 +205,11 @@ void vxk_close(vxk_cache *c) {
   free(c->touched);
   sqlite3_finalize(c->get_all);
   sqlite3_finalize(c->get_one);
+  sqlite3_finalize(c->get_object);
   sqlite3_finalize(c->touch);
+  sqlite3_finalize(c->put_old);
+  sqlite3_finalize(c->put_entry);
+  sqlite3_finalize(c->put_kernel);
   sqlite3_close(c->db);
   free(c);
 }
@@ -250,54 +265,44 @@ static int vxk__evict(vxk_cache *c) {
   return evicted ? vxk_counter_add(c, "evictions", (int64_t)evicted) : VXK_OK;
 }
 
-int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n) {
+/* Steps a prepared statement that returns no row; resets it. */
+static int vxk__step_done(vxk_cache *c, sqlite3_stmt *st) {
+  int rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc;
+}
+
+int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
+            uint32_t n) {
   if (!vxk_key_valid(key)) return VXK_EINVAL;
-  uint64_t bytes = 0;
+  uint64_t bytes = object_size;
   for (uint32_t i = 0; i < n; i++)
-    bytes += ks[i].object_size + ks[i].metadata_size;
+    bytes += ks[i].metadata_size;
   int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "begin");
   uint64_t replaced = 0; /* bytes of an entry this put replaces */
-  sqlite3_stmt *old = NULL;
-  if (sqlite3_prepare_v2(c->db, "SELECT bytes FROM entries WHERE key=?1", -1, &old, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(old, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(old) == SQLITE_ROW) replaced = (uint64_t)sqlite3_column_int64(old, 0);
-  }
-  sqlite3_finalize(old);
-  sqlite3_stmt *e = NULL, *k = NULL;
-  rc = sqlite3_prepare_v2(
-      c->db,
-      "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels)"
-      " VALUES(?1, ?2, ?2, 0, ?3, ?4)",
-      -1, &e, NULL);
-  if (rc == SQLITE_OK) {
-    uint64_t now = vxk__now_us();
-    sqlite3_bind_text(e, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(e, 2, (sqlite3_int64)now);
-    sqlite3_bind_int64(e, 3, (sqlite3_int64)bytes);
-    sqlite3_bind_int64(e, 4, n);
-    rc = sqlite3_step(e) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
-  }
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v2(c->db,
-                            "INSERT INTO kernels(key, ordinal, name, object, metadata)"
-                            " VALUES(?1, ?2, ?3, ?4, ?5)",
-                            -1, &k, NULL);
+  sqlite3_bind_text(c->put_old, 1, key, -1, SQLITE_STATIC);
+  if (sqlite3_step(c->put_old) == SQLITE_ROW) replaced = (uint64_t)sqlite3_column_int64(c->put_old, 0);
+  sqlite3_reset(c->put_old);
+  sqlite3_clear_bindings(c->put_old);
+  sqlite3_stmt *e = c->put_entry, *k = c->put_kernel;
+  sqlite3_bind_text(e, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(e, 2, (sqlite3_int64)vxk__now_us());
+  sqlite3_bind_int64(e, 3, (sqlite3_int64)bytes);
+  sqlite3_bind_int64(e, 4, n);
+  sqlite3_bind_blob64(e, 5, object ? (const void *)object : "", object_size, SQLITE_STATIC);
+  rc = vxk__step_done(c, e);
   for (uint32_t i = 0; rc == SQLITE_OK && i < n; i++) {
     sqlite3_bind_text(k, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_int64(k, 2, i);
     sqlite3_bind_text(k, 3, ks[i].name, -1, SQLITE_STATIC);
-    sqlite3_bind_blob64(k, 4, ks[i].object ? (const void *)ks[i].object : "", ks[i].object_size,
+    sqlite3_bind_blob64(k, 4, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size,
                         SQLITE_STATIC);
-    sqlite3_bind_blob64(k, 5, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size,
-                        SQLITE_STATIC);
-    rc = sqlite3_step(k) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
-    sqlite3_reset(k);
+    rc = vxk__step_done(c, k);
   }
   int out = VXK_OK;
   if (rc != SQLITE_OK) out = vxk__fail(c, rc, "put");
-  sqlite3_finalize(e);
-  sqlite3_finalize(k);
   if (out == VXK_OK) {
     rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     if (rc != SQLITE_OK) out = vxk__fail(c, rc, "commit");
@@ -316,41 +321,58 @@ static void *vxk__dup(const void *p, size_t n) {
   return d;
 }
 
-void vxk_kernels_free(vxk_kernel_out *ks, uint32_t n) {
-  for (uint32_t i = 0; ks && i < n; i++) {
-    free(ks[i].name);
-    free(ks[i].object);
-    free(ks[i].metadata);
+void vxk_entry_clear(vxk_entry *e) {
+  if (!e) return;
+  for (uint32_t i = 0; e->kernels && i < e->nkernels; i++) {
+    free(e->kernels[i].name);
+    free(e->kernels[i].metadata);
   }
-  free(ks);
+  free(e->kernels);
+  free(e->object);
+  memset(e, 0, sizeof *e);
 }
 
-int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **out, uint32_t *n) {
+/* Reads the object of key into e; 0, VXK_ENOTFOUND or an error. */
+static int vxk__get_object(vxk_cache *c, const char *key, vxk_entry *e) {
+  sqlite3_stmt *st = c->get_object;
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st), out = VXK_OK;
+  if (rc == SQLITE_ROW) {
+    e->object_size = (size_t)sqlite3_column_bytes(st, 0);
+    e->object = vxk__dup(sqlite3_column_blob(st, 0), e->object_size);
+    if (!e->object) out = VXK_ENOMEM;
+  } else
+    out = rc == SQLITE_DONE ? VXK_ENOTFOUND : vxk__fail(c, rc, "get");
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return out;
+}
+
+int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
+  memset(out, 0, sizeof *out);
   if (!vxk_key_valid(key)) return VXK_EINVAL;
   sqlite3_stmt *st = kernel ? c->get_one : c->get_all;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   if (kernel) sqlite3_bind_text(st, 2, kernel, -1, SQLITE_STATIC);
-  vxk_kernel_out *ks = NULL;
-  uint32_t cnt = 0, cap = 0;
+  vxk_entry e = {0};
+  uint32_t cap = 0;
   int rc, out_rc = VXK_OK;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (cnt == cap) {
+    if (e.nkernels == cap) {
       cap = cap ? cap * 2 : 4;
-      vxk_kernel_out *nk = realloc(ks, cap * sizeof *nk);
+      vxk_kernel_out *nk = realloc(e.kernels, cap * sizeof *nk);
       if (!nk) {
         out_rc = VXK_ENOMEM;
         break;
       }
-      ks = nk;
+      e.kernels = nk;
     }
-    vxk_kernel_out *k = &ks[cnt++];
+    vxk_kernel_out *k = &e.kernels[e.nkernels++];
     memset(k, 0, sizeof *k);
     k->name = strdup((const char *)sqlite3_column_text(st, 0));
-    k->object_size = (size_t)sqlite3_column_bytes(st, 1);
-    k->object = vxk__dup(sqlite3_column_blob(st, 1), k->object_size);
-    k->metadata_size = (size_t)sqlite3_column_bytes(st, 2);
-    k->metadata = vxk__dup(sqlite3_column_blob(st, 2), k->metadata_size);
-    if (!k->name || !k->object || !k->metadata) {
+    k->metadata_size = (size_t)sqlite3_column_bytes(st, 1);
+    k->metadata = vxk__dup(sqlite3_column_blob(st, 1), k->metadata_size);
+    if (!k->name || !k->metadata) {
       out_rc = VXK_ENOMEM;
       break;
     }
@@ -358,9 +380,10 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **
   if (out_rc == VXK_OK && rc != SQLITE_DONE) out_rc = vxk__fail(c, rc, "get");
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
-  if (out_rc == VXK_OK && cnt == 0) out_rc = VXK_ENOTFOUND;
+  if (out_rc == VXK_OK && e.nkernels == 0) out_rc = VXK_ENOTFOUND;
+  if (out_rc == VXK_OK) out_rc = vxk__get_object(c, key, &e);
   if (out_rc != VXK_OK) {
-    vxk_kernels_free(ks, cnt);
+    vxk_entry_clear(&e);
     return out_rc;
   }
   /* LRU bookkeeping, written by the next vxk_flush(); a full batch is
@@ -373,8 +396,7 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **
     memcpy(c->touched[c->ntouched++], key, VXK_KEY_HEX + 1);
   }
   c->touched_us = vxk__now_us();
-  *out = ks;
-  *n = cnt;
+  *out = e;
   return VXK_OK;
 }
 

@@ -1,9 +1,9 @@
 /*
  * vxk.h - the compiled-kernel cache: SQLite storage and content-hash keys.
  *
- * The only module that sees SQLite.  Stores opaque bytes: per entry, every
- * kernel's object and its metadata (as protocol/ encodes it), written in one
- * transaction so an entry is either whole or absent.  Survives restarts; the
+ * The only module that sees SQLite.  Stores opaque bytes: per entry, the
+ * module's object and each kernel's metadata record (as protocol/ encodes
+ * it), written in one transaction so an entry is either whole or absent.  Survives restarts; the
  * database runs in WAL mode so readers never see a half-written entry.
  *
  * THREAD NOTES: a vxk_cache is used by one thread at a time (the daemon's
@@ -38,20 +38,24 @@ typedef struct vxk_cache vxk_cache;
 /* A kernel to store; the cache copies the bytes. */
 typedef struct {
   const char *name;
-  const uint8_t *object;
-  size_t object_size;
   const uint8_t *metadata;
   size_t metadata_size;
 } vxk_kernel_in;
 
-/* A kernel read back; every pointer from malloc(), see vxk_kernels_free. */
+/* A kernel read back; pointers from malloc(), see vxk_entry_clear. */
 typedef struct {
   char *name;
-  uint8_t *object;
-  size_t object_size;
   uint8_t *metadata;
   size_t metadata_size;
 } vxk_kernel_out;
+
+/* An entry read back: the module's object and its kernels' records. */
+typedef struct {
+  uint8_t *object; /* malloc() */
+  size_t object_size;
+  vxk_kernel_out *kernels; /* malloc() */
+  uint32_t nkernels;
+} vxk_entry;
 
 typedef struct {
   uint64_t entries; /* entries stored */
@@ -74,18 +78,20 @@ void vxk_close(vxk_cache *c);
 /* Message about the last failure of c; static or owned by c. */
 const char *vxk_errmsg(const vxk_cache *c);
 
-/* Stores n kernels under key in one transaction, replacing any entry with
- * that key.  Returns 0, VXK_EFULL (disk full; the cache is unchanged),
- * VXK_EIO, VXK_EINVAL. */
-int vxk_put(vxk_cache *c, const char *key, const vxk_kernel_in *ks, uint32_t n);
+/* Stores the module object (object_size bytes) and n kernel records under
+ * key in one transaction, replacing any entry with that key.  Returns 0,
+ * VXK_EFULL (disk full; the cache is unchanged), VXK_EIO, VXK_EINVAL. */
+int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
+            uint32_t n);
 
-/* Reads the entry for key; kernel NULL reads every kernel, else only the one
- * with that name.  On success *out (n entries, caller frees with
- * vxk_kernels_free) and marks the entry used (LRU).  Returns 0,
- * VXK_ENOTFOUND, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
-int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_kernel_out **out, uint32_t *n);
+/* Reads the entry for key; kernel NULL reads every kernel record, else only
+ * the one with that name (the object always).  On success fills *out
+ * (caller clears it with vxk_entry_clear) and marks the entry used (LRU).
+ * Returns 0, VXK_ENOTFOUND, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
+int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out);
 
-void vxk_kernels_free(vxk_kernel_out *ks, uint32_t n);
+/* Releases what vxk_get filled (not the struct).  NULL-safe. */
+void vxk_entry_clear(vxk_entry *e);
 
 /* Writes the LRU times of entries read since the last flush in one
  * transaction (reads do not write, so a hit costs no write transaction).

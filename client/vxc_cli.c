@@ -24,11 +24,12 @@
 static void usage(FILE *f) {
   fputs("usage: vxc [--socket PATH] [--no-spawn] COMMAND ...\n"
         "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--warp-size N] [--shuffle-insns]\n"
-        "      compile through vortexd; writes DIR/<kernel>.o (default DIR: .);\n"
+        "      compile through vortexd; writes DIR/<FILE without .mlir>.o (default DIR: .),\n"
+        "      one object for every kernel of the module, each started by its entry symbol;\n"
         "      N: threads per warp of the target (subgroup size), default 4;\n"
         "      --shuffle-insns: gpu.shuffle with Vortex's shuffle instructions\n"
         "  fetch KEY [--kernel NAME] [-o DIR] [--json]\n"
-        "      fetch a cached entry by key\n"
+        "      fetch a cached entry by key (writes DIR/KEY.o with -o)\n"
         "  stats [--json]\n"
         "      daemon and cache counters\n",
         f);
@@ -59,24 +60,27 @@ static json_t *json_kernel(const vxp_kernel *k) {
                         json_text(a->type), "kind", a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", "size",
                         (json_int_t)a->size, "align", (json_int_t)a->align, "offset", (json_int_t)a->offset));
   }
-  return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:[I,I,I],s:I,s:I}", "name", json_text(k->name), "args",
-                   args, "args_size", (json_int_t)k->args_size, "launch_offset", (json_int_t)k->launch_offset,
-                   "buffer_size", (json_int_t)k->buffer_size, "object_size", (json_int_t)k->object_size,
-                   "grid_dims", (json_int_t)k->grid_dims, "known_block", (json_int_t)k->known_block[0],
+  return json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:[I,I,I],s:I,s:I}", "name", json_text(k->name), "entry",
+                   json_text(k->entry), "args", args, "args_size", (json_int_t)k->args_size, "launch_offset",
+                   (json_int_t)k->launch_offset, "buffer_size", (json_int_t)k->buffer_size, "grid_dims",
+                   (json_int_t)k->grid_dims, "known_block", (json_int_t)k->known_block[0],
                    (json_int_t)k->known_block[1], (json_int_t)k->known_block[2], "shared_bytes",
                    (json_int_t)k->shared_bytes, "subgroup_size", (json_int_t)k->subgroup_size);
 }
 
-/* One JSON object on one line: key, cached, status, kernels, diagnostics,
+/* One JSON object on one line: key, cached, status, the object written
+ * (path and size; path null when none was written), kernels, diagnostics,
  * and the lowered IR (when it was asked for) as "lowered_ir". */
-static void json_result(FILE *f, const vxp_response *r) {
+static void json_result(FILE *f, const vxp_response *r, const char *object_path) {
   json_t *kernels = json_array(), *diags = json_array();
   for (uint32_t i = 0; i < r->nkernels; i++)
     json_array_append_new(kernels, json_kernel(&r->kernels[i]));
   for (uint32_t i = 0; i < r->ndiags; i++)
     json_array_append_new(diags, json_text(r->diags[i]));
-  json_t *o = json_pack("{s:o,s:b,s:s,s:o,s:o}", "key", json_text(r->key), "cached", r->cached, "status",
-                        vxp_status_name(r->status), "kernels", kernels, "diagnostics", diags);
+  json_t *o =
+      json_pack("{s:o,s:b,s:s,s:o,s:I,s:o,s:o}", "key", json_text(r->key), "cached", r->cached, "status",
+                vxp_status_name(r->status), "object", object_path ? json_text(object_path) : json_null(),
+                "object_size", (json_int_t)r->object_size, "kernels", kernels, "diagnostics", diags);
   if (o && r->lowered_ir) json_object_set_new(o, "lowered_ir", json_text(r->lowered_ir));
   if (o) json_dumpf(o, f, JSON_COMPACT);
   fputc('\n', f);
@@ -85,12 +89,15 @@ static void json_result(FILE *f, const vxp_response *r) {
 
 /* ---- table output ---- */
 
-static void table_result(FILE *f, const vxp_response *r, const char *dir) {
+static void table_result(FILE *f, const vxp_response *r, const char *object_path) {
   fprintf(f, "key %s (%s)\n", r->key ? r->key : "-", r->cached ? "cached" : "compiled");
+  if (object_path)
+    fprintf(f, "object %s (%zu bytes; link kernel K with --defsym=main=<K's entry>)\n", object_path,
+            r->object_size);
   for (uint32_t i = 0; i < r->nkernels; i++) {
     const vxp_kernel *k = &r->kernels[i];
     fprintf(f, "\nKernel: %s\n", k->name);
-    if (dir) fprintf(f, "  object: %s/%s.o (%zu bytes)\n", dir, k->name, k->object_size);
+    fprintf(f, "  entry: %s\n", k->entry);
     fprintf(f, "  argument buffer: %u bytes (arguments %u, launch header at %u)\n", k->buffer_size,
             k->args_size, k->launch_offset);
     fprintf(f, "  grid dimensions used: %u", k->grid_dims);
@@ -106,22 +113,46 @@ static void table_result(FILE *f, const vxp_response *r, const char *dir) {
   }
 }
 
-static int write_objects(const vxp_response *r, const char *dir) {
+/* The file name an object is written under: the last path component of
+ * name without its extension, every byte outside [A-Za-z0-9_-] replaced by
+ * '_' (so neither a source name nor anything the daemon says can pick
+ * another directory or a hidden file), then ".o".  Writes into out (cap
+ * bytes, truncating a long stem). */
+static void object_file_name(const char *name, char *out, size_t cap) {
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  const char *dot = strrchr(base, '.');
+  size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+  if (n == 0) base = "module", n = 6;
+  if (n > cap - 3) n = cap - 3;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)base[i];
+    out[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+                     ch == '_'
+                 ? (char)ch
+                 : '_';
+  }
+  memcpy(out + n, ".o", 3);
+}
+
+/* Writes r's object as dir/<name>.o (object_file_name); the path goes to
+ * path (cap bytes).  Returns 0 or -1 after a message. */
+static int write_object(const vxp_response *r, const char *dir, const char *name, char *path, size_t cap) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "vxc: cannot create %s: %s\n", dir, strerror(errno));
     return -1;
   }
-  for (uint32_t i = 0; i < r->nkernels; i++) {
-    const vxp_kernel *k = &r->kernels[i];
-    if (!k->object) continue;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.o", dir, k->name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(k->object, 1, k->object_size, f) != k->object_size || fclose(f) != 0) {
-      fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
-      if (f) fclose(f);
-      return -1;
-    }
+  char file[256];
+  object_file_name(name, file, sizeof file);
+  if (snprintf(path, cap, "%s/%s", dir, file) >= (int)cap) {
+    fprintf(stderr, "vxc: output path too long\n");
+    return -1;
+  }
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(r->object, 1, r->object_size, f) != r->object_size || fclose(f) != 0) {
+    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
+    if (f) fclose(f);
+    return -1;
   }
   return 0;
 }
@@ -158,20 +189,26 @@ static char *read_file(const char *path, size_t *len) {
   return buf;
 }
 
-/* Prints diagnostics and maps the response status to an exit code. */
-static int finish(const vxp_response *r, int json, const char *dir) {
+/* Prints diagnostics, writes the object into dir (when not NULL) under
+ * name, and maps the response status to an exit code. */
+static int finish(const vxp_response *r, int json, const char *dir, const char *name) {
   for (uint32_t i = 0; i < r->ndiags; i++)
     fprintf(stderr, "%s\n", r->diags[i]);
   if (r->status != VXP_STATUS_OK && !(json && r->status == VXP_STATUS_COMPILE_ERROR)) {
     fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), r->message ? r->message : "");
     return r->status == VXP_STATUS_INTERNAL || r->status == VXP_STATUS_BAD_REQUEST ? 2 : 1;
   }
-  if (r->status == VXP_STATUS_OK && dir && write_objects(r, dir) != 0) return 2;
+  char path[4096];
+  const char *written = NULL;
+  if (r->status == VXP_STATUS_OK && dir && r->object) {
+    if (write_object(r, dir, name, path, sizeof path) != 0) return 2;
+    written = path;
+  }
   if (json) {
-    json_result(stdout, r);
+    json_result(stdout, r, written);
   } else {
     if (r->lowered_ir) fputs(r->lowered_ir, stdout);
-    table_result(stdout, r, dir);
+    table_result(stdout, r, written);
   }
   return r->status == VXP_STATUS_OK ? 0 : 1;
 }
@@ -269,7 +306,7 @@ int main(int argc, char **argv) {
     }
     rc = vxc_compile(conn, src, len, args[0], &co, &r);
     free(src);
-    if (rc == 0) status = finish(&r, json, dir ? dir : ".");
+    if (rc == 0) status = finish(&r, json, dir ? dir : ".", args[0]);
   } else if (strcmp(cmd, "fetch") == 0) {
     if (nargs != 1) {
       usage(stderr);
@@ -277,7 +314,7 @@ int main(int argc, char **argv) {
       return 64;
     }
     rc = vxc_fetch(conn, args[0], kernel, &r);
-    if (rc == 0) status = finish(&r, json, dir);
+    if (rc == 0) status = finish(&r, json, dir, args[0]);
   } else if (strcmp(cmd, "stats") == 0) {
     rc = vxc_stats(conn, &r);
     if (rc == 0) {

@@ -235,18 +235,18 @@ static void vxd__send_error(vxd_conn *c, uint64_t id, vxp_op op, vxp_status st, 
 
 /* ---- cache <-> protocol ---- */
 
-/* Fills resp->kernels from cache rows (metadata decoded, object attached). */
-static int vxd__kernels_from_cache(vxk_kernel_out *ks, uint32_t n, vxp_response *resp) {
-  resp->kernels = calloc(n ? n : 1, sizeof *resp->kernels);
+/* Fills resp from a cache entry: kernel records decoded, object moved. */
+static int vxd__kernels_from_cache(vxk_entry *e, vxp_response *resp) {
+  resp->kernels = calloc(e->nkernels ? e->nkernels : 1, sizeof *resp->kernels);
   if (!resp->kernels) return VXP_ENOMEM;
-  for (uint32_t i = 0; i < n; i++) {
-    int rc = vxp_kernel_meta_decode(ks[i].metadata, ks[i].metadata_size, &resp->kernels[i]);
+  for (uint32_t i = 0; i < e->nkernels; i++) {
+    int rc = vxp_kernel_meta_decode(e->kernels[i].metadata, e->kernels[i].metadata_size, &resp->kernels[i]);
     if (rc != VXP_OK) return rc;
     resp->nkernels = i + 1;
-    resp->kernels[i].object = ks[i].object; /* moved */
-    resp->kernels[i].object_size = ks[i].object_size;
-    ks[i].object = NULL;
   }
+  resp->object = e->object; /* moved */
+  resp->object_size = e->object_size;
+  e->object = NULL;
   return VXP_OK;
 }
 
@@ -258,13 +258,12 @@ static void vxd__store(vxd_server *s, const char *key, const vxp_response *r) {
   for (uint32_t i = 0; ok && i < r->nkernels; i++) {
     size_t ml = 0;
     ok = vxp_kernel_meta_encode(&r->kernels[i], &metas[i], &ml) == VXP_OK;
-    ks[i] =
-        (vxk_kernel_in){r->kernels[i].name, r->kernels[i].object, r->kernels[i].object_size, metas[i], ml};
+    ks[i] = (vxk_kernel_in){r->kernels[i].name, metas[i], ml};
   }
   if (!ok)
     vxd__log(s, "not cached %s: out of memory", key);
   else {
-    int rc = vxk_put(s->cache, key, ks, r->nkernels);
+    int rc = vxk_put(s->cache, key, r->object, r->object_size, ks, r->nkernels);
     if (rc != VXK_OK)
       vxd__log(s, "not cached %s: %s%s", key, vxk_errmsg(s->cache),
                rc == VXK_EFULL ? " (disk full; existing entries are intact)" : "");
@@ -554,16 +553,15 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
  * VXK_ENOTFOUND, or another VXK error (logged, not answered). */
 static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *key, const char *kernel) {
   vxd_server *s = c->srv;
-  vxk_kernel_out *ks = NULL;
-  uint32_t n = 0;
-  int rc = vxk_get(s->cache, key, kernel, &ks, &n);
+  vxk_entry e;
+  int rc = vxk_get(s->cache, key, kernel, &e);
   if (rc != VXK_OK) {
     if (rc != VXK_ENOTFOUND) vxd__log(s, "cache read %s: %s", key, vxk_errmsg(s->cache));
     return rc;
   }
   vxp_response r = {.id = req->id, .op = req->op, .status = VXP_STATUS_OK, .cached = true};
-  int drc = vxd__kernels_from_cache(ks, n, &r);
-  vxk_kernels_free(ks, n);
+  int drc = vxd__kernels_from_cache(&e, &r);
+  vxk_entry_clear(&e);
   if (drc != VXP_OK) {
     vxp_response_clear(&r);
     vxd__log(s, "cache entry %s has unreadable metadata", key);

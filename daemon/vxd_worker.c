@@ -72,6 +72,8 @@ static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *
     return;
   }
   resp->status = r.ok ? VXP_STATUS_OK : VXP_STATUS_COMPILE_ERROR;
+  resp->object = r.object;
+  resp->object_size = r.object_size;
   resp->kernels = r.kernels;
   resp->nkernels = r.nkernels;
   resp->diags = r.diags;

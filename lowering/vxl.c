@@ -196,6 +196,7 @@ void vxl_result_clear(vxl_result *res) {
   for (uint32_t i = 0; i < res->nkernels; i++)
     vxp_kernel_clear(&res->kernels[i]);
   free(res->kernels);
+  free(res->object);
   for (uint32_t i = 0; i < res->ndiags; i++)
     free(res->diags[i]);
   free(res->diags);
@@ -286,7 +287,8 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     vxp_kernel *k = &res->kernels[i];
     LLVMValueRef kf = LLVMGetNamedFunction(lm, kinfo[i].name);
     k->name = strdup(kinfo[i].name);
-    if (!k->name) {
+    if (!k->name || asprintf(&k->entry, VXL_ENTRY_PREFIX "%u", i) < 0) {
+      k->entry = NULL;
       rc = -ENOMEM;
       break;
     }
@@ -330,8 +332,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     }
     res->lowered_ir = ir.p;
   }
-  rc = vxl__emit_objects(c, lm, res->kernels, nk, opts, &d);
-  lm = NULL; /* consumed by the last kernel's emission */
+  rc = vxl__emit_object(c, lm, res->kernels, nk, opts, &res->object, &res->object_size, &d);
 
 done:
   c->cur_diags = NULL;
@@ -351,6 +352,9 @@ done:
     free(res->kernels);
     res->kernels = NULL;
     res->nkernels = 0;
+    free(res->object);
+    res->object = NULL;
+    res->object_size = 0;
     if (res->ndiags == 0 && rc != -ENOMEM)
       vxl__diag_add(&d, "%s: error: compilation failed", source_name), res->diags = d.v, res->ndiags = d.n;
   }

@@ -37,8 +37,10 @@
  *      shifts are emitted without branches; group local memory is
  *      16-byte aligned and holds a scratch area for collectives; private
  *      memory holding thread-dependent values is divergent; objects
- *      carry line tables. */
-#define VXL_LOWERING_ABI_VERSION 3u
+ *      carry line tables.
+ *   4: one object per module; kernel i starts at __vxl_main_<i> (was: one
+ *      object per kernel, each defining main). */
+#define VXL_LOWERING_ABI_VERSION 4u
 
 typedef struct vxl_compiler vxl_compiler;
 
@@ -58,10 +60,17 @@ typedef struct {
                          built with them; otherwise through local memory */
 } vxl_options;
 
+/* Prefix of the kernels' entry symbols: kernel i of a result is started by
+ * VXL_ENTRY_PREFIX "<i>" in the module's object. */
+#define VXL_ENTRY_PREFIX "__vxl_main_"
+
 typedef struct {
-  bool ok; /* true: kernels are valid */
+  bool ok;         /* true: kernels and object are valid */
+  uint8_t *object; /* one ELF32 RISC-V relocatable object for the whole
+                      module, every kernel behind its entry; malloc() */
+  size_t object_size;
   uint32_t nkernels;
-  vxp_kernel *kernels; /* malloc(); each with object and metadata */
+  vxp_kernel *kernels; /* malloc(); metadata and entry symbol of each */
   uint32_t ndiags;
   char **diags;     /* "file:line:col: error: message"; malloc() */
   char *lowered_ir; /* when opts.emit_ir; malloc(), may be NULL */

@@ -93,9 +93,10 @@ static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body,
                                  0, "", 0, LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
   LLVMMetadataRef ty = LLVMDIBuilderCreateSubroutineType(dib, file, NULL, 0, LLVMDIFlagZero);
   unsigned line = LLVMDISubprogramGetLine(ksp);
-  static const char name[] = "__vxl_body";
-  LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(dib, file, name, sizeof name - 1, name, sizeof name - 1,
-                                                   file, line, ty, 1, 1, line, LLVMDIFlagZero, 1);
+  size_t nlen = 0;
+  const char *name = LLVMGetValueName2(body, &nlen);
+  LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(dib, file, name, nlen, name, nlen, file, line, ty, 1, 1,
+                                                   line, LLVMDIFlagZero, 1);
   LLVMSetSubprogram(body, sp);
   LLVMInstructionSetDebugLoc(call,
                              LLVMDIBuilderCreateDebugLocation(LLVMGetModuleContext(m), line, 0, sp, NULL));
@@ -103,9 +104,11 @@ static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body,
   LLVMDisposeDIBuilder(dib);
 }
 
-/* Adds `void __vxl_body(ptr buf)` and `i32 main()` for kernel kf, whose
- * static workgroup memory is static_bytes per block. */
-static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_bytes) {
+/* Adds `void __vxl_body_<index>(ptr buf)` and the entry `i32 <entry>()` (what
+ * the device's startup code calls as main) for kernel kf, whose static
+ * workgroup memory is static_bytes per block. */
+static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, const char *entry,
+                           uint32_t static_bytes) {
   LLVMContextRef lctx = LLVMGetModuleContext(m);
   LLVMTypeRef kty = LLVMGlobalGetValueType(kf);
   uint32_t n = LLVMCountParamTypes(kty);
@@ -120,7 +123,9 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
 
   /* body: load each argument at its layout offset, call the kernel */
   LLVMTypeRef bodyty = LLVMFunctionType(voidty, &ptr, 1, 0);
-  LLVMValueRef body = LLVMAddFunction(m, "__vxl_body", bodyty);
+  char bodyname[32];
+  snprintf(bodyname, sizeof bodyname, "__vxl_body_%u", index);
+  LLVMValueRef body = LLVMAddFunction(m, bodyname, bodyty);
   LLVMSetLinkage(body, LLVMInternalLinkage);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, body, "entry"));
   LLVMValueRef buf = LLVMGetParam(body, 0);
@@ -132,8 +137,8 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
   LLVMBuildRetVoid(b);
   vxl__debug_body(m, kf, body, kcall);
 
-  /* main: argument buffer from mscratch, then vx_spawn_threads */
-  LLVMValueRef mainfn = LLVMAddFunction(m, "main", LLVMFunctionType(i32, NULL, 0, 0));
+  /* entry: argument buffer from mscratch, then vx_spawn_threads */
+  LLVMValueRef mainfn = LLVMAddFunction(m, entry, LLVMFunctionType(i32, NULL, 0, 0));
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
   const char *asmtext = "csrr $0, mscratch", *cons = "=r";
   LLVMTypeRef aty = LLVMFunctionType(i32, NULL, 0, 0);
@@ -193,17 +198,15 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t static_byt
   free(vals);
 }
 
-/* Keeps kernel `keep` and drops every other kernel; everything defined
- * becomes internal except main, so O2 inlines and drops what is unused. */
-static void vxl__isolate(LLVMModuleRef m, const char *keep, vxp_kernel *kernels, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) {
-    if (strcmp(kernels[i].name, keep) == 0) continue;
-    LLVMValueRef f = LLVMGetNamedFunction(m, kernels[i].name);
-    if (f) LLVMDeleteFunction(f);
-  }
+/* Makes every definition internal except the kernels' entries, so O2
+ * inlines each kernel into its entry and drops what no entry uses. */
+static void vxl__internalize(LLVMModuleRef m, const vxp_kernel *kernels, uint32_t n) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
-    if (!LLVMIsDeclaration(f) && strcmp(LLVMGetValueName(f), "main") != 0)
-      LLVMSetLinkage(f, LLVMInternalLinkage);
+    if (!LLVMIsDeclaration(f)) LLVMSetLinkage(f, LLVMInternalLinkage);
+  for (uint32_t i = 0; i < n; i++) {
+    LLVMValueRef e = LLVMGetNamedFunction(m, kernels[i].entry);
+    if (e) LLVMSetLinkage(e, LLVMExternalLinkage);
+  }
   /* Thread-locals are reached through tp in an executable: local-exec
    * (the default initial-exec model needs a GOT the kernel image has not). */
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g))
@@ -398,12 +401,13 @@ static void vxl__branchless_selects(LLVMModuleRef m) {
   LLVMDisposeBuilder(b);
 }
 
-static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const vxl_options *opts,
-                         vxl__diags *d) {
+/* Verifies m, runs the LLVM pipeline on it once and emits one object into
+ * *obj / *obj_size (malloc()). */
+static int vxl__emit_module(vxl_compiler *c, LLVMModuleRef m, const vxl_options *opts, uint8_t **obj,
+                            size_t *obj_size, vxl__diags *d) {
   char *msg = NULL;
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
-    vxl__diag_add(d, "error: internal: LLVM module for kernel %s does not verify: %s", k->name,
-                  msg ? msg : "");
+    vxl__diag_add(d, "error: internal: LLVM module does not verify: %s", msg ? msg : "");
     LLVMDisposeMessage(msg);
     return -EINVAL;
   }
@@ -415,7 +419,7 @@ static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const 
   LLVMDisposePassBuilderOptions(po);
   if (err) {
     char *e = LLVMGetErrorMessage(err);
-    vxl__diag_add(d, "error: internal: LLVM pipeline failed for kernel %s: %s", k->name, e);
+    vxl__diag_add(d, "error: internal: LLVM pipeline failed: %s", e);
     LLVMDisposeErrorMessage(e);
     return -EINVAL;
   }
@@ -423,19 +427,18 @@ static int vxl__emit_one(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *k, const 
   LLVMMemoryBufferRef mb = NULL;
   msg = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, m, LLVMObjectFile, &msg, &mb)) {
-    vxl__diag_add(d, "error: internal: RISC-V code generation failed for kernel %s: %s", k->name,
-                  msg ? msg : "");
+    vxl__diag_add(d, "error: internal: RISC-V code generation failed: %s", msg ? msg : "");
     LLVMDisposeMessage(msg);
     return -EINVAL;
   }
   size_t sz = LLVMGetBufferSize(mb);
-  k->object = malloc(sz ? sz : 1);
-  if (!k->object) {
+  *obj = malloc(sz ? sz : 1);
+  if (!*obj) {
     LLVMDisposeMemoryBuffer(mb);
     return -ENOMEM;
   }
-  memcpy(k->object, LLVMGetBufferStart(mb), sz);
-  k->object_size = sz;
+  memcpy(*obj, LLVMGetBufferStart(mb), sz);
+  *obj_size = sz;
   LLVMDisposeMemoryBuffer(mb);
   return 0;
 }
@@ -487,24 +490,17 @@ static void vxl__pin_thread_control(LLVMModuleRef m) {
   }
 }
 
-int vxl__emit_objects(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uint32_t n,
-                      const vxl_options *opts, vxl__diags *d) {
+int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uint32_t n,
+                     const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d) {
   vxl__pin_thread_control(m);
   for (uint32_t i = 0; i < n; i++) {
-    /* The last kernel may consume the translated module itself. */
-    LLVMModuleRef km = (i + 1 == n) ? m : LLVMCloneModule(m);
-    vxl__isolate(km, kernels[i].name, kernels, n);
-    LLVMValueRef kf = LLVMGetNamedFunction(km, kernels[i].name);
-    int rc;
+    LLVMValueRef kf = LLVMGetNamedFunction(m, kernels[i].name);
     if (!kf) {
       vxl__diag_add(d, "error: internal: kernel %s vanished during translation", kernels[i].name);
-      rc = -EINVAL;
-    } else {
-      vxl__add_entry(km, kf, kernels[i].shared_bytes);
-      rc = vxl__emit_one(c, km, &kernels[i], opts, d);
+      return -EINVAL;
     }
-    if (km != m) LLVMDisposeModule(km);
-    if (rc) return rc;
+    vxl__add_entry(m, kf, i, kernels[i].entry, kernels[i].shared_bytes);
   }
-  return 0;
+  vxl__internalize(m, kernels, n);
+  return vxl__emit_module(c, m, opts, obj, obj_size, d);
 }

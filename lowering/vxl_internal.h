@@ -149,11 +149,14 @@ LLVMTargetDataRef vxl__target_data(const vxl_compiler *c);
 int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n,
                 char *const *mlir_types, vxp_kernel *k);
 
-/* LLVM side: for each kernel, adds the Vortex entry (body + main), runs the
- * LLVM pipeline and emits an object into kernels[i].object.  layouts must
- * already be filled by vxl__layout().  Returns 0 or -EINVAL with diags. */
-int vxl__emit_objects(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uint32_t n,
-                      const vxl_options *opts, vxl__diags *d);
+/* LLVM side: adds each kernel's Vortex entry (a body that unpacks the
+ * argument buffer, and kernels[i].entry, which spawns the grid), runs the
+ * LLVM pipeline once over the whole module and emits one object into *obj
+ * (malloc(), *obj_size bytes).  Layouts must already be filled by
+ * vxl__layout().  m stays owned by the caller.  Returns 0, -ENOMEM, or
+ * -EINVAL with diags. */
+int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uint32_t n,
+                     const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d);
 
 /* The LLVM struct type of a kernel's whole argument buffer: its parameters
  * in order, then the launch header {[3 x i32], [3 x i32], i32}. */

@@ -54,7 +54,7 @@ void vxp_kernel_clear(vxp_kernel *k) {
   for (uint32_t i = 0; i < k->nargs; i++)
     free(k->args[i].type);
   free(k->args);
-  free(k->object);
+  free(k->entry);
   memset(k, 0, sizeof *k);
 }
 
@@ -73,6 +73,7 @@ void vxp_response_clear(vxp_response *r) {
   free(r->message);
   free(r->server);
   free(r->key);
+  free(r->object);
   for (uint32_t i = 0; i < r->nkernels; i++)
     vxp_kernel_clear(&r->kernels[i]);
   free(r->kernels);
@@ -88,21 +89,17 @@ int vxp_kernel_copy(vxp_kernel *dst, const vxp_kernel *src) {
   *dst = *src;
   dst->name = NULL;
   dst->args = NULL;
-  dst->object = NULL;
+  dst->entry = NULL;
   dst->nargs = 0;
   dst->name = strdup(src->name ? src->name : "");
+  dst->entry = strdup(src->entry ? src->entry : "");
   dst->args = calloc(src->nargs ? src->nargs : 1, sizeof *dst->args);
-  if (!dst->name || !dst->args) goto fail;
+  if (!dst->name || !dst->entry || !dst->args) goto fail;
   for (uint32_t i = 0; i < src->nargs; i++) {
     dst->args[i] = src->args[i];
     dst->args[i].type = strdup(src->args[i].type ? src->args[i].type : "");
     dst->nargs = i + 1;
     if (!dst->args[i].type) goto fail;
-  }
-  if (src->object) {
-    dst->object = malloc(src->object_size ? src->object_size : 1);
-    if (!dst->object) goto fail;
-    memcpy(dst->object, src->object, src->object_size);
   }
   return VXP_OK;
 fail:
@@ -139,9 +136,10 @@ static void vxp__kv_bin(msgpack_packer *pk, const char *k, const uint8_t *p, siz
   msgpack_pack_bin_body(pk, p, n);
 }
 
-static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k, bool with_object) {
-  msgpack_pack_map(pk, 10 + (with_object && k->object ? 1 : 0));
+static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
+  msgpack_pack_map(pk, 10);
   vxp__kv_str(pk, "name", k->name ? k->name : "");
+  vxp__kv_str(pk, "entry", k->entry ? k->entry : "");
   vxp__str(pk, "args");
   msgpack_pack_array(pk, k->nargs);
   for (uint32_t i = 0; i < k->nargs; i++) {
@@ -164,8 +162,6 @@ static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k, bool with_
     msgpack_pack_uint32(pk, k->known_block[i]);
   vxp__kv_u64(pk, "shared_bytes", k->shared_bytes);
   vxp__kv_u64(pk, "subgroup_size", k->subgroup_size);
-  vxp__kv_u64(pk, "object_size", k->object_size);
-  if (with_object && k->object) vxp__kv_bin(pk, "object", k->object, k->object_size);
 }
 
 /* Takes the packed bytes out of sbuf (ownership moves to the caller). */
@@ -181,7 +177,7 @@ int vxp_kernel_meta_encode(const vxp_kernel *k, uint8_t **out, size_t *out_len) 
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  vxp__pack_kernel(&pk, k, false);
+  vxp__pack_kernel(&pk, k);
   int rc = vxp__take(&sb, out, out_len);
   msgpack_sbuffer_destroy(&sb);
   return rc;
@@ -261,7 +257,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   uint32_t n = 2 + (op != NULL) + (r->message != NULL);
   bool results = r->op == VXP_OP_COMPILE || r->op == VXP_OP_FETCH;
   if (r->op == VXP_OP_HELLO) n += 3;
-  if (results) n += 3 + (r->key != NULL) + (r->lowered_ir != NULL);
+  if (results) n += 3 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->object != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
   msgpack_pack_map(&pk, n);
   vxp__kv_u64(&pk, "id", r->id);
@@ -276,10 +272,11 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (results) {
     if (r->key) vxp__kv_str(&pk, "key", r->key);
     vxp__kv_bool(&pk, "cached", r->cached);
+    if (r->object) vxp__kv_bin(&pk, "object", r->object, r->object_size);
     vxp__str(&pk, "kernels");
     msgpack_pack_array(&pk, r->nkernels);
     for (uint32_t i = 0; i < r->nkernels; i++)
-      vxp__pack_kernel(&pk, &r->kernels[i], true);
+      vxp__pack_kernel(&pk, &r->kernels[i]);
     vxp__str(&pk, "diags");
     msgpack_pack_array(&pk, r->ndiags);
     for (uint32_t i = 0; i < r->ndiags; i++)
@@ -473,7 +470,7 @@ static int vxp__unpack(const uint8_t *buf, size_t len, msgpack_unpacked *u) {
 static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool strict) {
   if (o->type != MSGPACK_OBJECT_MAP) return VXP_ETYPE;
   int rc = VXP_OK;
-  bool have_name = false;
+  bool have_name = false, have_entry = false;
   for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
     const msgpack_object *key = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
     if (vxp__key(key, "name"))
@@ -490,12 +487,8 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
       rc = vxp__u32(v, &k->shared_bytes);
     else if (vxp__key(key, "subgroup_size"))
       rc = vxp__u32(v, &k->subgroup_size);
-    else if (vxp__key(key, "object_size")) {
-      uint64_t x;
-      rc = vxp__u64(v, &x);
-      if (rc == VXP_OK && !k->object) k->object_size = (size_t)x;
-    } else if (vxp__key(key, "object"))
-      rc = vxp__bindup(v, &k->object, &k->object_size);
+    else if (vxp__key(key, "entry"))
+      rc = vxp__strdup(v, &k->entry), have_entry = true;
     else if (vxp__key(key, "known_block")) {
       if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 3) rc = VXP_ETYPE;
       for (int j = 0; j < 3 && rc == VXP_OK; j++)
@@ -547,7 +540,7 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
     } else if (strict)
       rc = VXP_EUNKNOWNKEY;
   }
-  if (rc == VXP_OK && !have_name) rc = VXP_EMISSING;
+  if (rc == VXP_OK && (!have_name || !have_entry)) rc = VXP_EMISSING;
   return rc;
 }
 
@@ -681,6 +674,8 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       rc = vxp__strdup(v, &r->key);
     else if (vxp__key(k, "cached"))
       rc = vxp__bool(v, &r->cached);
+    else if (vxp__key(k, "object"))
+      rc = vxp__bindup(v, &r->object, &r->object_size);
     else if (vxp__key(k, "ir"))
       rc = vxp__strdup(v, &r->lowered_ir);
     else if (vxp__key(k, "stats"))

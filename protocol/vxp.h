@@ -23,8 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Protocol version announced in hello.  Bump on any incompatible change. */
-#define VXP_PROTOCOL_VERSION 1u
+/* Protocol version announced in hello.  Bump on any incompatible change.
+ *   1: first release, one object per kernel.
+ *   2: one object per module, each kernel an entry symbol in it. */
+#define VXP_PROTOCOL_VERSION 2u
 /* Bytes in the frame length prefix. */
 #define VXP_FRAME_HEADER_SIZE 4u
 /* Largest payload either side accepts unless hello said otherwise (bytes). */
@@ -64,9 +66,14 @@ typedef struct {
   uint32_t offset;   /* offset from the start of the argument buffer */
 } vxp_arg;
 
-/* One compiled kernel: its argument-buffer layout and its object. */
+/* One compiled kernel: its argument-buffer layout and the symbol that
+ * starts it in the module's object (vxp_response.object). */
 typedef struct {
-  char *name; /* gpu.func symbol name; malloc() */
+  char *name;  /* gpu.func symbol name; malloc() */
+  char *entry; /* the kernel's entry in the module object: a function
+                  `int ENTRY(void)` that reads the argument buffer from
+                  mscratch and spawns the grid, what Vortex's startup code
+                  calls as main (link with --defsym=main=ENTRY); malloc() */
   uint32_t nargs;
   vxp_arg *args;           /* nargs entries; malloc() */
   uint32_t args_size;      /* end of the last argument (bytes) */
@@ -79,9 +86,6 @@ typedef struct {
                               its gpu.lane_id / shuffle / subgroup_reduce
                               assume exactly this many (0 in records
                               written before it existed) */
-  uint8_t *object;         /* ELF32 RISC-V relocatable; malloc(), may be NULL
-                              when only metadata was asked for */
-  size_t object_size;
 } vxp_kernel;
 
 /* Releases the fields of k (not k itself).  NULL-safe. */
@@ -89,11 +93,11 @@ void vxp_kernel_clear(vxp_kernel *k);
 /* Deep-copies src into *dst.  Returns VXP_OK or VXP_ENOMEM (dst cleared). */
 int vxp_kernel_copy(vxp_kernel *dst, const vxp_kernel *src);
 
-/* Encodes the metadata of k (everything but the object) as a msgpack map
+/* Encodes the metadata of k as a msgpack map
  * into a malloc()ed buffer *out of *out_len bytes.  This is also the format
  * the cache stores.  Returns VXP_OK or VXP_ENOMEM. */
 int vxp_kernel_meta_encode(const vxp_kernel *k, uint8_t **out, size_t *out_len);
-/* Decodes what vxp_kernel_meta_encode() wrote into *k (object left NULL).
+/* Decodes what vxp_kernel_meta_encode() wrote into *k.
  * Returns VXP_OK or a VXP_E* code; on error *k is cleared. */
 int vxp_kernel_meta_decode(const uint8_t *buf, size_t len, vxp_kernel *k);
 
@@ -166,8 +170,12 @@ typedef struct {
   char *server;       /* "vortexd 0.1.0 (LLVM 22.1.8)" */
   uint32_t max_frame; /* largest payload the server accepts (bytes) */
   /* compile / fetch */
-  char *key;   /* cache key (hex) */
-  bool cached; /* served from the cache without compiling */
+  char *key;       /* cache key (hex) */
+  bool cached;     /* served from the cache without compiling */
+  uint8_t *object; /* one ELF32 RISC-V relocatable object holding every
+                      kernel of the module, each behind its entry symbol;
+                      malloc(), NULL when the request failed */
+  size_t object_size;
   uint32_t nkernels;
   vxp_kernel *kernels;
   uint32_t ndiags;

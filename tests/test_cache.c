@@ -40,33 +40,33 @@ Test(cache, put_get_and_survive_restart) {
   char key[VXK_KEY_HEX + 1];
   key_for("module {}", key);
   vxk_kernel_in in[2] = {
-      {"k0", (const uint8_t *)"OBJ0", 4, (const uint8_t *)"M0", 2},
-      {"k1", (const uint8_t *)"OBJECT1", 7, (const uint8_t *)"META1", 5},
+      {"k0", (const uint8_t *)"M0", 2},
+      {"k1", (const uint8_t *)"META1", 5},
   };
-  cr_assert_eq(vxk_put(c, key, in, 2), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"OBJECT1", 7, in, 2), VXK_OK);
   vxk_close(c);
 
   c = open_cache(0); /* a restarted daemon */
-  vxk_kernel_out *out = NULL;
-  uint32_t n = 0;
-  cr_assert_eq(vxk_get(c, key, NULL, &out, &n), VXK_OK);
-  cr_assert_eq(n, 2);
-  cr_assert_str_eq(out[0].name, "k0");
-  cr_assert_eq(out[1].object_size, 7);
-  cr_assert_eq(memcmp(out[1].object, "OBJECT1", 7), 0);
-  cr_assert_eq(memcmp(out[1].metadata, "META1", 5), 0);
-  vxk_kernels_free(out, n);
+  vxk_entry out;
+  cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_OK);
+  cr_assert_eq(out.nkernels, 2);
+  cr_assert_str_eq(out.kernels[0].name, "k0");
+  cr_assert_eq(out.object_size, 7);
+  cr_assert_eq(memcmp(out.object, "OBJECT1", 7), 0);
+  cr_assert_eq(memcmp(out.kernels[1].metadata, "META1", 5), 0);
+  vxk_entry_clear(&out);
 
-  cr_assert_eq(vxk_get(c, key, "k1", &out, &n), VXK_OK);
-  cr_assert_eq(n, 1);
-  cr_assert_str_eq(out[0].name, "k1");
-  vxk_kernels_free(out, n);
-  cr_assert_eq(vxk_get(c, key, "nope", &out, &n), VXK_ENOTFOUND);
+  cr_assert_eq(vxk_get(c, key, "k1", &out), VXK_OK);
+  cr_assert_eq(out.nkernels, 1);
+  cr_assert_str_eq(out.kernels[0].name, "k1");
+  cr_assert_eq(memcmp(out.object, "OBJECT1", 7), 0, "one kernel comes with the module's object");
+  vxk_entry_clear(&out);
+  cr_assert_eq(vxk_get(c, key, "nope", &out), VXK_ENOTFOUND);
 
   vxk_stats st;
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
   cr_assert_eq(st.entries, 1);
-  cr_assert_eq(st.bytes, 4 + 2 + 7 + 5);
+  cr_assert_eq(st.bytes, 7 + 2 + 5, "the object is stored once");
   vxk_close(c);
 }
 
@@ -74,13 +74,12 @@ Test(cache, unknown_and_invalid_keys) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("absent", key);
-  vxk_kernel_out *out = NULL;
-  uint32_t n = 0;
-  cr_assert_eq(vxk_get(c, key, NULL, &out, &n), VXK_ENOTFOUND);
-  cr_assert_eq(vxk_get(c, "zz", NULL, &out, &n), VXK_EINVAL);
-  cr_assert_eq(vxk_get(c, "'; DROP TABLE entries; --", NULL, &out, &n), VXK_EINVAL);
-  vxk_kernel_in in = {"k", (const uint8_t *)"o", 1, (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, "ABC", &in, 1), VXK_EINVAL);
+  vxk_entry out;
+  cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_ENOTFOUND);
+  cr_assert_eq(vxk_get(c, "zz", NULL, &out), VXK_EINVAL);
+  cr_assert_eq(vxk_get(c, "'; DROP TABLE entries; --", NULL, &out), VXK_EINVAL);
+  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, &in, 1), VXK_EINVAL);
   vxk_close(c);
 }
 
@@ -124,17 +123,17 @@ Test(cache, replacing_an_entry_is_atomic) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("x", key);
-  vxk_kernel_in two[2] = {{"a", (const uint8_t *)"1", 1, (const uint8_t *)"m", 1},
-                          {"b", (const uint8_t *)"2", 1, (const uint8_t *)"m", 1}};
-  cr_assert_eq(vxk_put(c, key, two, 2), VXK_OK);
-  vxk_kernel_in one = {"c", (const uint8_t *)"3", 1, (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, &one, 1), VXK_OK);
-  vxk_kernel_out *out;
-  uint32_t n;
-  cr_assert_eq(vxk_get(c, key, NULL, &out, &n), VXK_OK);
-  cr_assert_eq(n, 1, "old kernels are gone with the old entry");
-  cr_assert_str_eq(out[0].name, "c");
-  vxk_kernels_free(out, n);
+  vxk_kernel_in two[2] = {{"a", (const uint8_t *)"m", 1}, {"b", (const uint8_t *)"m", 1}};
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"12", 2, two, 2), VXK_OK);
+  vxk_kernel_in one = {"c", (const uint8_t *)"m", 1};
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"3", 1, &one, 1), VXK_OK);
+  vxk_entry out;
+  cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_OK);
+  cr_assert_eq(out.nkernels, 1, "old kernels are gone with the old entry");
+  cr_assert_str_eq(out.kernels[0].name, "c");
+  cr_assert_eq(out.object_size, 1);
+  cr_assert_eq(out.object[0], '3', "and so is the old object");
+  vxk_entry_clear(&out);
   vxk_close(c);
 }
 
@@ -144,12 +143,10 @@ Test(cache, failed_put_leaves_no_partial_entry) {
   key_for("dup", key);
   /* two kernels with one ordinal cannot happen through the API; a NULL name
    * violates NOT NULL on the second row, after the first row went in */
-  vxk_kernel_in bad[2] = {{"a", (const uint8_t *)"1", 1, (const uint8_t *)"m", 1},
-                          {NULL, (const uint8_t *)"2", 1, (const uint8_t *)"m", 1}};
-  cr_assert_neq(vxk_put(c, key, bad, 2), VXK_OK);
-  vxk_kernel_out *out;
-  uint32_t n;
-  cr_assert_eq(vxk_get(c, key, NULL, &out, &n), VXK_ENOTFOUND, "the transaction was rolled back");
+  vxk_kernel_in bad[2] = {{"a", (const uint8_t *)"m", 1}, {NULL, (const uint8_t *)"m", 1}};
+  cr_assert_neq(vxk_put(c, key, (const uint8_t *)"12", 2, bad, 2), VXK_OK);
+  vxk_entry out;
+  cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_ENOTFOUND, "the transaction was rolled back");
   vxk_stats st;
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
   cr_assert_eq(st.entries, 0);
@@ -165,14 +162,13 @@ Test(cache, lru_eviction_keeps_the_recently_used) {
     char src[8];
     snprintf(src, sizeof src, "s%d", i);
     key_for(src, keys[i]);
-    vxk_kernel_in in = {"k", blob, sizeof blob, (const uint8_t *)"m", 1};
-    cr_assert_eq(vxk_put(c, keys[i], &in, 1), VXK_OK);
+    vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1), VXK_OK);
     if (i == 1) { /* touch entry 0 so that entry 1 is the oldest */
-      vxk_kernel_out *o;
-      uint32_t n;
+      vxk_entry o;
       usleep(2000);
-      cr_assert_eq(vxk_get(c, keys[0], NULL, &o, &n), VXK_OK);
-      vxk_kernels_free(o, n);
+      cr_assert_eq(vxk_get(c, keys[0], NULL, &o), VXK_OK);
+      vxk_entry_clear(&o);
     }
     usleep(2000);
   }
@@ -180,11 +176,10 @@ Test(cache, lru_eviction_keeps_the_recently_used) {
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
   cr_assert_leq(st.bytes, 3000);
   cr_assert_geq(st.evictions, 1);
-  vxk_kernel_out *o;
-  uint32_t n;
-  cr_assert_eq(vxk_get(c, keys[1], NULL, &o, &n), VXK_ENOTFOUND, "least recently used went first");
-  cr_assert_eq(vxk_get(c, keys[3], NULL, &o, &n), VXK_OK, "newest stays");
-  vxk_kernels_free(o, n);
+  vxk_entry o;
+  cr_assert_eq(vxk_get(c, keys[1], NULL, &o), VXK_ENOTFOUND, "least recently used went first");
+  cr_assert_eq(vxk_get(c, keys[3], NULL, &o), VXK_OK, "newest stays");
+  vxk_entry_clear(&o);
   vxk_close(c);
 }
 
@@ -199,8 +194,8 @@ Test(cache, unreadable_database_is_moved_aside) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("after", key);
-  vxk_kernel_in in = {"k", (const uint8_t *)"o", 1, (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, &in, 1), VXK_OK);
+  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1), VXK_OK);
   vxk_close(c);
   char aside[160];
   snprintf(aside, sizeof aside, "%s.corrupt", path);

@@ -46,7 +46,12 @@ static vxl_result build(const char *path) {
   return r;
 }
 
+/* The result the last kernel() came from: launches take the module object
+ * from it (the suites run one test at a time). */
+static const vxl_result *kernel_owner;
+
 static const vxp_kernel *kernel(const vxl_result *r, const char *name) {
+  kernel_owner = r;
   for (uint32_t i = 0; i < r->nkernels; i++)
     if (!name || strcmp(r->kernels[i].name, name) == 0) return &r->kernels[i];
   cr_assert_fail("no kernel %s", name);
@@ -79,9 +84,12 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxp_kernel
   cr_assert_neq(args, UINT32_MAX,
                 "argument packing failed: %s nargs=%u launch=%u buffer=%u grid=%u,%u,%u block=%u,%u,%u",
                 k->name, k->nargs, k->launch_offset, k->buffer_size, gx, gy, gz, bx, by, bz);
+  const vxl_result *r = kernel_owner;
+  cr_assert(r && k >= r->kernels && k < r->kernels + r->nkernels, "%s: look the kernel up with kernel()",
+            k->name);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  const char *fail = vxt_device_link(k, &elf, &elf_size);
+  const char *fail = vxt_device_link(r->object, r->object_size, k->entry, &elf, &elf_size);
   cr_assert_null(fail, "%s: %s", k->name, fail);
   uint8_t *first = NULL;
   static char first_printed[8192], now_printed[8192], first_sorted[8192], now_sorted[8192];
@@ -646,7 +654,7 @@ Test(device, module_with_two_kernels_and_a_barrier) {
 Test(device, gpu_printf_becomes_vx_printf) {
   vxl_result r = build(VXT_KERNELS_DIR "/printf.mlir");
   const vxp_kernel *k = kernel(&r, "say");
-  cr_assert(vxt_elf_has_symbol(k->object, k->object_size, "vx_printf", 0));
+  cr_assert(vxt_elf_has_symbol(r.object, r.object_size, "vx_printf", 0));
   vxt_image img = {0};
   vxt_image_put(&img, NULL, 16);
   char printed[512];
@@ -1050,7 +1058,7 @@ Test(device, shuffles_xor_up_down_idx) {
     int insns = wi >= 4;
     vxl_result r = build_for_warp_shfl(VXT_KERNELS_DIR "/subgroups.mlir", warps[wi % 4], insns);
     const vxp_kernel *sk = kernel(&r, "shuffles");
-    unsigned bfly = vxt_elf_count_insn(sk->object, sk->object_size, 0x0B, 6, 1);
+    unsigned bfly = vxt_elf_count_insn(r.object, r.object_size, vxt_kernel_body(sk->entry), 0x0B, 6, 1);
     cr_assert(insns ? bfly >= 1 : bfly == 0, "W=%u: %u shuffle instructions", warps[wi % 4], bfly);
     for (int bi = 0; bi < 3; bi++) {
       uint32_t W = warps[wi % 4], B = blocks[bi], oo, fo;
@@ -1436,7 +1444,7 @@ Test(device, every_reduction_kind_in_subgroups_and_blocks) {
       const void *vals[] = {&od};
       vxt_simt cfg[2];
       warp_configs(W, cfg);
-      uint8_t *mem = launch_on(cfg, 2, &r.kernels[0], &img, vals, 1, 1, 1, B, 1, 1, 0, NULL, 0);
+      uint8_t *mem = launch_on(cfg, 2, kernel(&r, NULL), &img, vals, 1, 1, 1, B, 1, 1, 0, NULL, 0);
       const int32_t *oi = (const int32_t *)(mem + oo);
       const float *of = (const float *)(mem + oo);
       for (uint32_t t = 0; t < B; t++) {

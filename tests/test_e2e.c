@@ -76,7 +76,7 @@ static void compile_twice(vxc_conn *c, const char *path, uint32_t want_kernels) 
   cr_assert_eq(a.nkernels, want_kernels, "%s", path);
   cr_assert_eq(strlen(a.key), 64);
   for (uint32_t i = 0; i < a.nkernels; i++) {
-    const char *why = vxt_elf_check(a.kernels[i].object, a.kernels[i].object_size);
+    const char *why = vxt_elf_check(a.object, a.object_size, a.kernels[i].entry);
     cr_assert_null(why, "%s %s: %s", path, a.kernels[i].name, why);
     cr_assert_geq(a.kernels[i].buffer_size, a.kernels[i].launch_offset + VXP_LAUNCH_HEADER_SIZE);
     cr_assert_eq(a.kernels[i].buffer_size % 8, 0);
@@ -88,10 +88,11 @@ static void compile_twice(vxc_conn *c, const char *path, uint32_t want_kernels) 
   cr_assert_str_eq(a.key, b.key);
   cr_assert_eq(misses(c), m0 + 1, "a hit does not compile again");
   cr_assert_eq(b.nkernels, a.nkernels);
+  cr_assert_eq(a.object_size, b.object_size);
+  cr_assert_eq(memcmp(a.object, b.object, a.object_size), 0);
   for (uint32_t i = 0; i < a.nkernels; i++) {
     cr_assert_str_eq(a.kernels[i].name, b.kernels[i].name);
-    cr_assert_eq(a.kernels[i].object_size, b.kernels[i].object_size);
-    cr_assert_eq(memcmp(a.kernels[i].object, b.kernels[i].object, a.kernels[i].object_size), 0);
+    cr_assert_str_eq(a.kernels[i].entry, b.kernels[i].entry);
     cr_assert_eq(a.kernels[i].nargs, b.kernels[i].nargs);
     for (uint32_t j = 0; j < a.kernels[i].nargs; j++) {
       cr_assert_eq(a.kernels[i].args[j].offset, b.kernels[i].args[j].offset);
@@ -173,7 +174,9 @@ Test(e2e, fetch_by_key_and_one_kernel) {
   cr_assert_eq(vxc_fetch(c, r.key, "transpose_add", &f), 0);
   cr_assert_eq(f.nkernels, 1);
   cr_assert_str_eq(f.kernels[0].name, "transpose_add");
-  cr_assert_eq(f.kernels[0].object_size, r.kernels[1].object_size);
+  cr_assert_str_eq(f.kernels[0].entry, r.kernels[1].entry);
+  cr_assert_eq(f.object_size, r.object_size, "one kernel comes with the module's object");
+  cr_assert_eq(memcmp(f.object, r.object, r.object_size), 0);
   vxp_response_clear(&f);
   cr_assert_eq(vxc_fetch(c, r.key, "no_such_kernel", &f), 0);
   cr_assert_eq(f.status, VXP_STATUS_NOT_FOUND);
@@ -429,7 +432,7 @@ Test(e2e, many_concurrent_clients) {
         vxp_response r;
         if (vxc_compile(c, src, len, path, NULL, &r) != 0) _exit(11);
         if (r.status != VXP_STATUS_OK || r.nkernels != 1) _exit(12);
-        if (vxt_elf_check(r.kernels[0].object, r.kernels[0].object_size)) _exit(13);
+        if (vxt_elf_check(r.object, r.object_size, r.kernels[0].entry)) _exit(13);
         vxp_response_clear(&r);
       }
       free(src);
@@ -467,14 +470,16 @@ Test(e2e, vxc_cli_json_table_and_objects) {
   cr_assert_not_null(strstr(out, "\"cached\":false"), "%s", out);
   cr_assert_not_null(strstr(out, "\"kind\":\"pointer\",\"size\":4,\"align\":4,\"offset\":12"), "%s", out);
   cr_assert_not_null(strstr(out, "\"args_size\":16"), "%s", out);
+  cr_assert_not_null(strstr(out, "\"entry\":\"__vxl_main_0\""), "%s", out);
   cr_assert_eq(run(cmd, out, sizeof out), 0);
   cr_assert_not_null(strstr(out, "\"cached\":true"), "%s", out);
   char obj[512];
-  snprintf(obj, sizeof obj, "%s/objs/_Z12launch_scalePiS_if_kernel1.o", d.dir);
+  snprintf(obj, sizeof obj, "%s/objs/polygeist_style.o", d.dir);
+  cr_assert_not_null(strstr(out, obj), "the JSON names the object written: %s", out);
   size_t len;
   char *bytes = vxt_read_file(obj, &len);
   cr_assert_not_null(bytes, "vxc wrote %s", obj);
-  cr_assert_null(vxt_elf_check((const uint8_t *)bytes, len));
+  cr_assert_null(vxt_elf_check((const uint8_t *)bytes, len, "__vxl_main_0"));
   free(bytes);
 
   snprintf(cmd, sizeof cmd, "%s --socket %s compile -o %s/objs %s", VXT_VXC, d.sock, d.dir,
@@ -487,6 +492,15 @@ Test(e2e, vxc_cli_json_table_and_objects) {
   cr_assert_eq(run(cmd, out, sizeof out), 0);
   cr_assert_not_null(strstr(out, "\"hits\":1,\"misses\":2"), "%s", out);
 
+  /* a source name cannot choose where the object goes */
+  snprintf(cmd, sizeof cmd,
+           "cp %s '%s/.. odd name;.mlir' && cd %s && %s --socket %s compile -o objs '.. odd name;.mlir'",
+           POLYGEIST_STYLE, d.dir, d.dir, VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  snprintf(obj, sizeof obj, "%s/objs/___odd_name_.o", d.dir);
+  char *named = vxt_read_file(obj, &len);
+  cr_assert_not_null(named, "vxc wrote %s: %s", obj, out);
+  free(named);
   snprintf(cmd, sizeof cmd, "printf 'gpu.module' > %s/x.mlir; %s --socket %s compile -o %s %s/x.mlir 2>&1",
            d.dir, VXT_VXC, d.sock, d.dir, d.dir);
   cr_assert_eq(run(cmd, out, sizeof out), 1, "a compile error exits 1: %s", out);

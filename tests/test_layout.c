@@ -175,7 +175,7 @@ Test(lowering, polygeist_style_kernel_layout_and_object) {
   cr_assert_eq(k->grid_dims, 1, "the kernel reads blockIdx.x only");
   cr_assert_eq(k->known_block[0], 64);
   cr_assert_eq(k->known_block[1], 1);
-  const char *why = vxt_elf_check(k->object, k->object_size);
+  const char *why = vxt_elf_check(r.object, r.object_size, k->entry);
   cr_assert_null(why, "%s", why);
   /* the layout rides along in the lowered module */
   cr_assert_not_null(r.lowered_ir);
@@ -200,13 +200,15 @@ Test(lowering, thread_model_and_barrier_follow_vx_spawn) {
   cr_assert_not_null(strstr(ir, "@__local_group_id"));
   cr_assert_not_null(strstr(ir, "@__warps_per_group"));
   for (uint32_t i = 0; i < 2; i++) {
-    const char *why = vxt_elf_check(r.kernels[i].object, r.kernels[i].object_size);
+    /* one object, each kernel behind its own entry */
+    const char *why = vxt_elf_check(r.object, r.object_size, r.kernels[i].entry);
     cr_assert_null(why, "%s: %s", r.kernels[i].name, why);
-    /* one kernel per object: the other kernel is not in it */
-    const char *other = r.kernels[1 - i].name;
-    cr_assert_not(vxt_elf_has_symbol(r.kernels[i].object, r.kernels[i].object_size, other, 1));
+    cr_assert_str_neq(r.kernels[i].entry, r.kernels[1 - i].entry);
+    /* the kernel functions themselves are inlined into their bodies */
+    cr_assert_not(vxt_elf_has_symbol(r.object, r.object_size, r.kernels[i].name, 1));
   }
-  cr_assert(vxt_elf_has_symbol(r.kernels[1].object, r.kernels[1].object_size, "__warps_per_group", 0),
+  cr_assert_not(vxt_elf_has_symbol(r.object, r.object_size, "main", 1), "main is the linker's choice");
+  cr_assert(vxt_elf_has_symbol(r.object, r.object_size, "__warps_per_group", 0),
             "the barrier kernel reads __warps_per_group");
   cr_assert_eq(r.kernels[1].known_block[0], 16);
   cr_assert_eq(r.kernels[1].known_block[1], 16);
@@ -222,7 +224,7 @@ Test(conformance, every_vortex_hip_file_compiles_unmodified) {
     vxl_result r = compile_file(path, false);
     cr_assert(r.ok, "%s: %s", files[i], r.ndiags ? r.diags[0] : "");
     cr_assert_eq(r.nkernels, 1, "%s", files[i]);
-    cr_assert_null(vxt_elf_check(r.kernels[0].object, r.kernels[0].object_size), "%s", files[i]);
+    cr_assert_null(vxt_elf_check(r.object, r.object_size, r.kernels[0].entry), "%s", files[i]);
     vxl_result_clear(&r);
   }
 }
@@ -269,15 +271,15 @@ Test(lowering, one_compiler_gives_identical_objects_across_compiles) {
   cr_assert_not(bad.ok);
   vxl_result b = compile_file(POLYGEIST_STYLE, false);
   cr_assert(a.ok && b.ok);
-  cr_assert_eq(a.kernels[0].object_size, b.kernels[0].object_size);
-  cr_assert_eq(memcmp(a.kernels[0].object, b.kernels[0].object, a.kernels[0].object_size), 0);
+  cr_assert_eq(a.object_size, b.object_size);
+  cr_assert_eq(memcmp(a.object, b.object, a.object_size), 0);
   vxl_compiler *other = NULL;
   cr_assert_eq(vxl_compiler_create(&other), 0);
   vxl_options o = {.opt_level = 2};
   vxl_result c;
   cr_assert_eq(vxt_compile_file(other, POLYGEIST_STYLE, &o, &c), 0);
-  cr_assert_eq(memcmp(a.kernels[0].object, c.kernels[0].object, a.kernels[0].object_size), 0,
-               "a second compiler produces the same bytes");
+  cr_assert_eq(c.object_size, a.object_size);
+  cr_assert_eq(memcmp(a.object, c.object, a.object_size), 0, "a second compiler produces the same bytes");
   vxl_result_clear(&a);
   vxl_result_clear(&b);
   vxl_result_clear(&bad);
@@ -293,7 +295,7 @@ Test(lowering, workgroup_memory_is_vortex_local_memory) {
   cr_assert_not_null(strstr(r.lowered_ir, "csrr $0, 0xFC3"));
   cr_assert_not_null(strstr(r.lowered_ir, "@__vxl_group_bytes"));
   cr_assert_null(strstr(r.lowered_ir, "address_space"), "no workgroup address space survives");
-  cr_assert_null(vxt_elf_check(r.kernels[0].object, r.kernels[0].object_size));
+  cr_assert_null(vxt_elf_check(r.object, r.object_size, r.kernels[0].entry));
   vxl_result_clear(&r);
   r = compile_file(VXT_KERNELS_DIR "/dynamic_shared.mlir", false);
   cr_assert(r.ok);
@@ -393,7 +395,7 @@ static void count_divergence_insns(const char *path, const char *kernel, unsigne
   cr_assert_not_null(k, "%s", kernel);
   const uint32_t funct3[3] = {2, 3, 5};
   for (int i = 0; i < 3; i++)
-    n[i] = vxt_elf_count_insn(k->object, k->object_size, 0x0B, funct3[i], 0);
+    n[i] = vxt_elf_count_insn(r.object, r.object_size, vxt_kernel_body(k->entry), 0x0B, funct3[i], 0);
   vxl_result_clear(&r);
 }
 
@@ -578,7 +580,7 @@ static void conform(const char *dir, int *compiled, int *refused) {
     if (r.ok) {
       cr_assert_gt(r.nkernels, 0, "%s", path);
       for (uint32_t i = 0; i < r.nkernels; i++) {
-        cr_assert_null(vxt_elf_check(r.kernels[i].object, r.kernels[i].object_size), "%s", path);
+        cr_assert_null(vxt_elf_check(r.object, r.object_size, r.kernels[i].entry), "%s", path);
         cr_assert_leq(r.kernels[i].launch_offset + VXP_LAUNCH_HEADER_SIZE, r.kernels[i].buffer_size);
       }
       (*compiled)++;
@@ -611,9 +613,8 @@ Test(lowering, objects_carry_line_tables_of_the_source) {
    * and a debugger report); the object names the source file */
   vxl_result r = compile_file(VXT_KERNELS_DIR "/private_memory.mlir", false);
   cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
-  const vxp_kernel *k = &r.kernels[0];
-  cr_assert_not_null(memmem(k->object, k->object_size, ".debug_line", 11), "no line table");
-  cr_assert_not_null(memmem(k->object, k->object_size, "private_memory.mlir", 19),
+  cr_assert_not_null(memmem(r.object, r.object_size, ".debug_line", 11), "no line table");
+  cr_assert_not_null(memmem(r.object, r.object_size, "private_memory.mlir", 19),
                      "the line table names the file");
   vxl_result_clear(&r);
 }

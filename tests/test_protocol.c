@@ -20,12 +20,7 @@ static vxp_kernel make_kernel(void) {
   k.known_block[0] = 32, k.known_block[1] = 1, k.known_block[2] = 1;
   k.shared_bytes = 1024;
   k.subgroup_size = 8;
-  k.object_size = 5;
-  k.object = malloc(5);
-  memcpy(k.object,
-         "\x7f"
-         "ELF\x01",
-         5);
+  k.entry = strdup("__vxl_main_0");
   return k;
 }
 
@@ -105,6 +100,9 @@ Test(protocol, compile_response_round_trip_keeps_every_field) {
                      .status = VXP_STATUS_OK,
                      .key = "k",
                      .cached = true,
+                     .object = (uint8_t *)"\x7f"
+                                          "ELF\x01",
+                     .object_size = 5,
                      .nkernels = 1,
                      .kernels = &k,
                      .ndiags = 1,
@@ -135,8 +133,9 @@ Test(protocol, compile_response_round_trip_keeps_every_field) {
   cr_assert_eq(o->known_block[0], 32);
   cr_assert_eq(o->shared_bytes, 1024);
   cr_assert_eq(o->subgroup_size, 8);
-  cr_assert_eq(o->object_size, 5);
-  cr_assert_eq(memcmp(o->object,
+  cr_assert_str_eq(o->entry, "__vxl_main_0");
+  cr_assert_eq(out.object_size, 5);
+  cr_assert_eq(memcmp(out.object,
                       "\x7f"
                       "ELF\x01",
                       5),
@@ -167,7 +166,7 @@ Test(protocol, stats_response_round_trip) {
   vxp_response_clear(&out);
 }
 
-Test(protocol, kernel_metadata_round_trip_without_object) {
+Test(protocol, kernel_metadata_round_trip) {
   vxp_kernel k = make_kernel();
   uint8_t *buf;
   size_t n;
@@ -176,8 +175,7 @@ Test(protocol, kernel_metadata_round_trip_without_object) {
   cr_assert_eq(vxp_kernel_meta_decode(buf, n, &o), VXP_OK);
   cr_assert_str_eq(o.name, "vecadd");
   cr_assert_eq(o.nargs, 2);
-  cr_assert_null(o.object);
-  cr_assert_eq(o.object_size, 5, "metadata remembers the object size");
+  cr_assert_str_eq(o.entry, "__vxl_main_0");
   cr_assert_eq(o.buffer_size, 48);
   vxp_kernel_clear(&o);
   /* a truncated metadata blob is refused, not half-read */

@@ -18,9 +18,10 @@
 
 /* Checks that an in-memory object is what Vortex links: ELF32, little
  * endian, EM_RISCV, relocatable, single-float ABI (EF_RISCV_FLOAT_ABI_SINGLE),
- * defining `main` and referencing `vx_spawn_threads`.  Returns NULL when it
- * is, else a static description of the first thing that is wrong. */
-const char *vxt_elf_check(const uint8_t *obj, size_t len);
+ * defining the global function `entry` and referencing `vx_spawn_threads`.
+ * Returns NULL when it is, else a static description of the first thing
+ * that is wrong. */
+const char *vxt_elf_check(const uint8_t *obj, size_t len, const char *entry);
 
 /* 1 if obj has a symbol `name` that is defined (want_defined=1) or
  * undefined (want_defined=0), else 0. */
@@ -28,9 +29,15 @@ int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int wan
 
 /* How many 32-bit R-type instructions with this opcode/funct3/funct7 the
  * executable sections of obj hold (the targets here have no compressed
- * instructions, so every 4-byte word is one instruction). */
-unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, uint32_t opcode, uint32_t funct3,
-                            uint32_t funct7);
+ * instructions, so every 4-byte word is one instruction); only within the
+ * function symbol `func` when not NULL (0 when obj has no such symbol). */
+unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, const char *func, uint32_t opcode,
+                            uint32_t funct3, uint32_t funct7);
+
+/* The function a kernel's code is in within a module object: the body its
+ * entry spawns, "__vxl_body_<i>" for entry "__vxl_main_<i>".  Static buffer
+ * (one call at a time). */
+const char *vxt_kernel_body(const char *entry);
 
 /* Reads a whole file into a malloc()ed buffer; NULL on error. */
 char *vxt_read_file(const char *path, size_t *len);

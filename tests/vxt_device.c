@@ -53,7 +53,8 @@ uint32_t vxt_image_args(vxt_image *img, const vxp_kernel *k, const void *const *
   return off;
 }
 
-const char *vxt_device_link(const vxp_kernel *k, uint8_t **elf, size_t *elf_size) {
+const char *vxt_device_link(const uint8_t *object, size_t object_size, const char *entry, uint8_t **elf,
+                            size_t *elf_size) {
   char dir[] = "/tmp/vxt-dev-XXXXXX";
   if (!mkdtemp(dir)) return "mkdtemp failed";
   char obj[64], exe[64], cmd[2048];
@@ -61,10 +62,10 @@ const char *vxt_device_link(const vxp_kernel *k, uint8_t **elf, size_t *elf_size
   snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
   const char *fail = NULL;
   FILE *f = fopen(obj, "wb");
-  if (!f || fwrite(k->object, 1, k->object_size, f) != k->object_size) fail = "cannot write the object";
+  if (!f || fwrite(object, 1, object_size, f) != object_size) fail = "cannot write the object";
   if (f) fclose(f);
-  snprintf(cmd, sizeof cmd, "%s -T %s %s %s %s %s -o %s 2>%s/link.log", VXT_LD, VXT_LINKER_SCRIPT,
-           VXT_RUNTIME_OBJS, obj, VXT_LIBC, VXT_LIBGCC, exe, dir);
+  snprintf(cmd, sizeof cmd, "%s -T %s --defsym=main=%s %s %s %s %s -o %s 2>%s/link.log", VXT_LD,
+           VXT_LINKER_SCRIPT, entry, VXT_RUNTIME_OBJS, obj, VXT_LIBC, VXT_LIBGCC, exe, dir);
   if (!fail && system(cmd) != 0) fail = "link with the device runtime failed";
   if (!fail && !(*elf = (uint8_t *)vxt_read_file(exe, elf_size))) fail = "cannot read the linked image";
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -44,10 +44,12 @@ void vxt_image_free(vxt_image *img);
 uint32_t vxt_image_args(vxt_image *img, const vxp_kernel *k, const void *const *values,
                         const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes);
 
-/* Links k's object with the emulator's device runtime (ld.lld-22, picolibc
- * libc.a and libgcc for libm and soft-float f64) into *elf (malloc()).
- * Returns NULL or a static description of what failed. */
-const char *vxt_device_link(const vxp_kernel *k, uint8_t **elf, size_t *elf_size);
+/* Links the module object obj (obj_size bytes) with the emulator's device
+ * runtime (ld.lld-22, picolibc libc.a and libgcc for libm and soft-float
+ * f64) into *elf (malloc()), the kernel's entry symbol as main.  Returns
+ * NULL or a static description of what failed. */
+const char *vxt_device_link(const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
+                            size_t *elf_size);
 
 /* Runs a linked image on a fresh device with configuration cfg, the image
  * img mapped at VXT_MEM_BASE and mscratch = the argument buffer at

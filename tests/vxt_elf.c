@@ -11,8 +11,10 @@
 #define EF_RISCV_FLOAT_ABI_SINGLE 0x0002
 #endif
 
-int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
-  if (len < sizeof(Elf32_Ehdr)) return 0;
+/* The symbol `name` of obj (defined or not, want_defined -1 for either),
+ * or NULL. */
+static const Elf32_Sym *vxt__symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
+  if (len < sizeof(Elf32_Ehdr)) return NULL;
   const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
   if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
   const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
@@ -20,7 +22,7 @@ int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int wan
     if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
     const Elf32_Shdr *strs = &sh[sh[i].sh_link];
     if ((size_t)sh[i].sh_offset + sh[i].sh_size > len || (size_t)strs->sh_offset + strs->sh_size > len)
-      return 0;
+      return NULL;
     const Elf32_Sym *sym = (const Elf32_Sym *)(obj + sh[i].sh_offset);
     size_t n = sh[i].sh_size / sizeof(Elf32_Sym);
     for (size_t j = 0; j < n; j++) {
@@ -28,13 +30,24 @@ int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int wan
       const char *s = (const char *)obj + strs->sh_offset + sym[j].st_name;
       if (strcmp(s, name) != 0) continue;
       int defined = sym[j].st_shndx != SHN_UNDEF;
-      if (defined == want_defined) return 1;
+      if (want_defined < 0 || defined == want_defined) return &sym[j];
     }
   }
-  return 0;
+  return NULL;
 }
 
-const char *vxt_elf_check(const uint8_t *obj, size_t len) {
+int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
+  return vxt__symbol(obj, len, name, want_defined) != NULL;
+}
+
+const char *vxt_kernel_body(const char *entry) {
+  static char name[64];
+  const char *digits = strrchr(entry, '_');
+  snprintf(name, sizeof name, "__vxl_body_%s", digits ? digits + 1 : "");
+  return name;
+}
+
+const char *vxt_elf_check(const uint8_t *obj, size_t len, const char *entry) {
   if (len < sizeof(Elf32_Ehdr)) return "too short for an ELF header";
   const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
   if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) return "not ELF";
@@ -43,22 +56,30 @@ const char *vxt_elf_check(const uint8_t *obj, size_t len) {
   if (eh->e_machine != EM_RISCV) return "not EM_RISCV";
   if (eh->e_type != ET_REL) return "not a relocatable object";
   if ((eh->e_flags & EF_RISCV_FLOAT_ABI) != EF_RISCV_FLOAT_ABI_SINGLE) return "not the single-float ABI";
-  if (!vxt_elf_has_symbol(obj, len, "main", 1)) return "does not define main";
+  const Elf32_Sym *e = vxt__symbol(obj, len, entry, 1);
+  if (!e) return "does not define the kernel's entry";
+  if (ELF32_ST_BIND(e->st_info) != STB_GLOBAL || ELF32_ST_TYPE(e->st_info) != STT_FUNC)
+    return "the entry is not a global function";
   if (!vxt_elf_has_symbol(obj, len, "vx_spawn_threads", 0)) return "does not reference vx_spawn_threads";
   return NULL;
 }
 
-unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, uint32_t opcode, uint32_t funct3,
-                            uint32_t funct7) {
+unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, const char *func, uint32_t opcode,
+                            uint32_t funct3, uint32_t funct7) {
   if (len < sizeof(Elf32_Ehdr)) return 0;
+  const Elf32_Sym *fs = func ? vxt__symbol(obj, len, func, 1) : NULL;
+  if (func && !fs) return 0;
   const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
   if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
   const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
   unsigned n = 0;
   for (int i = 0; i < eh->e_shnum; i++) {
     if (sh[i].sh_type != SHT_PROGBITS || !(sh[i].sh_flags & SHF_EXECINSTR)) continue;
+    if (fs && fs->st_shndx != i) continue;
     if ((size_t)sh[i].sh_offset + sh[i].sh_size > len) return 0;
-    for (size_t at = 0; at + 4 <= sh[i].sh_size; at += 4) {
+    size_t from = fs ? fs->st_value : 0, to = fs ? (size_t)fs->st_value + fs->st_size : sh[i].sh_size;
+    if (to > sh[i].sh_size) return 0;
+    for (size_t at = from; at + 4 <= to; at += 4) {
       uint32_t w;
       memcpy(&w, obj + sh[i].sh_offset + at, 4);
       if ((w & 0x7F) == opcode && (w >> 12 & 7) == funct3 && (w >> 25) == funct7) n++;

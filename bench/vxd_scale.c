@@ -1,0 +1,162 @@
+/*
+ * vxd_scale.c - compile time against the number of kernels in one module.
+ *
+ *   vxd_scale SOCKET [N ...]            (default N: 1 4 16 64 256)
+ *   vxd_scale --print N                 (writes the N-kernel module to stdout)
+ *
+ * For each N it generates one gpu.module of N distinct kernels (a bounds
+ * check, a divergent branch, a small loop; a different constant each) and
+ * measures, in BENCH_RUNS (default 5) paired runs (each run times the three
+ * back to back; figures are medians, ratios the median of per-run ratios):
+ *   inproc - vxl_compile on a warm compiler in this process;
+ *   miss   - a cache-miss compile through the daemon (unique comment);
+ *   chain  - mlir-opt-22 | mlir-translate-22 | opt-22 -O2 | llc-22, fed the
+ *            LLVM-dialect module vortexd lowered (less work than the daemon).
+ * Then prints the ratios: chain/miss, miss/inproc, and each size's miss
+ * against the previous size's.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "vxc.h"
+#include "vxl.h"
+
+/* One module of n kernels; malloc()ed text, *len bytes. */
+static char *gen_module(int n, size_t *len) {
+  char *text = NULL;
+  FILE *f = open_memstream(&text, len);
+  fputs("module attributes {gpu.container_module} {\n  gpu.module @kernels {\n", f);
+  for (int i = 0; i < n; i++)
+    fprintf(f,
+            "    gpu.func @k%d(%%n: i32, %%a: memref<?xf32>, %%b: memref<?xf32>, %%s: f32) kernel {\n"
+            "      %%bid = gpu.block_id x\n"
+            "      %%bdim = gpu.block_dim x\n"
+            "      %%tid = gpu.thread_id x\n"
+            "      %%0 = arith.muli %%bid, %%bdim : index\n"
+            "      %%g = arith.addi %%0, %%tid : index\n"
+            "      %%gi = arith.index_cast %%g : index to i32\n"
+            "      %%inb = arith.cmpi slt, %%gi, %%n : i32\n"
+            "      scf.if %%inb {\n"
+            "        %%x = memref.load %%a[%%g] : memref<?xf32>\n"
+            "        %%c = arith.constant %d.0 : f32\n"
+            "        %%y = arith.mulf %%x, %%s : f32\n"
+            "        %%z = arith.addf %%y, %%c : f32\n"
+            "        %%c0 = arith.constant 0 : index\n"
+            "        %%c1 = arith.constant 1 : index\n"
+            "        %%c8 = arith.constant %d : index\n"
+            "        %%r = scf.for %%j = %%c0 to %%c8 step %%c1 iter_args(%%acc = %%z) -> f32 {\n"
+            "          %%t = arith.mulf %%acc, %%s : f32\n"
+            "          scf.yield %%t : f32\n"
+            "        }\n"
+            "        memref.store %%r, %%b[%%g] : memref<?xf32>\n"
+            "      }\n"
+            "      gpu.return\n"
+            "    }\n",
+            i, i, 4 + i % 8);
+  fputs("  }\n}\n", f);
+  fclose(f);
+  return text;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s SOCKET [N ...]\n", argv[0]);
+    return 64;
+  }
+  if (strcmp(argv[1], "--print") == 0) {
+    size_t len;
+    char *m = gen_module(argc > 2 ? atoi(argv[2]) : 1, &len);
+    fwrite(m, 1, len, stdout);
+    free(m);
+    return 0;
+  }
+  int defaults[] = {1, 4, 16, 64, 256}, nsizes = argc > 2 ? argc - 2 : 5;
+  int *sizes = malloc(sizeof(int) * (size_t)nsizes);
+  for (int i = 0; i < nsizes; i++)
+    sizes[i] = argc > 2 ? atoi(argv[i + 2]) : defaults[i];
+  int runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 5;
+  if (runs < 1) runs = 1;
+
+  vxc_conn *c;
+  if (vxc_connect(argv[1], &c) != 0) {
+    fprintf(stderr, "cannot connect to %s\n", argv[1]);
+    return 2;
+  }
+  vxl_compiler *comp;
+  if (vxl_compiler_create(&comp) != 0) return 2;
+  vxl_options lo = {.opt_level = 2};
+  double *ti = malloc(sizeof(double) * (size_t)runs), *tm = malloc(sizeof(double) * (size_t)runs);
+  double *tc = malloc(sizeof(double) * (size_t)runs), *rcm = malloc(sizeof(double) * (size_t)runs);
+  double *rmi = malloc(sizeof(double) * (size_t)runs);
+  double prev_miss = 0;
+  printf("%8s %12s %12s %12s %11s %11s %10s\n", "kernels", "inproc ms", "miss ms", "chain ms", "chain/miss",
+         "miss/inproc", "miss/prev");
+  for (int s = 0; s < nsizes; s++) {
+    size_t len;
+    char *src = gen_module(sizes[s], &len);
+    char *var = malloc(len + 128);
+    memcpy(var, src, len);
+    vxl_result res;
+    vxp_response r;
+    /* the chain's input: the module vortexd lowered */
+    vxc_compile_options o = {.opt_level = 2, .emit_ir = 1};
+    if (vxc_compile(c, src, len, "scale.mlir", &o, &r) != 0 || !r.lowered_ir) return 1;
+    char *lowered = strdup(r.lowered_ir);
+    vxp_response_clear(&r);
+    /* warm-up: one of each */
+    vxl_compile(comp, src, len, "scale.mlir", &lo, &res);
+    if (!res.ok) {
+      fprintf(stderr, "in-process compile of %d kernels failed: %s\n", sizes[s],
+              res.ndiags ? res.diags[0] : "");
+      return 1;
+    }
+    vxl_result_clear(&res);
+    /* paired: each run measures all three back to back, so the machine's
+     * drift affects the three alike; ratios are per run, then the median */
+    for (int i = 0; i < runs; i++) {
+      double t0 = bench_now_us();
+      vxl_compile(comp, src, len, "scale.mlir", &lo, &res);
+      ti[i] = bench_now_us() - t0;
+      vxl_result_clear(&res);
+      size_t n = len + (size_t)sprintf(var + len, "\n// scale %d %ld %d\n", getpid(), (long)time(NULL), i);
+      t0 = bench_now_us();
+      if (vxc_compile(c, var, n, "scale.mlir", NULL, &r) != 0 || r.status != VXP_STATUS_OK || r.cached ||
+          r.nkernels != (uint32_t)sizes[s]) {
+        fprintf(stderr, "miss of %d kernels failed\n", sizes[s]);
+        return 1;
+      }
+      tm[i] = bench_now_us() - t0;
+      vxp_response_clear(&r);
+      tc[i] = bench_chain_us(lowered);
+      if (tc[i] < 0) return 1;
+      rcm[i] = tc[i] / tm[i];
+      rmi[i] = tm[i] / ti[i];
+    }
+    free(lowered);
+    double inproc = bench_median(ti, runs), miss = bench_median(tm, runs), chain = bench_median(tc, runs);
+    printf("%8d %12.1f %12.1f %12.1f %10.2fx %10.2fx", sizes[s], inproc / 1e3, miss / 1e3, chain / 1e3,
+           bench_median(rcm, runs), bench_median(rmi, runs));
+    if (prev_miss > 0)
+      printf(" %9.2fx\n", miss / prev_miss);
+    else
+      printf(" %10s\n", "-");
+    fflush(stdout);
+    prev_miss = miss;
+    free(var);
+    free(src);
+  }
+  vxl_compiler_destroy(comp);
+  vxc_close(c);
+  free(ti);
+  free(tm);
+  free(tc);
+  free(rcm);
+  free(rmi);
+  free(sizes);
+  return 0;
+}
