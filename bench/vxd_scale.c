@@ -3,6 +3,8 @@
  *
  *   vxd_scale SOCKET [N ...]            (default N: 1 4 16 64 256)
  *   vxd_scale --print N                 (writes the N-kernel module to stdout)
+ *   vxd_scale --branches N [N ...]      (in-process compile time of one kernel
+ *                                        with N thread-dependent branches)
  *
  * For each N it generates one gpu.module of N distinct kernels (a bounds
  * check, a divergent branch, a small loop; a different constant each) and
@@ -63,11 +65,74 @@ static char *gen_module(int n, size_t *len) {
   return text;
 }
 
+/* One kernel with n branches on thread-dependent conditions, one after
+ * the other, as unstructured control flow (cf.cond_br: each needs a split
+ * and a join block from the divergence placement); malloc()ed text, *len
+ * bytes. */
+static char *gen_branches(int n, size_t *len) {
+  char *text = NULL;
+  FILE *f = open_memstream(&text, len);
+  fputs("module attributes {gpu.container_module} {\n  gpu.module @m {\n"
+        "    gpu.func @branches(%o: memref<?xi32>) kernel {\n"
+        "      %tid = gpu.thread_id x\n      %t = arith.index_cast %tid : index to i32\n"
+        "      %z = arith.constant 0 : index\n      cf.br ^b0\n",
+        f);
+  for (int i = 0; i < n; i++)
+    fprintf(f,
+            "    ^b%d:\n      %%c%d = arith.constant %d : i32\n      %%p%d = arith.cmpi sgt, %%t, %%c%d : i32\n"
+            "      cf.cond_br %%p%d, ^t%d, ^b%d\n    ^t%d:\n      memref.store %%c%d, %%o[%%z] : memref<?xi32>\n"
+            "      cf.br ^b%d\n",
+            i, i, i, i, i, i, i, i + 1, i, i, i + 1);
+  fprintf(f, "    ^b%d:\n      gpu.return\n    }\n  }\n}\n", n);
+  fclose(f);
+  return text;
+}
+
+/* In-process compile time (median of BENCH_RUNS) against branch count. */
+static int bench_branches(int argc, char **argv) {
+  int runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 3;
+  if (runs < 1) runs = 1;
+  vxl_compiler *comp;
+  if (vxl_compiler_create(&comp) != 0) return 2;
+  vxl_options lo = {.opt_level = 2};
+  double *t = malloc(sizeof(double) * (size_t)runs), prev = 0;
+  printf("%9s %12s %10s\n", "branches", "compile ms", "vs prev");
+  for (int a = 2; a < argc; a++) {
+    int n = atoi(argv[a]);
+    size_t len;
+    char *src = gen_branches(n, &len);
+    for (int i = 0; i < runs; i++) {
+      vxl_result res;
+      double t0 = bench_now_us();
+      vxl_compile(comp, src, len, "branches.mlir", &lo, &res);
+      t[i] = bench_now_us() - t0;
+      if (!res.ok) {
+        fprintf(stderr, "%d branches: %s\n", n, res.ndiags ? res.diags[0] : "failed");
+        return 1;
+      }
+      vxl_result_clear(&res);
+    }
+    double m = bench_median(t, runs);
+    printf("%9d %12.1f", n, m / 1e3);
+    if (prev > 0)
+      printf(" %9.2fx\n", m / prev);
+    else
+      printf(" %10s\n", "-");
+    fflush(stdout);
+    prev = m;
+    free(src);
+  }
+  free(t);
+  vxl_compiler_destroy(comp);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s SOCKET [N ...]\n", argv[0]);
     return 64;
   }
+  if (strcmp(argv[1], "--branches") == 0) return bench_branches(argc, argv);
   if (strcmp(argv[1], "--print") == 0) {
     size_t len;
     char *m = gen_module(argc > 2 ? atoi(argv[2]) : 1, &len);

@@ -112,35 +112,168 @@ static void vxl__pset_clear(vxl__pset *s) {
   *s = (vxl__pset){0};
 }
 
-/* ---- the CFG of one region, with post-dominators ---- */
+/* ---- the CFG of one region, with post-dominators ----
+ *
+ * Built once per region and analysis, and kept current while splits and
+ * joins are placed (vxl__cfg_add_join), so placing k branches in a region
+ * of n blocks costs O(n + k * n) array work and no O(n) MLIR walk per
+ * branch.  Block lookup is a hash table; immediate post-dominators come
+ * from Cooper, Harvey and Kennedy's "A Simple, Fast Dominance Algorithm"
+ * on the reversed graph, rooted at a virtual exit. */
+
+/* In succ and ipdom: the virtual exit.  Any index >= n means "exit" to the
+ * code that walks the graph; this one stays valid while blocks are added. */
+#define VXL__EXIT (SIZE_MAX - 1)
 
 typedef struct {
-  MlirBlock *blk; /* the region's blocks, in order; index n is a virtual exit */
+  MlirBlock *blk; /* the region's blocks */
   size_t n;
-  size_t *succ, *at; /* successors of i: succ[at[i] .. at[i+1]) (n for "exits") */
-  uint64_t *pdom;    /* n + 1 bit rows of `words` words: who post-dominates i */
-  size_t words;
+  size_t *succ, *at; /* successors of i: succ[at[i] .. at[i+1]) (VXL__EXIT
+                        for "exits") */
+  size_t *ipdom;     /* immediate post-dominator (VXL__EXIT: the virtual
+                        exit), SIZE_MAX when the block cannot reach an exit */
+  size_t *indeg;     /* edges into each block */
+  unsigned char *mark; /* vxl__cfg_mark's set, all zero between uses */
+  size_t *list, nlist; /* the blocks marked, in visiting order */
+  const void **keys;   /* block -> index, open addressing, cap slots */
+  size_t *vals, cap;
+  size_t blk_cap, succ_cap; /* allocated entries of the per-block arrays, succ */
 } vxl__cfg;
 
 static void vxl__cfg_free(vxl__cfg *g) {
   free(g->blk);
   free(g->succ);
   free(g->at);
-  free(g->pdom);
+  free(g->ipdom);
+  free(g->indeg);
+  free(g->mark);
+  free(g->list);
+  free(g->keys);
+  free(g->vals);
   *g = (vxl__cfg){0};
 }
 
 static size_t vxl__cfg_index(const vxl__cfg *g, MlirBlock b) {
-  for (size_t i = 0; i < g->n; i++)
-    if (mlirBlockEqual(g->blk[i], b)) return i;
-  return g->n;
+  if (!g->cap) return g->n;
+  for (size_t i = vxl__hash(b.ptr) & (g->cap - 1);; i = (i + 1) & (g->cap - 1)) {
+    if (!g->keys[i]) return g->n;
+    if (g->keys[i] == b.ptr) return g->vals[i];
+  }
 }
 
-#define VXL__BIT(row, i) ((row)[(i) / 64] >> ((i) % 64) & 1)
+/* Maps block b to index i (b not yet mapped; the table has room). */
+static void vxl__cfg_map(vxl__cfg *g, MlirBlock b, size_t i) {
+  size_t h = vxl__hash(b.ptr) & (g->cap - 1);
+  while (g->keys[h])
+    h = (h + 1) & (g->cap - 1);
+  g->keys[h] = b.ptr;
+  g->vals[h] = i;
+}
 
-/* Builds g for region r: blocks, successor lists, post-dominator sets (a
- * block that cannot reach an exit keeps the full set).  Returns 0 or
+/* Makes the table at least twice as large as the blocks it maps; 0 or
  * -ENOMEM. */
+static int vxl__cfg_rehash(vxl__cfg *g, size_t blocks) {
+  if (blocks * 2 < g->cap) return 0;
+  size_t cap = 64;
+  while (cap <= blocks * 2)
+    cap *= 2;
+  const void **keys = calloc(cap, sizeof *keys);
+  size_t *vals = malloc(cap * sizeof *vals);
+  if (!keys || !vals) {
+    free(keys);
+    free(vals);
+    return -ENOMEM;
+  }
+  free(g->keys);
+  free(g->vals);
+  g->keys = keys;
+  g->vals = vals;
+  g->cap = cap;
+  for (size_t i = 0; i < g->n; i++)
+    vxl__cfg_map(g, g->blk[i], i);
+  return 0;
+}
+
+/* Immediate post-dominators of every block (see the section comment).
+ * Returns 0 or -ENOMEM. */
+static int vxl__cfg_postdominators(vxl__cfg *g) {
+  size_t n = g->n, nn = n + 1, edges = g->at[n];
+#define VXL__NODE(y) ((y) >= n ? n : (y)) /* the exit is node n here */
+  size_t *pat = calloc(nn + 1, sizeof *pat), *pred = malloc((edges + 1) * sizeof *pred);
+  size_t *po = malloc(nn * sizeof *po), *order = malloc(nn * sizeof *order);
+  size_t *stack = malloc(nn * sizeof *stack), *next = malloc(nn * sizeof *next);
+  size_t *ip = malloc(nn * sizeof *ip);
+  int rc = pat && pred && po && order && stack && next && ip ? 0 : -ENOMEM;
+  if (rc == 0) {
+    /* predecessors (the reversed graph's successors), counting sort */
+    for (size_t e = 0; e < edges; e++)
+      pat[VXL__NODE(g->succ[e]) + 1]++;
+    for (size_t i = 0; i < nn; i++)
+      pat[i + 1] += pat[i];
+    for (size_t i = 0; i < nn; i++)
+      next[i] = pat[i];
+    for (size_t x = 0; x < n; x++)
+      for (size_t e = g->at[x]; e < g->at[x + 1]; e++)
+        pred[next[VXL__NODE(g->succ[e])]++] = x;
+    /* post-order of a depth-first walk from the exit over predecessors */
+    size_t top = 0, count = 0;
+    for (size_t i = 0; i < nn; i++)
+      po[i] = SIZE_MAX, next[i] = pat[i];
+    po[n] = 0; /* on the stack */
+    stack[top++] = n;
+    while (top) {
+      size_t x = stack[top - 1];
+      if (next[x] < pat[x + 1]) {
+        size_t y = pred[next[x]++];
+        if (po[y] == SIZE_MAX) po[y] = 0, stack[top++] = y;
+      } else {
+        top--;
+        order[count] = x;
+        po[x] = count++;
+      }
+    }
+    for (size_t i = 0; i < nn; i++)
+      ip[i] = SIZE_MAX;
+    ip[n] = n;
+    for (int changed = 1; changed;) {
+      changed = 0;
+      for (size_t k = count - 1; k-- > 0;) { /* reverse post-order, exit first and skipped */
+        size_t x = order[k], best = SIZE_MAX;
+        for (size_t e = g->at[x]; e < g->at[x + 1]; e++) {
+          size_t y = VXL__NODE(g->succ[e]);
+          if (ip[y] == SIZE_MAX) continue;
+          if (best == SIZE_MAX) {
+            best = y;
+            continue;
+          }
+          size_t a = y, c = best;
+          while (a != c) {
+            while (po[a] < po[c])
+              a = ip[a];
+            while (po[c] < po[a])
+              c = ip[c];
+          }
+          best = a;
+        }
+        if (best != ip[x]) ip[x] = best, changed = 1;
+      }
+    }
+    for (size_t x = 0; x < n; x++)
+      g->ipdom[x] = ip[x] == n ? VXL__EXIT : ip[x];
+  }
+#undef VXL__NODE
+  free(pat);
+  free(pred);
+  free(po);
+  free(order);
+  free(stack);
+  free(next);
+  free(ip);
+  return rc;
+}
+
+/* Builds g for region r: blocks, successor lists, post-dominators.
+ * Returns 0 or -ENOMEM. */
 static int vxl__cfg_build(MlirRegion r, vxl__cfg *g) {
   *g = (vxl__cfg){0};
   size_t nsucc = 0;
@@ -150,70 +283,130 @@ static int vxl__cfg_build(MlirRegion r, vxl__cfg *g) {
     intptr_t k = mlirOperationIsNull(t) ? 0 : mlirOperationGetNumSuccessors(t);
     nsucc += k ? (size_t)k : 1;
   }
-  g->words = (g->n + 1 + 63) / 64;
-  g->blk = malloc(g->n * sizeof *g->blk + 1);
-  g->succ = malloc(nsucc * sizeof *g->succ + 1);
-  g->at = malloc((g->n + 1) * sizeof *g->at);
-  g->pdom = malloc((g->n + 1) * g->words * sizeof *g->pdom);
-  if (!g->blk || !g->succ || !g->at || !g->pdom) {
+  g->blk_cap = g->n + 1;
+  g->succ_cap = nsucc + 1;
+  g->blk = malloc(g->blk_cap * sizeof *g->blk);
+  g->succ = malloc(g->succ_cap * sizeof *g->succ);
+  g->at = malloc((g->blk_cap + 1) * sizeof *g->at);
+  g->ipdom = malloc((g->blk_cap + 1) * sizeof *g->ipdom);
+  g->indeg = calloc(g->blk_cap + 1, sizeof *g->indeg);
+  g->mark = calloc(g->blk_cap + 1, 1);
+  g->list = malloc((g->blk_cap + 1) * sizeof *g->list);
+  if (!g->blk || !g->succ || !g->at || !g->ipdom || !g->indeg || !g->mark || !g->list) {
     vxl__cfg_free(g);
     return -ENOMEM;
   }
   size_t i = 0;
   for (MlirBlock b = mlirRegionGetFirstBlock(r); !mlirBlockIsNull(b); b = mlirBlockGetNextInRegion(b))
     g->blk[i++] = b;
+  if (vxl__cfg_rehash(g, g->n) != 0) {
+    vxl__cfg_free(g);
+    return -ENOMEM;
+  }
   size_t e = 0;
   for (i = 0; i < g->n; i++) {
     g->at[i] = e;
     MlirOperation t = mlirBlockGetTerminator(g->blk[i]);
     intptr_t k = mlirOperationIsNull(t) ? 0 : mlirOperationGetNumSuccessors(t);
-    if (k == 0) g->succ[e++] = g->n;
-    for (intptr_t j = 0; j < k; j++)
-      g->succ[e++] = vxl__cfg_index(g, mlirOperationGetSuccessor(t, j));
+    if (k == 0) g->succ[e++] = VXL__EXIT;
+    for (intptr_t j = 0; j < k; j++) {
+      size_t y = vxl__cfg_index(g, mlirOperationGetSuccessor(t, j));
+      g->succ[e++] = y < g->n ? y : VXL__EXIT;
+      if (y < g->n) g->indeg[y]++;
+    }
   }
   g->at[g->n] = e;
-  /* pdom(exit) = {exit}; pdom(b) = {b} + the intersection over b's successors */
-  memset(g->pdom, 0xFF, (g->n + 1) * g->words * sizeof *g->pdom);
-  uint64_t *ex = g->pdom + g->n * g->words;
-  memset(ex, 0, g->words * sizeof *ex);
-  ex[g->n / 64] |= 1ull << (g->n % 64);
-  for (int changed = 1; changed;) {
-    changed = 0;
-    for (size_t b = g->n; b-- > 0;) {
-      uint64_t *row = g->pdom + b * g->words;
-      for (size_t w = 0; w < g->words; w++) {
-        uint64_t v = ~0ull;
-        for (size_t s = g->at[b]; s < g->at[b + 1]; s++)
-          v &= g->pdom[g->succ[s] * g->words + w];
-        if (w == b / 64) v |= 1ull << (b % 64);
-        if (v != row[w]) {
-          row[w] = v;
-          changed = 1;
-        }
-      }
-    }
+  if (vxl__cfg_postdominators(g) != 0) {
+    vxl__cfg_free(g);
+    return -ENOMEM;
   }
   return 0;
 }
 
 /* The immediate post-dominator of b (n for the virtual exit), or SIZE_MAX
- * when b cannot reach an exit.  Strict post-dominators form a chain; the
- * nearest one is post-dominated by all the others, so it has the most. */
+ * when b cannot reach an exit. */
 static size_t vxl__cfg_ipdom(const vxl__cfg *g, size_t b) {
-  const uint64_t *row = g->pdom + b * g->words;
-  if (!VXL__BIT(row, g->n)) return SIZE_MAX;
-  size_t best = SIZE_MAX, best_count = 0;
-  for (size_t p = 0; p <= g->n; p++) {
-    if (p == b || !VXL__BIT(row, p)) continue;
-    size_t count = 0;
-    for (size_t w = 0; w < g->words; w++)
-      count += (size_t)__builtin_popcountll(g->pdom[p * g->words + w]);
-    if (best == SIZE_MAX || count > best_count) {
-      best = p;
-      best_count = count;
+  return g->ipdom[b] == VXL__EXIT ? g->n : g->ipdom[b];
+}
+
+/* Marks in g->mark and lists in g->list b and every block reachable from b
+ * without passing p: the blocks b's branch controls.  Costs what it marks
+ * (and their edges).  vxl__cfg_unmark clears the marks. */
+static void vxl__cfg_mark(vxl__cfg *g, size_t b, size_t p) {
+  g->nlist = 0;
+  g->mark[b] = 1;
+  g->list[g->nlist++] = b;
+  for (size_t i = 0; i < g->nlist; i++) {
+    size_t x = g->list[i];
+    for (size_t s = g->at[x]; s < g->at[x + 1]; s++) {
+      size_t y = g->succ[s];
+      if (y == p || y >= g->n || g->mark[y]) continue;
+      g->mark[y] = 1;
+      g->list[g->nlist++] = y;
     }
   }
-  return best;
+}
+
+static void vxl__cfg_unmark(vxl__cfg *g) {
+  for (size_t i = 0; i < g->nlist; i++)
+    g->mark[g->list[i]] = 0;
+  g->nlist = 0;
+}
+
+/* Records in g what placing a join did to the region: block jb was added
+ * with the one successor p, and every edge from a block marked by
+ * vxl__cfg_mark (the blocks b controls, b included) into p now goes to jb.
+ * Those blocks reach p only through such edges, so jb post-dominates them
+ * all: whichever had p as immediate post-dominator now has jb.  Costs what
+ * is marked.  Returns 0 or -ENOMEM (g is then freed). */
+static int vxl__cfg_add_join(vxl__cfg *g, MlirBlock jb, size_t p) {
+  size_t n = g->n, j = n, edges = g->at[n];
+  if (n + 2 > g->blk_cap || edges + 1 > g->succ_cap) {
+    size_t bc = n + 2 > g->blk_cap ? 2 * g->blk_cap + 2 : g->blk_cap;
+    size_t sc = edges + 1 > g->succ_cap ? 2 * g->succ_cap + 2 : g->succ_cap;
+    MlirBlock *blk = realloc(g->blk, bc * sizeof *blk);
+    if (blk) g->blk = blk;
+    size_t *at = realloc(g->at, (bc + 1) * sizeof *at);
+    if (at) g->at = at;
+    size_t *ip = realloc(g->ipdom, (bc + 1) * sizeof *ip);
+    if (ip) g->ipdom = ip;
+    size_t *deg = realloc(g->indeg, (bc + 1) * sizeof *deg);
+    if (deg) g->indeg = deg;
+    unsigned char *mark = realloc(g->mark, bc + 1);
+    if (mark) g->mark = mark, memset(mark + g->blk_cap + 1, 0, bc - g->blk_cap);
+    size_t *list = realloc(g->list, (bc + 1) * sizeof *list);
+    if (list) g->list = list;
+    size_t *succ = realloc(g->succ, sc * sizeof *succ);
+    if (succ) g->succ = succ;
+    if (!blk || !at || !ip || !deg || !mark || !list || !succ) {
+      vxl__cfg_free(g);
+      return -ENOMEM;
+    }
+    g->blk_cap = bc;
+    g->succ_cap = sc;
+  }
+  size_t moved = 0;
+  for (size_t i = 0; i < g->nlist; i++) {
+    size_t x = g->list[i];
+    for (size_t e = g->at[x]; e < g->at[x + 1]; e++)
+      if (g->succ[e] == p) g->succ[e] = j, moved++;
+    if (g->ipdom[x] == p) g->ipdom[x] = j;
+  }
+  g->indeg[p] -= moved;
+  g->indeg[j] = moved;
+  g->indeg[p]++; /* from jb */
+  g->blk[j] = jb;
+  g->succ[edges] = p;
+  g->at[j] = edges;
+  g->at[j + 1] = edges + 1;
+  g->ipdom[j] = p;
+  if (vxl__cfg_rehash(g, n + 1) != 0) { /* maps blocks 0 .. n-1 when it grows */
+    vxl__cfg_free(g);
+    return -ENOMEM;
+  }
+  g->n = n + 1;
+  vxl__cfg_map(g, jb, j);
+  return 0;
 }
 
 /* Marks in in[] (n entries, zeroed by the caller) b and every block
@@ -243,8 +436,55 @@ typedef struct {
   vxl__pset vals; /* divergent values */
   vxl__pset done; /* divergent cf branches whose sync dependence is marked */
   vxl__ops ops;   /* the function's ops, pre-order */
+  /* CFGs of the regions holding divergent cf branches, built on first use
+   * and valid until the region's blocks change otherwise than through
+   * vxl__cfg_add_join */
+  MlirRegion *cfg_region;
+  vxl__cfg *cfg;
+  size_t ncfg, cfg_cap;
   int oom;
 } vxl__div;
+
+static void vxl__cfgs_clear(vxl__div *dv) {
+  for (size_t i = 0; i < dv->ncfg; i++)
+    vxl__cfg_free(&dv->cfg[i]);
+  free(dv->cfg);
+  free(dv->cfg_region);
+  dv->cfg = NULL;
+  dv->cfg_region = NULL;
+  dv->ncfg = dv->cfg_cap = 0;
+}
+
+/* The CFG of region r, built when not cached; NULL on OOM.  A function has
+ * few regions with cf branches, so the list is searched linearly. */
+static vxl__cfg *vxl__cfg_of(vxl__div *dv, MlirRegion r) {
+  for (size_t i = 0; i < dv->ncfg; i++)
+    if (mlirRegionEqual(dv->cfg_region[i], r)) return dv->cfg[i].blk ? &dv->cfg[i] : NULL;
+  if (dv->ncfg == dv->cfg_cap) {
+    size_t cap = dv->cfg_cap ? 2 * dv->cfg_cap : 4;
+    MlirRegion *rs = realloc(dv->cfg_region, cap * sizeof *rs);
+    if (rs) dv->cfg_region = rs;
+    vxl__cfg *gs = realloc(dv->cfg, cap * sizeof *gs);
+    if (gs) dv->cfg = gs;
+    if (!rs || !gs) return NULL;
+    dv->cfg_cap = cap;
+  }
+  if (vxl__cfg_build(r, &dv->cfg[dv->ncfg]) != 0) return NULL;
+  dv->cfg_region[dv->ncfg] = r;
+  return &dv->cfg[dv->ncfg++];
+}
+
+/* Forgets the CFG of r (its blocks changed). */
+static void vxl__cfg_drop(vxl__div *dv, MlirRegion r) {
+  for (size_t i = 0; i < dv->ncfg; i++)
+    if (mlirRegionEqual(dv->cfg_region[i], r)) {
+      vxl__cfg_free(&dv->cfg[i]);
+      dv->cfg[i] = dv->cfg[dv->ncfg - 1];
+      dv->cfg_region[i] = dv->cfg_region[dv->ncfg - 1];
+      dv->ncfg--;
+      return;
+    }
+}
 
 static int vxl__calls(MlirOperation op, const char *callee) {
   MlirStringRef s = vxl__callee(op);
@@ -288,24 +528,21 @@ static int vxl__divergent_cf_branch(const vxl__div *dv, MlirOperation op) {
  * owner when the paths only meet after the region. */
 static int vxl__mark_sync(vxl__div *dv, MlirOperation op) {
   MlirBlock bb = mlirOperationGetBlock(op);
-  MlirRegion r = mlirBlockGetParentRegion(bb);
-  vxl__cfg g;
-  if (vxl__cfg_build(r, &g) != 0) {
+  vxl__cfg *g = vxl__cfg_of(dv, mlirBlockGetParentRegion(bb));
+  if (!g) {
     dv->oom = 1;
     return 0;
   }
-  size_t b = vxl__cfg_index(&g, bb), p = vxl__cfg_ipdom(&g, b);
-  unsigned char *in = calloc(g.n + 1, 1);
+  size_t b = vxl__cfg_index(g, bb), p = vxl__cfg_ipdom(g, b);
   int ch = 0;
-  if (!in || vxl__cfg_controlled(&g, b, p, in) != 0) {
-    dv->oom = 1;
-  } else {
-    for (size_t i = 0; i < g.n; i++)
-      if ((in[i] && i != b) || i == p) ch |= vxl__mark_args(dv, g.blk[i], 0);
-    if (p >= g.n) ch |= vxl__mark_results(dv, mlirBlockGetParentOperation(bb));
-  }
-  free(in);
-  vxl__cfg_free(&g);
+  vxl__cfg_mark(g, b, p);
+  for (size_t i = 1; i < g->nlist; i++) /* list[0] is b */
+    ch |= vxl__mark_args(dv, g->blk[g->list[i]], 0);
+  vxl__cfg_unmark(g);
+  if (p < g->n)
+    ch |= vxl__mark_args(dv, g->blk[p], 0);
+  else
+    ch |= vxl__mark_results(dv, mlirBlockGetParentOperation(bb));
   return ch;
 }
 
@@ -402,6 +639,7 @@ static int vxl__propagate(vxl__div *dv, MlirOperation op) {
 static int vxl__analyze(vxl__div *dv, MlirOperation fn, int is_kernel) {
   vxl__pset_clear(&dv->vals);
   vxl__pset_clear(&dv->done);
+  vxl__cfgs_clear(dv); /* the rewrites since the last analysis changed blocks */
   free(dv->ops.v);
   dv->ops = (vxl__ops){0};
   if (vxl__collect_ops(fn, &dv->ops) != 0) return -ENOMEM;
@@ -994,42 +1232,51 @@ static const char *vxl__refusal(const vxl__cfg *g, size_t b, size_t p) {
  * Counts what it placed in *splits / *preds.  Returns 0 when placed, 1 when
  * it cloned blocks instead, -EINVAL (unstructured: diagnostic in d) or
  * -ENOMEM. */
-static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d, unsigned *splits, unsigned *preds,
+static int vxl__place_cf(vxl__div *dv, MlirOperation br, vxl__diags *d, unsigned *splits, unsigned *preds,
                          size_t *budget) {
+  MlirContext ctx = dv->ctx;
   MlirBlock bb = mlirOperationGetBlock(br);
   MlirRegion r = mlirBlockGetParentRegion(bb);
   MlirLocation loc = mlirOperationGetLocation(br);
-  vxl__cfg g;
-  if (vxl__cfg_build(r, &g) != 0) return -ENOMEM;
-  size_t b = vxl__cfg_index(&g, bb), p = vxl__cfg_ipdom(&g, b);
-  unsigned char *in = calloc(g.n + 1, 1);
-  int rc = in ? 0 : -ENOMEM;
-  if (rc == 0 && p < g.n) rc = vxl__cfg_controlled(&g, b, p, in);
-  /* B must be the only way into what it controls, and no way back to B */
-  int structured = rc == 0 && p < g.n;
-  for (size_t x = 0; structured && x < g.n; x++)
-    for (size_t s = g.at[x]; s < g.at[x + 1]; s++) {
-      size_t y = g.succ[s];
-      if (y < g.n && in[y] && (y == b ? in[x] : !in[x])) structured = 0;
+  vxl__cfg *g = vxl__cfg_of(dv, r);
+  if (!g) return -ENOMEM;
+  size_t b = vxl__cfg_index(g, bb), p = vxl__cfg_ipdom(g, b);
+  int rc = 0;
+  /* B must be the only way into what it controls, and no way back to B:
+   * every edge into a controlled block but B comes from a controlled
+   * block, none into B does (counted against the blocks' in-degrees) */
+  int structured = p < g->n;
+  if (structured) {
+    vxl__cfg_mark(g, b, p);
+    size_t inner = 0, into_b = 0, indeg = 0;
+    for (size_t i = 0; i < g->nlist; i++) {
+      size_t x = g->list[i];
+      if (x != b) indeg += g->indeg[x];
+      for (size_t s = g->at[x]; s < g->at[x + 1]; s++) {
+        size_t y = g->succ[s];
+        if (y < g->n && g->mark[y]) y == b ? into_b++ : inner++;
+      }
     }
-  if (rc == 0 && !structured && p < g.n) {
-    rc = vxl__clone_side_entries(&g, b, in, budget);
+    structured = into_b == 0 && inner == indeg;
+  }
+  const unsigned char *in = g->mark; /* the controlled blocks, when p < n */
+  if (!structured && p < g->n) {
+    rc = vxl__clone_side_entries(g, b, in, budget);
     if (rc != 0) {
-      free(in);
-      vxl__cfg_free(&g);
+      vxl__cfg_drop(dv, r);
       return rc;
     }
   }
   if (rc == 0 && !structured) {
-    rc = vxl__place_cf_loop(ctx, br, &g, b);
+    vxl__cfg_unmark(g);
+    rc = vxl__place_cf_loop(ctx, br, g, b);
     if (rc != 0) {
-      free(in);
-      vxl__cfg_free(&g);
+      vxl__cfg_drop(dv, r);
       if (rc < 0) return rc;
       (*preds)++;
       return 0;
     }
-    vxl__diag_at(d, loc, "unsupported: thread-dependent branch%s", vxl__refusal(&g, b, p));
+    vxl__diag_at(d, loc, "unsupported: thread-dependent branch%s", vxl__refusal(g, b, p));
     rc = -EINVAL;
   }
   if (rc == 0) {
@@ -1040,16 +1287,24 @@ static int vxl__place_cf(MlirContext ctx, MlirOperation br, vxl__diags *d, unsig
     MlirValue sp = mlirOperationGetResult(split, 0);
     /* ^join(args of P): __vxl_join(%sp); cf.br ^P(args) */
     MlirOperation join = vxl__func_call(ctx, loc, "__vxl_join", 1, &sp, 0, NULL);
-    MlirBlock jb = vxl__block_before(r, g.blk[p], loc, join);
+    MlirBlock jb = vxl__block_before(r, g->blk[p], loc, join);
     if (mlirBlockIsNull(jb)) {
       rc = -ENOMEM;
     } else {
-      vxl__redirect(&g, in, g.blk[p], jb);
+      MlirBlock pb = g->blk[p];
+      for (size_t i = 0; i < g->nlist; i++) { /* edges from controlled blocks into P -> jb */
+        MlirOperation t = mlirBlockGetTerminator(g->blk[g->list[i]]);
+        for (intptr_t k = 0; k < mlirOperationGetNumSuccessors(t); k++)
+          if (mlirBlockEqual(mlirOperationGetSuccessor(t, k), pb)) mlirOperationSetSuccessor(t, k, jb);
+      }
       (*splits)++;
+      if (vxl__cfg_add_join(g, jb, p) != 0) { /* g is freed: forget it */
+        vxl__cfg_drop(dv, r);
+        return -ENOMEM;
+      }
     }
   }
-  free(in);
-  vxl__cfg_free(&g);
+  if (g->nlist) vxl__cfg_unmark(g);
   return rc;
 }
 
@@ -1087,7 +1342,7 @@ again:
       vxl__pset_add(&placed, op.ptr);
       (*preds)++;
     } else if (vxl__divergent_cf_branch(&dv, op)) {
-      rc = vxl__place_cf(ctx, op, d, splits, preds, &budget);
+      rc = vxl__place_cf(&dv, op, d, splits, preds, &budget);
       if (rc == 1) goto again; /* blocks were cloned: analyse the new ones */
       vxl__pset_add(&placed, op.ptr);
     }
@@ -1096,6 +1351,7 @@ again:
   vxl__pset_clear(&placed);
   vxl__pset_clear(&dv.vals);
   vxl__pset_clear(&dv.done);
+  vxl__cfgs_clear(&dv);
   free(dv.ops.v);
   return rc;
 }
