@@ -78,11 +78,12 @@ static char *gen_branches(int n, size_t *len) {
         "      %z = arith.constant 0 : index\n      cf.br ^b0\n",
         f);
   for (int i = 0; i < n; i++)
-    fprintf(f,
-            "    ^b%d:\n      %%c%d = arith.constant %d : i32\n      %%p%d = arith.cmpi sgt, %%t, %%c%d : i32\n"
-            "      cf.cond_br %%p%d, ^t%d, ^b%d\n    ^t%d:\n      memref.store %%c%d, %%o[%%z] : memref<?xi32>\n"
-            "      cf.br ^b%d\n",
-            i, i, i, i, i, i, i, i + 1, i, i, i + 1);
+    fprintf(
+        f,
+        "    ^b%d:\n      %%c%d = arith.constant %d : i32\n      %%p%d = arith.cmpi sgt, %%t, %%c%d : i32\n"
+        "      cf.cond_br %%p%d, ^t%d, ^b%d\n    ^t%d:\n      memref.store %%c%d, %%o[%%z] : memref<?xi32>\n"
+        "      cf.br ^b%d\n",
+        i, i, i, i, i, i, i, i + 1, i, i, i + 1);
   fprintf(f, "    ^b%d:\n      gpu.return\n    }\n  }\n}\n", n);
   fclose(f);
   return text;

@@ -128,11 +128,11 @@ static void vxl__pset_clear(vxl__pset *s) {
 typedef struct {
   MlirBlock *blk; /* the region's blocks */
   size_t n;
-  size_t *succ, *at; /* successors of i: succ[at[i] .. at[i+1]) (VXL__EXIT
-                        for "exits") */
-  size_t *ipdom;     /* immediate post-dominator (VXL__EXIT: the virtual
-                        exit), SIZE_MAX when the block cannot reach an exit */
-  size_t *indeg;     /* edges into each block */
+  size_t *succ, *at;   /* successors of i: succ[at[i] .. at[i+1]) (VXL__EXIT
+                          for "exits") */
+  size_t *ipdom;       /* immediate post-dominator (VXL__EXIT: the virtual
+                          exit), SIZE_MAX when the block cannot reach an exit */
+  size_t *indeg;       /* edges into each block */
   unsigned char *mark; /* vxl__cfg_mark's set, all zero between uses */
   size_t *list, nlist; /* the blocks marked, in visiting order */
   const void **keys;   /* block -> index, open addressing, cap slots */

@@ -1040,6 +1040,63 @@ static void vxl__prune_prelude(MlirModule mod) {
 
 /* ---- driver ---- */
 
+/* Longest numeric literal accepted, in characters: a decimal i1024 has 309
+ * digits, a hexadecimal one 258 characters.  MLIR's parser takes time
+ * growing faster than the square of a literal's length (a 20 000-digit
+ * integer took 30 s), so longer ones are refused before parsing. */
+#define VXL_MAX_LITERAL_CHARS 400
+
+static int vxl__word_char(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+         c == '.' || c == '-';
+}
+
+/* Refuses numeric literals longer than VXL_MAX_LITERAL_CHARS, with a
+ * diagnostic at their file:line:col; one pass over the text, skipping
+ * string literals and comments.  A word is a maximal run of identifier
+ * characters; it is a numeric literal when it starts with a digit (or a
+ * minus and a digit) and no sigil (% @ # ^ !) names it.  Returns 0 or
+ * -EINVAL. */
+static int vxl__check_literals(const char *t, size_t len, const char *source_name, vxl__diags *d) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < len;) {
+    unsigned char c = (unsigned char)t[i];
+    if (c == '\n') {
+      line++, col = 1, i++;
+      continue;
+    }
+    if (c == '"') { /* string literal, with escapes */
+      for (i++, col++; i < len && t[i] != '"' && t[i] != '\n'; i++, col++)
+        if (t[i] == '\\' && i + 1 < len && t[i + 1] != '\n') i++, col++;
+      if (i < len && t[i] == '"') i++, col++;
+      continue;
+    }
+    if (c == '/' && i + 1 < len && t[i + 1] == '/') { /* comment */
+      while (i < len && t[i] != '\n')
+        i++;
+      continue;
+    }
+    if (!vxl__word_char(c)) {
+      i++, col++;
+      continue;
+    }
+    size_t start = i, scol = col;
+    int sigil = i > 0 && strchr("%@#^!", t[i - 1]) != NULL;
+    while (i < len && vxl__word_char((unsigned char)t[i]))
+      i++, col++;
+    size_t n = i - start;
+    const char *w = t + start;
+    int numeric =
+        !sigil && ((w[0] >= '0' && w[0] <= '9') || (w[0] == '-' && n > 1 && w[1] >= '0' && w[1] <= '9'));
+    if (numeric && n > VXL_MAX_LITERAL_CHARS) {
+      vxl__diag_add(d, "%s:%zu:%zu: error: unsupported: numeric literal of %zu characters (at most %d)",
+                    source_name, line, scol, n, VXL_MAX_LITERAL_CHARS);
+      return -EINVAL;
+    }
+  }
+  return 0;
+}
+
 /* Ops the base pipeline does not lower (see VXL_PIPELINE_BASE). */
 static int vxl__needs_full_pipeline(MlirStringRef n) {
   static const char *const prefixes[] = {"affine.", "math.", "ub.", NULL};
@@ -1162,6 +1219,11 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, 
   memcpy(text, source, len);
   text[len] = '\0';
   vxl__fix_dlti(text, len);
+
+  if (vxl__check_literals(text, len, source_name, d) != 0) {
+    free(text);
+    return -EINVAL;
+  }
 
   /* mlir-opt test files hold several modules separated by "// -----" */
   for (size_t i = 0, line = 1; i < len; line++) {

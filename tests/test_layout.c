@@ -241,6 +241,81 @@ Test(lowering, invalid_mlir_reports_file_line_col) {
   vxl_result_clear(&r);
 }
 
+/* A kernel storing `value` (written out as given) to o[0], with %name as
+ * the SSA name of the constant. */
+static char *literal_kernel(const char *name, const char *value) {
+  char *t = NULL;
+  cr_assert_geq(asprintf(&t,
+                         "module {\n  gpu.module @m {\n    gpu.func @k(%%o: memref<?xi32>) kernel {\n"
+                         "      %%z = arith.constant 0 : index\n"
+                         "      %%%s = arith.constant %s : i32 // \"%s\" 1%s\n"
+                         "      memref.store %%%s, %%o[%%z] : memref<?xi32>\n"
+                         "      gpu.return\n    }\n  }\n}\n",
+                         name, value, value, value, name),
+                0);
+  return t;
+}
+
+Test(lowering, overlong_numeric_literals_are_refused_before_parsing) {
+  /* MLIR's parser needs seconds for a literal of thousands of digits */
+  char *digits = malloc(20001);
+  memset(digits, '7', 20000);
+  digits[20000] = '\0';
+  char *t = literal_kernel("c", digits);
+  vxl_result r = compile_text(t);
+  cr_assert_not(r.ok);
+  cr_assert_str_eq(r.diags[0],
+                   "t.mlir:5:27: error: unsupported: numeric literal of 20000 characters (at most 400)");
+  vxl_result_clear(&r);
+  free(t);
+  /* the same digits as an SSA name, inside a string or a comment are fine */
+  digits[0] = 'c';
+  t = literal_kernel(digits, "5");
+  r = compile_text(t);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
+  free(t);
+  /* up to the limit MLIR itself judges it */
+  digits[0] = '7';
+  digits[400] = '\0';
+  t = literal_kernel("c", digits);
+  r = compile_text(t);
+  cr_assert_not(r.ok);
+  cr_assert_not_null(strstr(r.diags[0], "out of range"), "%s", r.diags[0]);
+  vxl_result_clear(&r);
+  free(t);
+  free(digits);
+}
+
+Test(lowering, many_sequential_divergent_cf_branches_each_get_split_and_join) {
+  /* the placement keeps one CFG current across the branches of a region;
+   * every branch must still get its own split and join */
+  enum { N = 300 };
+  char *t = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&t, &len);
+  fputs("module {\n  gpu.module @m {\n    gpu.func @k(%o: memref<?xi32>) kernel {\n"
+        "      %tid = gpu.thread_id x\n      %t = arith.index_cast %tid : index to i32\n"
+        "      %z = arith.constant 0 : index\n      cf.br ^b0\n",
+        f);
+  for (int i = 0; i < N; i++)
+    fprintf(
+        f,
+        "    ^b%d:\n      %%c%d = arith.constant %d : i32\n      %%p%d = arith.cmpi sgt, %%t, %%c%d : i32\n"
+        "      cf.cond_br %%p%d, ^t%d, ^b%d\n    ^t%d:\n      memref.store %%c%d, %%o[%%z] : memref<?xi32>\n"
+        "      cf.br ^b%d\n",
+        i, i, i, i, i, i, i, i + 1, i, i, i + 1);
+  fprintf(f, "    ^b%d:\n      gpu.return\n    }\n  }\n}\n", N);
+  fclose(f);
+  vxl_result r = compile_text(t);
+  free(t);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  const char *body = vxt_kernel_body(r.kernels[0].entry);
+  cr_assert_eq(vxt_elf_count_insn(r.object, r.object_size, body, 0x0B, 2, 0), N, "splits");
+  cr_assert_eq(vxt_elf_count_insn(r.object, r.object_size, body, 0x0B, 3, 0), N, "joins");
+  vxl_result_clear(&r);
+}
+
 Test(lowering, unsupported_op_is_named_with_its_location) {
   vxl_result r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: f32) kernel {\n"
                               "      %s = gpu.shuffle xor %a, %c, %w : f32\n"
