@@ -13,6 +13,9 @@
 
 #include <stdint.h>
 
+#include "vxl.h"
+#include "vxp.h"
+
 typedef struct {
   char socket_path[108]; /* Unix socket address (sun_path size) */
   char cache_dir[4096];
@@ -32,6 +35,11 @@ int vxd_server_run(const vxd_config *cfg);
 /* Runs a compile worker on stdin/stdout until EOF.  Returns the exit
  * status. */
 int vxd_worker_run(void);
+
+/* The lowering options of a compile request: what the worker compiles
+ * with and what the daemon's cache key fingerprints (vxl_fingerprint), so
+ * the two cannot disagree.  Any thread. */
+void vxd_options_from_request(const vxp_request *req, vxl_options *o);
 
 /* Version string reported in hello and folded into cache keys. */
 #define VXD_SERVER_NAME "vortexd " VORTEXD_VERSION

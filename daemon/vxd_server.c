@@ -589,18 +589,19 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_INTERNAL, "cache read failed", 0);
 }
 
-/* The cache key: the source bytes plus everything that changes a compile's
- * output.  The source name is left out on purpose: it changes diagnostics
- * only (which are not cached), and keeping it out lets the same kernel under
- * two paths share one entry (ccache users who build from several checkouts
- * miss for exactly this reason). */
+/* The cache key: the source bytes, the lowering's fingerprint of the
+ * request's options (everything that changes a compile's output, which only
+ * the lowering knows) and this daemon's version.  The source name is left
+ * out on purpose: it changes diagnostics only (which are not cached), and
+ * keeping it out lets the same kernel under two paths share one entry
+ * (ccache users who build from several checkouts miss for exactly this
+ * reason). */
 static int vxd__key(const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
-  char abi[64], opt[32], warp[48];
-  snprintf(abi, sizeof abi, "lowering-abi=%u", VXL_LOWERING_ABI_VERSION);
-  snprintf(opt, sizeof opt, "opt=%u", req->opt_level);
-  snprintf(warp, sizeof warp, "warp=%u;shuffle-insns=%d",
-           req->warp_size ? req->warp_size : VXL_DEFAULT_WARP_SIZE, req->shuffle_insns ? 1 : 0);
-  const char *parts[] = {VXD_SERVER_NAME, abi, vxl_toolchain_fingerprint(), opt, warp};
+  vxl_options o;
+  vxd_options_from_request(req, &o);
+  char fp[2048];
+  if (vxl_fingerprint(&o, fp, sizeof fp) < 0) return VXK_EINVAL;
+  const char *parts[] = {VXD_SERVER_NAME, fp};
   return vxk_key(req->source, req->source_len, parts, sizeof parts / sizeof parts[0], key);
 }
 

@@ -56,10 +56,8 @@ static int vxd__write_full(int fd, const void *buf, size_t n) {
 
 /* Compiles one request into resp (ownership of kernels moves into resp). */
 static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
-  vxl_options o = {.opt_level = req->opt_level,
-                   .emit_ir = req->emit_ir,
-                   .warp_size = req->warp_size,
-                   .shuffle_insns = req->shuffle_insns};
+  vxl_options o;
+  vxd_options_from_request(req, &o);
   vxl_result r;
   int rc = vxl_compile(c, (const char *)req->source, req->source_len,
                        req->source_name ? req->source_name : "<source>", &o, &r);
@@ -80,6 +78,13 @@ static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *
   resp->ndiags = r.ndiags;
   resp->lowered_ir = r.lowered_ir;
   if (!r.ok) resp->message = strdup("compilation failed");
+}
+
+void vxd_options_from_request(const vxp_request *req, vxl_options *o) {
+  *o = (vxl_options){.opt_level = req->opt_level,
+                     .emit_ir = req->emit_ir,
+                     .warp_size = req->warp_size,
+                     .shuffle_insns = req->shuffle_insns};
 }
 
 int vxd_worker_run(void) {

@@ -60,6 +60,25 @@ const char *vxl_toolchain_fingerprint(void) {
          ";abi=" VXL_ABI ";pipeline=scf-for-to-while+divergence," VXL_PIPELINE_FULL;
 }
 
+int vxl_fingerprint(const vxl_options *opts, char *buf, size_t cap) {
+  vxl_options o = *opts; /* the defaults vxl_compile applies */
+  if (o.opt_level > 3) o.opt_level = 3;
+  if (o.warp_size == 0) o.warp_size = VXL_DEFAULT_WARP_SIZE;
+  size_t n = 0;
+  int w = snprintf(buf, cap, "lowering-abi=%u;%s", VXL_LOWERING_ABI_VERSION, vxl_toolchain_fingerprint());
+  if (w < 0 || (size_t)w >= cap) return -ENOSPC;
+  n = (size_t)w;
+#define VXL__OPTION_KEY(type, name, keyed)                                                                   \
+  if (keyed) {                                                                                               \
+    w = snprintf(buf + n, cap - n, ";" #name "=%llu", (unsigned long long)o.name);                           \
+    if (w < 0 || (size_t)w >= cap - n) return -ENOSPC;                                                       \
+    n += (size_t)w;                                                                                          \
+  }
+  VXL_OPTIONS(VXL__OPTION_KEY)
+#undef VXL__OPTION_KEY
+  return (int)n;
+}
+
 const char *vxl_toolchain_summary(void) {
   return "LLVM " LLVM_VERSION_STRING ", " VXL_TRIPLE " " VXL_CPU " " VXL_FEATURES " " VXL_ABI;
 }

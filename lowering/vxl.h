@@ -47,17 +47,33 @@ typedef struct vxl_compiler vxl_compiler;
 /* Threads per warp of Vortex's default configuration. */
 #define VXL_DEFAULT_WARP_SIZE 4u
 
+/* Every compile option, as X(type, name, keyed): `keyed` says whether the
+ * option changes the objects or metadata, and so belongs in
+ * vxl_fingerprint().  vxl_options is generated from this list and
+ * vxl_fingerprint() walks it, so an option cannot be added without saying
+ * whether it is part of the cache key (test_layout checks each keyed one
+ * changes the fingerprint).
+ *   opt_level      LLVM pipeline default<O0..O3>; values over 3 mean 3
+ *   emit_ir        keep the lowered MLIR (LLVM dialect) as text; the
+ *                  objects are the same either way
+ *   warp_size      threads per warp of the target device: the subgroup size
+ *                  of gpu.lane_id / shuffle / subgroup_reduce, a power of
+ *                  two 1..32 (0 = VXL_DEFAULT_WARP_SIZE); the objects are
+ *                  correct only on devices with this many threads per warp
+ *                  (kernel subgroup_size)
+ *   shuffle_insns  gpu.shuffle through Vortex's shuffle instructions
+ *                  (custom-0, funct7 1: up/down/bfly/idx), for devices built
+ *                  with them; otherwise through local memory */
+#define VXL_OPTIONS(X)                                                                                       \
+  X(uint32_t, opt_level, 1)                                                                                  \
+  X(bool, emit_ir, 0)                                                                                        \
+  X(uint32_t, warp_size, 1)                                                                                  \
+  X(bool, shuffle_insns, 1)
+
 typedef struct {
-  uint32_t opt_level; /* LLVM pipeline default<O0..O3>; default 2 */
-  bool emit_ir;       /* keep the lowered MLIR (LLVM dialect) as text */
-  uint32_t warp_size; /* threads per warp of the target device: the subgroup
-                         size of gpu.lane_id / shuffle / subgroup_reduce, a
-                         power of two 1..32 (0 = VXL_DEFAULT_WARP_SIZE);
-                         the objects are correct only on devices with this
-                         many threads per warp (kernel subgroup_size) */
-  bool shuffle_insns; /* gpu.shuffle through Vortex's shuffle instructions
-                         (custom-0, funct7 1: up/down/bfly/idx), for devices
-                         built with them; otherwise through local memory */
+#define VXL__OPTION_FIELD(type, name, keyed) type name;
+  VXL_OPTIONS(VXL__OPTION_FIELD)
+#undef VXL__OPTION_FIELD
 } vxl_options;
 
 /* Prefix of the kernels' entry symbols: kernel i of a result is started by
@@ -95,6 +111,14 @@ void vxl_result_clear(vxl_result *res);
 /* Describes the toolchain for cache keys: LLVM version, target triple, CPU,
  * features, ABI, data layout.  Static string; any thread. */
 const char *vxl_toolchain_fingerprint(void);
+
+/* Everything besides the source that decides what vxl_compile() returns
+ * (objects and metadata) for opts: the lowering ABI version, the toolchain
+ * fingerprint, and every keyed option of VXL_OPTIONS after defaults are
+ * applied (warp_size 0 and 4 are the same compile).  Writes a NUL-terminated
+ * string into buf (cap bytes).  Returns its length, or -ENOSPC when cap is
+ * too small (2048 bytes always suffice).  Any thread. */
+int vxl_fingerprint(const vxl_options *opts, char *buf, size_t cap);
 
 /* Short human-readable form: "LLVM 22.1.8, riscv32-unknown-elf
  * generic-rv32 +m,+a,+f ilp32f".  Static string; any thread. */

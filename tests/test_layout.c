@@ -1,6 +1,7 @@
 /* test_layout.c - argument-buffer layout and the lowering itself. */
 #define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,62 @@ Test(lowering, many_sequential_divergent_cf_branches_each_get_split_and_join) {
   cr_assert_eq(vxt_elf_count_insn(r.object, r.object_size, body, 0x0B, 2, 0), N, "splits");
   cr_assert_eq(vxt_elf_count_insn(r.object, r.object_size, body, 0x0B, 3, 0), N, "joins");
   vxl_result_clear(&r);
+}
+
+/* Fingerprint of o, asserting it fits. */
+static void fingerprint(const vxl_options *o, char *buf, size_t cap) {
+  int n = vxl_fingerprint(o, buf, cap);
+  cr_assert_gt(n, 0);
+  cr_assert_eq(strlen(buf), (size_t)n);
+}
+
+Test(lowering, every_keyed_option_changes_the_fingerprint_and_no_other) {
+  /* walks the same list vxl_options is generated from: an option added to
+   * it is checked here without touching this test */
+  vxl_options base = {.opt_level = 2, .warp_size = 8};
+  char a[2048], b[2048];
+  fingerprint(&base, a, sizeof a);
+#define CHECK_OPTION(type, name, keyed)                                                                      \
+  {                                                                                                          \
+    vxl_options o = base;                                                                                    \
+    o.name = (type)(o.name ? 0 : 1);                                                                         \
+    fingerprint(&o, b, sizeof b);                                                                            \
+    if (keyed)                                                                                               \
+      cr_assert_str_neq(a, b, "option " #name " changes the output but not the fingerprint");                \
+    else                                                                                                     \
+      cr_assert_str_eq(a, b, "option " #name " does not change the output, so not the key");                 \
+  }
+  VXL_OPTIONS(CHECK_OPTION)
+#undef CHECK_OPTION
+  /* and an option left out of the key really leaves the output alone: the
+   * same object and layout with it flipped */
+  vxl_result r0, r1;
+  cr_assert_eq(vxt_compile_file(cc, VXT_KERNELS_DIR "/subgroups.mlir", &base, &r0), 0);
+  cr_assert(r0.ok);
+#define CHECK_UNKEYED(type, name, keyed)                                                                     \
+  if (!keyed) {                                                                                              \
+    vxl_options o = base;                                                                                    \
+    o.name = (type)(o.name ? 0 : 1);                                                                         \
+    cr_assert_eq(vxt_compile_file(cc, VXT_KERNELS_DIR "/subgroups.mlir", &o, &r1), 0);                       \
+    cr_assert(r1.ok);                                                                                        \
+    cr_assert_eq(r1.object_size, r0.object_size, #name " changed the object");                               \
+    cr_assert_eq(memcmp(r1.object, r0.object, r0.object_size), 0, #name " changed the object");              \
+    for (uint32_t i = 0; i < r0.nkernels; i++)                                                               \
+      cr_assert_eq(r1.kernels[i].buffer_size, r0.kernels[i].buffer_size, #name " changed a layout");         \
+    vxl_result_clear(&r1);                                                                                   \
+  }
+  VXL_OPTIONS(CHECK_UNKEYED)
+#undef CHECK_UNKEYED
+  vxl_result_clear(&r0);
+  /* defaults are applied first: the same compile has one fingerprint */
+  vxl_options d0 = {.opt_level = 2, .warp_size = 0},
+              d4 = {.opt_level = 2, .warp_size = VXL_DEFAULT_WARP_SIZE};
+  fingerprint(&d0, a, sizeof a);
+  fingerprint(&d4, b, sizeof b);
+  cr_assert_str_eq(a, b);
+  cr_assert_not_null(strstr(a, "lowering-abi="), "%s", a);
+  cr_assert_not_null(strstr(a, vxl_toolchain_fingerprint()), "%s", a);
+  cr_assert_eq(vxl_fingerprint(&d0, a, 16), -ENOSPC);
 }
 
 Test(lowering, unsupported_op_is_named_with_its_location) {
