@@ -24,9 +24,8 @@
 
 #define VXK_SCHEMA_VERSION "2"
 
-/* Keys read since the last vxk_flush(): their LRU time is written in one
- * transaction then, not one write per hit. */
-#define VXK_TOUCH_MAX 256
+/* Deletes per transaction when evicting. */
+#define VXK_EVICT_BATCH 256
 
 struct vxk_cache {
   sqlite3 *db;
@@ -34,9 +33,13 @@ struct vxk_cache {
   char err[512];
   /* prepared once, kept for the cache's lifetime */
   sqlite3_stmt *get_all, *get_one, *get_object, *touch, *put_old, *put_entry, *put_kernel;
-  char (*touched)[VXK_KEY_HEX + 1]; /* VXK_TOUCH_MAX keys, from malloc() */
-  uint32_t ntouched;
-  uint64_t touched_us;  /* time of the latest pending read */
+  /* keys read since the last flush, their LRU time written then (one
+   * transaction, not one write per hit); seen finds a key among them */
+  char (*touched)[VXK_KEY_HEX + 1]; /* malloc(), grows to VXK_TOUCH_MAX */
+  uint32_t ntouched, touched_cap;
+  uint64_t touched_us; /* time of the latest pending read */
+  uint32_t *seen;      /* open addressing over touched: index + 1, 0 = free */
+  uint32_t seen_cap;
   uint64_t total_bytes; /* SUM(entries.bytes), kept current so
                            a store does not scan the table */
 };
@@ -62,6 +65,11 @@ static const char vxk__schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;"
     "PRAGMA foreign_keys=ON;"
+    /* reads through a memory map of the database (up to 1 GiB) and 16 MiB of
+     * page cache per handle: a random-key hit then costs no read() calls,
+     * however many entries there are */
+    "PRAGMA mmap_size=1073741824;"
+    "PRAGMA cache_size=-16384;"
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
     "INSERT OR IGNORE INTO meta VALUES('schema_version', '" VXK_SCHEMA_VERSION "');"
     "CREATE TABLE IF NOT EXISTS entries("
@@ -154,12 +162,6 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     vxk_close(c);
     return VXK_EIO;
   }
-  c->touched = malloc(VXK_TOUCH_MAX * sizeof *c->touched);
-  if (!c->touched) {
-    snprintf(errbuf, errcap, "out of memory");
-    vxk_close(c);
-    return VXK_ENOMEM;
-  }
   if (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
       vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 AND name=?2", &c->get_one) ||
       vxk__prepare(c, "SELECT object FROM entries WHERE key=?1", &c->get_object) ||
@@ -180,17 +182,16 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
   return VXK_OK;
 }
 
-int vxk_flush(vxk_cache *c) {
-  if (c->ntouched == 0) return VXK_OK;
+int vxk_touch(vxk_cache *c, const vxk_touches *t) {
+  if (t->n == 0) return VXK_OK;
   int rc = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
-  for (uint32_t i = 0; rc == SQLITE_OK && i < c->ntouched; i++) {
-    sqlite3_bind_text(c->touch, 1, c->touched[i], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(c->touch, 2, (sqlite3_int64)c->touched_us);
+  for (uint32_t i = 0; rc == SQLITE_OK && i < t->n; i++) {
+    sqlite3_bind_text(c->touch, 1, t->keys[i], -1, SQLITE_STATIC);
+    sqlite3_bind_int64(c->touch, 2, (sqlite3_int64)t->used_us);
     rc = sqlite3_step(c->touch) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
     sqlite3_reset(c->touch);
   }
   if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-  c->ntouched = 0;
   if (rc != SQLITE_OK) {
     int out = vxk__fail(c, rc, "flush");
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
@@ -199,10 +200,69 @@ int vxk_flush(vxk_cache *c) {
   return VXK_OK;
 }
 
+int vxk_touch_take(vxk_cache *c, vxk_touches *out) {
+  *out = (vxk_touches){.used_us = c->touched_us};
+  if (c->ntouched == 0) return VXK_OK;
+  out->keys = malloc(c->ntouched * sizeof *out->keys);
+  if (!out->keys) return VXK_ENOMEM;
+  memcpy(out->keys, c->touched, c->ntouched * sizeof *out->keys);
+  out->n = c->ntouched;
+  c->ntouched = 0;
+  if (c->seen) memset(c->seen, 0, c->seen_cap * sizeof *c->seen);
+  return VXK_OK;
+}
+
+int vxk_flush(vxk_cache *c) {
+  vxk_touches t;
+  int rc = vxk_touch_take(c, &t);
+  if (rc == VXK_OK) rc = vxk_touch(c, &t);
+  free(t.keys);
+  return rc;
+}
+
+static size_t vxk__key_hash(const char *key) {
+  size_t h = 0; /* the key is a SHA-256 in hex: its first digits are uniform */
+  for (int i = 0; i < 12; i++)
+    h = h << 4 | (size_t)(key[i] <= '9' ? key[i] - '0' : key[i] - 'a' + 10);
+  return h;
+}
+
+/* Records key as read (see vxk_get).  No-op when the set is full or memory
+ * runs out. */
+static void vxk__touched_add(vxk_cache *c, const char *key) {
+  if (c->seen_cap < 2 * (c->ntouched + 1)) { /* grow the set and the table */
+    if (c->ntouched >= VXK_TOUCH_MAX) return;
+    uint32_t cap = c->touched_cap ? 2 * c->touched_cap : 64;
+    char(*keys)[VXK_KEY_HEX + 1] = realloc(c->touched, cap * sizeof *keys);
+    uint32_t *seen = calloc(2 * cap, sizeof *seen);
+    if (keys) c->touched = keys;
+    if (!keys || !seen) {
+      free(seen);
+      return;
+    }
+    free(c->seen);
+    c->seen = seen;
+    c->seen_cap = 2 * cap;
+    c->touched_cap = cap;
+    for (uint32_t i = 0; i < c->ntouched; i++) {
+      size_t h = vxk__key_hash(c->touched[i]) & (c->seen_cap - 1);
+      while (c->seen[h])
+        h = (h + 1) & (c->seen_cap - 1);
+      c->seen[h] = i + 1;
+    }
+  }
+  size_t h = vxk__key_hash(key) & (c->seen_cap - 1);
+  for (; c->seen[h]; h = (h + 1) & (c->seen_cap - 1))
+    if (memcmp(c->touched[c->seen[h] - 1], key, VXK_KEY_HEX) == 0) return;
+  memcpy(c->touched[c->ntouched], key, VXK_KEY_HEX + 1);
+  c->seen[h] = ++c->ntouched;
+}
+
 void vxk_close(vxk_cache *c) {
   if (!c) return;
-  if (c->touch && c->touched) vxk_flush(c);
+  if (c->touch) vxk_flush(c);
   free(c->touched);
+  free(c->seen);
   sqlite3_finalize(c->get_all);
   sqlite3_finalize(c->get_one);
   sqlite3_finalize(c->get_object);
@@ -252,14 +312,48 @@ static int vxk__evict(vxk_cache *c) {
     sqlite3_finalize(st);
     return vxk__fail(c, rc, "evict");
   }
+  /* the victims first (a read), then deleted VXK_EVICT_BATCH per
+   * transaction: one commit per batch, not per entry */
+  char(*victims)[VXK_KEY_HEX + 1] = NULL;
+  size_t nv = 0, cap = 0;
   while (total > target && sqlite3_step(st) == SQLITE_ROW) {
-    sqlite3_bind_text(del, 1, (const char *)sqlite3_column_text(st, 0), -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(del) != SQLITE_DONE) break;
-    sqlite3_reset(del);
+    if (nv == cap) {
+      cap = cap ? 2 * cap : 64;
+      char(*v)[VXK_KEY_HEX + 1] = realloc(victims, cap * sizeof *v);
+      if (!v) break;
+      victims = v;
+    }
+    snprintf(victims[nv++], VXK_KEY_HEX + 1, "%s", (const char *)sqlite3_column_text(st, 0));
     total -= (uint64_t)sqlite3_column_int64(st, 1);
-    evicted++;
   }
   sqlite3_finalize(st);
+  total = c->total_bytes;
+  for (size_t i = 0; i < nv && rc == VXK_OK; i += VXK_EVICT_BATCH) {
+    int erc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    sqlite3_stmt *sz = NULL;
+    if (erc == SQLITE_OK)
+      erc = sqlite3_prepare_v2(c->db, "SELECT bytes FROM entries WHERE key=?1", -1, &sz, NULL);
+    uint64_t freed = 0, n = 0;
+    for (size_t k = i; erc == SQLITE_OK && k < nv && k < i + VXK_EVICT_BATCH; k++) {
+      sqlite3_bind_text(sz, 1, victims[k], -1, SQLITE_STATIC);
+      uint64_t b = sqlite3_step(sz) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(sz, 0) : 0;
+      sqlite3_reset(sz);
+      sqlite3_bind_text(del, 1, victims[k], -1, SQLITE_STATIC);
+      erc = sqlite3_step(del) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
+      sqlite3_reset(del);
+      if (erc == SQLITE_OK && sqlite3_changes(c->db) > 0) freed += b, n++;
+    }
+    sqlite3_finalize(sz);
+    if (erc == SQLITE_OK) erc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    if (erc != SQLITE_OK) {
+      rc = vxk__fail(c, erc, "evict");
+      sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+      break;
+    }
+    total -= freed < total ? freed : total;
+    evicted += n;
+  }
+  free(victims);
   sqlite3_finalize(del);
   c->total_bytes = total;
   return evicted ? vxk_counter_add(c, "evictions", (int64_t)evicted) : VXK_OK;
@@ -386,15 +480,8 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
     vxk_entry_clear(&e);
     return out_rc;
   }
-  /* LRU bookkeeping, written by the next vxk_flush(); a full batch is
-   * written now.  A failure there does not fail this read. */
-  uint32_t i = 0;
-  while (i < c->ntouched && strcmp(c->touched[i], key) != 0)
-    i++;
-  if (i == c->ntouched) {
-    if (c->ntouched == VXK_TOUCH_MAX) vxk_flush(c);
-    memcpy(c->touched[c->ntouched++], key, VXK_KEY_HEX + 1);
-  }
+  /* LRU bookkeeping, written by the next vxk_flush() or vxk_touch() */
+  vxk__touched_add(c, key);
   c->touched_us = vxk__now_us();
   *out = e;
   return VXK_OK;

@@ -6,9 +6,11 @@
  * it), written in one transaction so an entry is either whole or absent.  Survives restarts; the
  * database runs in WAL mode so readers never see a half-written entry.
  *
- * THREAD NOTES: a vxk_cache is used by one thread at a time (the daemon's
- * loop thread).  Several processes may open the same directory; SQLite's
- * locking keeps them consistent (busy timeout 5 s).
+ * THREAD NOTES: a vxk_cache is used by one thread at a time.  The daemon
+ * opens two on one directory: its loop thread reads (vxk_get, which writes
+ * nothing) and its store thread writes (vxk_put, vxk_touch, counters).
+ * Several processes may open the same directory too; SQLite's locking
+ * (WAL mode, busy timeout 5 s) keeps them consistent.
  *
  * Errors: 0 on success, else a negative VXK_E* code; vxk_errmsg() says more
  * about the last failure of that cache.
@@ -86,18 +88,41 @@ int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_
 
 /* Reads the entry for key; kernel NULL reads every kernel record, else only
  * the one with that name (the object always).  On success fills *out
- * (caller clears it with vxk_entry_clear) and marks the entry used (LRU).
- * Returns 0, VXK_ENOTFOUND, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
+ * (caller clears it with vxk_entry_clear) and records the key as used: the
+ * LRU time is written later, by vxk_flush on this cache or, after
+ * vxk_touch_take, by vxk_touch on another (a read never writes).  Up to
+ * VXK_TOUCH_MAX distinct keys are recorded between flushes; reads past that
+ * are not (their entries only look older to eviction).  Returns 0,
+ * VXK_ENOTFOUND, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
 int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out);
 
 /* Releases what vxk_get filled (not the struct).  NULL-safe. */
 void vxk_entry_clear(vxk_entry *e);
 
+/* Distinct keys a cache records as read between flushes. */
+#define VXK_TOUCH_MAX 65536u
+
+/* Keys read, and when: what vxk_touch writes. */
+typedef struct {
+  char (*keys)[VXK_KEY_HEX + 1]; /* n keys; malloc() */
+  uint32_t n;
+  uint64_t used_us; /* time of the latest read (microseconds, realtime) */
+} vxk_touches;
+
 /* Writes the LRU times of entries read since the last flush in one
  * transaction (reads do not write, so a hit costs no write transaction).
- * Call it periodically (the daemon does every second); vxk_close and eviction
- * call it too.  Returns 0 or VXK_EIO/VXK_EFULL. */
+ * Call it periodically; vxk_close and eviction call it too.  Returns 0 or
+ * VXK_EIO/VXK_EFULL. */
 int vxk_flush(vxk_cache *c);
+
+/* Moves the keys c recorded as read into *out (caller frees out->keys),
+ * leaving c with none: for another cache handle to write with vxk_touch.
+ * Returns 0 or VXK_ENOMEM (nothing moved). */
+int vxk_touch_take(vxk_cache *c, vxk_touches *out);
+
+/* Writes the LRU times (and hit counts) of t's keys in one transaction.
+ * Returns 0 or VXK_EIO/VXK_EFULL. */
+int vxk_touch(vxk_cache *c, const vxk_touches *t);
 
 /* Adds delta to a persistent counter: "hits", "misses", "compile_errors". */
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta);

@@ -13,6 +13,9 @@
 
 #include <stdint.h>
 
+#include <uv.h>
+
+#include "vxk.h"
 #include "vxl.h"
 #include "vxp.h"
 
@@ -40,6 +43,40 @@ int vxd_worker_run(void);
  * with and what the daemon's cache key fingerprints (vxl_fingerprint), so
  * the two cannot disagree.  Any thread. */
 void vxd_options_from_request(const vxp_request *req, vxl_options *o);
+
+/* ---- vxd_store.c: the cache's write path on its own thread ---- */
+
+typedef struct vxd_store vxd_store;
+typedef struct vxd_pending vxd_pending;
+
+/* Opens a second handle on the cache in cache_dir (max_bytes as vxk_open)
+ * and starts the store thread; failures of queued jobs are reported to
+ * log(log_ud, message) on the loop thread.  Returns 0 and *out, or -1 with
+ * a message in err (errcap bytes).  Loop thread. */
+int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes,
+                   void (*log)(void *, const char *), void *log_ud, vxd_store **out, char *err,
+                   size_t errcap);
+
+/* Queues r's object and kernel records (copied) for storing under key, and
+ * returns at once.  Returns 0, or -1 when out of memory (nothing queued). */
+int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r);
+
+/* Queues the persistent counter deltas and the LRU times of the entries
+ * `reader` (the loop's read handle) recorded as read (taken from it now). */
+void vxd_store_flush(vxd_store *st, vxk_cache *reader, int64_t hits, int64_t misses, int64_t errors);
+
+/* A queued, not yet written entry for key, as vxk_get would return it
+ * (kernel NULL: all).  Returns VXK_OK (caller clears *out), VXK_ENOTFOUND,
+ * VXK_ENOMEM. */
+int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, vxk_entry *out);
+
+/* Waits until everything queued so far is written (stats answer from the
+ * database after this).  Blocks the loop thread meanwhile. */
+void vxd_store_drain(vxd_store *st);
+
+/* Writes what is queued, stops the thread, closes its handle; st is freed
+ * once the loop has run the async handle's close.  Loop thread. */
+void vxd_store_close(vxd_store *st);
 
 /* Version string reported in hello and folded into cache keys. */
 #define VXD_SERVER_NAME "vortexd " VORTEXD_VERSION

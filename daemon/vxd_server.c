@@ -104,7 +104,8 @@ struct vxd_server {
   uv_timer_t idle, flush;
   int bound_socket; /* we created the socket file (not socket activation) */
   int lock_fd;
-  vxk_cache *cache;
+  vxk_cache *cache; /* reads only (hits never write) */
+  vxd_store *store; /* every cache write, on its own thread; NULL once stopped */
   vxd_conn *conns;
   uint64_t next_conn_id, next_job_id;
   vxd_job *queue_head, *queue_tail, *inflight;
@@ -117,6 +118,7 @@ struct vxd_server {
 };
 
 static void vxd__log(const vxd_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void vxd__log_line(void *s, const char *msg) { vxd__log(s, "%s", msg); }
 static void vxd__log(const vxd_server *s, const char *fmt, ...) {
   (void)s;
   va_list ap;
@@ -250,36 +252,16 @@ static int vxd__kernels_from_cache(vxk_entry *e, vxp_response *resp) {
   return VXP_OK;
 }
 
-/* Stores a worker's successful result in one transaction. */
+/* Queues a worker's successful result for the store thread. */
 static void vxd__store(vxd_server *s, const char *key, const vxp_response *r) {
-  vxk_kernel_in *ks = calloc(r->nkernels ? r->nkernels : 1, sizeof *ks);
-  uint8_t **metas = calloc(r->nkernels ? r->nkernels : 1, sizeof *metas);
-  int ok = ks && metas;
-  for (uint32_t i = 0; ok && i < r->nkernels; i++) {
-    size_t ml = 0;
-    ok = vxp_kernel_meta_encode(&r->kernels[i], &metas[i], &ml) == VXP_OK;
-    ks[i] = (vxk_kernel_in){r->kernels[i].name, metas[i], ml};
-  }
-  if (!ok)
-    vxd__log(s, "not cached %s: out of memory", key);
-  else {
-    int rc = vxk_put(s->cache, key, r->object, r->object_size, ks, r->nkernels);
-    if (rc != VXK_OK)
-      vxd__log(s, "not cached %s: %s%s", key, vxk_errmsg(s->cache),
-               rc == VXK_EFULL ? " (disk full; existing entries are intact)" : "");
-  }
-  for (uint32_t i = 0; metas && i < r->nkernels; i++)
-    free(metas[i]);
-  free(metas);
-  free(ks);
+  if (s->store && vxd_store_put(s->store, key, r) != 0) vxd__log(s, "not cached %s: out of memory", key);
 }
 
+/* Hands the counters and the LRU times of the entries read to the store
+ * thread (every second, and when stopping). */
 static void vxd__flush_counters(vxd_server *s) {
-  if (s->pending_hits) vxk_counter_add(s->cache, "hits", s->pending_hits);
-  if (s->pending_misses) vxk_counter_add(s->cache, "misses", s->pending_misses);
-  if (s->pending_errors) vxk_counter_add(s->cache, "compile_errors", s->pending_errors);
+  if (s->store) vxd_store_flush(s->store, s->cache, s->pending_hits, s->pending_misses, s->pending_errors);
   s->pending_hits = s->pending_misses = s->pending_errors = 0;
-  vxk_flush(s->cache);
 }
 
 static void vxd__flush_cb(uv_timer_t *t) { vxd__flush_counters(t->data); }
@@ -532,14 +514,17 @@ static void vxd__on_hello(vxd_conn *c, const vxp_request *req) {
 static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   vxd_server *s = c->srv;
   vxk_stats ks;
+  /* counters and entries as of now: what is queued is written first */
+  vxd__flush_counters(s);
+  if (s->store) vxd_store_drain(s->store);
   if (vxk_stats_get(s->cache, &ks) != VXK_OK) {
     vxd__send_error(c, req->id, VXP_OP_STATS, VXP_STATUS_INTERNAL, vxk_errmsg(s->cache), 0);
     return;
   }
   vxp_response r = {.id = req->id, .op = VXP_OP_STATS, .status = VXP_STATUS_OK};
-  r.stats.hits = ks.hits + (uint64_t)s->pending_hits;
-  r.stats.misses = ks.misses + (uint64_t)s->pending_misses;
-  r.stats.compile_errors = ks.compile_errors + (uint64_t)s->pending_errors;
+  r.stats.hits = ks.hits;
+  r.stats.misses = ks.misses;
+  r.stats.compile_errors = ks.compile_errors;
   r.stats.entries = ks.entries;
   r.stats.bytes = ks.bytes;
   r.stats.requests = s->requests;
@@ -555,6 +540,8 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   vxd_server *s = c->srv;
   vxk_entry e;
   int rc = vxk_get(s->cache, key, kernel, &e);
+  if (rc == VXK_ENOTFOUND && s->store)
+    rc = vxd_store_pending(s->store, key, kernel, &e); /* not written yet */
   if (rc != VXK_OK) {
     if (rc != VXK_ENOTFOUND) vxd__log(s, "cache read %s: %s", key, vxk_errmsg(s->cache));
     return rc;
@@ -758,6 +745,9 @@ static void vxd__stop(vxd_server *s, const char *why) {
   vxd__close_if_open((uv_handle_t *)&s->sigterm);
   vxd__close_if_open((uv_handle_t *)&s->idle);
   vxd__close_if_open((uv_handle_t *)&s->flush);
+  vxd__flush_counters(s);
+  vxd_store_close(s->store); /* writes what is queued first */
+  s->store = NULL;
   while (s->queue_head) { /* queued jobs will not run */
     vxd_job *j = s->queue_head;
     s->queue_head = j->next;
@@ -836,8 +826,16 @@ int vxd_server_run(const vxd_config *cfg) {
     free(s);
     return 1;
   }
+  if (vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, vxd__log_line, s, &s->store, err,
+                     sizeof err) != 0) {
+    vxd__log(s, "%s", err);
+    vxk_close(s->cache);
+    free(s);
+    return 1;
+  }
   int status = vxd__listen(s);
   if (status != 0) {
+    vxd_store_close(s->store);
     uv_close((uv_handle_t *)&s->listener, NULL);
     uv_run(s->loop, UV_RUN_DEFAULT);
     uv_loop_close(s->loop);
@@ -873,7 +871,6 @@ int vxd_server_run(const vxd_config *cfg) {
 
   uv_run(s->loop, UV_RUN_DEFAULT);
 
-  vxd__flush_counters(s);
   while (s->inflight) {
     vxd_job *j = s->inflight;
     s->inflight = j->next;

@@ -1,0 +1,291 @@
+/*
+ * vxd_store.c - the cache's write path, on a thread of its own.
+ *
+ * Everything that writes the SQLite cache runs here, never on the loop
+ * thread: storing a compiled entry (one transaction, then eviction in
+ * batches), the LRU times of entries read since the last flush, and the
+ * persistent counters.  The thread owns a cache handle of its own; the loop
+ * thread keeps another for reads (vxk_get writes nothing).
+ *
+ * Jobs are queued in order and run one at a time.  An entry stays in the
+ * loop-side pending list from vxd_store_put until the thread has written it
+ * (a uv_async wakes the loop), so a request for it in between is still a
+ * hit (vxd_store_pending).
+ *
+ * THREAD NOTES: vxd_store_* are called on the loop thread only; the queue is
+ * shared with the store thread under a mutex; a job's data is immutable from
+ * queueing until the loop frees it after completion.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "vxd.h"
+#include "vxk.h"
+
+typedef enum { VXD__STORE_PUT, VXD__STORE_FLUSH } vxd__store_kind;
+
+struct vxd_pending {
+  vxd__store_kind kind;
+  /* put */
+  char key[VXK_KEY_HEX + 1];
+  uint8_t *object;
+  size_t object_size;
+  vxk_kernel_in *kernels; /* names and metadata owned here */
+  uint32_t nkernels;
+  /* flush */
+  vxk_touches touches;
+  int64_t hits, misses, errors;
+  /* written by the store thread, read by the loop after completion */
+  int rc;
+  char err[256];
+  struct vxd_pending *next_queued; /* under the mutex */
+  struct vxd_pending *next_done;   /* under the mutex */
+  struct vxd_pending *prev, *next; /* loop-side pending list */
+};
+
+struct vxd_store {
+  uv_loop_t *loop;
+  vxk_cache *cache; /* the store thread's handle */
+  uv_thread_t thread;
+  uv_mutex_t mu;
+  uv_cond_t cv;      /* work queued, or stopping */
+  uv_cond_t idle_cv; /* the queue ran empty */
+  int running;       /* a job is being written */
+  uv_async_t done_async;
+  vxd_pending *queue_head, *queue_tail, *done;
+  int stopping;
+  vxd_pending *pending; /* loop side: queued or running, not yet reaped */
+  void (*log)(void *ud, const char *msg);
+  void *log_ud;
+};
+
+static void vxd__pending_free(vxd_pending *p) {
+  if (!p) return;
+  for (uint32_t i = 0; p->kernels && i < p->nkernels; i++) {
+    free((char *)p->kernels[i].name);
+    free((uint8_t *)p->kernels[i].metadata);
+  }
+  free(p->kernels);
+  free(p->object);
+  free(p->touches.keys);
+  free(p);
+}
+
+/* Runs one job on the store thread's handle. */
+static void vxd__store_run(vxd_store *st, vxd_pending *p) {
+  if (p->kind == VXD__STORE_PUT) {
+    p->rc = vxk_put(st->cache, p->key, p->object, p->object_size, p->kernels, p->nkernels);
+  } else {
+    p->rc = VXK_OK;
+    if (p->hits) p->rc |= vxk_counter_add(st->cache, "hits", p->hits);
+    if (p->misses) p->rc |= vxk_counter_add(st->cache, "misses", p->misses);
+    if (p->errors) p->rc |= vxk_counter_add(st->cache, "compile_errors", p->errors);
+    int trc = vxk_touch(st->cache, &p->touches);
+    if (trc != VXK_OK) p->rc = trc;
+  }
+  if (p->rc != VXK_OK) snprintf(p->err, sizeof p->err, "%s", vxk_errmsg(st->cache));
+}
+
+static void vxd__store_thread(void *arg) {
+  vxd_store *st = arg;
+  uv_mutex_lock(&st->mu);
+  for (;;) {
+    while (!st->queue_head && !st->stopping) {
+      uv_cond_broadcast(&st->idle_cv);
+      uv_cond_wait(&st->cv, &st->mu);
+    }
+    vxd_pending *p = st->queue_head;
+    if (!p) break; /* stopping and drained */
+    st->queue_head = p->next_queued;
+    if (!st->queue_head) st->queue_tail = NULL;
+    st->running = 1;
+    uv_mutex_unlock(&st->mu);
+    vxd__store_run(st, p);
+    uv_mutex_lock(&st->mu);
+    st->running = 0;
+    p->next_done = st->done;
+    st->done = p;
+    uv_async_send(&st->done_async);
+  }
+  uv_cond_broadcast(&st->idle_cv);
+  uv_mutex_unlock(&st->mu);
+}
+
+void vxd_store_drain(vxd_store *st) {
+  uv_mutex_lock(&st->mu);
+  while (st->queue_head || st->running)
+    uv_cond_wait(&st->idle_cv, &st->mu);
+  uv_mutex_unlock(&st->mu);
+}
+
+/* Loop thread: reaps finished jobs, logging failures. */
+static void vxd__store_reap(vxd_store *st) {
+  uv_mutex_lock(&st->mu);
+  vxd_pending *done = st->done;
+  st->done = NULL;
+  uv_mutex_unlock(&st->mu);
+  while (done) {
+    vxd_pending *p = done;
+    done = p->next_done;
+    if (p->rc != VXK_OK && st->log) {
+      char msg[512];
+      if (p->kind == VXD__STORE_PUT)
+        snprintf(msg, sizeof msg, "not cached %s: %s%s", p->key, p->err,
+                 p->rc == VXK_EFULL ? " (disk full; existing entries are intact)" : "");
+      else
+        snprintf(msg, sizeof msg, "cache bookkeeping not written: %s", p->err);
+      st->log(st->log_ud, msg);
+    }
+    if (p->prev)
+      p->prev->next = p->next;
+    else
+      st->pending = p->next;
+    if (p->next) p->next->prev = p->prev;
+    vxd__pending_free(p);
+  }
+}
+
+static void vxd__store_done_cb(uv_async_t *a) { vxd__store_reap(a->data); }
+
+int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, void (*log)(void *, const char *),
+                   void *log_ud, vxd_store **out, char *err, size_t errcap) {
+  vxd_store *st = calloc(1, sizeof *st);
+  if (!st) {
+    snprintf(err, errcap, "out of memory");
+    return -1;
+  }
+  st->loop = loop;
+  st->log = log;
+  st->log_ud = log_ud;
+  if (vxk_open(cache_dir, max_bytes, &st->cache, err, errcap) != VXK_OK) {
+    free(st);
+    return -1;
+  }
+  uv_mutex_init(&st->mu);
+  uv_cond_init(&st->cv);
+  uv_cond_init(&st->idle_cv);
+  uv_async_init(loop, &st->done_async, vxd__store_done_cb);
+  st->done_async.data = st;
+  if (uv_thread_create(&st->thread, vxd__store_thread, st) != 0) {
+    snprintf(err, errcap, "cannot start the store thread");
+    uv_close((uv_handle_t *)&st->done_async, NULL);
+    uv_cond_destroy(&st->cv);
+    uv_cond_destroy(&st->idle_cv);
+    uv_mutex_destroy(&st->mu);
+    vxk_close(st->cache);
+    free(st);
+    return -1;
+  }
+  *out = st;
+  return 0;
+}
+
+/* Queues p (loop thread). */
+static void vxd__store_queue(vxd_store *st, vxd_pending *p) {
+  p->next = st->pending;
+  if (st->pending) st->pending->prev = p;
+  st->pending = p;
+  uv_mutex_lock(&st->mu);
+  if (st->queue_tail)
+    st->queue_tail->next_queued = p;
+  else
+    st->queue_head = p;
+  st->queue_tail = p;
+  uv_cond_signal(&st->cv);
+  uv_mutex_unlock(&st->mu);
+}
+
+int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r) {
+  vxd_pending *p = calloc(1, sizeof *p);
+  if (!p) return -1;
+  p->kind = VXD__STORE_PUT;
+  snprintf(p->key, sizeof p->key, "%s", key);
+  p->object = malloc(r->object_size ? r->object_size : 1);
+  p->kernels = calloc(r->nkernels ? r->nkernels : 1, sizeof *p->kernels);
+  int ok = p->object && p->kernels;
+  if (ok && r->object_size) memcpy(p->object, r->object, r->object_size);
+  p->object_size = r->object_size;
+  for (uint32_t i = 0; ok && i < r->nkernels; i++) {
+    uint8_t *meta = NULL;
+    size_t ml = 0;
+    char *name = strdup(r->kernels[i].name);
+    ok = name && vxp_kernel_meta_encode(&r->kernels[i], &meta, &ml) == VXP_OK;
+    p->kernels[i] = (vxk_kernel_in){name, meta, ml};
+    p->nkernels = i + 1;
+  }
+  if (!ok) {
+    vxd__pending_free(p);
+    return -1;
+  }
+  vxd__store_queue(st, p);
+  return 0;
+}
+
+void vxd_store_flush(vxd_store *st, vxk_cache *reader, int64_t hits, int64_t misses, int64_t errors) {
+  vxd_pending *p = calloc(1, sizeof *p);
+  if (!p) return;
+  p->kind = VXD__STORE_FLUSH;
+  p->hits = hits;
+  p->misses = misses;
+  p->errors = errors;
+  if (vxk_touch_take(reader, &p->touches) != VXK_OK) p->touches = (vxk_touches){0};
+  if (!p->hits && !p->misses && !p->errors && !p->touches.n) {
+    vxd__pending_free(p);
+    return;
+  }
+  vxd__store_queue(st, p);
+}
+
+int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, vxk_entry *out) {
+  for (const vxd_pending *p = st->pending; p; p = p->next) {
+    if (p->kind != VXD__STORE_PUT || strcmp(p->key, key) != 0) continue;
+    *out = (vxk_entry){0};
+    out->object = malloc(p->object_size ? p->object_size : 1);
+    out->kernels = calloc(p->nkernels ? p->nkernels : 1, sizeof *out->kernels);
+    if (!out->object || !out->kernels) {
+      vxk_entry_clear(out);
+      return VXK_ENOMEM;
+    }
+    memcpy(out->object, p->object, p->object_size);
+    out->object_size = p->object_size;
+    for (uint32_t i = 0; i < p->nkernels; i++) {
+      if (kernel && strcmp(kernel, p->kernels[i].name) != 0) continue;
+      vxk_kernel_out *k = &out->kernels[out->nkernels++];
+      k->name = strdup(p->kernels[i].name);
+      k->metadata = malloc(p->kernels[i].metadata_size ? p->kernels[i].metadata_size : 1);
+      if (!k->name || !k->metadata) {
+        vxk_entry_clear(out);
+        return VXK_ENOMEM;
+      }
+      memcpy(k->metadata, p->kernels[i].metadata, p->kernels[i].metadata_size);
+      k->metadata_size = p->kernels[i].metadata_size;
+    }
+    if (out->nkernels == 0) {
+      vxk_entry_clear(out);
+      return VXK_ENOTFOUND;
+    }
+    return VXK_OK;
+  }
+  return VXK_ENOTFOUND;
+}
+
+static void vxd__store_closed_cb(uv_handle_t *h) { free(h->data); }
+
+void vxd_store_close(vxd_store *st) {
+  if (!st) return;
+  uv_mutex_lock(&st->mu);
+  st->stopping = 1;
+  uv_cond_signal(&st->cv);
+  uv_mutex_unlock(&st->mu);
+  uv_thread_join(&st->thread); /* the queue is drained first */
+  vxd__store_reap(st);
+  uv_cond_destroy(&st->cv);
+  uv_cond_destroy(&st->idle_cv);
+  uv_mutex_destroy(&st->mu);
+  vxk_close(st->cache);
+  st->cache = NULL;
+  uv_close((uv_handle_t *)&st->done_async, vxd__store_closed_cb); /* frees st */
+}
