@@ -80,7 +80,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cannot connect to %s\n", argv[1]);
     return 2;
   }
-  printf("server: %s\ninput:  %s (%zu bytes)\n\n", vxc_server_info(c)->server, argv[2], len);
+  const vxp_response *hello = vxc_server_info(c);
+  printf("server: %s\ninput:  %s (%zu bytes)\n\n", hello ? hello->server : "?", argv[2], len);
 
   char *var = malloc(len + 64);
   memcpy(var, src, len);

@@ -82,6 +82,7 @@ static int vxc__read_full(int fd, uint8_t *p, size_t n) {
 static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
   memset(resp, 0, sizeof *resp);
   req->id = ++c->next_id;
+  req->proto_version = VXP_PROTOCOL_VERSION; /* checked by the daemon on every request */
   uint8_t *frame = NULL;
   size_t flen = 0;
   int rc = vxp_request_encode(req, &frame, &flen);
@@ -129,16 +130,20 @@ int vxc_connect(const char *path, vxc_conn **out) {
     return -ENOMEM;
   }
   c->fd = fd;
-  vxp_request hello = {
-      .op = VXP_OP_HELLO, .proto_version = VXP_PROTOCOL_VERSION, .client = (char *)"libvxc " VORTEXD_VERSION};
-  int rc = vxc__roundtrip(c, &hello, &c->hello);
-  if (rc == 0 && c->hello.status != VXP_STATUS_OK) rc = -EPROTONOSUPPORT;
-  if (rc) {
-    vxc_close(c);
-    return rc;
-  }
   *out = c;
   return 0;
+}
+
+/* Says hello (once per connection) for vxc_server_info. */
+static int vxc__hello(vxc_conn *c) {
+  if (c->hello.server) return 0;
+  vxp_request hello = {
+      .op = VXP_OP_HELLO, .proto_version = VXP_PROTOCOL_VERSION, .client = (char *)"libvxc " VORTEXD_VERSION};
+  vxp_response_clear(&c->hello);
+  int rc = vxc__roundtrip(c, &hello, &c->hello);
+  if (rc == 0 && c->hello.status != VXP_STATUS_OK) rc = -EPROTONOSUPPORT;
+  if (rc == 0 && !c->hello.server) rc = -EPROTO;
+  return rc;
 }
 
 void vxc_close(vxc_conn *c) {
@@ -148,7 +153,7 @@ void vxc_close(vxc_conn *c) {
   free(c);
 }
 
-const vxp_response *vxc_server_info(const vxc_conn *c) { return &c->hello; }
+const vxp_response *vxc_server_info(vxc_conn *c) { return vxc__hello(c) == 0 ? &c->hello : NULL; }
 
 /* Starts `program --socket path --idle-timeout T` in a new session with
  * stdin/stdout on /dev/null and stderr appended to a log beside the socket.

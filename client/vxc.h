@@ -35,8 +35,11 @@ int vxc_default_socket_path(char *buf, size_t cap);
  * $HOME/.cache/vortexd.  Returns 0 or -ENAMETOOLONG.  Any thread. */
 int vxc_default_cache_dir(char *buf, size_t cap);
 
-/* Connects to the daemon at path (NULL: vxc_default_socket_path) and
- * exchanges hello.  Returns 0 and *out (caller owns; vxc_close). */
+/* Connects to the daemon at path (NULL: vxc_default_socket_path).  No
+ * round trip: every request carries the protocol version, which the daemon
+ * checks (a daemon that speaks another answers each request with
+ * VXP_STATUS_BAD_REQUEST saying so).  Returns 0 and *out (caller owns;
+ * vxc_close), -ECONNREFUSED / -ENOENT when no daemon listens at path. */
 int vxc_connect(const char *path, vxc_conn **out);
 
 /* Like vxc_connect, but when no daemon answers starts one (the vortexd
@@ -49,8 +52,10 @@ int vxc_connect_or_spawn(const char *path, const char *vortexd_program, int time
 
 void vxc_close(vxc_conn *c);
 
-/* The daemon's hello answer (server string, limits); borrowed from c. */
-const vxp_response *vxc_server_info(const vxc_conn *c);
+/* The daemon's hello answer (server string, limits), asked for on the
+ * first call (one round trip); borrowed from c.  NULL when the daemon did
+ * not answer or speaks another protocol version. */
+const vxp_response *vxc_server_info(vxc_conn *c);
 
 /* Compiles MLIR source (len bytes) named source_name (for diagnostics).
  * opts may be NULL (O2, no IR, 4 threads per warp).  Fills *resp (caller

@@ -335,10 +335,10 @@ int main(int argc, char **argv) {
         printf("server          %s\nhits            %llu\nmisses          %llu\ncompile errors  %llu\n"
                "entries         %llu\nbytes           %llu\nrequests        %llu\nworkers         %llu\n"
                "worker restarts %llu\nuptime          %.1f s\n",
-               vxc_server_info(conn)->server, (unsigned long long)s->hits, (unsigned long long)s->misses,
-               (unsigned long long)s->compile_errors, (unsigned long long)s->entries,
-               (unsigned long long)s->bytes, (unsigned long long)s->requests, (unsigned long long)s->workers,
-               (unsigned long long)s->worker_restarts, s->uptime_ms / 1000.0);
+               vxc_server_info(conn) ? vxc_server_info(conn)->server : "?", (unsigned long long)s->hits,
+               (unsigned long long)s->misses, (unsigned long long)s->compile_errors,
+               (unsigned long long)s->entries, (unsigned long long)s->bytes, (unsigned long long)s->requests,
+               (unsigned long long)s->workers, (unsigned long long)s->worker_restarts, s->uptime_ms / 1000.0);
     }
   } else {
     fprintf(stderr, "vxc: unknown command '%s'\n", cmd);

@@ -493,13 +493,6 @@ static void vxd__dispatch(vxd_server *s) {
 /* ---- requests ---- */
 
 static void vxd__on_hello(vxd_conn *c, const vxp_request *req) {
-  if (req->proto_version != VXP_PROTOCOL_VERSION) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "protocol version %u not supported (this daemon speaks %u)", req->proto_version,
-             VXP_PROTOCOL_VERSION);
-    vxd__send_error(c, req->id, VXP_OP_HELLO, VXP_STATUS_BAD_REQUEST, msg, 0);
-    return;
-  }
   char server[256];
   snprintf(server, sizeof server, "%s (%s)", VXD_SERVER_NAME, vxl_toolchain_summary());
   vxp_response r = {.id = req->id,
@@ -654,6 +647,16 @@ static void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
     char msg[160];
     snprintf(msg, sizeof msg, "malformed request: %s", vxp_strerror(rc));
     vxd__send_error(c, req.id, req.op, VXP_STATUS_BAD_REQUEST, msg, 0);
+    return;
+  }
+  /* hello must name the client's protocol version, any other request may
+   * (a client then needs no hello round trip): it must be ours */
+  if ((req.op == VXP_OP_HELLO || req.proto_version != 0) && req.proto_version != VXP_PROTOCOL_VERSION) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "protocol version %u not supported (this daemon speaks %u)", req.proto_version,
+             VXP_PROTOCOL_VERSION);
+    vxd__send_error(c, req.id, req.op, VXP_STATUS_BAD_REQUEST, msg, 0);
+    vxp_request_clear(&req);
     return;
   }
   switch (req.op) {

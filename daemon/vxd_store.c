@@ -150,8 +150,9 @@ static void vxd__store_reap(vxd_store *st) {
 
 static void vxd__store_done_cb(uv_async_t *a) { vxd__store_reap(a->data); }
 
-int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, void (*log)(void *, const char *),
-                   void *log_ud, vxd_store **out, char *err, size_t errcap) {
+int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes,
+                   void (*log)(void *, const char *), void *log_ud, vxd_store **out, char *err,
+                   size_t errcap) {
   vxd_store *st = calloc(1, sizeof *st);
   if (!st) {
     snprintf(err, errcap, "out of memory");

@@ -216,9 +216,10 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   msgpack_packer pk;
   vxp__frame_begin(&sb, &pk);
   const char *op = vxp_op_name(r->op);
-  uint32_t n = 2;
+  /* "proto" rides on every request that sets it (hello must) */
+  uint32_t n = 2 + (r->op == VXP_OP_HELLO || r->proto_version != 0);
   switch (r->op) {
-  case VXP_OP_HELLO: n += 1 + (r->client != NULL); break;
+  case VXP_OP_HELLO: n += (r->client != NULL); break;
   case VXP_OP_COMPILE: n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns; break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
   default: break;
@@ -226,9 +227,9 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   msgpack_pack_map(&pk, n);
   vxp__kv_u64(&pk, "id", r->id);
   vxp__kv_str(&pk, "op", op ? op : "");
+  if (r->op == VXP_OP_HELLO || r->proto_version != 0) vxp__kv_u64(&pk, "proto", r->proto_version);
   switch (r->op) {
   case VXP_OP_HELLO:
-    vxp__kv_u64(&pk, "proto", r->proto_version);
     if (r->client) vxp__kv_str(&pk, "client", r->client);
     break;
   case VXP_OP_COMPILE:

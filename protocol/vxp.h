@@ -116,9 +116,11 @@ const char *vxp_op_name(vxp_op op);
 typedef struct {
   uint64_t id; /* chosen by the client, echoed in the response */
   vxp_op op;
+  uint32_t proto_version; /* VXP_PROTOCOL_VERSION of the client: required
+                             in hello, optional in the others (0 = not
+                             sent), where it spares the hello round trip */
   /* hello */
-  uint32_t proto_version; /* VXP_PROTOCOL_VERSION of the client */
-  char *client;           /* free text, e.g. "vxc 0.1.0"; may be NULL */
+  char *client; /* free text, e.g. "vxc 0.1.0"; may be NULL */
   /* compile */
   uint8_t *source; /* MLIR text (not NUL-terminated) */
   size_t source_len;

@@ -355,6 +355,48 @@ Test(e2e, malformed_payload_keeps_the_connection) {
   close(fd);
 }
 
+Test(e2e, every_request_may_carry_the_protocol_version_instead_of_hello) {
+  /* one round trip for a compile: the version rides along */
+  int fd = raw_connect();
+  const char *src = "module { gpu.module @m { gpu.func @k() kernel { gpu.return } } }";
+  vxp_request req = {.id = 5,
+                     .op = VXP_OP_COMPILE,
+                     .proto_version = VXP_PROTOCOL_VERSION,
+                     .source = (uint8_t *)src,
+                     .source_len = strlen(src),
+                     .opt_level = 2};
+  uint8_t *frame;
+  size_t flen;
+  cr_assert_eq(vxp_request_encode(&req, &frame, &flen), VXP_OK);
+  cr_assert_eq(write(fd, frame, flen), (ssize_t)flen);
+  free(frame);
+  vxp_response r;
+  cr_assert_eq(raw_read(fd, &r), 0);
+  cr_assert_eq(r.id, 5);
+  cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
+  cr_assert_eq(r.nkernels, 1);
+  vxp_response_clear(&r);
+  /* another version is refused on any request, and the connection stays */
+  req.id = 6;
+  req.proto_version = VXP_PROTOCOL_VERSION + 1;
+  cr_assert_eq(vxp_request_encode(&req, &frame, &flen), VXP_OK);
+  cr_assert_eq(write(fd, frame, flen), (ssize_t)flen);
+  free(frame);
+  cr_assert_eq(raw_read(fd, &r), 0);
+  cr_assert_eq(r.id, 6);
+  cr_assert_eq(r.status, VXP_STATUS_BAD_REQUEST);
+  cr_assert_not_null(strstr(r.message, "protocol version"), "%s", r.message);
+  vxp_response_clear(&r);
+  close(fd);
+  /* libvxc says hello only when asked who the server is */
+  vxc_conn *c = conn();
+  const vxp_response *hello = vxc_server_info(c);
+  cr_assert_not_null(hello);
+  cr_assert_eq(hello->proto_version, VXP_PROTOCOL_VERSION);
+  cr_assert_not_null(strstr(hello->server, "vortexd"));
+  vxc_close(c);
+}
+
 /* ---- workers ---- */
 
 /* PIDs of the daemon's worker processes (its children). */
