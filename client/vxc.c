@@ -15,41 +15,13 @@
 #include <unistd.h>
 
 #include "vxc.h"
+#include "vxp_paths.h"
 
 struct vxc_conn {
   int fd;
   uint64_t next_id;
   vxp_response hello; /* the daemon's hello answer */
 };
-
-static int vxc__fmt(char *buf, size_t cap, const char *a, const char *b) {
-  int n = snprintf(buf, cap, "%s%s", a, b);
-  return (n < 0 || (size_t)n >= cap) ? -ENAMETOOLONG : 0;
-}
-
-int vxc_default_socket_path(char *buf, size_t cap) {
-  const char *env = getenv("VORTEXD_SOCKET");
-  int rc;
-  if (env && *env)
-    rc = vxc__fmt(buf, cap, env, "");
-  else if ((env = getenv("XDG_RUNTIME_DIR")) && *env)
-    rc = vxc__fmt(buf, cap, env, "/vortexd/vortexd.sock");
-  else {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/vortexd-%u", (unsigned)getuid());
-    rc = vxc__fmt(buf, cap, dir, "/vortexd.sock");
-  }
-  if (rc == 0 && strlen(buf) >= sizeof(((struct sockaddr_un *)0)->sun_path)) rc = -ENAMETOOLONG;
-  return rc;
-}
-
-int vxc_default_cache_dir(char *buf, size_t cap) {
-  const char *env = getenv("VORTEXD_CACHE_DIR");
-  if (env && *env) return vxc__fmt(buf, cap, env, "");
-  if ((env = getenv("XDG_CACHE_HOME")) && *env) return vxc__fmt(buf, cap, env, "/vortexd");
-  env = getenv("HOME");
-  return vxc__fmt(buf, cap, env && *env ? env : "/tmp", "/.cache/vortexd");
-}
 
 static int vxc__write_full(int fd, const uint8_t *p, size_t n) {
   while (n) {
@@ -110,7 +82,7 @@ static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
 int vxc_connect(const char *path, vxc_conn **out) {
   char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
   if (!path) {
-    int rc = vxc_default_socket_path(def, sizeof def);
+    int rc = vxp_default_socket_path(def, sizeof def);
     if (rc) return rc;
     path = def;
   }
@@ -200,7 +172,7 @@ static void vxc__beside_self(char *buf, size_t cap) {
 int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, vxc_conn **out) {
   char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
   if (!path) {
-    int rc = vxc_default_socket_path(def, sizeof def);
+    int rc = vxp_default_socket_path(def, sizeof def);
     if (rc) return rc;
     path = def;
   }

@@ -22,20 +22,12 @@
 #include <stdint.h>
 
 #include "vxp.h"
+#include "vxp_paths.h"
 
 typedef struct vxc_conn vxc_conn;
 
-/* Socket path clients and daemon agree on, written to buf (cap bytes):
- * $VORTEXD_SOCKET, else $XDG_RUNTIME_DIR/vortexd/vortexd.sock, else
- * /tmp/vortexd-$UID/vortexd.sock.  Returns 0, or -ENAMETOOLONG when the path
- * does not fit a Unix socket address (108 bytes on Linux).  Any thread. */
-int vxc_default_socket_path(char *buf, size_t cap);
-
-/* Cache directory: $VORTEXD_CACHE_DIR, else $XDG_CACHE_HOME/vortexd, else
- * $HOME/.cache/vortexd.  Returns 0 or -ENAMETOOLONG.  Any thread. */
-int vxc_default_cache_dir(char *buf, size_t cap);
-
-/* Connects to the daemon at path (NULL: vxc_default_socket_path).  No
+/* Connects to the daemon at path (NULL: vxp_default_socket_path,
+ * vxp_paths.h).  No
  * round trip: every request carries the protocol version, which the daemon
  * checks (a daemon that speaks another answers each request with
  * VXP_STATUS_BAD_REQUEST saying so).  Returns 0 and *out (caller owns;

@@ -282,7 +282,7 @@ int main(int argc, char **argv) {
   int rc = spawn ? vxc_connect_or_spawn(socket, NULL, 15000, &conn) : vxc_connect(socket, &conn);
   if (rc) {
     char def[108] = "";
-    if (!socket) vxc_default_socket_path(def, sizeof def);
+    if (!socket) vxp_default_socket_path(def, sizeof def);
     if (rc == -ECHILD)
       fprintf(stderr, "vxc: vortexd did not start; see %s.log\n", socket ? socket : def);
     else

@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vxc.h"
 #include "vxd.h"
 #include "vxl.h"
 #include "vxp.h"
+#include "vxp_paths.h"
 
 static void vxd__usage(FILE *f) {
   fprintf(f,
@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
     return 64;
   }
   int rc = socket ? (strlen(socket) < sizeof cfg.socket_path ? 0 : -ENAMETOOLONG)
-                  : vxc_default_socket_path(cfg.socket_path, sizeof cfg.socket_path);
+                  : vxp_default_socket_path(cfg.socket_path, sizeof cfg.socket_path);
   if (socket && rc == 0) snprintf(cfg.socket_path, sizeof cfg.socket_path, "%s", socket);
   if (rc != 0) {
     fprintf(stderr, "vortexd: socket path too long for a Unix socket (max %zu bytes)\n",
@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   }
   if (cache)
     snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s", cache);
-  else if (vxc_default_cache_dir(cfg.cache_dir, sizeof cfg.cache_dir) != 0) {
+  else if (vxp_default_cache_dir(cfg.cache_dir, sizeof cfg.cache_dir) != 0) {
     fprintf(stderr, "vortexd: cache directory path too long\n");
     return 64;
   }
