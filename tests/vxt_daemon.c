@@ -29,9 +29,10 @@ int vxt_daemon_start(vxt_daemon *d, const char *extra) {
   }
   for (int i = 0; i < 1000; i++) { /* up to 10 s */
     vxc_conn *c = NULL;
-    if (vxc_connect(d->sock, &c) == 0) {
+    if (vxc_connect(d->sock, &c) == 0) { /* listening; answering once hello is */
+      int answered = vxc_server_info(c) != NULL;
       vxc_close(c);
-      return 0;
+      if (answered) return 0;
     }
     if (waitpid(d->pid, NULL, WNOHANG) == d->pid) return -1;
     struct timespec ts = {0, 10 * 1000 * 1000};
