@@ -654,10 +654,6 @@ static int vxl__analyze(vxl__div *dv, MlirOperation fn, int is_kernel) {
 
 /* ---- rewrites of divergent multi-way branches ---- */
 
-static MlirNamedAttribute vxl__named(MlirContext ctx, const char *name, MlirAttribute a) {
-  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, mlirStringRefCreateFromCString(name)), a);
-}
-
 static void vxl__put(MlirBlock blk, MlirOperation before, MlirOperation op) {
   if (mlirOperationIsNull(before))
     mlirBlockAppendOwnedOperation(blk, op);

@@ -1,18 +1,26 @@
 /*
  * vxl_internal.h - shared between the files of lowering/ only.
  *
- * vxl_mlir.c turns the GPU dialect into the LLVM dialect (MLIR side);
- * vxl_codegen.c lays out argument buffers, writes each kernel's Vortex entry
- * and emits objects (LLVM side).  vxl.c drives both.
+ * MLIR side, GPU dialect -> LLVM dialect: vxl_mlir.c (the stages, in
+ * order), vxl_util.c (shared helpers; calls nothing else here),
+ * vxl_memory.c (argument views, workgroup and private memory), vxl_gpu.c
+ * (gpu ops), vxl_subgroup.c (collectives), vxl_divergence.c (split/join).
+ * LLVM side: vxl_codegen.c lays out argument buffers, writes each kernel's
+ * Vortex entry and emits the object.  vxl.c drives both halves.  Calls go
+ * from the driver down to the others and from all of them to vxl_util.c,
+ * never back.
  */
 #ifndef VXL_INTERNAL_H
 #define VXL_INTERNAL_H
+
+#include <string.h>
 
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <mlir-c/IR.h>
 #include <mlir-c/Pass.h>
+#include <mlir-c/Target/LLVMIR.h>
 
 #include "vxl.h"
 
@@ -122,6 +130,83 @@ struct vxl_compiler {
    * type's address.  Each compile creates its own (vxl__target_data). */
   vxl__diags *cur_diags; /* where the context's diagnostic handler writes */
 };
+
+/* ---- vxl_util.c: shared MLIR-side helpers (no calls into other files) ---- */
+
+static inline MlirStringRef vxl__str(const char *s) { return mlirStringRefCreateFromCString(s); }
+static inline int vxl__streq(MlirStringRef a, const char *b) {
+  size_t n = strlen(b);
+  return a.length == n && memcmp(a.data, b, n) == 0;
+}
+static inline MlirStringRef vxl__op_name(MlirOperation op) {
+  return mlirIdentifierStr(mlirOperationGetName(op));
+}
+static inline MlirNamedAttribute vxl__named(MlirContext ctx, const char *name, MlirAttribute a) {
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, vxl__str(name)), a);
+}
+
+/* Appends op to o (sets o->oom when memory runs out). */
+void vxl__ops_push(vxl__ops *o, MlirOperation op);
+/* Creates func.call @callee(args) before `before` (at the end of blk when
+ * before is null) and returns it. */
+MlirOperation vxl__call(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before,
+                        const char *callee, intptr_t nargs, MlirValue *args, intptr_t nres, MlirType *res);
+/* Creates "arith.constant V : i32" before `before` and returns its value. */
+MlirValue vxl__const_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirOperation before, int32_t v);
+/* Appends "llvm.mlir.global internal constant @name(value : i32)" to body.
+ * Returns 0 or -ENOMEM. */
+int vxl__add_constant_i32(MlirContext ctx, MlirBlock body, const char *name, uint32_t value);
+
+/* ---- one compile's rewrite state (vxl_memory.c, vxl_gpu.c, vxl_mlir.c) ---- */
+
+/* State of one compile's rewrite. */
+typedef struct {
+  vxl_compiler *c;
+  MlirModule mod;
+  vxl__diags *d;
+  unsigned views; /* memref view helpers created so far */
+  int needs_full; /* ops only the full pipeline lowers were seen */
+  /* workgroup memory: module-level address-space-3 memref.globals first
+   * (static ones at fixed offsets, 1-element uninitialized ones = Polygeist's
+   * extern __shared__ at the dynamic base), then each kernel's attributions */
+  uint64_t globals_bytes;
+  uint64_t dynamic_min_bytes; /* largest element of an extern __shared__ global */
+  vxl__subgroups sg;          /* subgroup and workgroup collectives */
+  LLVMContextRef lctx;        /* for element sizes from the data layout */
+  LLVMTargetDataRef td;       /* lives and dies with lctx */
+  MlirTypeToLLVMIRTranslator tr;
+} vxl__rw;
+
+/* ---- vxl_memory.c ---- */
+
+/* Adds (once per memref type) a view helper rebuilding `memref` from a
+ * device pointer; its name goes to name (cap bytes).  Returns 0, -EINVAL
+ * (a dynamic inner extent: diagnostic at loc) or -ENOMEM. */
+int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *name, size_t cap);
+/* Lays out the module-level workgroup globals in local memory and rewrites
+ * their uses.  Returns 0, -EINVAL (diagnostic) or -ENOMEM. */
+int vxl__place_workgroup_globals(vxl__rw *rw);
+/* Replaces the workgroup and private attributions of function fn (entry
+ * block arguments past the nin inputs; the first nworkgroup of them are
+ * workgroup buffers) with local-memory views and allocas, and removes those
+ * arguments.  Workgroup buffers go after the module's workgroup globals;
+ * the kernel's static workgroup bytes go to *shared_bytes.  Returns 0,
+ * -EINVAL (diagnostic) or -ENOMEM. */
+int vxl__lower_attributions(vxl__rw *rw, MlirOperation fn, MlirBlock entry, intptr_t nin, int64_t nworkgroup,
+                            uint32_t *shared_bytes);
+/* Drops the GPU address spaces from every value type under root. */
+void vxl__strip_address_spaces(MlirOperation root);
+
+/* ---- vxl_gpu.c ---- */
+
+/* Refuses, with "unsupported: <op>" at its location, any op under root the
+ * lowering does not handle; notes in rw when the full pipeline is needed.
+ * Returns 0 or -EINVAL. */
+int vxl__check_supported(vxl__rw *rw, MlirOperation root);
+/* Turns gpu.func gf into a func.func with device-address arguments and its
+ * gpu ops into Vortex helper calls; fills k for a kernel (NULL otherwise).
+ * Returns 0, -EINVAL (diagnostic) or -ENOMEM. */
+int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k);
 
 /* MLIR side: parses source and lowers every gpu.module to one LLVM-dialect
  * module.  On success returns 0 with *out_module (caller destroys) and the

@@ -1,0 +1,421 @@
+/*
+ * vxl_gpu.c - GPU-dialect ops to Vortex (MLIR side): what the lowering
+ * accepts, gpu.func -> func.func with device-address arguments, and each
+ * gpu op -> a call of a Vortex device-ABI helper (vxl_prelude.h):
+ * thread/block ids and dimensions, barriers, printf; subgroup and workgroup
+ * collectives go to vxl_subgroup.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Target.h>
+#include <mlir-c/AffineMap.h>
+#include <mlir-c/BuiltinAttributes.h>
+#include <mlir-c/BuiltinTypes.h>
+#include <mlir-c/Dialect/LLVM.h>
+#include <mlir-c/Pass.h>
+#include <mlir-c/Support.h>
+#include <mlir-c/Target/LLVMIR.h>
+
+#include "vxl_internal.h"
+
+/* Dialects whose ops the upstream pipeline lowers completely. */
+static int vxl__dialect_supported(MlirStringRef name) {
+  static const char *const prefixes[] = {"arith.", "math.",  "scf.",    "cf.", "memref.", "func.",
+                                         "llvm.",  "index.", "affine.", "ub.", NULL};
+  for (int i = 0; prefixes[i]; i++) {
+    size_t n = strlen(prefixes[i]);
+    if (name.length > n && memcmp(name.data, prefixes[i], n) == 0) return 1;
+  }
+  return vxl__streq(name, "builtin.unrealized_conversion_cast");
+}
+
+/* GPU-dialect ops this file rewrites. */
+static int vxl__gpu_op_supported(MlirStringRef name) {
+  static const char *const ops[] = {"gpu.func",
+                                    "gpu.return",
+                                    "gpu.thread_id",
+                                    "gpu.block_id",
+                                    "gpu.block_dim",
+                                    "gpu.grid_dim",
+                                    "gpu.global_id",
+                                    "gpu.barrier",
+                                    "gpu.printf",
+                                    "gpu.module_end",
+                                    "gpu.lane_id",
+                                    "gpu.subgroup_id",
+                                    "gpu.subgroup_size",
+                                    "gpu.num_subgroups",
+                                    "gpu.shuffle",
+                                    "gpu.subgroup_reduce",
+                                    "gpu.all_reduce",
+                                    "gpu.yield",
+                                    NULL};
+  for (int i = 0; ops[i]; i++)
+    if (vxl__streq(name, ops[i])) return 1;
+  return 0;
+}
+
+/* Ops the base pipeline does not lower (see VXL_PIPELINE_BASE). */
+static int vxl__needs_full_pipeline(MlirStringRef n) {
+  static const char *const prefixes[] = {"affine.", "math.", "ub.", NULL};
+  for (int i = 0; prefixes[i]; i++)
+    if (n.length > strlen(prefixes[i]) && memcmp(n.data, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  if (n.length > 7 && memcmp(n.data, "memref.", 7) == 0)
+    return !(vxl__streq(n, "memref.load") || vxl__streq(n, "memref.store"));
+  return 0;
+}
+
+int vxl__check_supported(vxl__rw *rw, MlirOperation root) {
+  vxl__ops ops = {0};
+  vxl__collect_ops(root, &ops);
+  if (ops.oom) {
+    free(ops.v);
+    return -ENOMEM;
+  }
+  int bad = 0;
+  for (size_t i = 0; i < ops.n; i++) {
+    MlirOperation op = ops.v[i];
+    if (mlirOperationEqual(op, root)) continue;
+    MlirStringRef n = vxl__op_name(op);
+    int ok = (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) ? vxl__gpu_op_supported(n)
+                                                              : vxl__dialect_supported(n);
+    if (ok && vxl__needs_full_pipeline(n)) rw->needs_full = 1;
+    if (!ok) {
+      vxl__diag_at(rw->d, mlirOperationGetLocation(op), "unsupported: %.*s", (int)n.length, n.data);
+      bad = 1;
+    }
+  }
+  free(ops.v);
+  return bad ? -EINVAL : 0;
+}
+
+/* Reads the x/y/z of a `dimension` attribute (#gpu<dim x>): the 22 C API has
+ * no accessor for the gpu dimension enum, so it is printed and read. */
+static int vxl__dimension(MlirOperation op) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, vxl__str("dimension"));
+  if (mlirAttributeIsNull(a)) return -1;
+  char *s = vxl__attr_str(a);
+  if (!s) return -1;
+  int dim = -1;
+  size_t n = strlen(s);
+  if (n >= 2 && s[n - 1] == '>') {
+    char c = s[n - 2];
+    dim = c == 'x' ? 0 : c == 'y' ? 1 : c == 'z' ? 2 : -1;
+  }
+  free(s);
+  return dim;
+}
+
+/* Records which grid/block dimensions a kernel reads. */
+static void vxl__note_dims(vxl__kernel_info *k, MlirStringRef name, int dim) {
+  if (dim < 0 || !k) return;
+  if (vxl__streq(name, "gpu.block_id") || vxl__streq(name, "gpu.grid_dim") ||
+      vxl__streq(name, "gpu.global_id"))
+    if ((uint32_t)dim + 1 > k->grid_dims) k->grid_dims = (uint32_t)dim + 1;
+}
+
+/* gpu.printf "fmt" %a... -> vx_printf(fmt, a...) (Vortex's device printf,
+ * vx_print.h).  Each call site gets a helper, parsed from text, that holds
+ * the format as a global and applies C's default argument promotions
+ * (f32 -> f64, small integers -> i32, index -> i32). */
+static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
+  MlirContext ctx = rw->c->ctx;
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirAttribute fa = mlirOperationGetAttributeByName(op, vxl__str("format"));
+  char *fmt = mlirAttributeIsNull(fa) ? NULL : vxl__attr_str(fa); /* "...", escaped */
+  if (!fmt || strlen(fmt) < 2) {
+    free(fmt);
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.printf without a readable format");
+    return -EINVAL;
+  }
+  fmt[strlen(fmt) - 1] = '\0'; /* drop the closing quote; \00 goes before it */
+  intptr_t n = mlirOperationGetNumOperands(op);
+  unsigned id = rw->views++;
+  vxl__buf b = {0};
+  char line[512];
+#define EMITF(...) (snprintf(line, sizeof line, __VA_ARGS__), vxl__buf_append(vxl__str(line), &b))
+  EMITF("module {\nllvm.func @vx_printf(!llvm.ptr, ...) -> i32\n");
+  vxl__buf_append(vxl__str("llvm.mlir.global internal constant @__vxl_fmt"), &b);
+  EMITF("%u(", id);
+  vxl__buf_append(vxl__str(fmt), &b);
+  vxl__buf_append(vxl__str("\\00\") {addr_space = 0 : i32}\n"), &b);
+  EMITF("func.func private @__vxl_printf%u(", id);
+  char *types[16];
+  if (n > 15) {
+    free(fmt);
+    free(b.p);
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.printf with more than 15 arguments");
+    return -EINVAL;
+  }
+  for (intptr_t i = 0; i < n; i++) {
+    types[i] = vxl__type_str(mlirValueGetType(mlirOperationGetOperand(op, i)));
+    EMITF("%s%%a%ld: %s", i ? ", " : "", (long)i, types[i]);
+  }
+  EMITF(") {\n  %%f = llvm.mlir.addressof @__vxl_fmt%u : !llvm.ptr\n", id);
+  char args[1024] = "%f", sig[1024] = "!llvm.ptr";
+  for (intptr_t i = 0; i < n; i++) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+    const char *pt = types[i];
+    if (mlirTypeIsAF32(t) || mlirTypeIsAF16(t)) {
+      EMITF("  %%p%ld = arith.extf %%a%ld : %s to f64\n", (long)i, (long)i, types[i]);
+      pt = "f64";
+    } else if (mlirTypeIsAIndex(t)) {
+      EMITF("  %%p%ld = arith.index_cast %%a%ld : index to i32\n", (long)i, (long)i);
+      pt = "i32";
+    } else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) < 32) {
+      EMITF("  %%p%ld = arith.extsi %%a%ld : %s to i32\n", (long)i, (long)i, types[i]);
+      pt = "i32";
+    }
+    size_t al = strlen(args), sl = strlen(sig);
+    int promoted = mlirTypeIsAF32(t) || mlirTypeIsAF16(t) || mlirTypeIsAIndex(t) ||
+                   (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) < 32);
+    snprintf(args + al, sizeof args - al, ", %%%c%ld", promoted ? 'p' : 'a', (long)i);
+    snprintf(sig + sl, sizeof sig - sl, ", %s", pt);
+  }
+  /* args and sig can exceed line[]: appended as they are */
+  vxl__buf_append(vxl__str("  %r = llvm.call @vx_printf("), &b);
+  vxl__buf_append(vxl__str(args), &b);
+  vxl__buf_append(vxl__str(") vararg(!llvm.func<i32 (ptr, ...)>) : ("), &b);
+  vxl__buf_append(vxl__str(sig), &b);
+  vxl__buf_append(vxl__str(") -> i32\n"), &b);
+  EMITF("  return\n}\n}\n");
+#undef EMITF
+  for (intptr_t i = 0; i < n; i++)
+    free(types[i]);
+  free(fmt);
+  if (b.oom) {
+    free(b.p);
+    return -ENOMEM;
+  }
+  MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(b.p));
+  free(b.p);
+  if (mlirModuleIsNull(wrap)) {
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.printf with these argument types");
+    return -EINVAL;
+  }
+  /* move the global and the helper (and vx_printf's declaration, once) */
+  MlirBlock mb = mlirModuleGetBody(rw->mod);
+  int have_decl = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(mb); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o)) {
+    MlirAttribute sn = mlirOperationGetAttributeByName(o, vxl__str("sym_name"));
+    if (!mlirAttributeIsNull(sn) && vxl__streq(mlirStringAttrGetValue(sn), "vx_printf")) have_decl = 1;
+  }
+  MlirOperation o = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
+  while (!mlirOperationIsNull(o)) {
+    MlirOperation next = mlirOperationGetNextInBlock(o);
+    if (!(have_decl && vxl__streq(vxl__op_name(o), "llvm.func"))) {
+      mlirOperationRemoveFromParent(o);
+      mlirBlockAppendOwnedOperation(mb, o);
+    }
+    o = next;
+  }
+  mlirModuleDestroy(wrap);
+  char helper[64];
+  snprintf(helper, sizeof helper, "__vxl_printf%u", id);
+  MlirValue ops[16];
+  for (intptr_t i = 0; i < n; i++)
+    ops[i] = mlirOperationGetOperand(op, i);
+  vxl__call(ctx, loc, mlirOperationGetBlock(op), op, helper, n, ops, 0, NULL);
+  mlirOperationDestroy(op);
+  return 0;
+}
+
+/* Rewrites one gpu.* op inside a converted function body. */
+static int vxl__rewrite_gpu_op(vxl__rw *rw, MlirOperation op, vxl__kernel_info *k) {
+  MlirContext ctx = rw->c->ctx;
+  MlirStringRef name = vxl__op_name(op);
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirBlock blk = mlirOperationGetBlock(op);
+  const char *helper = NULL;
+  if (vxl__streq(name, "gpu.thread_id"))
+    helper = "__vxl_thread_id";
+  else if (vxl__streq(name, "gpu.block_id"))
+    helper = "__vxl_block_id";
+  else if (vxl__streq(name, "gpu.block_dim"))
+    helper = "__vxl_block_dim";
+  else if (vxl__streq(name, "gpu.grid_dim"))
+    helper = "__vxl_grid_dim";
+  else if (vxl__streq(name, "gpu.global_id"))
+    helper = "__vxl_global_id";
+
+  if (helper) {
+    int dim = vxl__dimension(op);
+    if (dim < 0) {
+      vxl__diag_at(rw->d, loc, "unsupported: %.*s with an unreadable dimension", (int)name.length, name.data);
+      return -EINVAL;
+    }
+    vxl__note_dims(k, name, dim);
+    MlirValue c = vxl__const_i32(ctx, loc, blk, op, dim);
+    MlirType idx = mlirIndexTypeGet(ctx);
+    MlirOperation call = vxl__call(ctx, loc, blk, op, helper, 1, &c, 1, &idx);
+    mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0), mlirOperationGetResult(call, 0));
+    mlirOperationDestroy(op);
+    return 0;
+  }
+  if (vxl__streq(name, "gpu.printf")) return vxl__lower_printf(rw, op);
+  int sg = vxl__lower_subgroup_op(&rw->sg, op);
+  if (sg != 0) return sg < 0 ? sg : 0;
+  if (vxl__streq(name, "gpu.barrier")) {
+    vxl__call(ctx, loc, blk, op, "__vxl_barrier", 0, NULL, 0, NULL);
+    mlirOperationDestroy(op);
+    return 0;
+  }
+  /* gpu.yield ends a gpu.all_reduce region that became a function */
+  if (vxl__streq(name, "gpu.return") || vxl__streq(name, "gpu.yield")) {
+    MlirOperationState st = mlirOperationStateGet(vxl__str("func.return"), loc);
+    intptr_t n = mlirOperationGetNumOperands(op);
+    for (intptr_t i = 0; i < n; i++) {
+      MlirValue v = mlirOperationGetOperand(op, i);
+      mlirOperationStateAddOperands(&st, 1, &v);
+    }
+    mlirBlockInsertOwnedOperationBefore(blk, op, mlirOperationCreate(&st));
+    mlirOperationDestroy(op);
+    return 0;
+  }
+  return 0;
+}
+
+/* Converts one gpu.func (already moved into the new module) to func.func.
+ * For kernels fills *k. */
+int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
+  MlirContext ctx = rw->c->ctx;
+  MlirLocation loc = mlirOperationGetLocation(gf);
+  MlirAttribute sym = mlirOperationGetAttributeByName(gf, vxl__str("sym_name"));
+  MlirAttribute fta = mlirOperationGetAttributeByName(gf, vxl__str("function_type"));
+  if (mlirAttributeIsNull(sym) || mlirAttributeIsNull(fta)) {
+    vxl__diag_at(rw->d, loc, "internal: gpu.func without sym_name or function_type");
+    return -EINVAL;
+  }
+  MlirStringRef fname = mlirStringAttrGetValue(sym);
+  MlirType fty = mlirTypeAttrGetValue(fta);
+  intptr_t nin = mlirFunctionTypeGetNumInputs(fty);
+  MlirRegion body = mlirOperationGetRegion(gf, 0);
+  MlirBlock entry = mlirRegionGetFirstBlock(body);
+  if (mlirBlockIsNull(entry)) {
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.func @%.*s without a body", (int)fname.length, fname.data);
+    return -EINVAL;
+  }
+  int64_t nworkgroup = 0;
+  MlirAttribute wa = mlirOperationGetAttributeByName(gf, vxl__str("workgroup_attributions"));
+  if (!mlirAttributeIsNull(wa) && mlirAttributeIsAInteger(wa)) nworkgroup = mlirIntegerAttrGetValueInt(wa);
+  if (!k && nworkgroup > 0) {
+    vxl__diag_at(rw->d, loc, "unsupported: workgroup attributions on non-kernel gpu.func @%.*s",
+                 (int)fname.length, fname.data);
+    return -EINVAL;
+  }
+
+  /* New signature: kernel memrefs become !llvm.ptr. */
+  MlirType *ins = calloc(nin ? (size_t)nin : 1, sizeof *ins);
+  if (!ins) return -ENOMEM;
+  MlirType ptr = mlirLLVMPointerTypeGet(ctx, 0);
+  int rc = 0;
+  if (k) {
+    k->name = strndup(fname.data, fname.length);
+    k->nargs = (uint32_t)nin;
+    k->arg_types = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_types);
+    k->grid_dims = 1;
+    if (!k->name || !k->arg_types) {
+      free(ins);
+      return -ENOMEM;
+    }
+    MlirAttribute kb = mlirOperationGetAttributeByName(gf, vxl__str("gpu.known_block_size"));
+    if (mlirAttributeIsNull(kb)) /* outlined gpu.launch bodies carry it as an inherent attribute */
+      kb = mlirOperationGetAttributeByName(gf, vxl__str("known_block_size"));
+    if (!mlirAttributeIsNull(kb) && mlirAttributeIsADenseI32Array(kb) &&
+        mlirDenseArrayGetNumElements(kb) == 3)
+      for (int i = 0; i < 3; i++)
+        k->known_block[i] = (uint32_t)mlirDenseI32ArrayGetElement(kb, i);
+  }
+  for (intptr_t i = 0; i < nin; i++) {
+    MlirType t = mlirFunctionTypeGetInput(fty, i);
+    ins[i] = t;
+    if (k) {
+      k->arg_types[i] = vxl__type_str(t);
+      if (!k->arg_types[i]) {
+        free(ins);
+        return -ENOMEM;
+      }
+      if (mlirTypeIsAMemRef(t))
+        ins[i] = ptr;
+      else if (!(mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t) ||
+                 mlirTypeIsAF16(t) || mlirTypeIsALLVMPointerType(t))) {
+        vxl__diag_at(rw->d, loc, "unsupported: kernel @%.*s argument %ld of type %s", (int)fname.length,
+                     fname.data, (long)i, k->arg_types[i]);
+        free(ins);
+        return -EINVAL;
+      }
+    }
+  }
+  MlirType nfty = mlirFunctionTypeGet(ctx, nin, ins, mlirFunctionTypeGetNumResults(fty), NULL);
+  if (mlirFunctionTypeGetNumResults(fty) > 0) {
+    intptr_t nr = mlirFunctionTypeGetNumResults(fty);
+    MlirType *rs = calloc((size_t)nr, sizeof *rs);
+    if (!rs) {
+      free(ins);
+      return -ENOMEM;
+    }
+    for (intptr_t i = 0; i < nr; i++)
+      rs[i] = mlirFunctionTypeGetResult(fty, i);
+    nfty = mlirFunctionTypeGet(ctx, nin, ins, nr, rs);
+    free(rs);
+  }
+  free(ins);
+
+  MlirOperationState st = mlirOperationStateGet(vxl__str("func.func"), loc);
+  MlirNamedAttribute attrs[2] = {
+      vxl__named(ctx, "sym_name", mlirStringAttrGet(ctx, fname)),
+      vxl__named(ctx, "function_type", mlirTypeAttrGet(nfty)),
+  };
+  mlirOperationStateAddAttributes(&st, 2, attrs);
+  MlirRegion r = mlirRegionCreate();
+  mlirOperationStateAddOwnedRegions(&st, 1, &r);
+  MlirOperation ff = mlirOperationCreate(&st);
+  mlirRegionTakeBody(mlirOperationGetRegion(ff, 0), body);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(gf), gf, ff);
+  mlirOperationDestroy(gf);
+
+  uint32_t shared = (uint32_t)rw->globals_bytes;
+  if (mlirBlockGetNumArguments(entry) > nin) {
+    rc = vxl__lower_attributions(rw, ff, entry, nin, nworkgroup, &shared);
+    if (rc) return rc;
+  }
+  if (k) k->shared_bytes = shared;
+
+  /* Kernel memref arguments: retype to !llvm.ptr, rebuild the view. */
+  if (k) {
+    for (intptr_t i = 0; i < nin && rc == 0; i++) {
+      MlirValue arg = mlirBlockGetArgument(entry, i);
+      MlirType t = mlirValueGetType(arg);
+      if (!mlirTypeIsAMemRef(t)) continue;
+      char view[64];
+      rc = vxl__make_view(rw, t, loc, view, sizeof view);
+      if (rc) break;
+      mlirBlockArgumentSetType(arg, ptr);
+      MlirOperation first = mlirBlockGetFirstOperation(entry);
+      MlirOperation call = vxl__call(ctx, loc, entry, first, view, 1, &arg, 1, &t);
+      mlirValueReplaceAllUsesExcept(arg, mlirOperationGetResult(call, 0), 1, &call);
+    }
+  }
+  if (rc) return rc;
+
+  /* Rewrite the gpu.* ops of the body (collected first: the walk must not
+   * see the ops it mutates). */
+  vxl__ops ops = {0};
+  vxl__collect_ops(ff, &ops);
+  if (ops.oom) {
+    free(ops.v);
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < ops.n && rc == 0; i++) {
+    MlirStringRef n = vxl__op_name(ops.v[i]);
+    if (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) rc = vxl__rewrite_gpu_op(rw, ops.v[i], k);
+  }
+  free(ops.v);
+  return rc;
+}
