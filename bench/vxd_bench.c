@@ -22,21 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "vxc.h"
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static void report(const char *what, double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
+  qsort(v, (size_t)n, sizeof *v, bench_cmp);
   double sum = 0;
   for (int i = 0; i < n; i++)
     sum += v[i];
@@ -96,12 +86,12 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < nmiss; i++) {
     size_t n = len + (size_t)sprintf(var + len, "\n// miss %d %ld %d\n", getpid(), (long)time(NULL), i);
-    double t0 = now_us();
+    double t0 = bench_now_us();
     if (vxc_compile(c, var, n, argv[2], NULL, &r) != 0 || r.status != VXP_STATUS_OK || r.cached) {
       fprintf(stderr, "miss %d failed\n", i);
       return 1;
     }
-    t[i] = now_us() - t0;
+    t[i] = bench_now_us() - t0;
     vxp_response_clear(&r);
   }
   report("miss", t, nmiss);
@@ -110,12 +100,12 @@ int main(int argc, char **argv) {
   vxc_compile(c, src, len, argv[2], NULL, &r); /* make sure it is stored */
   vxp_response_clear(&r);
   for (int i = 0; i < nhit; i++) {
-    double t0 = now_us();
+    double t0 = bench_now_us();
     if (vxc_compile(c, src, len, argv[2], NULL, &r) != 0 || !r.cached) {
       fprintf(stderr, "hit %d was not a hit\n", i);
       return 1;
     }
-    t[i] = now_us() - t0;
+    t[i] = bench_now_us() - t0;
     vxp_response_clear(&r);
   }
   report("hit", t, nhit);
@@ -123,32 +113,11 @@ int main(int argc, char **argv) {
   /* the tool chain, on the module vortexd lowered */
   vxc_compile_options o = {.opt_level = 2, .emit_ir = 1};
   if (vxc_compile(c, src, len, argv[2], &o, &r) != 0 || !r.lowered_ir) return 1;
-  char tmp[] = "/tmp/vxd-bench-XXXXXX.mlir";
-  int fd = mkstemps(tmp, 5);
-  if (fd < 0 || write(fd, r.lowered_ir, strlen(r.lowered_ir)) < 0) return 1;
-  close(fd);
-  vxp_response_clear(&r);
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd,
-           "mlir-opt-22 '--pass-pipeline=builtin.module(convert-scf-to-cf,"
-           "convert-arith-to-llvm{index-bitwidth=32},finalize-memref-to-llvm{index-bitwidth=32},"
-           "convert-func-to-llvm{index-bitwidth=32},reconcile-unrealized-casts)' %s"
-           " | mlir-translate-22 --mlir-to-llvmir"
-           " | opt-22 -O2 -mtriple=riscv32-unknown-elf -mcpu=generic-rv32 -mattr=+m,+a,+f"
-           " | llc-22 -O2 -mtriple=riscv32-unknown-elf -mcpu=generic-rv32 -mattr=+m,+a,+f"
-           " -target-abi=ilp32f -code-model=medium -filetype=obj -o /dev/null",
-           tmp);
   for (int i = 0; i < nchain; i++) {
-    double t0 = now_us();
-    int st = system(cmd);
-    t[i] = now_us() - t0;
-    if (st != 0) {
-      fprintf(stderr, "tool chain failed: %s\n", cmd);
-      unlink(tmp);
-      return 1;
-    }
+    t[i] = bench_chain_us(r.lowered_ir);
+    if (t[i] < 0) return 1;
   }
-  unlink(tmp);
+  vxp_response_clear(&r);
   report("chain", t, nchain);
   double chain_p50 = t[(nchain - 1) / 2];
   printf("\nmiss is %.1fx faster than the tool chain (p50)\n", chain_p50 / miss_p50);
