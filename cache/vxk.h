@@ -12,12 +12,14 @@
  * Several processes may open the same directory too; SQLite's locking
  * (WAL mode, busy timeout 5 s) keeps them consistent.
  *
- * Errors: 0 on success, else a negative VXK_E* code; vxk_errmsg() says more
- * about the last failure of that cache.
+ * Errors: 0 on success, else a negative errno value, named below for what
+ * it means here (the project's one convention, see vxp.h); vxk_errmsg()
+ * says more about the last failure of that cache.
  */
 #ifndef VXK_H
 #define VXK_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,11 +30,11 @@
 
 enum {
   VXK_OK = 0,
-  VXK_ENOMEM = -1,    /* allocation failed */
-  VXK_ENOTFOUND = -2, /* no such key (or kernel) */
-  VXK_EIO = -3,       /* SQLite or file-system error; see vxk_errmsg */
-  VXK_EFULL = -4,     /* disk full: nothing was written */
-  VXK_EINVAL = -5,    /* bad argument (key not 64 hex digits, ...) */
+  VXK_ENOMEM = -ENOMEM,    /* allocation failed */
+  VXK_ENOTFOUND = -ENOENT, /* no such key (or kernel) */
+  VXK_EIO = -EIO,          /* SQLite or file-system error; see vxk_errmsg */
+  VXK_EFULL = -ENOSPC,     /* disk full: nothing was written */
+  VXK_EINVAL = -EINVAL,    /* bad argument (key not 64 hex digits, ...) */
 };
 
 typedef struct vxk_cache vxk_cache;

@@ -58,7 +58,7 @@ static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
   uint8_t *frame = NULL;
   size_t flen = 0;
   int rc = vxp_request_encode(req, &frame, &flen);
-  if (rc != VXP_OK) return rc == VXP_ETOOBIG ? -EMSGSIZE : -ENOMEM;
+  if (rc != VXP_OK) return rc; /* -EMSGSIZE or -ENOMEM */
   rc = vxc__write_full(c->fd, frame, flen);
   free(frame);
   if (rc) return rc;

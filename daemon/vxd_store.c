@@ -79,12 +79,13 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
   if (p->kind == VXD__STORE_PUT) {
     p->rc = vxk_put(st->cache, p->key, p->object, p->object_size, p->kernels, p->nkernels);
   } else {
+    /* the first failure is the one reported */
+    const char *names[3] = {"hits", "misses", "compile_errors"};
+    int64_t deltas[3] = {p->hits, p->misses, p->errors};
     p->rc = VXK_OK;
-    if (p->hits) p->rc |= vxk_counter_add(st->cache, "hits", p->hits);
-    if (p->misses) p->rc |= vxk_counter_add(st->cache, "misses", p->misses);
-    if (p->errors) p->rc |= vxk_counter_add(st->cache, "compile_errors", p->errors);
-    int trc = vxk_touch(st->cache, &p->touches);
-    if (trc != VXK_OK) p->rc = trc;
+    for (int i = 0; i < 3 && p->rc == VXK_OK; i++)
+      if (deltas[i]) p->rc = vxk_counter_add(st->cache, names[i], deltas[i]);
+    if (p->rc == VXK_OK) p->rc = vxk_touch(st->cache, &p->touches);
   }
   if (p->rc != VXK_OK) snprintf(p->err, sizeof p->err, "%s", vxk_errmsg(st->cache));
 }

@@ -23,7 +23,7 @@ const char *vxp_strerror(int err) {
   case VXP_EUNKNOWNKEY: return "unknown key in message";
   case VXP_ETYPE: return "value of the wrong type";
   case VXP_EMISSING: return "required key missing";
-  default: return "unknown protocol error";
+  default: return err < 0 && err > -VXP_EPROJECT_BASE ? strerror(-err) : "unknown error";
   }
 }
 

@@ -19,6 +19,7 @@
 #ifndef VXP_H
 #define VXP_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,19 +38,27 @@
  * them (docs/PROTOCOL.md, "Argument buffer"). */
 #define VXP_LAUNCH_HEADER_SIZE 28u
 
-/* Error codes: 0 on success, otherwise one of these (negative). */
+/* Error codes.  One convention across vortexd: 0 is success, a failure is
+ * a negative errno value (-ENOMEM, -EIO, ...), and the few failures errno
+ * has no name for are project codes below -VXP_EPROJECT_BASE, defined here
+ * and nowhere else (Linux errno values stay under 4096, so the two never
+ * collide).  vxp_strerror() describes any of them.  The cache (vxk.h), the
+ * lowering (vxl.h), libvxc (vxc.h) and the emulator (vxs.h) return negative
+ * errno values only. */
+#define VXP_EPROJECT_BASE 4096
 enum {
   VXP_OK = 0,
-  VXP_ENOMEM = -1,      /* allocation failed */
-  VXP_EFORMAT = -2,     /* not msgpack, or not the expected shape */
-  VXP_ETOOBIG = -3,     /* frame length over the limit */
-  VXP_EEMPTY = -4,      /* zero-length frame */
-  VXP_EUNKNOWNKEY = -5, /* a map key this protocol version does not define */
-  VXP_ETYPE = -6,       /* a known key carries a value of the wrong type */
-  VXP_EMISSING = -7,    /* a required key is missing */
+  VXP_ENOMEM = -ENOMEM,                       /* allocation failed */
+  VXP_EFORMAT = -EBADMSG,                     /* not msgpack, or not the expected shape */
+  VXP_ETOOBIG = -EMSGSIZE,                    /* frame length over the limit */
+  VXP_EEMPTY = -ENODATA,                      /* zero-length frame */
+  VXP_EUNKNOWNKEY = -(VXP_EPROJECT_BASE + 1), /* a map key this protocol version does not define */
+  VXP_ETYPE = -(VXP_EPROJECT_BASE + 2),       /* a known key carries a value of the wrong type */
+  VXP_EMISSING = -(VXP_EPROJECT_BASE + 3),    /* a required key is missing */
 };
 
-/* Returns a static English description of a VXP_* error code. */
+/* A static English description of err: the protocol's own wording for the
+ * codes above, strerror(-err) for other errno values.  Any thread. */
 const char *vxp_strerror(int err);
 
 /* ---- kernel argument metadata (docs/PROTOCOL.md, "Argument buffer") ---- */
