@@ -1,12 +1,15 @@
 /*
  * vxd.h - vortexd internals shared by the files of daemon/ (not installed).
  *
- * vxd_main.c   command line, configuration, start-up
- * vxd_server.c the libuv loop: Unix-socket clients, the cache, worker pool
- * vxd_worker.c a compile worker process (blocking; no libuv)
+ * vxd_main.c     command line, configuration, start-up
+ * vxd_server.c   the libuv loop's lifecycle (vxd_loop.h lists the files of
+ *                the loop: connections, requests, the worker pool, the
+ *                store thread)
+ * vxd_worker.c   a compile worker process (blocking; no libuv)
  *
- * THREAD NOTES: the daemon is single-threaded (one libuv loop); compiles run
- * in separate worker processes, each with one warm vxl_compiler.
+ * THREAD NOTES: one libuv loop thread serves clients; the cache's writes
+ * run on one store thread (vxd_store.c); compiles run in separate worker
+ * processes, each with one warm vxl_compiler.
  */
 #ifndef VXD_H
 #define VXD_H

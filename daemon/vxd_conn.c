@@ -1,0 +1,172 @@
+/*
+ * vxd_conn.c - client connections of the vortexd loop: accepting, reading
+ * whole frames (a frame whose length is zero or over the limit gets an
+ * error reply and the connection is closed, framing being lost), and
+ * writing responses.  Completions look their client up by id: it may be
+ * gone.  Loop thread only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+#include <uv.h>
+
+#include "vxd_loop.h"
+
+typedef struct {
+  uv_write_t req;
+  uint8_t *frame;
+  vxd_conn *close_after; /* close this connection once written */
+} vxd_write;
+
+void vxd__rbuf_alloc(vxd_rbuf *rb, uv_buf_t *buf) {
+  if (rb->cap - rb->n < VXD_READ_CHUNK) {
+    size_t cap = rb->cap ? rb->cap : VXD_READ_CHUNK;
+    while (cap - rb->n < VXD_READ_CHUNK)
+      cap *= 2;
+    uint8_t *p = realloc(rb->p, cap);
+    if (!p) {
+      *buf = uv_buf_init(NULL, 0);
+      return;
+    } /* libuv reports UV_ENOBUFS */
+    rb->p = p;
+    rb->cap = cap;
+  }
+  *buf = uv_buf_init((char *)rb->p + rb->n, (unsigned)(rb->cap - rb->n));
+}
+
+void vxd__rbuf_consume(vxd_rbuf *rb, size_t n) {
+  memmove(rb->p, rb->p + n, rb->n - n);
+  rb->n -= n;
+  /* give memory back after a large frame */
+  if (rb->cap > 4 * VXD_READ_CHUNK && rb->n < VXD_READ_CHUNK) {
+    uint8_t *p = realloc(rb->p, VXD_READ_CHUNK);
+    if (p) rb->p = p, rb->cap = VXD_READ_CHUNK;
+  }
+}
+
+static void vxd__conn_close_cb(uv_handle_t *h) {
+  vxd_conn *c = h->data;
+  vxd_server *s = c->srv;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  free(c->in.p);
+  free(c);
+}
+
+void vxd__conn_close(vxd_conn *c) {
+  if (c->closing) return;
+  c->closing = 1;
+  uv_close((uv_handle_t *)&c->pipe, vxd__conn_close_cb);
+}
+
+static void vxd__write_cb(uv_write_t *req, int status) {
+  vxd_write *w = (vxd_write *)req;
+  if (w->close_after) vxd__conn_close(w->close_after);
+  free(w->frame);
+  free(w);
+}
+
+vxd_conn *vxd__conn_find(vxd_server *s, uint64_t id) {
+  for (vxd_conn *c = s->conns; c; c = c->next)
+    if (c->id == id) return c->closing ? NULL : c;
+  return NULL;
+}
+
+/* Sends resp to c; closes the connection afterwards when close_after. */
+void vxd__send(vxd_conn *c, const vxp_response *resp, int close_after) {
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  int rc = vxp_response_encode(resp, &frame, &len);
+  if (rc != VXP_OK) {
+    vxp_response err = {.id = resp->id,
+                        .op = resp->op,
+                        .status = VXP_STATUS_INTERNAL,
+                        .message = (char *)"response could not be encoded (too large or out of memory)"};
+    if (vxp_response_encode(&err, &frame, &len) != VXP_OK) {
+      vxd__conn_close(c);
+      return;
+    }
+  }
+  vxd_write *w = calloc(1, sizeof *w);
+  if (!w) {
+    free(frame);
+    vxd__conn_close(c);
+    return;
+  }
+  w->frame = frame;
+  w->close_after = close_after ? c : NULL;
+  uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
+  if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, vxd__write_cb) != 0) {
+    free(frame);
+    free(w);
+    vxd__conn_close(c);
+  }
+}
+
+void vxd__send_error(vxd_conn *c, uint64_t id, vxp_op op, vxp_status st, const char *msg, int close_after) {
+  vxp_response r = {.id = id, .op = op, .status = st, .message = (char *)msg};
+  vxd__send(c, &r, close_after);
+}
+
+static void vxd__conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  vxd_conn *c = h->data;
+  vxd__rbuf_alloc(&c->in, buf);
+}
+
+static void vxd__conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  vxd_conn *c = st->data;
+  vxd_server *s = c->srv;
+  if (nread < 0) {
+    vxd__conn_close(c);
+    return;
+  }
+  c->in.n += (size_t)nread;
+  if (s->cfg->idle_timeout_s) uv_timer_again(&s->idle);
+  while (!c->closing && c->in.n >= VXP_FRAME_HEADER_SIZE) {
+    uint32_t len = 0;
+    int rc = vxp_frame_length(c->in.p, s->cfg->max_frame, &len);
+    if (rc != VXP_OK) {
+      /* framing is lost: answer, then close this connection only */
+      char msg[160];
+      snprintf(msg, sizeof msg, "%s (limit %u bytes); closing the connection", vxp_strerror(rc),
+               s->cfg->max_frame);
+      uv_read_stop(st);
+      vxd__send_error(c, 0, (vxp_op)0, VXP_STATUS_BAD_REQUEST, msg, 1);
+      return;
+    }
+    if (c->in.n < VXP_FRAME_HEADER_SIZE + len) break;
+    vxd__on_payload(c, c->in.p + VXP_FRAME_HEADER_SIZE, len);
+    vxd__rbuf_consume(&c->in, VXP_FRAME_HEADER_SIZE + len);
+  }
+}
+
+void vxd__on_connection(uv_stream_t *server, int status) {
+  vxd_server *s = server->data;
+  if (status < 0 || s->stopping) return;
+  vxd_conn *c = calloc(1, sizeof *c);
+  if (!c) return;
+  c->srv = s;
+  c->id = ++s->next_conn_id;
+  uv_pipe_init(s->loop, &c->pipe, 0);
+  c->pipe.data = c;
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
+    vxd__conn_close(c);
+    return;
+  }
+  uv_read_start((uv_stream_t *)&c->pipe, vxd__conn_alloc_cb, vxd__conn_read_cb);
+}

@@ -1,0 +1,157 @@
+/*
+ * vxd_loop.h - what the files of the vortexd loop share (daemon/ only):
+ * the server, connection, job and worker records, and the functions one
+ * file calls in another.
+ *
+ *   vxd_server.c    lifecycle: start-up, flush timer, shutdown
+ *   vxd_conn.c      client connections: frames in, responses out
+ *   vxd_requests.c  hello / stats / fetch / compile
+ *   vxd_pool.c      compile jobs and worker processes
+ *   vxd_store.c     the cache's writes, on a thread of their own
+ *
+ * THREAD NOTES: loop thread only.
+ */
+#ifndef VXD_LOOP_H
+#define VXD_LOOP_H
+
+#include <uv.h>
+
+#include "vxd.h"
+#include "vxk.h"
+#include "vxp.h"
+
+#define VXD_READ_CHUNK (64 * 1024)
+#define VXD_MAX_WORKERS 64
+
+typedef struct vxd_server vxd_server;
+
+/* Accumulates stream bytes until whole frames are in. */
+typedef struct {
+  uint8_t *p; /* malloc() */
+  size_t n, cap;
+} vxd_rbuf;
+
+typedef struct vxd_conn {
+  uv_pipe_t pipe; /* pipe.data = this */
+  vxd_server *srv;
+  uint64_t id;
+  vxd_rbuf in;
+  int closing;
+  struct vxd_conn *prev, *next;
+} vxd_conn;
+
+typedef struct vxd_waiter {
+  uint64_t conn_id, req_id;
+  struct vxd_waiter *next;
+} vxd_waiter;
+
+typedef struct vxd_job {
+  uint64_t id;
+  char key[VXK_KEY_HEX + 1];
+  int emit_ir;    /* such jobs are never shared */
+  int crashes;    /* workers that died while compiling it */
+  uint8_t *frame; /* request frame for the worker; malloc() */
+  size_t frame_len;
+  vxd_waiter *waiters;
+  struct vxd_job *next; /* in the queue or the in-flight list */
+} vxd_job;
+
+typedef struct vxd_worker {
+  uv_process_t proc;
+  uv_pipe_t to, from; /* child's stdin (we write) / stdout (we read) */
+  uv_timer_t timer;   /* job timeout */
+  vxd_server *srv;
+  unsigned slot;
+  int open_handles; /* freed when this drops to 0 */
+  int exited, timed_out;
+  vxd_rbuf in;
+  vxd_job *job; /* in flight; NULL when idle */
+} vxd_worker;
+
+typedef struct {
+  vxd_worker *w;      /* NULL while (re)starting */
+  uv_timer_t respawn; /* respawn.data = this slot */
+  uint64_t spawned_ms;
+  vxd_server *srv;
+  unsigned index;
+} vxd_slot;
+
+/* The compile jobs and the worker processes (vxd_pool.c). */
+typedef struct {
+  vxd_job *queue_head, *queue_tail; /* waiting for a worker */
+  vxd_job *inflight;                /* on a worker */
+  uint64_t next_job_id;
+  vxd_slot slots[VXD_MAX_WORKERS];
+  unsigned nslots;
+  uint64_t worker_restarts; /* since start */
+} vxd_pool;
+
+struct vxd_server {
+  /* lifecycle (vxd_server.c) */
+  const vxd_config *cfg;
+  uv_loop_t *loop;
+  uv_pipe_t listener;
+  uv_signal_t sigint, sigterm;
+  uv_timer_t idle, flush;
+  int bound_socket; /* we created the socket file (not socket activation) */
+  int lock_fd;
+  int stopping;
+  uint64_t start_ms;
+  /* the cache: reads here, every write on the store thread (NULL once
+   * stopped) */
+  vxk_cache *cache;
+  vxd_store *store;
+  /* clients (vxd_conn.c) */
+  vxd_conn *conns;
+  uint64_t next_conn_id;
+  vxd_pool pool;
+  /* counters: requests since start; hits/misses/errors not yet flushed */
+  uint64_t requests;
+  int64_t pending_hits, pending_misses, pending_errors;
+};
+
+/* ---- vxd_server.c ---- */
+
+/* Writes "vortexd: message" to stderr (the journal under systemd). */
+void vxd__log(const vxd_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* vxd__log for callbacks: s is the vxd_server. */
+void vxd__log_line(void *s, const char *msg);
+/* Loop time in milliseconds. */
+uint64_t vxd__now_ms(vxd_server *s);
+/* Queues a worker's successful result for the store thread. */
+void vxd__store(vxd_server *s, const char *key, const vxp_response *r);
+/* Hands counters and LRU times to the store thread. */
+void vxd__flush_counters(vxd_server *s);
+
+/* ---- vxd_conn.c ---- */
+
+/* Room for the next read into rb (grows it); consumes n bytes from it. */
+void vxd__rbuf_alloc(vxd_rbuf *rb, uv_buf_t *buf);
+void vxd__rbuf_consume(vxd_rbuf *rb, size_t n);
+/* Closes c (idempotent); it is freed in the close callback. */
+void vxd__conn_close(vxd_conn *c);
+/* The open connection with this id, or NULL (it may have gone). */
+vxd_conn *vxd__conn_find(vxd_server *s, uint64_t id);
+/* Encodes and writes resp to c; closes c after the write when close_after. */
+void vxd__send(vxd_conn *c, const vxp_response *resp, int close_after);
+void vxd__send_error(vxd_conn *c, uint64_t id, vxp_op op, vxp_status st, const char *msg, int close_after);
+/* Accepts a client on the listening socket. */
+void vxd__on_connection(uv_stream_t *server, int status);
+
+/* ---- vxd_requests.c ---- */
+
+/* Handles one whole request payload from c. */
+void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len);
+
+/* ---- vxd_pool.c ---- */
+
+/* Frees job j and its waiters. */
+void vxd__job_free(vxd_job *j);
+/* Starts a worker in slot. */
+void vxd__spawn(vxd_server *s, vxd_slot *slot);
+/* Gives queued jobs to idle workers. */
+void vxd__dispatch(vxd_server *s);
+/* Close callback of a worker's handles: frees it after the last one. */
+void vxd__worker_handle_close_cb(uv_handle_t *h);
+
+#endif /* VXD_LOOP_H */

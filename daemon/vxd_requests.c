@@ -1,0 +1,212 @@
+/*
+ * vxd_requests.c - what the daemon does with each request: hello, stats,
+ * fetch, compile (key, then the cache, then a job).  Bytes from a socket are
+ * never trusted: a well-framed but malformed request gets a bad_request
+ * reply and the connection stays open.  Loop thread only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+#include <uv.h>
+
+#include "vxd_loop.h"
+
+/* Fills resp from a cache entry: kernel records decoded, object moved. */
+static int vxd__kernels_from_cache(vxk_entry *e, vxp_response *resp) {
+  resp->kernels = calloc(e->nkernels ? e->nkernels : 1, sizeof *resp->kernels);
+  if (!resp->kernels) return VXP_ENOMEM;
+  for (uint32_t i = 0; i < e->nkernels; i++) {
+    int rc = vxp_kernel_meta_decode(e->kernels[i].metadata, e->kernels[i].metadata_size, &resp->kernels[i]);
+    if (rc != VXP_OK) return rc;
+    resp->nkernels = i + 1;
+  }
+  resp->object = e->object; /* moved */
+  resp->object_size = e->object_size;
+  e->object = NULL;
+  return VXP_OK;
+}
+
+static void vxd__on_hello(vxd_conn *c, const vxp_request *req) {
+  char server[256];
+  snprintf(server, sizeof server, "%s (%s)", VXD_SERVER_NAME, vxl_toolchain_summary());
+  vxp_response r = {.id = req->id,
+                    .op = VXP_OP_HELLO,
+                    .status = VXP_STATUS_OK,
+                    .proto_version = VXP_PROTOCOL_VERSION,
+                    .server = server,
+                    .max_frame = c->srv->cfg->max_frame};
+  vxd__send(c, &r, 0);
+}
+
+static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
+  vxd_server *s = c->srv;
+  vxk_stats ks;
+  /* counters and entries as of now: what is queued is written first */
+  vxd__flush_counters(s);
+  if (s->store) vxd_store_drain(s->store);
+  if (vxk_stats_get(s->cache, &ks) != VXK_OK) {
+    vxd__send_error(c, req->id, VXP_OP_STATS, VXP_STATUS_INTERNAL, vxk_errmsg(s->cache), 0);
+    return;
+  }
+  vxp_response r = {.id = req->id, .op = VXP_OP_STATS, .status = VXP_STATUS_OK};
+  r.stats.hits = ks.hits;
+  r.stats.misses = ks.misses;
+  r.stats.compile_errors = ks.compile_errors;
+  r.stats.entries = ks.entries;
+  r.stats.bytes = ks.bytes;
+  r.stats.requests = s->requests;
+  r.stats.workers = s->pool.nslots;
+  r.stats.worker_restarts = s->pool.worker_restarts;
+  r.stats.uptime_ms = vxd__now_ms(s) - s->start_ms;
+  vxd__send(c, &r, 0);
+}
+
+/* Answers req from the cache entry key.  Returns 0 when answered,
+ * VXK_ENOTFOUND, or another VXK error (logged, not answered). */
+static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *key, const char *kernel) {
+  vxd_server *s = c->srv;
+  vxk_entry e;
+  int rc = vxk_get(s->cache, key, kernel, &e);
+  if (rc == VXK_ENOTFOUND && s->store)
+    rc = vxd_store_pending(s->store, key, kernel, &e); /* not written yet */
+  if (rc != VXK_OK) {
+    if (rc != VXK_ENOTFOUND) vxd__log(s, "cache read %s: %s", key, vxk_errmsg(s->cache));
+    return rc;
+  }
+  vxp_response r = {.id = req->id, .op = req->op, .status = VXP_STATUS_OK, .cached = true};
+  int drc = vxd__kernels_from_cache(&e, &r);
+  vxk_entry_clear(&e);
+  if (drc != VXP_OK) {
+    vxp_response_clear(&r);
+    vxd__log(s, "cache entry %s has unreadable metadata", key);
+    return VXK_EIO;
+  }
+  r.key = (char *)key;
+  s->pending_hits++;
+  vxd__send(c, &r, 0);
+  r.key = NULL; /* borrowed */
+  vxp_response_clear(&r);
+  return 0;
+}
+
+static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
+  if (!vxk_key_valid(req->key)) {
+    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_BAD_REQUEST,
+                    "key must be 64 lowercase hexadecimal digits", 0);
+    return;
+  }
+  int rc = vxd__serve_cached(c, req, req->key, req->kernel);
+  if (rc == VXK_ENOTFOUND)
+    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_NOT_FOUND,
+                    req->kernel ? "no such kernel under that key" : "no cache entry with that key", 0);
+  else if (rc != 0)
+    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_INTERNAL, "cache read failed", 0);
+}
+
+/* The cache key: the source bytes, the lowering's fingerprint of the
+ * request's options (everything that changes a compile's output, which only
+ * the lowering knows) and this daemon's version.  The source name is left
+ * out on purpose: it changes diagnostics only (which are not cached), and
+ * keeping it out lets the same kernel under two paths share one entry
+ * (ccache users who build from several checkouts miss for exactly this
+ * reason). */
+static int vxd__key(const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
+  vxl_options o;
+  vxd_options_from_request(req, &o);
+  char fp[2048];
+  if (vxl_fingerprint(&o, fp, sizeof fp) < 0) return VXK_EINVAL;
+  const char *parts[] = {VXD_SERVER_NAME, fp};
+  return vxk_key(req->source, req->source_len, parts, sizeof parts / sizeof parts[0], key);
+}
+
+static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
+  vxd_server *s = c->srv;
+  char key[VXK_KEY_HEX + 1];
+  if (vxd__key(req, key) != VXK_OK) {
+    vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
+    return;
+  }
+  /* A request for lowered IR always compiles (IR is not cached). */
+  if (!req->emit_ir && vxd__serve_cached(c, req, key, NULL) == 0) return;
+
+  vxd_waiter *wt = calloc(1, sizeof *wt);
+  if (!wt) {
+    vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
+    return;
+  }
+  wt->conn_id = c->id;
+  wt->req_id = req->id;
+  /* the same source already compiling or queued: wait for that compile */
+  if (!req->emit_ir) {
+    vxd_job *lists[2] = {s->pool.inflight, s->pool.queue_head};
+    for (int l = 0; l < 2; l++)
+      for (vxd_job *j = lists[l]; j; j = j->next)
+        if (!j->emit_ir && strcmp(j->key, key) == 0) {
+          wt->next = j->waiters;
+          j->waiters = wt;
+          return;
+        }
+  }
+  vxd_job *j = calloc(1, sizeof *j);
+  if (!j) {
+    free(wt);
+    vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
+    return;
+  }
+  j->id = ++s->pool.next_job_id;
+  memcpy(j->key, key, sizeof j->key);
+  j->emit_ir = req->emit_ir;
+  j->waiters = wt;
+  vxp_request wreq = *req;
+  wreq.id = j->id;
+  if (vxp_request_encode(&wreq, &j->frame, &j->frame_len) != VXP_OK) {
+    vxd__job_free(j);
+    vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "could not queue the compile", 0);
+    return;
+  }
+  if (s->pool.queue_tail)
+    s->pool.queue_tail->next = j;
+  else
+    s->pool.queue_head = j;
+  s->pool.queue_tail = j;
+  vxd__dispatch(s);
+}
+
+void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
+  vxd_server *s = c->srv;
+  s->requests++;
+  vxp_request req;
+  int rc = vxp_request_decode(p, len, &req);
+  if (rc != VXP_OK) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "malformed request: %s", vxp_strerror(rc));
+    vxd__send_error(c, req.id, req.op, VXP_STATUS_BAD_REQUEST, msg, 0);
+    return;
+  }
+  /* hello must name the client's protocol version, any other request may
+   * (a client then needs no hello round trip): it must be ours */
+  if ((req.op == VXP_OP_HELLO || req.proto_version != 0) && req.proto_version != VXP_PROTOCOL_VERSION) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "protocol version %u not supported (this daemon speaks %u)", req.proto_version,
+             VXP_PROTOCOL_VERSION);
+    vxd__send_error(c, req.id, req.op, VXP_STATUS_BAD_REQUEST, msg, 0);
+    vxp_request_clear(&req);
+    return;
+  }
+  switch (req.op) {
+  case VXP_OP_HELLO: vxd__on_hello(c, &req); break;
+  case VXP_OP_STATS: vxd__on_stats(c, &req); break;
+  case VXP_OP_FETCH: vxd__on_fetch(c, &req); break;
+  case VXP_OP_COMPILE: vxd__on_compile(c, &req); break;
+  }
+  vxp_request_clear(&req);
+}
