@@ -54,7 +54,38 @@ static int vxd__write_full(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-/* Compiles one request into resp (ownership of kernels moves into resp). */
+/* Moves lowering kernel k into its wire record *w (k is left empty): the
+ * one place the lowering's result becomes the protocol's.  Returns 0 or
+ * -ENOMEM (k untouched). */
+static int vxd__kernel_to_wire(vxl_kernel *k, vxp_kernel *w) {
+  vxp_arg *args = calloc(k->nargs ? k->nargs : 1, sizeof *args);
+  if (!args) return -ENOMEM;
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    const vxl_arg *a = &k->args[i];
+    args[i] = (vxp_arg){.index = a->index,
+                        .type = a->type, /* moved */
+                        .kind = a->kind == VXL_ARG_POINTER ? VXP_ARG_POINTER : VXP_ARG_SCALAR,
+                        .size = a->size,
+                        .align = a->align,
+                        .offset = a->offset};
+  }
+  *w = (vxp_kernel){.name = k->name,
+                    .entry = k->entry,
+                    .nargs = k->nargs,
+                    .args = args,
+                    .args_size = k->args_size,
+                    .launch_offset = k->launch_offset,
+                    .buffer_size = k->buffer_size,
+                    .grid_dims = k->grid_dims,
+                    .shared_bytes = k->shared_bytes,
+                    .subgroup_size = k->subgroup_size};
+  memcpy(w->known_block, k->known_block, sizeof w->known_block);
+  free(k->args);
+  memset(k, 0, sizeof *k);
+  return 0;
+}
+
+/* Compiles one request into resp (ownership of the results moves into resp). */
 static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
   vxl_options o;
   vxd_options_from_request(req, &o);
@@ -69,11 +100,19 @@ static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *
     vxl_result_clear(&r);
     return;
   }
+  resp->kernels = calloc(r.nkernels ? r.nkernels : 1, sizeof *resp->kernels);
+  for (uint32_t i = 0; resp->kernels && i < r.nkernels; i++, resp->nkernels++)
+    if (vxd__kernel_to_wire(&r.kernels[i], &resp->kernels[i]) != 0) break;
+  if (!resp->kernels || resp->nkernels != r.nkernels) {
+    resp->status = VXP_STATUS_INTERNAL;
+    resp->message = strdup("compile worker ran out of memory");
+    vxl_result_clear(&r);
+    return;
+  }
   resp->status = r.ok ? VXP_STATUS_OK : VXP_STATUS_COMPILE_ERROR;
-  resp->object = r.object;
+  resp->object = r.object; /* moved, like the rest */
   resp->object_size = r.object_size;
-  resp->kernels = r.kernels;
-  resp->nkernels = r.nkernels;
+  free(r.kernels);
   resp->diags = r.diags;
   resp->ndiags = r.ndiags;
   resp->lowered_ir = r.lowered_ir;

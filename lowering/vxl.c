@@ -210,10 +210,20 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   free(c);
 }
 
+void vxl_kernel_clear(vxl_kernel *k) {
+  if (!k) return;
+  free(k->name);
+  free(k->entry);
+  for (uint32_t i = 0; i < k->nargs; i++)
+    free(k->args[i].type);
+  free(k->args);
+  memset(k, 0, sizeof *k);
+}
+
 void vxl_result_clear(vxl_result *res) {
   if (!res) return;
   for (uint32_t i = 0; i < res->nkernels; i++)
-    vxp_kernel_clear(&res->kernels[i]);
+    vxl_kernel_clear(&res->kernels[i]);
   free(res->kernels);
   free(res->object);
   for (uint32_t i = 0; i < res->ndiags; i++)
@@ -225,21 +235,21 @@ void vxl_result_clear(vxl_result *res) {
 
 /* Writes the layouts into the lowered MLIR module as the module attribute
  * vortex.kernel_args, so lowered IR shows them. */
-static void vxl__attach_metadata(MlirModule mod, const vxp_kernel *ks, uint32_t n) {
+static void vxl__attach_metadata(MlirModule mod, const vxl_kernel *ks, uint32_t n) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
   if (!f) return;
   fputc('{', f);
   for (uint32_t i = 0; i < n; i++) {
-    const vxp_kernel *k = &ks[i];
+    const vxl_kernel *k = &ks[i];
     fprintf(f, "%s\"%s\" = {args = [", i ? ", " : "", k->name);
     for (uint32_t j = 0; j < k->nargs; j++) {
-      const vxp_arg *a = &k->args[j];
+      const vxl_arg *a = &k->args[j];
       fprintf(f,
               "%s{align = %u : i32, index = %u : i32, kind = \"%s\", offset = %u : i32, "
               "size = %u : i32, type = \"%s\"}",
-              j ? ", " : "", a->align, a->index, a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", a->offset,
+              j ? ", " : "", a->align, a->index, a->kind == VXL_ARG_POINTER ? "pointer" : "scalar", a->offset,
               a->size, a->type);
     }
     fprintf(f,
@@ -303,7 +313,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   }
   res->nkernels = nk;
   for (uint32_t i = 0; i < nk && rc == 0; i++) {
-    vxp_kernel *k = &res->kernels[i];
+    vxl_kernel *k = &res->kernels[i];
     LLVMValueRef kf = LLVMGetNamedFunction(lm, kinfo[i].name);
     k->name = strdup(kinfo[i].name);
     if (!k->name || asprintf(&k->entry, VXL_ENTRY_PREFIX "%u", i) < 0) {
@@ -372,7 +382,7 @@ done:
   res->ndiags = d.n;
   if (rc) {
     for (uint32_t i = 0; i < res->nkernels; i++)
-      vxp_kernel_clear(&res->kernels[i]);
+      vxl_kernel_clear(&res->kernels[i]);
     free(res->kernels);
     res->kernels = NULL;
     res->nkernels = 0;
@@ -385,7 +395,7 @@ done:
   return rc == -ENOMEM ? -ENOMEM : 0;
 }
 
-int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxp_kernel *k) {
+int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel *k) {
   /* A private context and target machine: this entry point exists for the
    * unit tests and tools, and must not disturb any compiler's state. */
   vxl_compiler *c = NULL;

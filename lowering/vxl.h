@@ -23,8 +23,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vxp.h"
-
 /* Version of the code the lowering emits (entry convention, argument-buffer
  * layout, thread model).  Part of every cache key: bump it whenever the same
  * source would produce a different object or layout.
@@ -76,6 +74,39 @@ typedef struct {
 #undef VXL__OPTION_FIELD
 } vxl_options;
 
+/* How an argument travels in the argument buffer. */
+typedef enum { VXL_ARG_SCALAR = 0, VXL_ARG_POINTER = 1 } vxl_arg_kind;
+
+/* One kernel argument as the host must pack it (sizes in bytes). */
+typedef struct {
+  uint32_t index;    /* position in the gpu.func signature */
+  char *type;        /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
+  vxl_arg_kind kind; /* pointer for memref and !llvm.ptr, else scalar */
+  uint32_t size;     /* store size on RV32 */
+  uint32_t align;    /* ABI alignment on RV32 */
+  uint32_t offset;   /* offset from the start of the argument buffer */
+} vxl_arg;
+
+/* One compiled kernel: where it starts in the module's object and the
+ * argument buffer its entry reads (docs/PROTOCOL.md, "Argument buffer";
+ * the daemon sends exactly these fields as the protocol's kernel record). */
+typedef struct {
+  char *name;  /* gpu.func symbol ("module::kernel" when qualified); malloc() */
+  char *entry; /* entry symbol in the object: VXL_ENTRY_PREFIX "<i>"; malloc() */
+  uint32_t nargs;
+  vxl_arg *args;           /* nargs entries; malloc() */
+  uint32_t args_size;      /* end of the last argument */
+  uint32_t launch_offset;  /* offset of the launch header */
+  uint32_t buffer_size;    /* whole argument buffer, a multiple of 8 */
+  uint32_t grid_dims;      /* highest grid dimension the kernel reads, 1..3 */
+  uint32_t known_block[3]; /* gpu.known_block_size, or {0,0,0} */
+  uint32_t shared_bytes;   /* static workgroup (shared) memory per block */
+  uint32_t subgroup_size;  /* threads per warp the kernel was compiled for */
+} vxl_kernel;
+
+/* Releases the fields of k (not k itself).  NULL-safe. */
+void vxl_kernel_clear(vxl_kernel *k);
+
 /* Prefix of the kernels' entry symbols: kernel i of a result is started by
  * VXL_ENTRY_PREFIX "<i>" in the module's object. */
 #define VXL_ENTRY_PREFIX "__vxl_main_"
@@ -86,7 +117,7 @@ typedef struct {
                       module, every kernel behind its entry; malloc() */
   size_t object_size;
   uint32_t nkernels;
-  vxp_kernel *kernels; /* malloc(); metadata and entry symbol of each */
+  vxl_kernel *kernels; /* malloc(); metadata and entry symbol of each */
   uint32_t ndiags;
   char **diags;     /* "file:line:col: error: message"; malloc() */
   char *lowered_ir; /* when opts.emit_ir; malloc(), may be NULL */
@@ -133,6 +164,6 @@ const char *vxl_toolchain_summary(void);
  * header and total size.  Fills k->args (types copied), k->nargs,
  * k->args_size, k->launch_offset, k->buffer_size.  Returns 0, -EINVAL for a
  * type it cannot place (k untouched), -ENOMEM. Any thread. */
-int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxp_kernel *k);
+int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel *k);
 
 #endif /* VXL_H */

@@ -49,10 +49,10 @@ static int vxl__is_pointer_type(const char *mlir_type) {
 }
 
 int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n,
-                char *const *mlir_types, vxp_kernel *k) {
+                char *const *mlir_types, vxl_kernel *k) {
   LLVMTypeRef s = vxl__buffer_type(lctx, params, n);
   if (!s) return -ENOMEM;
-  vxp_arg *args = calloc(n ? n : 1, sizeof *args);
+  vxl_arg *args = calloc(n ? n : 1, sizeof *args);
   if (!args) return -ENOMEM;
   uint32_t end = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -64,7 +64,7 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, 
       free(args);
       return -ENOMEM;
     }
-    args[i].kind = vxl__is_pointer_type(mlir_types[i]) ? VXP_ARG_POINTER : VXP_ARG_SCALAR;
+    args[i].kind = vxl__is_pointer_type(mlir_types[i]) ? VXL_ARG_POINTER : VXL_ARG_SCALAR;
     args[i].size = (uint32_t)LLVMStoreSizeOfType(td, params[i]);
     args[i].align = LLVMABIAlignmentOfType(td, params[i]);
     args[i].offset = (uint32_t)LLVMOffsetOfElement(td, s, i);
@@ -200,7 +200,7 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
 
 /* Makes every definition internal except the kernels' entries, so O2
  * inlines each kernel into its entry and drops what no entry uses. */
-static void vxl__internalize(LLVMModuleRef m, const vxp_kernel *kernels, uint32_t n) {
+static void vxl__internalize(LLVMModuleRef m, const vxl_kernel *kernels, uint32_t n) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f)) LLVMSetLinkage(f, LLVMInternalLinkage);
   for (uint32_t i = 0; i < n; i++) {
@@ -490,7 +490,7 @@ static void vxl__pin_thread_control(LLVMModuleRef m) {
   }
 }
 
-int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uint32_t n,
+int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n,
                      const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d) {
   vxl__pin_thread_control(m);
   for (uint32_t i = 0; i < n; i++) {

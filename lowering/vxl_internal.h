@@ -232,7 +232,7 @@ LLVMTargetDataRef vxl__target_data(const vxl_compiler *c);
 /* LLVM side: computes the argument-buffer layout of a kernel whose LLVM
  * parameter types are params (from the translated function) into k. */
 int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n,
-                char *const *mlir_types, vxp_kernel *k);
+                char *const *mlir_types, vxl_kernel *k);
 
 /* LLVM side: adds each kernel's Vortex entry (a body that unpacks the
  * argument buffer, and kernels[i].entry, which spawns the grid), runs the
@@ -240,7 +240,7 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, 
  * (malloc(), *obj_size bytes).  Layouts must already be filled by
  * vxl__layout().  m stays owned by the caller.  Returns 0, -ENOMEM, or
  * -EINVAL with diags. */
-int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxp_kernel *kernels, uint32_t n,
+int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n,
                      const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d);
 
 /* The LLVM struct type of a kernel's whole argument buffer: its parameters

@@ -50,7 +50,7 @@ static vxl_result build(const char *path) {
  * from it (the suites run one test at a time). */
 static const vxl_result *kernel_owner;
 
-static const vxp_kernel *kernel(const vxl_result *r, const char *name) {
+static const vxl_kernel *kernel(const vxl_result *r, const char *name) {
   kernel_owner = r;
   for (uint32_t i = 0; i < r->nkernels; i++)
     if (!name || strcmp(r->kernels[i].name, name) == 0) return &r->kernels[i];
@@ -76,7 +76,7 @@ static void sort_lines(const char *text, char *out, size_t cap) {
 /* Launches k on img on each of the ncfgs configurations, checks they agree,
  * and returns the device memory afterwards (malloc()).  launch(): on every
  * configuration of vxt_simt_matrix. */
-static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxp_kernel *k, vxt_image *img,
+static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel *k, vxt_image *img,
                           const void *const *vals, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx,
                           uint32_t by, uint32_t bz, uint32_t shared, char *printed, size_t cap) {
   uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
@@ -120,7 +120,7 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxp_kernel
   return first;
 }
 
-static uint8_t *launch(const vxp_kernel *k, vxt_image *img, const void *const *vals, uint32_t gx, uint32_t gy,
+static uint8_t *launch(const vxl_kernel *k, vxt_image *img, const void *const *vals, uint32_t gx, uint32_t gy,
                        uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t shared, char *printed,
                        size_t cap) {
   return launch_on(vxt_simt_matrix, vxt_simt_matrix_len, k, img, vals, gx, gy, gz, bx, by, bz, shared,
@@ -142,7 +142,7 @@ static void assert_floats(const float *got, const float *want, uint32_t n, float
 
 static void run_saxpy(uint32_t n, uint32_t block) {
   vxl_result r = build(VXT_EXAMPLES_DIR "/saxpy.mlir");
-  const vxp_kernel *k = kernel(&r, "saxpy");
+  const vxl_kernel *k = kernel(&r, "saxpy");
   float *x = malloc(n * 4), *y = malloc(n * 4), *want = malloc(n * 4);
   for (uint32_t i = 0; i < n; i++)
     x[i] = rndf(), y[i] = rndf();
@@ -172,7 +172,7 @@ Test(device, saxpy_several_shapes) {
 static void run_sgemm(const char *file, const char *name, uint32_t m, uint32_t n, uint32_t kk, uint32_t bx,
                       uint32_t by) {
   vxl_result r = build(file);
-  const vxp_kernel *k = kernel(&r, name);
+  const vxl_kernel *k = kernel(&r, name);
   float *a = malloc(m * kk * 4), *b = malloc(kk * n * 4), *want = calloc(m * n, 4);
   for (uint32_t i = 0; i < m * kk; i++)
     a[i] = rndf();
@@ -204,7 +204,7 @@ Test(device, naive_sgemm_2d_grid) {
 
 Test(device, tiled_sgemm_with_shared_memory_and_two_barriers_per_tile) {
   vxl_result r = build(VXT_KERNELS_DIR "/sgemm_tiled.mlir");
-  const vxp_kernel *k = kernel(&r, "sgemm_tiled");
+  const vxl_kernel *k = kernel(&r, "sgemm_tiled");
   cr_assert_eq(k->shared_bytes, 2 * 8 * 8 * 4, "two 8x8 f32 tiles");
   vxl_result_clear(&r);
   run_sgemm(VXT_KERNELS_DIR "/sgemm_tiled.mlir", "sgemm_tiled", 16, 16, 16, 8, 8);
@@ -213,7 +213,7 @@ Test(device, tiled_sgemm_with_shared_memory_and_two_barriers_per_tile) {
 
 Test(device, block_reduction_over_a_workgroup_global) {
   vxl_result r = build(VXT_KERNELS_DIR "/block_reduce.mlir");
-  const vxp_kernel *k = kernel(&r, "block_sum");
+  const vxl_kernel *k = kernel(&r, "block_sum");
   cr_assert_eq(k->shared_bytes, 64 * 4);
   uint32_t n = 1000, blocks = (n + 63) / 64;
   int32_t *in = malloc(n * 4);
@@ -238,7 +238,7 @@ Test(device, block_reduction_over_a_workgroup_global) {
 
 Test(device, dynamic_shared_memory_sized_by_the_launch) {
   vxl_result r = build(VXT_KERNELS_DIR "/dynamic_shared.mlir");
-  const vxp_kernel *k = kernel(&r, "reverse_block");
+  const vxl_kernel *k = kernel(&r, "reverse_block");
   cr_assert_eq(k->shared_bytes, 16, "only the static 4 x i32 buffer is static");
   uint32_t bs[] = {32, 100};
   for (int t = 0; t < 2; t++) {
@@ -265,7 +265,7 @@ Test(device, polygeist_extern_shared_goes_after_the_static_buffers) {
   /* `= uninitialized` one-element globals are the dynamic area; a static
    * tile beside one must not overlap it */
   vxl_result r = build(VXT_KERNELS_DIR "/extern_shared.mlir");
-  const vxp_kernel *k = kernel(&r, "reverse_with_tile");
+  const vxl_kernel *k = kernel(&r, "reverse_with_tile");
   cr_assert_eq(k->shared_bytes, 32, "static bytes only: the 8 x f32 tile, got %u", k->shared_bytes);
   uint32_t bs[] = {8, 24, 40};
   for (int t = 0; t < 3; t++) {
@@ -305,7 +305,7 @@ Test(device, polygeist_extern_shared_goes_after_the_static_buffers) {
 
 Test(device, stencil_3d_grid_and_block) {
   vxl_result r = build(VXT_KERNELS_DIR "/stencil3d.mlir");
-  const vxp_kernel *k = kernel(&r, "stencil7");
+  const vxl_kernel *k = kernel(&r, "stencil7");
   cr_assert_eq(k->grid_dims, 3);
   uint32_t nx = 11, ny = 7, nz = 6, n = nx * ny * nz;
   float *in = malloc(n * 4), *want = calloc(n, 4), c0 = 0.5f, c1 = 0.125f;
@@ -345,7 +345,7 @@ static int32_t control_ref(uint32_t i, int32_t v) {
 
 Test(device, control_flow_while_switch_divergent_ifs) {
   vxl_result r = build(VXT_KERNELS_DIR "/control_flow.mlir");
-  const vxp_kernel *k = kernel(&r, "control");
+  const vxl_kernel *k = kernel(&r, "control");
   uint32_t n = 203;
   int32_t *in = malloc(n * 4);
   for (uint32_t i = 0; i < n; i++)
@@ -376,7 +376,7 @@ Test(device, unstructured_cf_early_return_loop_if_and_switch) {
   /* cf branches on thread ids: split/join on an early return and an
    * if-then, vx_pred on a cf loop exit; n % block != 0 leaves threads out */
   vxl_result r = build(VXT_KERNELS_DIR "/unstructured.mlir");
-  const vxp_kernel *k = kernel(&r, "unstructured");
+  const vxl_kernel *k = kernel(&r, "unstructured");
   const int32_t sizes[] = {45, 150};
   for (int t = 0; t < 2; t++) {
     int32_t n = sizes[t];
@@ -415,7 +415,7 @@ Test(device, unstructured_cf_early_return_loop_if_and_switch) {
 /* Runs kernel `name` of else_if_chain.mlir over n elements (out starts at
  * 0x5EED) with blocks of `block` threads and returns out (malloc()). */
 static int32_t *run_chain(const vxl_result *r, const char *name, int32_t n, uint32_t block) {
-  const vxp_kernel *k = kernel(r, name);
+  const vxl_kernel *k = kernel(r, name);
   uint32_t cap = (uint32_t)n + 8;
   int32_t *init = malloc(cap * 4);
   for (uint32_t i = 0; i < cap; i++)
@@ -472,7 +472,7 @@ Test(device, thread_dependent_selects_and_min_max) {
   }
   free(out);
   /* i64 and f64: shifts by a thread-dependent amount and pair comparisons */
-  const vxp_kernel *k = kernel(&r, "wide");
+  const vxl_kernel *k = kernel(&r, "wide");
   vxt_image img = {0};
   uint32_t o64 = vxt_image_put(&img, NULL, 48 * 8), of = vxt_image_put(&img, NULL, 48 * 8);
   uint32_t d64 = DEV(o64), df = DEV(of);
@@ -493,7 +493,7 @@ Test(device, thread_dependent_selects_and_min_max) {
 
 Test(device, divergent_loops_and_ifs_nested_in_each_other) {
   vxl_result r = build(VXT_KERNELS_DIR "/nested_divergence.mlir");
-  const vxp_kernel *k = kernel(&r, "nested_loops");
+  const vxl_kernel *k = kernel(&r, "nested_loops");
   const uint32_t n = 70;
   vxt_image img = {0};
   uint32_t o1 = vxt_image_put(&img, NULL, n * 4), o2 = vxt_image_put(&img, NULL, n * 4);
@@ -537,7 +537,7 @@ Test(device, same_kernel_and_helper_names_in_two_gpu_modules) {
   cr_assert_eq(r.nkernels, 3);
   const char *names[3] = {"add::apply", "mul::apply", "scale"};
   for (int t = 0; t < 3; t++) {
-    const vxp_kernel *k = kernel(&r, names[t]);
+    const vxl_kernel *k = kernel(&r, names[t]);
     uint32_t n = 37;
     vxt_image img = {0};
     uint32_t oo = vxt_image_put(&img, NULL, n * 4), od = DEV(oo);
@@ -554,7 +554,7 @@ Test(device, same_kernel_and_helper_names_in_two_gpu_modules) {
 
 Test(device, i64_and_f64_arithmetic) {
   vxl_result r = build(VXT_KERNELS_DIR "/wide_types.mlir");
-  const vxp_kernel *k = kernel(&r, "wide");
+  const vxl_kernel *k = kernel(&r, "wide");
   cr_assert_eq(k->args[1].offset, 8, "i64 after a pointer is 8-aligned");
   uint32_t n = 45;
   int64_t *a = malloc(n * 8), *wq = malloc(n * 8), b = -123456789012LL;
@@ -588,7 +588,7 @@ Test(device, i64_and_f64_arithmetic) {
 
 Test(device, mixed_width_arguments_land_where_the_kernel_reads_them) {
   vxl_result r = build(VXT_EXAMPLES_DIR "/mixed_args.mlir");
-  const vxp_kernel *k = kernel(&r, "scale_offset");
+  const vxl_kernel *k = kernel(&r, "scale_offset");
   uint32_t n = 50;
   int8_t flag = -3;
   int64_t bias = 1LL << 40;
@@ -613,7 +613,7 @@ Test(device, module_with_two_kernels_and_a_barrier) {
   vxl_result r = build(VXT_EXAMPLES_DIR "/two_kernels.mlir");
   cr_assert_eq(r.nkernels, 2);
   /* kernel 1: fill */
-  const vxp_kernel *fill = kernel(&r, "fill");
+  const vxl_kernel *fill = kernel(&r, "fill");
   uint32_t n = 77;
   float v = 3.25f;
   vxt_image img = {0};
@@ -626,7 +626,7 @@ Test(device, module_with_two_kernels_and_a_barrier) {
   free(mem);
   vxt_image_free(&img);
   /* kernel 2: copy a rows x 16 matrix, barrier, double it in place */
-  const vxp_kernel *ta = kernel(&r, "transpose_add");
+  const vxl_kernel *ta = kernel(&r, "transpose_add");
   uint32_t rows = 40;
   float *a = malloc(rows * 16 * 4);
   for (uint32_t i = 0; i < rows * 16; i++)
@@ -653,7 +653,7 @@ Test(device, module_with_two_kernels_and_a_barrier) {
 
 Test(device, gpu_printf_becomes_vx_printf) {
   vxl_result r = build(VXT_KERNELS_DIR "/printf.mlir");
-  const vxp_kernel *k = kernel(&r, "say");
+  const vxl_kernel *k = kernel(&r, "say");
   cr_assert(vxt_elf_has_symbol(r.object, r.object_size, "vx_printf", 0));
   vxt_image img = {0};
   vxt_image_put(&img, NULL, 16);
@@ -670,7 +670,7 @@ Test(device, gpu_printf_becomes_vx_printf) {
 Test(device, polygeist_style_kernel) {
   /* cgeist's argument order (n, in, factor, out) and its bounds guard */
   vxl_result r = build(VXT_KERNELS_DIR "/polygeist_style.mlir");
-  const vxp_kernel *k = kernel(&r, NULL);
+  const vxl_kernel *k = kernel(&r, NULL);
   const int32_t n = 150;
   int32_t in[150];
   for (int i = 0; i < n; i++)
@@ -694,7 +694,7 @@ Test(device, polygeist_style_kernel) {
 #ifdef VXT_CORPUS_DIR
 #define PG_BS 256u
 
-static uint8_t *pg_launch(const vxp_kernel *k, vxt_image *img, const void *const *vals, uint32_t n,
+static uint8_t *pg_launch(const vxl_kernel *k, vxt_image *img, const void *const *vals, uint32_t n,
                           char *printed, size_t cap) {
   return launch(k, img, vals, (n + PG_BS - 1) / PG_BS, PG_BS / 32, 1, 32, 1, 1, 0, printed, cap);
 }
@@ -702,7 +702,7 @@ static uint8_t *pg_launch(const vxp_kernel *k, vxt_image *img, const void *const
 /* vecadd, dotproduct: c[i] = a[i] op b[i] */
 static void pg_binary(const char *file, int mul) {
   vxl_result r = build(file);
-  const vxp_kernel *k = kernel(&r, NULL);
+  const vxl_kernel *k = kernel(&r, NULL);
   uint32_t n = 1000, bs = PG_BS;
   float *a = malloc(n * 4), *b = malloc(n * 4), *want = malloc(n * 4);
   for (uint32_t i = 0; i < n; i++)
@@ -910,7 +910,7 @@ Test(conformance, polygeist_sort_sgemm_conv3) {
 
 Test(conformance, polygeist_printf_with_a_device_format_string) {
   vxl_result r = build(CORPUS "printf_kernel.mlir");
-  const vxp_kernel *k = kernel(&r, NULL);
+  const vxl_kernel *k = kernel(&r, NULL);
   cr_assert_eq(k->args[4].kind, VXP_ARG_POINTER, "the format string is a device pointer");
   uint32_t n = 5, bs = PG_BS;
   const char fmt[] = "task=%d, value=%c\n";
@@ -935,7 +935,7 @@ Test(device, math_ops_as_libm_calls) {
   /* exp/log/sin/cos/pow become libm calls in the backend, tanh/atan2/erf in
    * convert-math-to-libm; f64 ones go through soft-float too (picolibc) */
   vxl_result r = build(VXT_KERNELS_DIR "/math_libm.mlir");
-  const vxp_kernel *k = kernel(&r, "math_libm");
+  const vxl_kernel *k = kernel(&r, "math_libm");
   uint32_t n = 53;
   float *x = malloc(n * 4), *want = malloc(n * 4);
   double *wantd = malloc(n * 8);
@@ -966,7 +966,7 @@ Test(device, math_ops_as_libm_calls) {
 
 Test(device, math_ops_and_private_memory) {
   vxl_result r = build(VXT_KERNELS_DIR "/math_private.mlir");
-  const vxp_kernel *k = kernel(&r, "math_private");
+  const vxl_kernel *k = kernel(&r, "math_private");
   cr_assert_eq(k->shared_bytes, 0, "private memory is not shared memory");
   uint32_t n = 70;
   float *x = malloc(n * 4), *want = malloc(n * 4);
@@ -1014,7 +1014,7 @@ static void warp_configs(uint32_t warp, vxt_simt cfg[2]) {
  * of `words` words per thread (and an f32 one of 2 when fout). */
 static uint8_t *run_collective(const vxl_result *r, const char *name, uint32_t warp, uint32_t grid,
                                uint32_t block, uint32_t words, int fout, uint32_t *oo, uint32_t *fo) {
-  const vxp_kernel *k = kernel(r, name);
+  const vxl_kernel *k = kernel(r, name);
   vxt_image img = {0};
   uint32_t n = grid * block;
   *oo = vxt_image_put(&img, NULL, n * words * 4);
@@ -1057,7 +1057,7 @@ Test(device, shuffles_xor_up_down_idx) {
   for (int wi = 0; wi < 8; wi++) {
     int insns = wi >= 4;
     vxl_result r = build_for_warp_shfl(VXT_KERNELS_DIR "/subgroups.mlir", warps[wi % 4], insns);
-    const vxp_kernel *sk = kernel(&r, "shuffles");
+    const vxl_kernel *sk = kernel(&r, "shuffles");
     unsigned bfly = vxt_elf_count_insn(r.object, r.object_size, vxt_kernel_body(sk->entry), 0x0B, 6, 1);
     cr_assert(insns ? bfly >= 1 : bfly == 0, "W=%u: %u shuffle instructions", warps[wi % 4], bfly);
     for (int bi = 0; bi < 3; bi++) {
@@ -1259,7 +1259,7 @@ Test(conformance, upstream_all_reduce_integration_tests) {
     int is_float = fi == 3, nout = is_float ? 2 : 1;
     for (int wi = 0; wi < 4; wi++) {
       vxl_result r = build_for_warp(path, warps[wi]);
-      const vxp_kernel *k = kernel(&r, "main_kernel");
+      const vxl_kernel *k = kernel(&r, "main_kernel");
       vxt_image img = {0};
       float fdata[12];
       for (int i = 0; i < 12; i++)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vxl.h"
+#include "vxp.h"
 #include "vxt.h"
 #include "vxt_lowering.h"
 
@@ -15,8 +16,8 @@
 #define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
 #endif
 
-static vxp_kernel layout_of(const char *const *types, uint32_t n) {
-  vxp_kernel k = {0};
+static vxl_kernel layout_of(const char *const *types, uint32_t n) {
+  vxl_kernel k = {0};
   cr_assert_eq(vxl_layout_from_types(types, n, &k), 0);
   cr_assert_eq(k.nargs, n);
   return k;
@@ -27,59 +28,59 @@ static vxp_kernel layout_of(const char *const *types, uint32_t n) {
 static const char *const metadata_test_types[] = {"i32", "memref<?xi32>", "f32", "memref<?xi32>"};
 
 Test(seed000, test1_argument_count) {
-  vxp_kernel k = layout_of(metadata_test_types, 4);
+  vxl_kernel k = layout_of(metadata_test_types, 4);
   cr_assert_eq(k.nargs, 4);
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 Test(seed000, test2_argument_kinds) {
-  vxp_kernel k = layout_of(metadata_test_types, 4);
-  cr_assert_eq(k.args[0].kind, VXP_ARG_SCALAR);
-  cr_assert_eq(k.args[1].kind, VXP_ARG_POINTER);
-  cr_assert_eq(k.args[2].kind, VXP_ARG_SCALAR);
-  cr_assert_eq(k.args[3].kind, VXP_ARG_POINTER);
-  vxp_kernel_clear(&k);
+  vxl_kernel k = layout_of(metadata_test_types, 4);
+  cr_assert_eq(k.args[0].kind, VXL_ARG_SCALAR);
+  cr_assert_eq(k.args[1].kind, VXL_ARG_POINTER);
+  cr_assert_eq(k.args[2].kind, VXL_ARG_SCALAR);
+  cr_assert_eq(k.args[3].kind, VXL_ARG_POINTER);
+  vxl_kernel_clear(&k);
 }
 
 Test(seed000, test3_argument_sizes) {
-  vxp_kernel k = layout_of(metadata_test_types, 4);
+  vxl_kernel k = layout_of(metadata_test_types, 4);
   for (int i = 0; i < 4; i++)
     cr_assert_eq(k.args[i].size, 4, "arg %d", i);
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 Test(seed000, test4_offsets) {
-  vxp_kernel k = layout_of(metadata_test_types, 4);
+  vxl_kernel k = layout_of(metadata_test_types, 4);
   cr_assert_eq(k.args[0].offset, 0);
   cr_assert_eq(k.args[1].offset, 4);
   cr_assert_eq(k.args[2].offset, 8);
   cr_assert_eq(k.args[3].offset, 12);
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 Test(seed000, test5_total_size) {
-  vxp_kernel k = layout_of(metadata_test_types, 4);
+  vxl_kernel k = layout_of(metadata_test_types, 4);
   cr_assert_eq(k.args_size, 16);
   /* buffer shape: launch header right after, buffer padded to 8 */
   cr_assert_eq(k.launch_offset, 16);
   cr_assert_eq(k.buffer_size, 48); /* 16 + 28 -> 44 -> 48 */
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 /* ---- padding cases: RV32 data layout e-m:e-p:32:32-i64:64-n32-S128 ---- */
 
 Test(layout, i8_then_i32_pads_to_4) {
   const char *t[] = {"i8", "i32"};
-  vxp_kernel k = layout_of(t, 2);
+  vxl_kernel k = layout_of(t, 2);
   cr_assert_eq(k.args[0].offset, 0);
   cr_assert_eq(k.args[1].offset, 4);
   cr_assert_eq(k.args_size, 8);
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 Test(layout, i64_and_f64_are_8_aligned_on_rv32) {
   const char *t[] = {"i8", "i64", "i16", "f64", "memref<?xi64>", "index"};
-  vxp_kernel k = layout_of(t, 6);
+  vxl_kernel k = layout_of(t, 6);
   uint32_t off[] = {0, 8, 16, 24, 32, 36}, size[] = {1, 8, 2, 8, 4, 4}, al[] = {1, 8, 2, 8, 4, 4};
   for (int i = 0; i < 6; i++) {
     cr_assert_eq(k.args[i].offset, off[i], "arg %d offset %u", i, k.args[i].offset);
@@ -89,43 +90,43 @@ Test(layout, i64_and_f64_are_8_aligned_on_rv32) {
   cr_assert_eq(k.args_size, 40);
   cr_assert_eq(k.launch_offset, 40);
   cr_assert_eq(k.buffer_size, 72); /* struct alignment 8: 40 + 28 = 68 -> 72 */
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 Test(layout, trailing_i8_puts_the_header_on_a_4_byte_boundary) {
   const char *t[] = {"!llvm.ptr", "i1", "i8"};
-  vxp_kernel k = layout_of(t, 3);
-  cr_assert_eq(k.args[0].kind, VXP_ARG_POINTER);
+  vxl_kernel k = layout_of(t, 3);
+  cr_assert_eq(k.args[0].kind, VXL_ARG_POINTER);
   cr_assert_eq(k.args[1].offset, 4);
   cr_assert_eq(k.args[1].size, 1);
   cr_assert_eq(k.args[2].offset, 5);
   cr_assert_eq(k.args_size, 6);
   cr_assert_eq(k.launch_offset, 8);
   cr_assert_eq(k.buffer_size, 40); /* 8 + 28 = 36 -> 40 */
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 Test(layout, i16_after_i8_and_i64_after_i32) {
   const char *t[] = {"i8", "i16", "i32", "i64"};
-  vxp_kernel k = layout_of(t, 4);
+  vxl_kernel k = layout_of(t, 4);
   cr_assert_eq(k.args[1].offset, 2);
   cr_assert_eq(k.args[2].offset, 4);
   cr_assert_eq(k.args[3].offset, 8);
   cr_assert_eq(k.args_size, 16);
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 Test(layout, no_arguments) {
-  vxp_kernel k = layout_of(NULL, 0);
+  vxl_kernel k = layout_of(NULL, 0);
   cr_assert_eq(k.args_size, 0);
   cr_assert_eq(k.launch_offset, 0);
   cr_assert_eq(k.buffer_size, 32);
-  vxp_kernel_clear(&k);
+  vxl_kernel_clear(&k);
 }
 
 Test(layout, unplaceable_type_is_refused) {
   const char *t[] = {"tensor<4xf32>"};
-  vxp_kernel k = {0};
+  vxl_kernel k = {0};
   cr_assert_neq(vxl_layout_from_types(t, 1, &k), 0);
   cr_assert_null(k.args);
 }
@@ -161,11 +162,11 @@ Test(lowering, polygeist_style_kernel_layout_and_object) {
   vxl_result r = compile_file(POLYGEIST_STYLE, true);
   cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
   cr_assert_eq(r.nkernels, 1, "only the first polygeist.alternatives kernel is defined");
-  vxp_kernel *k = &r.kernels[0];
+  vxl_kernel *k = &r.kernels[0];
   cr_assert_str_eq(k->name, "_Z12launch_scalePiS_if_kernel1");
   cr_assert_eq(k->nargs, 4);
   uint32_t off[] = {0, 4, 8, 12};
-  vxp_arg_kind kind[] = {VXP_ARG_SCALAR, VXP_ARG_POINTER, VXP_ARG_SCALAR, VXP_ARG_POINTER};
+  vxl_arg_kind kind[] = {VXL_ARG_SCALAR, VXL_ARG_POINTER, VXL_ARG_SCALAR, VXL_ARG_POINTER};
   for (int i = 0; i < 4; i++) {
     cr_assert_eq(k->args[i].offset, off[i]);
     cr_assert_eq(k->args[i].size, 4);
@@ -521,7 +522,7 @@ Test(lowering, divergence_split_join_and_pred_placement) {
 static void count_divergence_insns(const char *path, const char *kernel, unsigned n[3]) {
   vxl_result r = compile_file(path, false);
   cr_assert(r.ok);
-  const vxp_kernel *k = NULL;
+  const vxl_kernel *k = NULL;
   for (uint32_t i = 0; i < r.nkernels; i++)
     if (strcmp(r.kernels[i].name, kernel) == 0) k = &r.kernels[i];
   cr_assert_not_null(k, "%s", kernel);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vxl.h"
 #include "vxp.h"
 #include "vxs.h"
 
@@ -39,9 +40,10 @@ extern const uint32_t vxt_simt_matrix_len;
 uint32_t vxt_image_put(vxt_image *img, const void *data, uint32_t n);
 void vxt_image_free(vxt_image *img);
 
-/* Packs a launch of k (libvxc's vxc_pack_args) into the image; values as
- * vxc_pack_args takes them.  Returns the argument buffer's offset. */
-uint32_t vxt_image_args(vxt_image *img, const vxp_kernel *k, const void *const *values,
+/* Packs a launch of the lowering's kernel k into the image with libvxc's
+ * vxc_pack_args (k as the daemon would send it); values as vxc_pack_args
+ * takes them.  Returns the argument buffer's offset, UINT32_MAX on error. */
+uint32_t vxt_image_args(vxt_image *img, const vxl_kernel *k, const void *const *values,
                         const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes);
 
 /* Links the module object obj (obj_size bytes) with the emulator's device
