@@ -85,20 +85,26 @@ vxd_conn *vxd__conn_find(vxd_server *s, uint64_t id) {
 }
 
 /* Sends resp to c; closes the connection afterwards when close_after. */
+int vxd__encode(const vxp_response *resp, uint8_t **frame, size_t *len) {
+  if (vxp_response_encode(resp, frame, len) == VXP_OK) return 0;
+  vxp_response err = {.id = resp->id,
+                      .op = resp->op,
+                      .status = VXP_STATUS_INTERNAL,
+                      .message = (char *)"response could not be encoded (too large or out of memory)"};
+  return vxp_response_encode(&err, frame, len) == VXP_OK ? 0 : -ENOMEM;
+}
+
 void vxd__send(vxd_conn *c, const vxp_response *resp, int close_after) {
   uint8_t *frame = NULL;
   size_t len = 0;
-  int rc = vxp_response_encode(resp, &frame, &len);
-  if (rc != VXP_OK) {
-    vxp_response err = {.id = resp->id,
-                        .op = resp->op,
-                        .status = VXP_STATUS_INTERNAL,
-                        .message = (char *)"response could not be encoded (too large or out of memory)"};
-    if (vxp_response_encode(&err, &frame, &len) != VXP_OK) {
-      vxd__conn_close(c);
-      return;
-    }
+  if (vxd__encode(resp, &frame, &len) != 0) {
+    vxd__conn_close(c);
+    return;
   }
+  vxd__send_frame(c, frame, len, close_after);
+}
+
+void vxd__send_frame(vxd_conn *c, uint8_t *frame, size_t len, int close_after) {
   vxd_write *w = calloc(1, sizeof *w);
   if (!w) {
     free(frame);

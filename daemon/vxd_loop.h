@@ -134,6 +134,11 @@ void vxd__conn_close(vxd_conn *c);
 vxd_conn *vxd__conn_find(vxd_server *s, uint64_t id);
 /* Encodes and writes resp to c; closes c after the write when close_after. */
 void vxd__send(vxd_conn *c, const vxp_response *resp, int close_after);
+/* Encodes resp into a frame (malloc()), or an "internal" error response
+ * when resp cannot be encoded.  Returns 0 or -ENOMEM. */
+int vxd__encode(const vxp_response *resp, uint8_t **frame, size_t *len);
+/* Writes an encoded frame to c, taking ownership of it. */
+void vxd__send_frame(vxd_conn *c, uint8_t *frame, size_t len, int close_after);
 void vxd__send_error(vxd_conn *c, uint64_t id, vxp_op op, vxp_status st, const char *msg, int close_after);
 /* Accepts a client on the listening socket. */
 void vxd__on_connection(uv_stream_t *server, int status);

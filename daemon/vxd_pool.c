@@ -46,12 +46,30 @@ static void vxd__inflight_remove(vxd_server *s, vxd_job *j) {
 
 /* Answers every waiter of job j with resp (id replaced per waiter). */
 static void vxd__answer_job(vxd_server *s, vxd_job *j, vxp_response *resp) {
+  /* encoded once; each waiter gets a copy with its own request id */
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  if (vxd__encode(resp, &frame, &len) != 0) {
+    for (vxd_waiter *w = j->waiters; w; w = w->next) {
+      vxd_conn *c = vxd__conn_find(s, w->conn_id);
+      if (c) vxd__conn_close(c);
+    }
+    return;
+  }
   for (vxd_waiter *w = j->waiters; w; w = w->next) {
     vxd_conn *c = vxd__conn_find(s, w->conn_id);
     if (!c) continue;
-    resp->id = w->req_id;
-    vxd__send(c, resp, 0);
+    uint8_t *copy = w->next ? malloc(len) : frame; /* the last one takes the frame */
+    if (!copy) {
+      vxd__conn_close(c);
+      continue;
+    }
+    if (copy != frame) memcpy(copy, frame, len);
+    if (copy == frame) frame = NULL;
+    vxp_frame_set_id(copy, len, w->req_id);
+    vxd__send_frame(c, copy, len, 0);
   }
+  free(frame);
 }
 
 static void vxd__fail_job(vxd_server *s, vxd_job *j, const char *msg) {

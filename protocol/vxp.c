@@ -261,7 +261,9 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (results) n += 3 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->object != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
   msgpack_pack_map(&pk, n);
-  vxp__kv_u64(&pk, "id", r->id);
+  /* fixed-width, first: vxp_frame_set_id rewrites it in an encoded frame */
+  vxp__str(&pk, "id");
+  msgpack_pack_fix_uint64(&pk, r->id);
   if (op) vxp__kv_str(&pk, "op", op);
   vxp__kv_str(&pk, "status", vxp_status_name(r->status));
   if (r->message) vxp__kv_str(&pk, "message", r->message);
@@ -641,6 +643,19 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
       rc = vxp__u64(v, &s->uptime_ms);
   }
   return rc;
+}
+
+int vxp_frame_set_id(uint8_t *frame, size_t len, uint64_t id) {
+  size_t at = VXP_FRAME_HEADER_SIZE;
+  if (len < at + 1) return VXP_EFORMAT;
+  uint8_t m = frame[at];
+  at += (m & 0xf0) == 0x80 ? 1 : m == 0xde ? 3 : m == 0xdf ? 5 : 0;
+  static const uint8_t key[4] = {0xa2, 'i', 'd', 0xcf}; /* "id": uint64 */
+  if (at == VXP_FRAME_HEADER_SIZE || len < at + sizeof key + 8 || memcmp(frame + at, key, sizeof key) != 0)
+    return VXP_EFORMAT;
+  for (int i = 0; i < 8; i++)
+    frame[at + sizeof key + (size_t)i] = (uint8_t)(id >> (56 - 8 * i));
+  return VXP_OK;
 }
 
 int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {

@@ -206,6 +206,12 @@ void vxp_response_clear(vxp_response *r);
 int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len);
 int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_len);
 
+/* Rewrites the id of a response frame vxp_response_encode wrote (its id
+ * is encoded first and at fixed width), so one encoded reply serves every
+ * client waiting for the same compile.  Returns VXP_OK, or VXP_EFORMAT for
+ * a frame of another shape (left unchanged).  Any thread. */
+int vxp_frame_set_id(uint8_t *frame, size_t len, uint64_t id);
+
 /* Decode one payload (without the length prefix).  Unknown keys, wrong value
  * types and missing required keys are errors.  On error *r is cleared and, when
  * the id could be read, r->id holds it (so an error reply can echo it). */

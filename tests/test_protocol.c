@@ -353,3 +353,30 @@ Test(protocol, unknown_response_keys_are_tolerated) {
   vxp_response_clear(&r);
   msgpack_sbuffer_destroy(&sb);
 }
+
+Test(protocol, one_encoded_response_serves_every_waiter) {
+  /* the daemon encodes a compile's reply once and rewrites the id per client */
+  vxp_response in = {.id = 5, .op = VXP_OP_COMPILE, .status = VXP_STATUS_OK, .key = "k", .cached = false};
+  uint8_t *frame;
+  size_t flen;
+  cr_assert_eq(vxp_response_encode(&in, &frame, &flen), VXP_OK);
+  cr_assert_eq(vxp_frame_set_id(frame, flen, 0x1122334455667788ull), VXP_OK);
+  uint32_t len;
+  const uint8_t *p = payload_of(frame, flen, &len);
+  vxp_response out;
+  cr_assert_eq(vxp_response_decode(p, len, &out), VXP_OK);
+  cr_assert_eq(out.id, 0x1122334455667788ull);
+  cr_assert_str_eq(out.key, "k");
+  vxp_response_clear(&out);
+  free(frame);
+  /* a frame of another shape is refused, untouched */
+  vxp_request req = {.id = 9, .op = VXP_OP_STATS};
+  cr_assert_eq(vxp_request_encode(&req, &frame, &flen), VXP_OK);
+  uint8_t *copy = malloc(flen);
+  memcpy(copy, frame, flen);
+  cr_assert_eq(vxp_frame_set_id(frame, flen, 1), VXP_EFORMAT);
+  cr_assert_eq(memcmp(copy, frame, flen), 0);
+  cr_assert_eq(vxp_frame_set_id(frame, 3, 1), VXP_EFORMAT);
+  free(copy);
+  free(frame);
+}
