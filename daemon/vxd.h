@@ -25,7 +25,6 @@
 typedef struct {
   char socket_path[108]; /* Unix socket address (sun_path size) */
   char cache_dir[4096];
-  char self_exe[4096];      /* this program, to start workers */
   unsigned workers;         /* compile worker processes */
   uint64_t max_cache_bytes; /* 0 = cache default */
   uint32_t max_frame;       /* largest request payload accepted (bytes) */
@@ -38,9 +37,10 @@ typedef struct {
  * process exit status: 0 clean, 1 start-up failure, 2 already running. */
 int vxd_server_run(const vxd_config *cfg);
 
-/* Runs a compile worker on stdin/stdout until EOF.  Returns the exit
- * status. */
-int vxd_worker_run(void);
+/* Runs a compile worker on stdin/stdout until EOF with compiler c (which
+ * it owns from then on: a forked copy of the daemon's template).  Returns
+ * the exit status.  The worker process's only thread. */
+int vxd_worker_serve(vxl_compiler *c);
 
 /* The lowering options of a compile request: what the worker compiles
  * with and what the daemon's cache key fingerprints (vxl_fingerprint), so
@@ -76,6 +76,13 @@ int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, 
 /* Waits until everything queued so far is written (stats answer from the
  * database after this).  Blocks the loop thread meanwhile. */
 void vxd_store_drain(vxd_store *st);
+
+/* Waits until everything queued is written and keeps the store thread
+ * parked (waiting, holding no lock) until vxd_store_resume: what a fork
+ * needs, so the child inherits no lock held mid-operation (an allocator's,
+ * SQLite's).  Nothing may be queued in between.  Loop thread. */
+void vxd_store_pause(vxd_store *st);
+void vxd_store_resume(vxd_store *st);
 
 /* Writes what is queued, stops the thread, closes its handle; st is freed
  * once the loop has run the async handle's close.  Loop thread. */

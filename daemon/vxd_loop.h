@@ -14,6 +14,8 @@
 #ifndef VXD_LOOP_H
 #define VXD_LOOP_H
 
+#include <sys/types.h>
+
 #include <uv.h>
 
 #include "vxd.h"
@@ -57,7 +59,7 @@ typedef struct vxd_job {
 } vxd_job;
 
 typedef struct vxd_worker {
-  uv_process_t proc;
+  pid_t pid;          /* forked from the template compiler (vxd_pool.c) */
   uv_pipe_t to, from; /* child's stdin (we write) / stdout (we read) */
   uv_timer_t timer;   /* job timeout */
   vxd_server *srv;
@@ -78,6 +80,9 @@ typedef struct {
 
 /* The compile jobs and the worker processes (vxd_pool.c). */
 typedef struct {
+  vxl_compiler *template_compiler;  /* warmed up once; every worker is forked
+                                       with a copy of it */
+  uv_signal_t sigchld;              /* reaps workers */
   vxd_job *queue_head, *queue_tail; /* waiting for a worker */
   vxd_job *inflight;                /* on a worker */
   uint64_t next_job_id;
@@ -152,8 +157,16 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len);
 
 /* Frees job j and its waiters. */
 void vxd__job_free(vxd_job *j);
-/* Starts a worker in slot. */
+/* Creates the template compiler and compiles a small kernel with it, so
+ * that forked workers start warm; starts reaping workers.  Called once at
+ * start-up, before the store thread exists.  Returns 0 or -1 (logged). */
+int vxd__pool_init(vxd_server *s);
+/* Starts a worker in slot: forks this process, the child serves with its
+ * copy of the template compiler. */
 void vxd__spawn(vxd_server *s, vxd_slot *slot);
+/* Stops every worker (EOF on its stdin, then SIGTERM) and the reaper;
+ * frees the template compiler. */
+void vxd__pool_stop(vxd_server *s);
 /* Gives queued jobs to idle workers. */
 void vxd__dispatch(vxd_server *s);
 /* Close callback of a worker's handles: frees it after the last one. */

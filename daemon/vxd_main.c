@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
   cfg.max_frame = VXP_MAX_FRAME_DEFAULT;
   cfg.job_timeout_s = 60;
 
-  enum { O_SOCKET = 256, O_CACHE, O_WORKERS, O_MAXCACHE, O_MAXFRAME, O_JOBTO, O_IDLETO, O_WORKER, O_VERSION };
+  enum { O_SOCKET = 256, O_CACHE, O_WORKERS, O_MAXCACHE, O_MAXFRAME, O_JOBTO, O_IDLETO, O_VERSION };
   static const struct option opts[] = {
       {"socket", required_argument, NULL, O_SOCKET},
       {"cache-dir", required_argument, NULL, O_CACHE},
@@ -84,7 +84,6 @@ int main(int argc, char **argv) {
       {"max-frame", required_argument, NULL, O_MAXFRAME},
       {"job-timeout", required_argument, NULL, O_JOBTO},
       {"idle-timeout", required_argument, NULL, O_IDLETO},
-      {"worker", no_argument, NULL, O_WORKER},
       {"verbose", no_argument, NULL, 'v'},
       {"version", no_argument, NULL, O_VERSION},
       {"help", no_argument, NULL, 'h'},
@@ -137,7 +136,6 @@ int main(int argc, char **argv) {
       }
       cfg.idle_timeout_s = (unsigned)v;
       break;
-    case O_WORKER: return vxd_worker_run();
     case 'v': cfg.verbose = 1; break;
     case O_VERSION:
       printf("%s\nlowering ABI %u, protocol %u\n%s\n", VXD_SERVER_NAME, VXL_LOWERING_ABI_VERSION,
@@ -165,11 +163,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vortexd: cache directory path too long\n");
     return 64;
   }
-  ssize_t n = readlink("/proc/self/exe", cfg.self_exe, sizeof cfg.self_exe - 1);
-  if (n <= 0) {
-    fprintf(stderr, "vortexd: cannot find its own executable: %s\n", strerror(errno));
-    return 1;
-  }
-  cfg.self_exe[n] = '\0';
   return vxd_server_run(&cfg);
 }

@@ -2,12 +2,24 @@
  * vxd_pool.c - compile jobs and the worker processes that run them.
  *
  * A miss becomes a job (identical requests in flight share one), queued to
- * a pool of pre-started `vortexd --worker` processes (vxd_worker.c) that
- * keep warm compilers, talking protocol frames over pipes.  A worker that
+ * a pool of pre-started worker processes (vxd_worker.c) that keep warm
+ * compilers, talking protocol frames over pipes.  A worker that
  * crashes or exceeds the job timeout fails only the request it was
  * compiling and is restarted; a job whose worker crashed is retried once.
+ * Workers are forked, not executed: before serving, the daemon creates a
+ * template compiler and compiles a small kernel with it, and each worker
+ * is a fork of the daemon that serves with its copy-on-write copy of that
+ * compiler.  A worker is ready in about a millisecond, warm, where
+ * executing a new program would load libMLIR and libLLVM again (tens of
+ * milliseconds).  The fork happens on the loop thread with the store
+ * thread parked (vxd_store_pause: its queue written, waiting on a
+ * condition, holding no lock), so the child inherits no lock taken
+ * mid-operation; it closes every inherited descriptor, uses only the
+ * compiler and its pipes, and ends with _exit.  Workers are reaped on
+ * SIGCHLD.
  * Loop thread only.
  */
+#define _GNU_SOURCE /* pipe2, closefrom */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -94,15 +108,13 @@ void vxd__worker_handle_close_cb(uv_handle_t *h) {
 }
 
 static void vxd__worker_close(vxd_worker *w) {
-  uv_handle_t *hs[4] = {(uv_handle_t *)&w->proc, (uv_handle_t *)&w->to, (uv_handle_t *)&w->from,
-                        (uv_handle_t *)&w->timer};
-  for (int i = 0; i < 4; i++)
+  uv_handle_t *hs[3] = {(uv_handle_t *)&w->to, (uv_handle_t *)&w->from, (uv_handle_t *)&w->timer};
+  for (int i = 0; i < 3; i++)
     if (!uv_is_closing(hs[i])) uv_close(hs[i], vxd__worker_handle_close_cb);
 }
 
 /* The worker process ended: fail its job (if any) and close its handles. */
-static void vxd__worker_exit_cb(uv_process_t *p, int64_t status, int term_signal) {
-  vxd_worker *w = p->data;
+static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
   vxd_server *s = w->srv;
   w->exited = 1;
   if (w->job && !w->timed_out && w->job->crashes++ == 0 && !s->stopping) {
@@ -141,7 +153,7 @@ static void vxd__worker_exit_cb(uv_process_t *p, int64_t status, int term_signal
 static void vxd__worker_timeout_cb(uv_timer_t *t) {
   vxd_worker *w = t->data;
   w->timed_out = 1;
-  uv_process_kill(&w->proc, SIGKILL);
+  kill(w->pid, SIGKILL);
 }
 
 static void vxd__worker_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -186,13 +198,96 @@ static void vxd__worker_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *
   while (w->in.n >= VXP_FRAME_HEADER_SIZE) {
     uint32_t len = 0;
     if (vxp_frame_length(w->in.p, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK) {
-      uv_process_kill(&w->proc, SIGKILL); /* lost framing: start over */
+      kill(w->pid, SIGKILL); /* lost framing: start over */
       return;
     }
     if (w->in.n < VXP_FRAME_HEADER_SIZE + len) break;
     vxd__worker_result(w, w->in.p + VXP_FRAME_HEADER_SIZE, len);
     vxd__rbuf_consume(&w->in, VXP_FRAME_HEADER_SIZE + len);
   }
+}
+
+/* SIGCHLD: reaps every worker that ended and hands it to
+ * vxd__worker_exited. */
+static void vxd__sigchld_cb(uv_signal_t *h, int signum) {
+  vxd_server *s = h->data;
+  (void)signum;
+  int st;
+  pid_t pid;
+  while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+    for (unsigned i = 0; i < s->pool.nslots; i++) {
+      vxd_worker *w = s->pool.slots[i].w;
+      if (!w || w->pid != pid || w->exited) continue;
+      vxd__worker_exited(w, WIFEXITED(st) ? WEXITSTATUS(st) : 0, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+      break;
+    }
+}
+
+/* A kernel with a loop, a divergent branch, shared memory and a barrier:
+ * compiled once by the template so that workers fork with LLVM's and
+ * MLIR's lazily built tables already built. */
+static const char vxd__warmup_source[] =
+    "module attributes {gpu.container_module} {\n"
+    "  gpu.module @warmup {\n"
+    "    gpu.func @warmup(%n: i32, %a: memref<?xf32>) workgroup(%t: memref<64xf32, 3>) kernel {\n"
+    "      %tid = gpu.thread_id x\n"
+    "      %i = arith.index_cast %tid : index to i32\n"
+    "      %c = arith.cmpi slt, %i, %n : i32\n"
+    "      scf.if %c {\n"
+    "        %x = memref.load %a[%tid] : memref<?xf32>\n"
+    "        memref.store %x, %t[%tid] : memref<64xf32, 3>\n"
+    "      }\n"
+    "      gpu.barrier\n"
+    "      gpu.return\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+int vxd__pool_init(vxd_server *s) {
+  if (vxl_compiler_create(&s->pool.template_compiler) != 0) {
+    vxd__log(s, "cannot create the compiler (is LLVM's RISC-V target installed?)");
+    return -1;
+  }
+  vxl_options o = {.opt_level = 2};
+  vxl_result r;
+  if (vxl_compile(s->pool.template_compiler, vxd__warmup_source, sizeof vxd__warmup_source - 1, "<warm-up>",
+                  &o, &r) != 0 ||
+      !r.ok)
+    vxd__log(s, "the warm-up compile failed: %s", r.ndiags ? r.diags[0] : "out of memory");
+  vxl_result_clear(&r);
+  uv_signal_init(s->loop, &s->pool.sigchld);
+  s->pool.sigchld.data = s;
+  uv_signal_start(&s->pool.sigchld, vxd__sigchld_cb, SIGCHLD);
+  return 0;
+}
+
+void vxd__pool_stop(vxd_server *s) {
+  for (unsigned i = 0; i < s->pool.nslots; i++) {
+    vxd_worker *w = s->pool.slots[i].w;
+    if (!w || w->exited) continue;
+    /* closing its stdin ends the worker; SIGTERM in case it is busy */
+    kill(w->pid, SIGTERM);
+    vxd__worker_close(w);
+  }
+  if (!uv_is_closing((uv_handle_t *)&s->pool.sigchld)) uv_close((uv_handle_t *)&s->pool.sigchld, NULL);
+  vxl_compiler_destroy(s->pool.template_compiler);
+  s->pool.template_compiler = NULL;
+}
+
+/* The child side of vxd__spawn: stdin/stdout on the pipes, every other
+ * descriptor of the daemon (socket, clients, cache, loop) closed, signal
+ * handling back to defaults; then serve.  Never returns. */
+static void vxd__worker_child(vxd_server *s, int in, int out) {
+  if (dup2(in, 0) < 0 || dup2(out, 1) < 0) _exit(126);
+  prctl(PR_SET_NAME, "vortexd-worker"); /* what ps and top show (the command line is the daemon's) */
+  closefrom(3);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  signal(SIGCHLD, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGHUP, SIG_DFL);
+  _exit(vxd_worker_serve(s->pool.template_compiler));
 }
 
 void vxd__spawn(vxd_server *s, vxd_slot *slot) {
@@ -203,28 +298,30 @@ void vxd__spawn(vxd_server *s, vxd_slot *slot) {
   uv_pipe_init(s->loop, &w->to, 0);
   uv_pipe_init(s->loop, &w->from, 0);
   uv_timer_init(s->loop, &w->timer);
-  w->proc.data = w->to.data = w->from.data = w->timer.data = w;
-  uv_stdio_container_t stdio[3] = {
-      {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&w->to},
-      {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&w->from},
-      {.flags = UV_INHERIT_FD, .data.fd = 2},
-  };
-  char *args[] = {(char *)s->cfg->self_exe, (char *)"--worker", NULL};
-  uv_process_options_t o = {.exit_cb = vxd__worker_exit_cb,
-                            .file = s->cfg->self_exe,
-                            .args = args,
-                            .stdio_count = 3,
-                            .stdio = stdio};
+  w->to.data = w->from.data = w->timer.data = w;
+  w->open_handles = 3;
   slot->spawned_ms = vxd__now_ms(s);
-  int rc = uv_spawn(s->loop, &w->proc, &o);
-  if (rc != 0) {
-    vxd__log(s, "cannot start worker %s: %s", s->cfg->self_exe, uv_strerror(rc));
-    /* uv_spawn initialised proc; close all four, the retry waits a second */
-    w->open_handles = 4;
-    vxd__worker_close(w);
+  int in[2] = {-1, -1}, out[2] = {-1, -1}; /* the worker's stdin, stdout */
+  pid_t pid = -1;
+  if (pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0) {
+    fflush(NULL);
+    if (s->store) vxd_store_pause(s->store); /* the loop is then the only thread running */
+    pid = fork();
+    if (pid == 0) vxd__worker_child(s, in[0], out[1]);
+    if (s->store) vxd_store_resume(s->store);
+  }
+  int err = errno;
+  if (in[0] >= 0) close(in[0]);
+  if (out[1] >= 0) close(out[1]);
+  if (pid < 0 || uv_pipe_open(&w->to, in[1]) != 0 || uv_pipe_open(&w->from, out[0]) != 0) {
+    vxd__log(s, "cannot start a worker: %s", strerror(pid < 0 ? err : EBADF));
+    if (pid > 0) kill(pid, SIGKILL);
+    if (uv_fileno((uv_handle_t *)&w->to, &(uv_os_fd_t){0}) != 0 && in[1] >= 0) close(in[1]);
+    if (uv_fileno((uv_handle_t *)&w->from, &(uv_os_fd_t){0}) != 0 && out[0] >= 0) close(out[0]);
+    vxd__worker_close(w); /* the retry waits a second */
     return;
   }
-  w->open_handles = 4;
+  w->pid = pid;
   slot->w = w;
   uv_read_start((uv_stream_t *)&w->from, vxd__worker_alloc_cb, vxd__worker_read_cb);
   vxd__dispatch(s);
@@ -255,7 +352,7 @@ void vxd__dispatch(vxd_server *s) {
     uv_buf_t b = uv_buf_init((char *)j->frame, (unsigned)j->frame_len);
     if (!wr || uv_write(wr, (uv_stream_t *)&w->to, &b, 1, vxd__worker_write_cb) != 0) {
       free(wr);
-      uv_process_kill(&w->proc, SIGKILL);
+      kill(w->pid, SIGKILL);
       continue;
     }
     if (s->cfg->job_timeout_s)

@@ -71,16 +71,9 @@ static void vxd__stop(vxd_server *s, const char *why) {
   if (s->bound_socket) unlink(s->cfg->socket_path);
   for (vxd_conn *c = s->conns; c; c = c->next)
     vxd__conn_close(c);
-  for (unsigned i = 0; i < s->pool.nslots; i++) {
+  for (unsigned i = 0; i < s->pool.nslots; i++)
     vxd__close_if_open((uv_handle_t *)&s->pool.slots[i].respawn);
-    vxd_worker *w = s->pool.slots[i].w;
-    if (!w) continue;
-    if (!w->exited) {
-      /* closing its stdin ends the worker; SIGTERM in case it is busy */
-      if (!uv_is_closing((uv_handle_t *)&w->to)) uv_close((uv_handle_t *)&w->to, vxd__worker_handle_close_cb);
-      uv_process_kill(&w->proc, SIGTERM);
-    }
-  }
+  vxd__pool_stop(s);
   vxd__close_if_open((uv_handle_t *)&s->sigint);
   vxd__close_if_open((uv_handle_t *)&s->sigterm);
   vxd__close_if_open((uv_handle_t *)&s->idle);
@@ -166,15 +159,34 @@ int vxd_server_run(const vxd_config *cfg) {
     free(s);
     return 1;
   }
-  if (vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, vxd__log_line, s, &s->store, err,
-                     sizeof err) != 0) {
-    vxd__log(s, "%s", err);
+  if (vxd__pool_init(s) != 0) {
     vxk_close(s->cache);
     free(s);
     return 1;
   }
+  if (vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, vxd__log_line, s, &s->store, err,
+                     sizeof err) != 0) {
+    vxd__log(s, "%s", err);
+    vxd__pool_stop(s);
+    uv_run(s->loop, UV_RUN_DEFAULT);
+    vxk_close(s->cache);
+    free(s);
+    return 1;
+  }
+  /* workers first: once the socket accepts, a compile finds them ready */
+  s->pool.nslots = cfg->workers < 1 ? 1 : cfg->workers > VXD_MAX_WORKERS ? VXD_MAX_WORKERS : cfg->workers;
+  for (unsigned i = 0; i < s->pool.nslots; i++) {
+    s->pool.slots[i].srv = s;
+    s->pool.slots[i].index = i;
+    uv_timer_init(s->loop, &s->pool.slots[i].respawn);
+    s->pool.slots[i].respawn.data = &s->pool.slots[i];
+    vxd__spawn(s, &s->pool.slots[i]);
+  }
   int status = vxd__listen(s);
   if (status != 0) {
+    for (unsigned i = 0; i < s->pool.nslots; i++)
+      uv_close((uv_handle_t *)&s->pool.slots[i].respawn, NULL);
+    vxd__pool_stop(s);
     vxd_store_close(s->store);
     uv_close((uv_handle_t *)&s->listener, NULL);
     uv_run(s->loop, UV_RUN_DEFAULT);
@@ -197,14 +209,6 @@ int vxd_server_run(const vxd_config *cfg) {
   if (cfg->idle_timeout_s)
     uv_timer_start(&s->idle, vxd__idle_cb, cfg->idle_timeout_s * 1000ull, cfg->idle_timeout_s * 1000ull);
 
-  s->pool.nslots = cfg->workers < 1 ? 1 : cfg->workers > VXD_MAX_WORKERS ? VXD_MAX_WORKERS : cfg->workers;
-  for (unsigned i = 0; i < s->pool.nslots; i++) {
-    s->pool.slots[i].srv = s;
-    s->pool.slots[i].index = i;
-    uv_timer_init(s->loop, &s->pool.slots[i].respawn);
-    s->pool.slots[i].respawn.data = &s->pool.slots[i];
-    vxd__spawn(s, &s->pool.slots[i]);
-  }
   if (cfg->verbose)
     vxd__log(s, "serving %s (cache %s, %u workers)", cfg->socket_path, cfg->cache_dir, s->pool.nslots);
   sd_notifyf(0, "READY=1\nSTATUS=serving %s", cfg->socket_path);

@@ -54,6 +54,7 @@ struct vxd_store {
   uv_cond_t cv;      /* work queued, or stopping */
   uv_cond_t idle_cv; /* the queue ran empty */
   int running;       /* a job is being written */
+  int parked;        /* the thread waits on cv (so holds no other lock) */
   uv_async_t done_async;
   vxd_pending *queue_head, *queue_tail, *done;
   int stopping;
@@ -95,8 +96,10 @@ static void vxd__store_thread(void *arg) {
   uv_mutex_lock(&st->mu);
   for (;;) {
     while (!st->queue_head && !st->stopping) {
+      st->parked = 1;
       uv_cond_broadcast(&st->idle_cv);
       uv_cond_wait(&st->cv, &st->mu);
+      st->parked = 0;
     }
     vxd_pending *p = st->queue_head;
     if (!p) break; /* stopping and drained */
@@ -114,6 +117,18 @@ static void vxd__store_thread(void *arg) {
   uv_cond_broadcast(&st->idle_cv);
   uv_mutex_unlock(&st->mu);
 }
+
+void vxd_store_pause(vxd_store *st) {
+  uv_mutex_lock(&st->mu);
+  /* parked, not only idle: a thread still starting up may hold its
+   * allocator's locks (a sanitizer's do) */
+  while (st->queue_head || st->running || !st->parked)
+    uv_cond_wait(&st->idle_cv, &st->mu);
+  /* the thread now waits on cv, inside uv_cond_wait, and cannot take mu
+   * back before vxd_store_resume: it holds no lock of any library */
+}
+
+void vxd_store_resume(vxd_store *st) { uv_mutex_unlock(&st->mu); }
 
 void vxd_store_drain(vxd_store *st) {
   uv_mutex_lock(&st->mu);

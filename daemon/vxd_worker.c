@@ -1,12 +1,14 @@
 /*
  * vxd_worker.c - one compile worker process.
  *
- * Started by the daemon as `vortexd --worker` with its stdin/stdout on pipes.
- * Reads compile requests as protocol frames from stdin, compiles each with
- * one long-lived vxl_compiler (warm MLIR context, pass pipeline and target
- * machine), writes one response frame per request to stdout.  A crash here
- * loses only the request in flight: the daemon answers it with an error and
- * starts another worker.
+ * Forked by the daemon from a template compiler it warmed up before
+ * serving (vxd_pool.c), with its stdin/stdout on pipes: the worker starts
+ * with a warm MLIR context, pass pipelines and target machine, paying
+ * neither an exec nor the loading of libMLIR and libLLVM.  Reads compile
+ * requests as protocol frames from stdin, compiles each, writes one
+ * response frame per request to stdout.  A crash here loses only the
+ * request in flight: the daemon answers it with an error and forks another
+ * worker.
  *
  * The compiler is re-created every VXD_WORKER_RECYCLE compiles: an MLIR
  * context never frees the types and attributes it has uniqued, so a worker
@@ -126,14 +128,9 @@ void vxd_options_from_request(const vxp_request *req, vxl_options *o) {
                      .shuffle_insns = req->shuffle_insns};
 }
 
-int vxd_worker_run(void) {
+int vxd_worker_serve(vxl_compiler *c) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, SIG_IGN); /* the daemon decides when workers stop */
-  vxl_compiler *c = NULL;
-  if (vxl_compiler_create(&c) != 0) {
-    fprintf(stderr, "vortexd worker: cannot create the compiler\n");
-    return 1;
-  }
   unsigned compiles = 0;
   for (;;) {
     uint8_t hdr[VXP_FRAME_HEADER_SIZE];
