@@ -206,6 +206,10 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm_prep)) mlirPassManagerDestroy(c->pm_prep);
   if (!mlirPassManagerIsNull(c->pm_outline)) mlirPassManagerDestroy(c->pm_outline);
   if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
+  for (unsigned i = 0; i < c->nviews; i++) {
+    mlirOperationDestroy(c->view_ops[i]);
+    free(c->view_types[i]);
+  }
   if (!mlirContextIsNull(c->ctx)) mlirContextDestroy(c->ctx);
   free(c);
 }
@@ -286,11 +290,13 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     rc = -EINVAL;
     goto done;
   }
-  rc = vxl__lower_to_llvm_dialect(c, source, len, source_name, opts, &d, &mod, &kinfo, &nk);
-  if (rc) goto done;
-
+  /* one LLVM context per compile: the MLIR side sizes workgroup buffers
+   * with it, then the module is translated into it */
   lctx = LLVMContextCreate();
   td = vxl__target_data(c);
+  rc = vxl__lower_to_llvm_dialect(c, source, len, source_name, opts, lctx, td, &d, &mod, &kinfo, &nk);
+  if (rc) goto done;
+
   lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(mod), lctx);
   if (!lm) {
     vxl__diag_add(&d, "%s: error: translation to LLVM IR failed", source_name);

@@ -115,6 +115,8 @@ typedef struct {
 
 void vxl__kernel_info_clear(vxl__kernel_info *k);
 
+#define VXL__VIEW_CACHE 64
+
 /* Per-compiler state the two halves share. */
 struct vxl_compiler {
   MlirContext ctx;
@@ -129,6 +131,13 @@ struct vxl_compiler {
    * long-lived one hands out stale layouts for types that reuse a freed
    * type's address.  Each compile creates its own (vxl__target_data). */
   vxl__diags *cur_diags; /* where the context's diagnostic handler writes */
+  /* View helpers parsed so far, by memref type text: later compiles clone
+   * them (cheaper than printing and parsing MLIR text per argument).  The
+   * ops are unowned, in ctx; at most VXL__VIEW_CACHE (further types are
+   * parsed each time). */
+  char *view_types[VXL__VIEW_CACHE];
+  MlirOperation view_ops[VXL__VIEW_CACHE];
+  unsigned nviews;
 };
 
 /* ---- vxl_util.c: shared MLIR-side helpers (no calls into other files) ---- */
@@ -172,8 +181,9 @@ typedef struct {
   uint64_t globals_bytes;
   uint64_t dynamic_min_bytes; /* largest element of an extern __shared__ global */
   vxl__subgroups sg;          /* subgroup and workgroup collectives */
-  LLVMContextRef lctx;        /* for element sizes from the data layout */
-  LLVMTargetDataRef td;       /* lives and dies with lctx */
+  LLVMContextRef lctx;        /* the compile's (it translates the module too):
+                                 element sizes from the data layout */
+  LLVMTargetDataRef td;       /* the compile's, for lctx */
   MlirTypeToLLVMIRTranslator tr;
 } vxl__rw;
 
@@ -213,8 +223,9 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k);
  * kernels in *kinfo / *nkernels (caller frees).  On a source error returns
  * -EINVAL with diagnostics in d. */
 int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                               const vxl_options *opts, vxl__diags *d, MlirModule *out_module,
-                               vxl__kernel_info **kinfo, uint32_t *nkernels);
+                               const vxl_options *opts, LLVMContextRef lctx, LLVMTargetDataRef td,
+                               vxl__diags *d, MlirModule *out_module, vxl__kernel_info **kinfo,
+                               uint32_t *nkernels);
 
 /* Uniformity analysis and vx_split/vx_join/vx_pred insertion on one
  * func.func (vxl_divergence.c); rewrites divergent scf.index_switch and

@@ -22,6 +22,7 @@
 #include <mlir-c/BuiltinAttributes.h>
 #include <mlir-c/BuiltinTypes.h>
 #include <mlir-c/Dialect/LLVM.h>
+#include <mlir-c/IR.h>
 #include <mlir-c/Pass.h>
 #include <mlir-c/Support.h>
 #include <mlir-c/Target/LLVMIR.h>
@@ -56,6 +57,16 @@ int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *name, s
   char *ty = vxl__type_str(memref);
   if (!ty) return -ENOMEM;
   snprintf(name, cap, "__vxl_view%u", rw->views++);
+  vxl_compiler *c = rw->c;
+  MlirAttribute sym = mlirStringAttrGet(c->ctx, vxl__str(name));
+  for (unsigned i = 0; i < c->nviews; i++)
+    if (strcmp(c->view_types[i], ty) == 0) { /* built before: a renamed copy */
+      free(ty);
+      MlirOperation fn = mlirOperationClone(c->view_ops[i]);
+      mlirOperationSetAttributeByName(fn, mlirSymbolTableGetSymbolAttributeName(), sym);
+      mlirBlockAppendOwnedOperation(mlirModuleGetBody(rw->mod), fn);
+      return 0;
+    }
 
   int64_t sizes[8], strides[8];
   for (intptr_t i = 0; i < rank; i++)
@@ -96,17 +107,23 @@ int vxl__make_view(vxl__rw *rw, MlirType memref, MlirLocation loc, char *name, s
   EMIT("  %%m = builtin.unrealized_conversion_cast %%d%d : %s to %s\n", cur, desc, ty);
   EMIT("  return %%m : %s\n}\n", ty);
 #undef EMIT
-  free(ty);
   if (b.oom) {
+    free(ty);
     free(b.p);
     return -ENOMEM;
   }
-  MlirOperation fn = mlirOperationCreateParse(rw->c->ctx, vxl__str(b.p), vxl__str("<vortexd view helper>"));
+  MlirOperation fn = mlirOperationCreateParse(c->ctx, vxl__str(b.p), vxl__str("<vortexd view helper>"));
   free(b.p);
   if (mlirOperationIsNull(fn)) {
+    free(ty);
     vxl__diag_at(rw->d, loc, "internal: could not build the memref view for this argument");
     return -EINVAL;
   }
+  if (c->nviews < VXL__VIEW_CACHE) { /* kept for the next compiles */
+    c->view_types[c->nviews] = ty;
+    c->view_ops[c->nviews++] = mlirOperationClone(fn);
+  } else
+    free(ty);
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(rw->mod), fn);
   return 0;
 }
@@ -150,11 +167,7 @@ static int vxl__memref_bytes(vxl__rw *rw, MlirType t, uint64_t *bytes, uint32_t 
   if (!mlirShapedTypeHasStaticShape(t)) return -EINVAL;
   MlirType el = mlirShapedTypeGetElementType(t);
   if (mlirTypeIsAIndex(el)) el = mlirIntegerTypeGet(rw->c->ctx, 32);
-  if (!rw->lctx) {
-    rw->lctx = LLVMContextCreate();
-    rw->td = vxl__target_data(rw->c);
-    rw->tr = mlirTypeToLLVMIRTranslatorCreate(rw->lctx);
-  }
+  if (!rw->tr.ptr) rw->tr = mlirTypeToLLVMIRTranslatorCreate(rw->lctx); /* the compile's context */
   LLVMTypeRef lt = mlirTypeToLLVMIRTranslatorTranslateType(rw->tr, el);
   if (!lt) return -EINVAL;
   uint64_t n = 1;

@@ -496,8 +496,9 @@ static int vxl__to_llvm_dialect(vxl_compiler *c, vxl__rw *rw, const char *source
 }
 
 int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                               const vxl_options *opts, vxl__diags *d, MlirModule *out_module,
-                               vxl__kernel_info **kinfo_out, uint32_t *nkernels_out) {
+                               const vxl_options *opts, LLVMContextRef lctx, LLVMTargetDataRef td,
+                               vxl__diags *d, MlirModule *out_module, vxl__kernel_info **kinfo_out,
+                               uint32_t *nkernels_out) {
   MlirContext ctx = c->ctx;
   int rc;
   char *text = vxl__source_text(source, len, source_name, d, &rc); /* 1 */
@@ -511,7 +512,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, 
     return rc;
   }
   MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
-  vxl__rw rw = {.c = c, .mod = mod, .d = d};
+  vxl__rw rw = {.c = c, .mod = mod, .d = d, .lctx = lctx, .td = td};
   rw.sg = (vxl__subgroups){.ctx = ctx,
                            .mod = mod,
                            .d = d,
@@ -540,11 +541,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, 
   if (rc == 0 && rw.sg.uses_scratch) /* main gives each group this much more local memory */
     rc = vxl__add_constant_i32(ctx, mlirModuleGetBody(mod), VXL_SCRATCH_SYMBOL, VXL_SCRATCH_BYTES_PER_THREAD);
   if (rc == 0) vxl__strip_address_spaces(mlirModuleGetOperation(mod));
-  if (rw.lctx) {
-    mlirTypeToLLVMIRTranslatorDestroy(rw.tr);
-    LLVMDisposeTargetData(rw.td);
-    LLVMContextDispose(rw.lctx);
-  }
+  if (rw.tr.ptr) mlirTypeToLLVMIRTranslatorDestroy(rw.tr);
   if (rc == 0) rc = vxl__divergence(c, mod, kinfo, nkernels, source_name, d); /* 8 */
   if (rc == 0) vxl__prune_prelude(mod);
   if (rc == 0) rc = vxl__to_llvm_dialect(c, &rw, source_name); /* 9 */
