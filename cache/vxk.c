@@ -442,6 +442,12 @@ static int vxk__get_object(vxk_cache *c, const char *key, vxk_entry *e) {
   return out;
 }
 
+void vxk_mark_used(vxk_cache *c, const char *key) {
+  if (!vxk_key_valid(key)) return;
+  vxk__touched_add(c, key);
+  c->touched_us = vxk__now_us();
+}
+
 int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
   memset(out, 0, sizeof *out);
   if (!vxk_key_valid(key)) return VXK_EINVAL;

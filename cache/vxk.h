@@ -117,6 +117,10 @@ typedef struct {
  * VXK_EIO/VXK_EFULL. */
 int vxk_flush(vxk_cache *c);
 
+/* Records key as read, as vxk_get does (for a read served from a copy the
+ * caller kept).  No-op for an invalid key or when the set is full. */
+void vxk_mark_used(vxk_cache *c, const char *key);
+
 /* Moves the keys c recorded as read into *out (caller frees out->keys),
  * leaving c with none: for another cache handle to write with vxk_touch.
  * Returns 0 or VXK_ENOMEM (nothing moved). */

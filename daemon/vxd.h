@@ -88,6 +88,23 @@ void vxd_store_resume(vxd_store *st);
  * once the loop has run the async handle's close.  Loop thread. */
 void vxd_store_close(vxd_store *st);
 
+/* ---- vxd_hot.c: encoded replies of recent compile hits ---- */
+
+typedef struct vxd_hot vxd_hot;
+#define VXD_HOT_SLOTS 4096u           /* hash slots: at most half hold replies */
+#define VXD_HOT_MAX_BYTES (32u << 20) /* reply bytes kept */
+
+/* A table keeping up to max_bytes of encoded replies (one reply over a
+ * quarter of that is never kept).  NULL when out of memory. */
+vxd_hot *vxd_hot_create(size_t max_bytes);
+void vxd_hot_destroy(vxd_hot *h);
+/* The encoded compile-hit reply for key (borrowed; valid until the next
+ * vxd_hot_put), or NULL; marks it recently used. */
+const uint8_t *vxd_hot_get(vxd_hot *h, const char *key, size_t *len);
+/* Keeps a copy of the encoded reply for key, evicting the least recently
+ * used ones to make room.  Out of memory: nothing kept. */
+void vxd_hot_put(vxd_hot *h, const char *key, const uint8_t *frame, size_t len);
+
 /* Version string reported in hello and folded into cache keys. */
 #define VXD_SERVER_NAME "vortexd " VORTEXD_VERSION
 

@@ -106,6 +106,7 @@ struct vxd_server {
    * stopped) */
   vxk_cache *cache;
   vxd_store *store;
+  vxd_hot *hot; /* encoded replies of recent compile hits; NULL: none kept */
   /* clients (vxd_conn.c) */
   vxd_conn *conns;
   uint64_t next_conn_id;

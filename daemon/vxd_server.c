@@ -159,7 +159,9 @@ int vxd_server_run(const vxd_config *cfg) {
     free(s);
     return 1;
   }
+  s->hot = vxd_hot_create(VXD_HOT_MAX_BYTES); /* NULL: hits all read the cache */
   if (vxd__pool_init(s) != 0) {
+    vxd_hot_destroy(s->hot);
     vxk_close(s->cache);
     free(s);
     return 1;
@@ -169,6 +171,7 @@ int vxd_server_run(const vxd_config *cfg) {
     vxd__log(s, "%s", err);
     vxd__pool_stop(s);
     uv_run(s->loop, UV_RUN_DEFAULT);
+    vxd_hot_destroy(s->hot);
     vxk_close(s->cache);
     free(s);
     return 1;
@@ -191,6 +194,7 @@ int vxd_server_run(const vxd_config *cfg) {
     uv_close((uv_handle_t *)&s->listener, NULL);
     uv_run(s->loop, UV_RUN_DEFAULT);
     uv_loop_close(s->loop);
+    vxd_hot_destroy(s->hot);
     vxk_close(s->cache);
     if (s->lock_fd >= 0) close(s->lock_fd);
     free(s);
@@ -220,6 +224,7 @@ int vxd_server_run(const vxd_config *cfg) {
     s->pool.inflight = j->next;
     vxd__job_free(j);
   }
+  vxd_hot_destroy(s->hot);
   int lrc = uv_loop_close(s->loop);
   if (lrc != 0) vxd__log(s, "loop closed with handles still open");
   vxk_close(s->cache);

@@ -16,9 +16,13 @@
  * shared with the store thread under a mutex; a job's data is immutable from
  * queueing until the loop frees it after completion.
  */
+#define _GNU_SOURCE /* syscall */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -93,6 +97,9 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
 
 static void vxd__store_thread(void *arg) {
   vxd_store *st = arg;
+  /* below the loop thread: with few cores, a long flush of LRU times must
+   * not delay the hits the loop answers (Linux: nice is per thread) */
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
   uv_mutex_lock(&st->mu);
   for (;;) {
     while (!st->queue_head && !st->stopping) {

@@ -243,6 +243,40 @@ Test(e2e, source_errors_come_back_as_diagnostics_and_the_daemon_goes_on) {
   vxc_close(c);
 }
 
+Test(e2e, repeated_hits_are_served_from_the_encoded_reply) {
+  /* the second compile reads the cache, later ones get a copy of that
+   * encoded reply with their own id: the same answer every time */
+  vxc_conn *a = conn(), *b = conn();
+  vxp_response r[4];
+  compile_path(a, KERNELS "sgemm_tiled.mlir", &r[0]);
+  cr_assert_eq(r[0].status, VXP_STATUS_OK);
+  vxp_response s0;
+  cr_assert_eq(vxc_stats(a, &s0), 0);
+  uint64_t hits0 = s0.stats.hits;
+  vxp_response_clear(&s0);
+  compile_path(a, KERNELS "sgemm_tiled.mlir", &r[1]);
+  compile_path(b, KERNELS "sgemm_tiled.mlir", &r[2]); /* other connection, other ids */
+  compile_path(a, KERNELS "sgemm_tiled.mlir", &r[3]);
+  for (int i = 1; i < 4; i++) {
+    cr_assert_eq(r[i].status, VXP_STATUS_OK);
+    cr_assert(r[i].cached, "reply %d", i);
+    cr_assert_str_eq(r[i].key, r[0].key);
+    cr_assert_eq(r[i].object_size, r[0].object_size);
+    cr_assert_eq(memcmp(r[i].object, r[0].object, r[0].object_size), 0);
+    cr_assert_eq(r[i].nkernels, r[0].nkernels);
+    cr_assert_str_eq(r[i].kernels[0].entry, r[0].kernels[0].entry);
+    cr_assert_eq(r[i].kernels[0].shared_bytes, r[0].kernels[0].shared_bytes);
+  }
+  vxp_response s1;
+  cr_assert_eq(vxc_stats(b, &s1), 0);
+  cr_assert_eq(s1.stats.hits, hits0 + 3, "each served copy counts as a hit");
+  vxp_response_clear(&s1);
+  for (int i = 0; i < 4; i++)
+    vxp_response_clear(&r[i]);
+  vxc_close(a);
+  vxc_close(b);
+}
+
 /* ---- raw sockets: frames libvxc would never send ---- */
 
 static int raw_connect(void) {
