@@ -220,8 +220,8 @@ int vxk_flush(vxk_cache *c) {
   return rc;
 }
 
-static size_t vxk__key_hash(const char *key) {
-  size_t h = 0; /* the key is a SHA-256 in hex: its first digits are uniform */
+size_t vxk_key_hash(const char *key) {
+  size_t h = 0;
   for (int i = 0; i < 12; i++)
     h = h << 4 | (size_t)(key[i] <= '9' ? key[i] - '0' : key[i] - 'a' + 10);
   return h;
@@ -245,13 +245,13 @@ static void vxk__touched_add(vxk_cache *c, const char *key) {
     c->seen_cap = 2 * cap;
     c->touched_cap = cap;
     for (uint32_t i = 0; i < c->ntouched; i++) {
-      size_t h = vxk__key_hash(c->touched[i]) & (c->seen_cap - 1);
+      size_t h = vxk_key_hash(c->touched[i]) & (c->seen_cap - 1);
       while (c->seen[h])
         h = (h + 1) & (c->seen_cap - 1);
       c->seen[h] = i + 1;
     }
   }
-  size_t h = vxk__key_hash(key) & (c->seen_cap - 1);
+  size_t h = vxk_key_hash(key) & (c->seen_cap - 1);
   for (; c->seen[h]; h = (h + 1) & (c->seen_cap - 1))
     if (memcmp(c->touched[c->seen[h] - 1], key, VXK_KEY_HEX) == 0) return;
   memcpy(c->touched[c->ntouched], key, VXK_KEY_HEX + 1);

@@ -147,4 +147,8 @@ int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t 
 /* True when s is 64 lowercase hex digits. */
 int vxk_key_valid(const char *s);
 
+/* A hash-table index for a valid key: its first 12 hex digits (a SHA-256
+ * is uniform, so no further mixing is needed).  Any thread. */
+size_t vxk_key_hash(const char *key);
+
 #endif /* VXK_H */

@@ -28,13 +28,6 @@ struct vxd_hot {
   vxd__hot_entry *head, *tail;
 };
 
-static size_t vxd__hot_hash(const char *key) {
-  size_t h = 0; /* the key is a SHA-256 in hex: its first digits are uniform */
-  for (int i = 0; i < 12; i++)
-    h = h << 4 | (size_t)(key[i] <= '9' ? key[i] - '0' : key[i] - 'a' + 10);
-  return h;
-}
-
 vxd_hot *vxd_hot_create(size_t max_bytes) {
   vxd_hot *h = calloc(1, sizeof *h);
   if (!h) return NULL;
@@ -61,7 +54,7 @@ void vxd_hot_destroy(vxd_hot *h) {
 
 /* Slot of key, or of the free slot where it would go. */
 static size_t vxd__hot_find(const vxd_hot *h, const char *key) {
-  size_t i = vxd__hot_hash(key) & (h->cap - 1);
+  size_t i = vxk_key_hash(key) & (h->cap - 1);
   while (h->slot[i] && memcmp(h->slot[i]->key, key, VXK_KEY_HEX) != 0)
     i = (i + 1) & (h->cap - 1);
   return i;

@@ -311,13 +311,16 @@ void vxd__spawn(vxd_server *s, vxd_slot *slot) {
     if (s->store) vxd_store_resume(s->store);
   }
   int err = errno;
-  if (in[0] >= 0) close(in[0]);
+  if (in[0] >= 0) close(in[0]); /* the child's ends */
   if (out[1] >= 0) close(out[1]);
-  if (pid < 0 || uv_pipe_open(&w->to, in[1]) != 0 || uv_pipe_open(&w->from, out[0]) != 0) {
+  /* our ends go to libuv, which closes them with the handles */
+  int to_open = pid > 0 && uv_pipe_open(&w->to, in[1]) == 0;
+  int from_open = to_open && uv_pipe_open(&w->from, out[0]) == 0;
+  if (!from_open) {
     vxd__log(s, "cannot start a worker: %s", strerror(pid < 0 ? err : EBADF));
     if (pid > 0) kill(pid, SIGKILL);
-    if (uv_fileno((uv_handle_t *)&w->to, &(uv_os_fd_t){0}) != 0 && in[1] >= 0) close(in[1]);
-    if (uv_fileno((uv_handle_t *)&w->from, &(uv_os_fd_t){0}) != 0 && out[0] >= 0) close(out[0]);
+    if (!to_open && in[1] >= 0) close(in[1]);
+    if (out[0] >= 0) close(out[0]);
     vxd__worker_close(w); /* the retry waits a second */
     return;
   }

@@ -138,10 +138,8 @@ void vxd_store_pause(vxd_store *st) {
 void vxd_store_resume(vxd_store *st) { uv_mutex_unlock(&st->mu); }
 
 void vxd_store_drain(vxd_store *st) {
-  uv_mutex_lock(&st->mu);
-  while (st->queue_head || st->running)
-    uv_cond_wait(&st->idle_cv, &st->mu);
-  uv_mutex_unlock(&st->mu);
+  vxd_store_pause(st); /* parked implies drained */
+  vxd_store_resume(st);
 }
 
 /* Loop thread: reaps finished jobs, logging failures. */

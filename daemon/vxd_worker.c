@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "vxd.h"
+#include "vxd_wire.h"
 #include "vxl.h"
 #include "vxp.h"
 
@@ -60,29 +61,8 @@ static int vxd__write_full(int fd, const void *buf, size_t n) {
  * one place the lowering's result becomes the protocol's.  Returns 0 or
  * -ENOMEM (k untouched). */
 static int vxd__kernel_to_wire(vxl_kernel *k, vxp_kernel *w) {
-  vxp_arg *args = calloc(k->nargs ? k->nargs : 1, sizeof *args);
-  if (!args) return -ENOMEM;
-  for (uint32_t i = 0; i < k->nargs; i++) {
-    const vxl_arg *a = &k->args[i];
-    args[i] = (vxp_arg){.index = a->index,
-                        .type = a->type, /* moved */
-                        .kind = a->kind == VXL_ARG_POINTER ? VXP_ARG_POINTER : VXP_ARG_SCALAR,
-                        .size = a->size,
-                        .align = a->align,
-                        .offset = a->offset};
-  }
-  *w = (vxp_kernel){.name = k->name,
-                    .entry = k->entry,
-                    .nargs = k->nargs,
-                    .args = args,
-                    .args_size = k->args_size,
-                    .launch_offset = k->launch_offset,
-                    .buffer_size = k->buffer_size,
-                    .grid_dims = k->grid_dims,
-                    .shared_bytes = k->shared_bytes,
-                    .subgroup_size = k->subgroup_size};
-  memcpy(w->known_block, k->known_block, sizeof w->known_block);
-  free(k->args);
+  if (vxd_kernel_wire_view(k, w) != 0) return -ENOMEM;
+  free(k->args); /* w's strings were k's: now w owns them */
   memset(k, 0, sizeof *k);
   return 0;
 }

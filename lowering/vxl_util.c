@@ -42,24 +42,25 @@ void vxl__buf_append(MlirStringRef s, void *ud) {
   b->p[b->n] = '\0';
 }
 
+/* What a print into b left: its text (caller frees), or NULL on OOM. */
+static char *vxl__buf_take(vxl__buf *b) {
+  if (b->oom) {
+    free(b->p);
+    return NULL;
+  }
+  return b->p ? b->p : strdup("");
+}
+
 char *vxl__type_str(MlirType t) {
   vxl__buf b = {0};
   mlirTypePrint(t, vxl__buf_append, &b);
-  if (b.oom) {
-    free(b.p);
-    return NULL;
-  }
-  return b.p ? b.p : strdup("");
+  return vxl__buf_take(&b);
 }
 
 char *vxl__attr_str(MlirAttribute a) {
   vxl__buf b = {0};
   mlirAttributePrint(a, vxl__buf_append, &b);
-  if (b.oom) {
-    free(b.p);
-    return NULL;
-  }
-  return b.p ? b.p : strdup("");
+  return vxl__buf_take(&b);
 }
 
 void vxl__diag_add(vxl__diags *d, const char *fmt, ...) {

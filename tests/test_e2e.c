@@ -312,6 +312,15 @@ static int raw_read(int fd, vxp_response *r) {
   return rc == VXP_OK ? 0 : -1;
 }
 
+/* Encodes req as one frame and writes it to fd. */
+static void raw_send(int fd, const vxp_request *req) {
+  uint8_t *frame;
+  size_t flen;
+  cr_assert_eq(vxp_request_encode(req, &frame, &flen), VXP_OK);
+  cr_assert_eq(write(fd, frame, flen), (ssize_t)flen);
+  free(frame);
+}
+
 static void assert_still_serving(void) {
   vxc_conn *c = conn();
   vxp_response r;
@@ -377,11 +386,7 @@ Test(e2e, malformed_payload_keeps_the_connection) {
   cr_assert_not_null(strstr(r.message, "unknown key"), "%s", r.message);
   vxp_response_clear(&r);
   vxp_request ok = {.id = 79, .op = VXP_OP_STATS};
-  uint8_t *frame;
-  size_t flen;
-  cr_assert_eq(vxp_request_encode(&ok, &frame, &flen), VXP_OK);
-  cr_assert_eq(write(fd, frame, flen), (ssize_t)flen);
-  free(frame);
+  raw_send(fd, &ok);
   cr_assert_eq(raw_read(fd, &r), 0);
   cr_assert_eq(r.id, 79);
   cr_assert_eq(r.status, VXP_STATUS_OK);
@@ -399,11 +404,7 @@ Test(e2e, every_request_may_carry_the_protocol_version_instead_of_hello) {
                      .source = (uint8_t *)src,
                      .source_len = strlen(src),
                      .opt_level = 2};
-  uint8_t *frame;
-  size_t flen;
-  cr_assert_eq(vxp_request_encode(&req, &frame, &flen), VXP_OK);
-  cr_assert_eq(write(fd, frame, flen), (ssize_t)flen);
-  free(frame);
+  raw_send(fd, &req);
   vxp_response r;
   cr_assert_eq(raw_read(fd, &r), 0);
   cr_assert_eq(r.id, 5);
@@ -413,9 +414,7 @@ Test(e2e, every_request_may_carry_the_protocol_version_instead_of_hello) {
   /* another version is refused on any request, and the connection stays */
   req.id = 6;
   req.proto_version = VXP_PROTOCOL_VERSION + 1;
-  cr_assert_eq(vxp_request_encode(&req, &frame, &flen), VXP_OK);
-  cr_assert_eq(write(fd, frame, flen), (ssize_t)flen);
-  free(frame);
+  raw_send(fd, &req);
   cr_assert_eq(raw_read(fd, &r), 0);
   cr_assert_eq(r.id, 6);
   cr_assert_eq(r.status, VXP_STATUS_BAD_REQUEST);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "vxc.h"
+#include "vxd_wire.h"
 #include "vxt.h"
 #include "vxt_device.h"
 
@@ -43,28 +44,12 @@ void vxt_image_free(vxt_image *img) {
 
 uint32_t vxt_image_args(vxt_image *img, const vxl_kernel *k, const void *const *values,
                         const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes) {
-  /* the wire record of k, borrowing its strings */
-  vxp_arg *args = calloc(k->nargs ? k->nargs : 1, sizeof *args);
-  for (uint32_t i = 0; args && i < k->nargs; i++)
-    args[i] = (vxp_arg){k->args[i].index,
-                        k->args[i].type,
-                        k->args[i].kind == VXL_ARG_POINTER ? VXP_ARG_POINTER : VXP_ARG_SCALAR,
-                        k->args[i].size,
-                        k->args[i].align,
-                        k->args[i].offset};
-  vxp_kernel w = {.name = k->name,
-                  .entry = k->entry,
-                  .nargs = k->nargs,
-                  .args = args,
-                  .args_size = k->args_size,
-                  .launch_offset = k->launch_offset,
-                  .buffer_size = k->buffer_size,
-                  .grid_dims = k->grid_dims,
-                  .shared_bytes = k->shared_bytes,
-                  .subgroup_size = k->subgroup_size};
+  /* k as the daemon would send it (vxd_wire.c), borrowing its strings */
+  vxp_kernel w;
+  if (vxd_kernel_wire_view(k, &w) != 0) return UINT32_MAX;
   uint8_t *buf = calloc(1, k->buffer_size);
-  int rc = args && buf ? vxc_pack_args(&w, values, grid, block, shared_bytes, buf, k->buffer_size) : -1;
-  free(args);
+  int rc = buf ? vxc_pack_args(&w, values, grid, block, shared_bytes, buf, k->buffer_size) : -1;
+  free(w.args);
   if (rc != 0) {
     free(buf);
     return UINT32_MAX;

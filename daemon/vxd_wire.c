@@ -1,0 +1,32 @@
+/* vxd_wire.c - the lowering's kernel as the protocol's record (see vxd_wire.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vxd_wire.h"
+
+int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
+  vxp_arg *args = calloc(k->nargs ? k->nargs : 1, sizeof *args);
+  if (!args) return -ENOMEM;
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    const vxl_arg *a = &k->args[i];
+    args[i] = (vxp_arg){.index = a->index,
+                        .type = a->type,
+                        .kind = a->kind == VXL_ARG_POINTER ? VXP_ARG_POINTER : VXP_ARG_SCALAR,
+                        .size = a->size,
+                        .align = a->align,
+                        .offset = a->offset};
+  }
+  *w = (vxp_kernel){.name = k->name,
+                    .entry = k->entry,
+                    .nargs = k->nargs,
+                    .args = args,
+                    .args_size = k->args_size,
+                    .launch_offset = k->launch_offset,
+                    .buffer_size = k->buffer_size,
+                    .grid_dims = k->grid_dims,
+                    .shared_bytes = k->shared_bytes,
+                    .subgroup_size = k->subgroup_size};
+  memcpy(w->known_block, k->known_block, sizeof w->known_block);
+  return 0;
+}
