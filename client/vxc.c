@@ -1,6 +1,7 @@
 /*
  * vxc.c - libvxc: blocking client of vortexd (see vxc.h).
  */
+#define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -79,6 +80,24 @@ static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
   return rc;
 }
 
+/* Whether the daemon at the other end of fd (connected to path) may be
+ * trusted with our sources and believed about the objects it returns: it
+ * runs as our effective uid or as root, or the socket sits in a directory
+ * owned by root that nobody else can write (a system service's, which
+ * only root could have set up).  Returns 0 or -EACCES. */
+static int vxc__peer_trusted(int fd, const char *path) {
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -EACCES;
+  if (cred.uid == geteuid() || cred.uid == 0) return 0;
+  char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  struct stat st;
+  if (vxp_path_dir(path, dir, sizeof dir) == 0 && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)))
+    return 0;
+  return -EACCES;
+}
+
 int vxc_connect(const char *path, vxc_conn **out) {
   char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
   if (!path) {
@@ -95,6 +114,11 @@ int vxc_connect(const char *path, vxc_conn **out) {
     int e = errno;
     close(fd);
     return -e;
+  }
+  int trust = vxc__peer_trusted(fd, path);
+  if (trust != 0) {
+    close(fd);
+    return trust;
   }
   vxc_conn *c = calloc(1, sizeof *c);
   if (!c) {
@@ -128,11 +152,9 @@ void vxc_close(vxc_conn *c) {
 const vxp_response *vxc_server_info(vxc_conn *c) { return vxc__hello(c) == 0 ? &c->hello : NULL; }
 
 /* Starts `program --socket path --idle-timeout T` in a new session with
- * stdin/stdout on /dev/null and stderr appended to a log beside the socket.
- * Returns its pid or a negative errno. */
-static pid_t vxc__spawn_daemon(const char *program, const char *path) {
-  char log[sizeof(((struct sockaddr_un *)0)->sun_path) + 8];
-  snprintf(log, sizeof log, "%s.log", path);
+ * stdin/stdout on /dev/null and stderr on log_fd (appended).  Returns its
+ * pid or a negative errno. */
+static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd) {
   const char *idle = getenv("VORTEXD_IDLE_TIMEOUT");
   if (!idle || !*idle) idle = "600"; /* like sccache: an auto-started daemon goes away */
   pid_t pid = fork();
@@ -140,9 +162,8 @@ static pid_t vxc__spawn_daemon(const char *program, const char *path) {
   if (pid == 0) {
     setsid();
     int nul = open("/dev/null", O_RDWR);
-    int lf = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
-    if (lf >= 0) dup2(lf, 2);
+    dup2(log_fd, 2);
     char *args[] = {(char *)program,          (char *)"--socket", (char *)path,
                     (char *)"--idle-timeout", (char *)idle,       NULL};
     if (strchr(program, '/'))
@@ -180,18 +201,23 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
   if (rc != -ENOENT && rc != -ECONNREFUSED) return rc;
 
   /* Serialize starters: one takes the lock, starts the daemon, waits for it;
-   * the others then find it answering. */
-  char dir[sizeof def];
-  snprintf(dir, sizeof dir, "%s", path);
-  char *slash = strrchr(dir, '/');
-  if (slash && slash != dir) {
-    *slash = '\0';
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) return -errno;
+   * the others then find it answering.  The lock and the daemon's log sit
+   * beside the socket, in a directory that must be ours alone. */
+  char dir[sizeof def], err[512];
+  if (vxp_path_dir(path, dir, sizeof dir) != 0) return -ENAMETOOLONG;
+  int dfd = vxp_runtime_dir_open(dir, 1, 0, err, sizeof err);
+  if (dfd < 0) return dfd;
+  const char *base = vxp_path_base(path);
+  char name[sizeof def + 8];
+  snprintf(name, sizeof name, "%s.spawn", base);
+  int lfd = vxp_private_file_open(dfd, name, O_RDWR | O_CREAT);
+  snprintf(name, sizeof name, "%s.log", base);
+  int logfd = lfd < 0 ? lfd : vxp_private_file_open(dfd, name, O_WRONLY | O_CREAT | O_APPEND);
+  close(dfd);
+  if (lfd < 0 || logfd < 0) {
+    if (lfd >= 0) close(lfd);
+    return lfd < 0 ? lfd : logfd;
   }
-  char lock[sizeof def + 8];
-  snprintf(lock, sizeof lock, "%s.spawn", path);
-  int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lfd < 0) return -errno;
   while (flock(lfd, LOCK_EX) != 0 && errno == EINTR) {
   }
   rc = vxc_connect(path, out);
@@ -201,7 +227,7 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
       vxc__beside_self(beside, sizeof beside);
       program = beside[0] ? beside : "vortexd";
     }
-    pid_t pid = vxc__spawn_daemon(program, path);
+    pid_t pid = vxc__spawn_daemon(program, path, logfd);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -227,6 +253,7 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
   }
   flock(lfd, LOCK_UN);
   close(lfd);
+  close(logfd);
   return rc;
 }
 

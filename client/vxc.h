@@ -30,16 +30,23 @@ typedef struct vxc_conn vxc_conn;
  * vxp_paths.h).  No
  * round trip: every request carries the protocol version, which the daemon
  * checks (a daemon that speaks another answers each request with
- * VXP_STATUS_BAD_REQUEST saying so).  Returns 0 and *out (caller owns;
- * vxc_close), -ECONNREFUSED / -ENOENT when no daemon listens at path. */
+ * VXP_STATUS_BAD_REQUEST saying so).  The daemon must run as the caller's
+ * effective uid or root, or listen in a root-owned directory nobody else
+ * can write (a system service's); checked with SO_PEERCRED.  Returns 0 and
+ * *out (caller owns; vxc_close), -ECONNREFUSED / -ENOENT when no daemon
+ * listens at path, -EACCES when the one there is not trusted. */
 int vxc_connect(const char *path, vxc_conn **out);
 
 /* Like vxc_connect, but when no daemon answers starts one (the vortexd
  * program given, or "vortexd" found beside the calling program or on PATH)
  * and waits up to timeout_ms for it.  Concurrent callers serialize on a lock
  * file beside the socket, so many vxc starting at once start one daemon.
- * Returns -ECHILD when the started daemon exited at once (its stderr is in
- * PATH.log beside the socket). */
+ * Before starting one, the socket's directory must pass
+ * vxp_runtime_dir_open (ours, mode 0700, not a symbolic link; created when
+ * missing) and the lock and log files in it are opened without following
+ * symbolic links.  Returns -ECHILD when the started daemon exited at once
+ * (its stderr is in PATH.log beside the socket), -EPERM / -ELOOP when the
+ * directory is not private (vxp_runtime_dir_open explains). */
 int vxc_connect_or_spawn(const char *path, const char *vortexd_program, int timeout_ms, vxc_conn **out);
 
 void vxc_close(vxc_conn *c);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -114,44 +115,79 @@ static void table_result(FILE *f, const vxp_response *r, const char *object_path
 }
 
 /* The file name an object is written under: the last path component of
- * name without its extension, every byte outside [A-Za-z0-9_-] replaced by
- * '_' (so neither a source name nor anything the daemon says can pick
- * another directory or a hidden file), then ".o".  Writes into out (cap
- * bytes, truncating a long stem). */
+ * name without its extension, mapped so that it names a plain file inside
+ * the output directory whatever the name holds: bytes in [A-Za-z0-9_.-]
+ * stay, "::" becomes "__", a leading '.' and every other byte become %HH
+ * (two upper-case hex digits), an empty stem becomes "module"; then ".o".
+ * So no '/', no "..", no hidden file.  Writes into out (cap bytes, at least
+ * 8; a long stem is cut at a whole character of the mapping). */
 static void object_file_name(const char *name, char *out, size_t cap) {
   const char *base = strrchr(name, '/');
   base = base ? base + 1 : name;
   const char *dot = strrchr(base, '.');
   size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
   if (n == 0) base = "module", n = 6;
-  if (n > cap - 3) n = cap - 3;
+  size_t o = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char ch = (unsigned char)base[i];
-    out[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
-                     ch == '_'
-                 ? (char)ch
-                 : '_';
+    char piece[4];
+    if (ch == ':' && i + 1 < n && base[i + 1] == ':') {
+      memcpy(piece, "__", 3);
+      i++;
+    } else if (((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                ch == '-' || ch == '_' || ch == '.') &&
+               !(ch == '.' && o == 0)) {
+      piece[0] = (char)ch, piece[1] = '\0';
+    } else {
+      snprintf(piece, sizeof piece, "%%%02X", ch);
+    }
+    size_t pl = strlen(piece);
+    if (o + pl + 3 > cap) break;
+    memcpy(out + o, piece, pl);
+    o += pl;
   }
-  memcpy(out + n, ".o", 3);
+  memcpy(out + o, ".o", 3);
 }
 
-/* Writes r's object as dir/<name>.o (object_file_name); the path goes to
- * path (cap bytes).  Returns 0 or -1 after a message. */
+/* Writes r's object as dir/<name>.o (object_file_name) through a temporary
+ * file in dir renamed over it, so a reader never sees half an object; the
+ * path goes to path (cap bytes).  Returns 0 or -1 after a message. */
 static int write_object(const vxp_response *r, const char *dir, const char *name, char *path, size_t cap) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "vxc: cannot create %s: %s\n", dir, strerror(errno));
     return -1;
   }
-  char file[256];
+  char file[256], tmp[4096];
   object_file_name(name, file, sizeof file);
-  if (snprintf(path, cap, "%s/%s", dir, file) >= (int)cap) {
+  if (snprintf(path, cap, "%s/%s", dir, file) >= (int)cap ||
+      snprintf(tmp, sizeof tmp, "%s/.vxc-XXXXXX", dir) >= (int)sizeof tmp) {
     fprintf(stderr, "vxc: output path too long\n");
     return -1;
   }
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(r->object, 1, r->object_size, f) != r->object_size || fclose(f) != 0) {
-    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
-    if (f) fclose(f);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    fprintf(stderr, "vxc: cannot write in %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  mode_t mask = umask(0);
+  umask(mask);
+  const uint8_t *p = r->object;
+  size_t left = r->object_size;
+  int ok = fchmod(fd, 0666 & ~mask) == 0;
+  while (ok && left) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      ok = 0;
+    else
+      p += w, left -= (size_t)w;
+  }
+  int e = errno;
+  if (close(fd) != 0 && ok) ok = 0, e = errno;
+  if (ok && rename(tmp, path) != 0) ok = 0, e = errno;
+  if (!ok) {
+    unlink(tmp);
+    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(e));
     return -1;
   }
   return 0;
@@ -211,6 +247,23 @@ static int finish(const vxp_response *r, int json, const char *dir, const char *
     table_result(stdout, r, written);
   }
   return r->status == VXP_STATUS_OK ? 0 : 1;
+}
+
+/* Explains why no daemon could be reached at socket (NULL: the default). */
+static void report_connect_error(const char *socket, int rc) {
+  char def[108] = "", dir[108], err[512];
+  if (!socket) vxp_default_socket_path(def, sizeof def);
+  const char *path = socket ? socket : def;
+  if (rc == -ECHILD)
+    fprintf(stderr, "vxc: vortexd did not start; see %s.log\n", path);
+  else if (rc == -EACCES)
+    fprintf(stderr, "vxc: the daemon at %s runs as another user; not trusting it with sources or objects\n",
+            path);
+  else if ((rc == -EPERM || rc == -ELOOP) && vxp_path_dir(path, dir, sizeof dir) == 0 &&
+           vxp_runtime_dir_open(dir, 0, 0, err, sizeof err) < 0)
+    fprintf(stderr, "vxc: %s\n", err);
+  else
+    fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", path, strerror(-rc));
 }
 
 int main(int argc, char **argv) {
@@ -277,26 +330,29 @@ int main(int argc, char **argv) {
   }
   int nargs = cargc - optind;
   char **args = cargv + optind;
+  /* usage errors are reported before any daemon is contacted (or started) */
+  int want = strcmp(cmd, "compile") == 0 || strcmp(cmd, "fetch") == 0 ? 1
+             : strcmp(cmd, "stats") == 0                              ? 0
+                                                                      : -1;
+  if (want < 0) {
+    fprintf(stderr, "vxc: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 64;
+  }
+  if (nargs != want) {
+    usage(stderr);
+    return 64;
+  }
 
   vxc_conn *conn = NULL;
   int rc = spawn ? vxc_connect_or_spawn(socket, NULL, 15000, &conn) : vxc_connect(socket, &conn);
   if (rc) {
-    char def[108] = "";
-    if (!socket) vxp_default_socket_path(def, sizeof def);
-    if (rc == -ECHILD)
-      fprintf(stderr, "vxc: vortexd did not start; see %s.log\n", socket ? socket : def);
-    else
-      fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", socket ? socket : def, strerror(-rc));
+    report_connect_error(socket, rc);
     return 2;
   }
   vxp_response r;
   int status = 0;
   if (strcmp(cmd, "compile") == 0) {
-    if (nargs != 1) {
-      usage(stderr);
-      vxc_close(conn);
-      return 64;
-    }
     size_t len = 0;
     char *src = read_file(args[0], &len);
     if (!src) {
@@ -306,13 +362,9 @@ int main(int argc, char **argv) {
     }
     rc = vxc_compile(conn, src, len, args[0], &co, &r);
     free(src);
-    if (rc == 0) status = finish(&r, json, dir ? dir : ".", args[0]);
+    /* --json describes the result on stdout and writes a file only with -o */
+    if (rc == 0) status = finish(&r, json, dir ? dir : json ? NULL : ".", args[0]);
   } else if (strcmp(cmd, "fetch") == 0) {
-    if (nargs != 1) {
-      usage(stderr);
-      vxc_close(conn);
-      return 64;
-    }
     rc = vxc_fetch(conn, args[0], kernel, &r);
     if (rc == 0) status = finish(&r, json, dir, args[0]);
   } else if (strcmp(cmd, "stats") == 0) {
@@ -340,10 +392,6 @@ int main(int argc, char **argv) {
                (unsigned long long)s->entries, (unsigned long long)s->bytes, (unsigned long long)s->requests,
                (unsigned long long)s->workers, (unsigned long long)s->worker_restarts, s->uptime_ms / 1000.0);
     }
-  } else {
-    fprintf(stderr, "vxc: unknown command '%s'\n", cmd);
-    vxc_close(conn);
-    return 64;
   }
   if (rc) {
     fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));

@@ -15,6 +15,7 @@
 #define VXD_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -30,6 +31,7 @@ typedef struct {
   uint32_t max_frame;       /* largest request payload accepted (bytes) */
   unsigned job_timeout_s;   /* a compile taking longer kills its worker */
   unsigned idle_timeout_s;  /* exit after this long without clients; 0 = never */
+  gid_t allowed_gid;        /* clients of this group may connect too; (gid_t)-1: none */
   int verbose;
 } vxd_config;
 

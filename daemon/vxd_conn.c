@@ -5,14 +5,18 @@
  * writing responses.  Completions look their client up by id: it may be
  * gone.  Loop thread only.
  */
+#define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -158,6 +162,40 @@ static void vxd__conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *bu
   }
 }
 
+/* Whether the peer of pipe may use this daemon (SO_PEERCRED): the same
+ * effective uid, or, with an allowed group configured, a member of it (as
+ * its primary group or a supplementary one).  Otherwise false and a reason
+ * in why. */
+static int vxd__peer_allowed(vxd_server *s, uv_pipe_t *pipe, char *why, size_t cap) {
+  uv_os_fd_t fd;
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (uv_fileno((uv_handle_t *)pipe, &fd) != 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    snprintf(why, cap, "peer credentials unavailable: %s", strerror(errno));
+    return 0;
+  }
+  if (cred.uid == geteuid()) return 1;
+  gid_t g = s->cfg->allowed_gid;
+  if (g != (gid_t)-1) {
+    if (cred.gid == g) return 1;
+    struct passwd pw, *pwp = NULL;
+    char buf[4096];
+    if (getpwuid_r(cred.uid, &pw, buf, sizeof buf, &pwp) == 0 && pwp) {
+      gid_t groups[256];
+      int n = 256;
+      if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &n) >= 0)
+        for (int i = 0; i < n; i++)
+          if (groups[i] == g) return 1;
+    }
+    snprintf(why, cap, "uid %u (pid %d) is neither uid %u nor in group %u", (unsigned)cred.uid, (int)cred.pid,
+             (unsigned)geteuid(), (unsigned)g);
+    return 0;
+  }
+  snprintf(why, cap, "uid %u (pid %d) is not uid %u (no --allow-group configured)", (unsigned)cred.uid,
+           (int)cred.pid, (unsigned)geteuid());
+  return 0;
+}
+
 void vxd__on_connection(uv_stream_t *server, int status) {
   vxd_server *s = server->data;
   if (status < 0 || s->stopping) return;
@@ -171,6 +209,17 @@ void vxd__on_connection(uv_stream_t *server, int status) {
   if (s->conns) s->conns->prev = c;
   s->conns = c;
   if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
+    vxd__conn_close(c);
+    return;
+  }
+  char why[160];
+  if (!vxd__peer_allowed(s, &c->pipe, why, sizeof why)) {
+    s->refused++;
+    uint64_t now = vxd__now_ms(s);
+    if (s->refused == 1 || now - s->refused_logged_ms >= 1000) { /* at most one line a second */
+      vxd__log(s, "refused a connection: %s (%llu refused so far)", why, (unsigned long long)s->refused);
+      s->refused_logged_ms = now;
+    }
     vxd__conn_close(c);
     return;
   }

@@ -99,7 +99,8 @@ struct vxd_server {
   uv_signal_t sigint, sigterm;
   uv_timer_t idle, flush;
   int bound_socket; /* we created the socket file (not socket activation) */
-  int lock_fd;
+  int lock_fd; /* single-instance lock, held while running */
+  int dir_fd;  /* the checked runtime directory (vxp_runtime_dir_open) */
   int stopping;
   uint64_t start_ms;
   /* the cache: reads here, every write on the store thread (NULL once
@@ -110,6 +111,7 @@ struct vxd_server {
   /* clients (vxd_conn.c) */
   vxd_conn *conns;
   uint64_t next_conn_id;
+  uint64_t refused, refused_logged_ms; /* connections refused (peer credentials) */
   vxd_pool pool;
   /* counters: requests since start; hits/misses/errors not yet flushed */
   uint64_t requests;

@@ -3,7 +3,8 @@
  *
  *   vortexd [--socket PATH] [--cache-dir DIR] [--workers N]
  *           [--max-cache-size SIZE] [--max-frame BYTES]
- *           [--job-timeout SEC] [--idle-timeout SEC] [--verbose]
+ *           [--job-timeout SEC] [--idle-timeout SEC] [--allow-group G]
+ *           [--verbose]
  *   vortexd --version | --help
  *
  * Runs in the foreground (as systemd and sccache-style auto-start expect;
@@ -12,6 +13,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,8 @@ static void vxd__usage(FILE *f) {
           "  --max-frame BYTES    largest request accepted (default %u)\n"
           "  --job-timeout SEC    stop a compile after SEC seconds (default 60; 0 = never)\n"
           "  --idle-timeout SEC   exit after SEC seconds without requests (default 0 = never)\n"
+          "  --allow-group G      also serve members of group G (name or gid); the\n"
+          "                       socket becomes 0660 and its directory may be 0750\n"
           "  --verbose            log start-up details to stderr\n"
           "  --version            print version and toolchain, exit\n",
           VXP_MAX_FRAME_DEFAULT);
@@ -74,8 +78,9 @@ int main(int argc, char **argv) {
   cfg.workers = ncpu > 0 ? (unsigned)ncpu : 1;
   cfg.max_frame = VXP_MAX_FRAME_DEFAULT;
   cfg.job_timeout_s = 60;
+  cfg.allowed_gid = (gid_t)-1;
 
-  enum { O_SOCKET = 256, O_CACHE, O_WORKERS, O_MAXCACHE, O_MAXFRAME, O_JOBTO, O_IDLETO, O_VERSION };
+  enum { O_SOCKET = 256, O_CACHE, O_WORKERS, O_MAXCACHE, O_MAXFRAME, O_JOBTO, O_IDLETO, O_VERSION, O_GROUP };
   static const struct option opts[] = {
       {"socket", required_argument, NULL, O_SOCKET},
       {"cache-dir", required_argument, NULL, O_CACHE},
@@ -84,6 +89,7 @@ int main(int argc, char **argv) {
       {"max-frame", required_argument, NULL, O_MAXFRAME},
       {"job-timeout", required_argument, NULL, O_JOBTO},
       {"idle-timeout", required_argument, NULL, O_IDLETO},
+      {"allow-group", required_argument, NULL, O_GROUP},
       {"verbose", no_argument, NULL, 'v'},
       {"version", no_argument, NULL, O_VERSION},
       {"help", no_argument, NULL, 'h'},
@@ -136,6 +142,21 @@ int main(int argc, char **argv) {
       }
       cfg.idle_timeout_s = (unsigned)v;
       break;
+    case O_GROUP: {
+      struct group gr, *grp = NULL;
+      char buf[4096];
+      char *end = NULL;
+      unsigned long gid = strtoul(optarg, &end, 10);
+      if (*optarg && !*end)
+        cfg.allowed_gid = (gid_t)gid;
+      else if (getgrnam_r(optarg, &gr, buf, sizeof buf, &grp) == 0 && grp)
+        cfg.allowed_gid = grp->gr_gid;
+      else {
+        fprintf(stderr, "vortexd: --allow-group: no group '%s'\n", optarg);
+        return 64;
+      }
+      break;
+    }
     case 'v': cfg.verbose = 1; break;
     case O_VERSION:
       printf("%s\nlowering ABI %u, protocol %u\n%s\n", VXD_SERVER_NAME, VXL_LOWERING_ABI_VERSION,

@@ -29,6 +29,7 @@
 #include <uv.h>
 
 #include "vxd_loop.h"
+#include "vxp_paths.h"
 
 void vxd__log(const vxd_server *s, const char *fmt, ...) {
   (void)s;
@@ -58,6 +59,8 @@ void vxd__flush_counters(vxd_server *s) {
 
 static void vxd__flush_cb(uv_timer_t *t) { vxd__flush_counters(t->data); }
 
+static int vxd__remove_stale_socket(vxd_server *s, const char *base);
+
 static void vxd__close_if_open(uv_handle_t *h) {
   if (h->loop && !uv_is_closing(h)) uv_close(h, NULL);
 }
@@ -68,7 +71,7 @@ static void vxd__stop(vxd_server *s, const char *why) {
   vxd__log(s, "stopping (%s)", why);
   sd_notify(0, "STOPPING=1");
   vxd__close_if_open((uv_handle_t *)&s->listener);
-  if (s->bound_socket) unlink(s->cfg->socket_path);
+  if (s->bound_socket) vxd__remove_stale_socket(s, vxp_path_base(s->cfg->socket_path));
   for (vxd_conn *c = s->conns; c; c = c->next)
     vxd__conn_close(c);
   for (unsigned i = 0; i < s->pool.nslots; i++)
@@ -98,44 +101,84 @@ static void vxd__idle_cb(uv_timer_t *t) {
   if (!s->conns && !s->pool.queue_head && !s->pool.inflight) vxd__stop(s, "idle timeout");
 }
 
-/* Binds the socket (mode 0600) after taking the single-instance lock.
- * Returns 0, 1 (failure, logged) or 2 (another daemon holds the lock). */
+/* Removes a stale socket name in the runtime directory: only a socket (a
+ * regular file or anything else named like the socket is left alone and
+ * refused).  Returns 0 or -1 (logged). */
+static int vxd__remove_stale_socket(vxd_server *s, const char *base) {
+  struct stat st;
+  if (fstatat(s->dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return 0;
+    vxd__log(s, "cannot inspect %s: %s", s->cfg->socket_path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    vxd__log(s, "%s exists and is not a socket; not removing it (choose another --socket)",
+             s->cfg->socket_path);
+    return -1;
+  }
+  if (unlinkat(s->dir_fd, base, 0) != 0 && errno != ENOENT) {
+    vxd__log(s, "cannot remove the stale socket %s: %s", s->cfg->socket_path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Opens and checks the runtime directory (the socket's, or systemd's
+ * $RUNTIME_DIRECTORY under socket activation), takes the single-instance
+ * lock in it, then binds the socket (mode 0600, or 0660 with the allowed
+ * group) or adopts the one systemd passed.  Returns 0, 1 (failure, logged)
+ * or 2 (another daemon holds the lock). */
 static int vxd__listen(vxd_server *s) {
   const char *path = s->cfg->socket_path;
+  int activated = sd_listen_fds(1) >= 1;
+  const char *rtenv = getenv("RUNTIME_DIRECTORY");
+  char dir[4096], err[512];
+  if (activated && rtenv && *rtenv && !strchr(rtenv, ':'))
+    snprintf(dir, sizeof dir, "%s", rtenv);
+  else if (vxp_path_dir(path, dir, sizeof dir) != 0) {
+    vxd__log(s, "socket path too long: %s", path);
+    return 1;
+  }
+  int group_ok = s->cfg->allowed_gid != (gid_t)-1;
+  s->dir_fd = vxp_runtime_dir_open(dir, 1, group_ok, err, sizeof err);
+  if (s->dir_fd < 0) {
+    vxd__log(s, "%s", err);
+    return 1;
+  }
+  const char *base = vxp_path_base(path);
+  char lock[256];
+  if (snprintf(lock, sizeof lock, "%s.lock", base) >= (int)sizeof lock) {
+    vxd__log(s, "socket name too long: %s", base);
+    return 1;
+  }
+  s->lock_fd = vxp_private_file_open(s->dir_fd, lock, O_RDWR | O_CREAT);
+  if (s->lock_fd < 0) {
+    int e = -s->lock_fd;
+    vxd__log(s, "cannot open the lock file %s/%s: %s", dir, lock,
+             e == ELOOP   ? "it is a symbolic link"
+             : e == EPERM ? "not owned by this user"
+                          : strerror(e));
+    return 1;
+  }
+  if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    vxd__log(s, "another vortexd already serves %s", path);
+    return 2;
+  }
   uv_pipe_init(s->loop, &s->listener, 0);
   s->listener.data = s;
-  if (sd_listen_fds(1) >= 1) { /* systemd socket activation */
+  if (activated) { /* systemd socket activation */
     if (uv_pipe_open(&s->listener, SD_LISTEN_FDS_START) != 0) return 1;
   } else {
-    char dir[sizeof s->cfg->socket_path];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-      *slash = '\0';
-      if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        vxd__log(s, "cannot create %s: %s", dir, strerror(errno));
-        return 1;
-      }
-    }
-    char lock[sizeof s->cfg->socket_path + 8];
-    snprintf(lock, sizeof lock, "%s.lock", path);
-    s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (s->lock_fd < 0) {
-      vxd__log(s, "cannot open %s: %s", lock, strerror(errno));
-      return 1;
-    }
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-      vxd__log(s, "another vortexd already serves %s", path);
-      return 2;
-    }
-    unlink(path); /* a stale socket of a daemon that died: we hold the lock */
+    if (vxd__remove_stale_socket(s, base) != 0) return 1; /* we hold the lock */
     int rc = uv_pipe_bind(&s->listener, path);
     if (rc != 0) {
       vxd__log(s, "cannot bind %s: %s", path, uv_strerror(rc));
       return 1;
     }
     s->bound_socket = 1;
-    chmod(path, 0600);
+    fchmodat(s->dir_fd, base, group_ok ? 0660 : 0600, 0);
+    if (group_ok && fchownat(s->dir_fd, base, (uid_t)-1, s->cfg->allowed_gid, AT_SYMLINK_NOFOLLOW) != 0)
+      vxd__log(s, "cannot give %s to group %u: %s", path, (unsigned)s->cfg->allowed_gid, strerror(errno));
   }
   int rc = uv_listen((uv_stream_t *)&s->listener, 128, vxd__on_connection);
   if (rc != 0) {
@@ -150,7 +193,7 @@ int vxd_server_run(const vxd_config *cfg) {
   vxd_server *s = calloc(1, sizeof *s);
   if (!s) return 1;
   s->cfg = cfg;
-  s->lock_fd = -1;
+  s->lock_fd = s->dir_fd = -1;
   s->loop = uv_default_loop();
   s->start_ms = uv_now(s->loop);
   char err[512] = "";
@@ -191,12 +234,13 @@ int vxd_server_run(const vxd_config *cfg) {
       uv_close((uv_handle_t *)&s->pool.slots[i].respawn, NULL);
     vxd__pool_stop(s);
     vxd_store_close(s->store);
-    uv_close((uv_handle_t *)&s->listener, NULL);
+    vxd__close_if_open((uv_handle_t *)&s->listener);
     uv_run(s->loop, UV_RUN_DEFAULT);
     uv_loop_close(s->loop);
     vxd_hot_destroy(s->hot);
     vxk_close(s->cache);
     if (s->lock_fd >= 0) close(s->lock_fd);
+    if (s->dir_fd >= 0) close(s->dir_fd);
     free(s);
     return status;
   }
@@ -229,6 +273,7 @@ int vxd_server_run(const vxd_config *cfg) {
   if (lrc != 0) vxd__log(s, "loop closed with handles still open");
   vxk_close(s->cache);
   if (s->lock_fd >= 0) close(s->lock_fd);
+  if (s->dir_fd >= 0) close(s->dir_fd);
   free(s);
   return 0;
 }

@@ -37,8 +37,10 @@
  *      memory holding thread-dependent values is divergent; objects
  *      carry line tables.
  *   4: one object per module; kernel i starts at __vxl_main_<i> (was: one
- *      object per kernel, each defining main). */
-#define VXL_LOWERING_ABI_VERSION 4u
+ *      object per kernel, each defining main).
+ *   5: gpu.func names with a NUL byte or invalid UTF-8 are refused (they
+ *      compiled before and could sit in a cache). */
+#define VXL_LOWERING_ABI_VERSION 5u
 
 typedef struct vxl_compiler vxl_compiler;
 

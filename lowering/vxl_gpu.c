@@ -293,6 +293,15 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
     return -EINVAL;
   }
   MlirStringRef fname = mlirStringAttrGetValue(sym);
+  /* names travel as msgpack str and JSON strings and become C symbols */
+  if (memchr(fname.data, '\0', fname.length)) {
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.func symbol name contains a NUL byte");
+    return -EINVAL;
+  }
+  if (!vxl__utf8_valid(fname.data, fname.length)) {
+    vxl__diag_at(rw->d, loc, "unsupported: gpu.func symbol name is not valid UTF-8");
+    return -EINVAL;
+  }
   MlirType fty = mlirTypeAttrGetValue(fta);
   intptr_t nin = mlirFunctionTypeGetNumInputs(fty);
   MlirRegion body = mlirOperationGetRegion(gf, 0);

@@ -51,6 +51,9 @@ void vxl__diag_add(vxl__diags *d, const char *fmt, ...) __attribute__((format(pr
  * start it with "unsupported: "). */
 void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* 1 when the n bytes at s are well-formed UTF-8 (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF), else 0. */
+int vxl__utf8_valid(const char *s, size_t n);
 /* Formats loc as "file:line:col" into buf (always NUL-terminated). */
 void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t cap);
 

@@ -1,8 +1,10 @@
 /* vxp_paths.c - default socket path and cache directory (see vxp_paths.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -35,4 +37,91 @@ int vxp_default_cache_dir(char *buf, size_t cap) {
   if ((env = getenv("XDG_CACHE_HOME")) && *env) return vxp__join(buf, cap, env, "/vortexd");
   env = getenv("HOME");
   return vxp__join(buf, cap, env && *env ? env : "/tmp", "/.cache/vortexd");
+}
+
+const char *vxp_path_base(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+int vxp_path_dir(const char *path, char *buf, size_t cap) {
+  const char *slash = strrchr(path, '/');
+  int n;
+  if (!slash)
+    n = snprintf(buf, cap, ".");
+  else if (slash == path)
+    n = snprintf(buf, cap, "/");
+  else
+    n = snprintf(buf, cap, "%.*s", (int)(slash - path), path);
+  return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int vxp_runtime_dir_open(const char *dir, int create, int group_ok, char *err, size_t errcap) {
+  struct stat st;
+  if (lstat(dir, &st) != 0) {
+    int e = errno;
+    if (e != ENOENT || !create) {
+      snprintf(err, errcap, "runtime directory %s: %s", dir, strerror(e));
+      return -e;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+      e = errno;
+      snprintf(err, errcap, "cannot create runtime directory %s: %s", dir, strerror(e));
+      return -e;
+    }
+    if (lstat(dir, &st) != 0) {
+      e = errno;
+      snprintf(err, errcap, "runtime directory %s: %s", dir, strerror(e));
+      return -e;
+    }
+  }
+  if (S_ISLNK(st.st_mode)) {
+    snprintf(err, errcap,
+             "runtime directory %s is a symbolic link; refusing it (remove it, or choose a directory "
+             "of your own with --socket)",
+             dir);
+    return -ELOOP;
+  }
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    snprintf(err, errcap, "runtime directory %s: %s", dir, strerror(e));
+    return -e;
+  }
+  mode_t closed = group_ok ? (S_IWGRP | S_IRWXO) : (S_IRWXG | S_IRWXO);
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    snprintf(err, errcap, "runtime directory %s: %s", dir, strerror(e));
+    return -e;
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & closed)) {
+    close(fd);
+    snprintf(err, errcap,
+             "runtime directory %s is not private (owner uid %u, mode %03o; needs owner uid %u and mode "
+             "%s): another user could serve a fake daemon there; fix with `chmod 700 %s` if it is "
+             "yours, else remove it or choose another --socket",
+             dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid(),
+             group_ok ? "0700 or 0750" : "0700", dir);
+    return -EPERM;
+  }
+  return fd;
+}
+
+int vxp_private_file_open(int dirfd, const char *name, int flags) {
+  int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return -errno;
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0)
+    rc = -errno;
+  else if (!S_ISREG(st.st_mode))
+    rc = -EINVAL;
+  else if (st.st_uid != geteuid())
+    rc = -EPERM;
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  return fd;
 }

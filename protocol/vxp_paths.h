@@ -23,4 +23,38 @@ int vxp_default_socket_path(char *buf, size_t cap);
  * unset).  Returns 0 or -ENAMETOOLONG.  As vxp_default_socket_path. */
 int vxp_default_cache_dir(char *buf, size_t cap);
 
+/* ---- the runtime directory: where the socket, its lock and log live ----
+ *
+ * Everything beside the socket is trusted only because nobody else can
+ * write that directory: another local user who pre-creates it (the /tmp
+ * fallback is predictable) could otherwise serve a fake daemon there or
+ * plant symbolic links named like its lock or log files.  The rule, after
+ * ssh-agent and systemd's RuntimeDirectory: a real directory (not a
+ * symbolic link), owned by the effective uid, writable by nobody else and
+ * closed to others (mode 0700; 0750 when group_ok, for a daemon serving a
+ * configured group). */
+
+/* Opens dir as a runtime directory, creating it with mode 0700 when
+ * create and it does not exist (its parent must).  The check is lstat (no
+ * symbolic link) and fstat on the opened descriptor (owner, mode), so a
+ * swap between the two is caught.  Returns a directory descriptor
+ * (O_CLOEXEC; caller closes), or a negative errno with a message in err
+ * (errcap bytes) naming the path and the fix: -ELOOP (a symbolic link),
+ * -EPERM (wrong owner or mode), -ENOTDIR, -ENOENT, ...  Any thread. */
+int vxp_runtime_dir_open(const char *dir, int create, int group_ok, char *err, size_t errcap);
+
+/* The directory part of path into buf (cap bytes): "." for a bare name,
+ * "/" for "/name".  Returns 0 or -ENAMETOOLONG. */
+int vxp_path_dir(const char *path, char *buf, size_t cap);
+
+/* The last component of path (a pointer into it). */
+const char *vxp_path_base(const char *path);
+
+/* Opens name inside the directory dirfd without following a symbolic link
+ * (O_NOFOLLOW | O_CLOEXEC | flags; O_CREAT creates it with mode 0600) and
+ * refuses anything but a regular file owned by the effective uid.
+ * Returns a descriptor or a negative errno (-ELOOP: a symbolic link,
+ * -EPERM: not ours, -EINVAL: not a regular file).  Any thread. */
+int vxp_private_file_open(int dirfd, const char *name, int flags);
+
 #endif /* VXP_PATHS_H */

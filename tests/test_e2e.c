@@ -528,12 +528,9 @@ Test(e2e, many_concurrent_clients) {
 /* ---- the vxc program ---- */
 
 static int run(const char *cmd, char *out, size_t cap) {
-  FILE *p = popen(cmd, "r");
-  cr_assert_not_null(p);
-  size_t n = fread(out, 1, cap - 1, p);
-  out[n] = '\0';
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  int rc = vxt_run(cmd, out, cap);
+  cr_assert_neq(rc, -2, "cannot run %s", cmd);
+  return rc;
 }
 
 Test(e2e, vxc_cli_json_table_and_objects) {
@@ -572,10 +569,35 @@ Test(e2e, vxc_cli_json_table_and_objects) {
            "cp %s '%s/.. odd name;.mlir' && cd %s && %s --socket %s compile -o objs '.. odd name;.mlir'",
            POLYGEIST_STYLE, d.dir, d.dir, VXT_VXC, d.sock);
   cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
-  snprintf(obj, sizeof obj, "%s/objs/___odd_name_.o", d.dir);
+  snprintf(obj, sizeof obj, "%s/objs/%%2E.%%20odd%%20name%%3B.o", d.dir);
   char *named = vxt_read_file(obj, &len);
   cr_assert_not_null(named, "vxc wrote %s: %s", obj, out);
   free(named);
+  snprintf(
+      cmd, sizeof cmd,
+      "cp %s '%s/main_kernel_0::k.mlir' && cd %s && %s --socket %s compile -o objs 'main_kernel_0::k.mlir'"
+      " && ls -a objs",
+      POLYGEIST_STYLE, d.dir, d.dir, VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "main_kernel_0__k.o\n"), "'::' maps to '__': %s", out);
+  cr_assert_null(strstr(out, ".vxc-"), "no temporary file is left behind: %s", out);
+  /* --json without -o describes the result and writes no file */
+  snprintf(cmd, sizeof cmd,
+           "mkdir %s/jsononly && cd %s/jsononly && %s --socket %s compile --json %s && ls -A", d.dir, d.dir,
+           VXT_VXC, d.sock, POLYGEIST_STYLE);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"object\":null"), "%s", out);
+  cr_assert_null(strstr(out, "polygeist_style.o"), "--json alone wrote a file: %s", out);
+  /* usage errors come before any daemon is contacted or started */
+  snprintf(cmd, sizeof cmd,
+           "%s --socket %s/nodaemon/s.sock compile 2>&1; echo rc=$?; %s --socket %s/nodaemon/s.sock "
+           "frobnicate 2>&1; echo rc=$?; test -e %s/nodaemon && echo EXISTS || echo ABSENT",
+           VXT_VXC, d.dir, VXT_VXC, d.dir, d.dir);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "unknown command 'frobnicate'"), "%s", out);
+  cr_assert_null(strstr(out, "rc=0"), "%s", out);
+  cr_assert_not_null(strstr(out, "ABSENT"), "no daemon was started (its directory does not exist): %s", out);
   snprintf(cmd, sizeof cmd, "printf 'gpu.module' > %s/x.mlir; %s --socket %s compile -o %s %s/x.mlir 2>&1",
            d.dir, VXT_VXC, d.sock, d.dir, d.dir);
   cr_assert_eq(run(cmd, out, sizeof out), 1, "a compile error exits 1: %s", out);

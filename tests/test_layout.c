@@ -289,6 +289,30 @@ Test(lowering, overlong_numeric_literals_are_refused_before_parsing) {
   free(digits);
 }
 
+Test(lowering, symbol_names_with_nul_or_invalid_utf8_are_refused_at_their_location) {
+  const char *names[] = {"a\\00b", "bad\\FFname", "\\C0\\AF"};
+  const char *why[] = {"contains a NUL byte", "not valid UTF-8", "not valid UTF-8"};
+  for (int i = 0; i < 3; i++) {
+    char t[512];
+    snprintf(t, sizeof t,
+             "module {\n  gpu.module @m {\n    gpu.func @\"%s\"(%%o: memref<?xi32>) kernel {\n"
+             "      gpu.return\n    }\n  }\n}\n",
+             names[i]);
+    vxl_result r = compile_text(t);
+    cr_assert_not(r.ok, "%s", names[i]);
+    cr_assert_geq(r.ndiags, 1);
+    cr_assert_not_null(strstr(r.diags[0], "t.mlir:3:5: error: unsupported: gpu.func symbol name"), "%s",
+                       r.diags[0]);
+    cr_assert_not_null(strstr(r.diags[0], why[i]), "%s", r.diags[0]);
+    vxl_result_clear(&r);
+  }
+  /* names in other scripts are fine */
+  vxl_result r = compile_text("module {\n  gpu.module @m {\n    gpu.func @\"\xC3\xA9t\xC3\xA9\"(%o: "
+                              "memref<?xi32>) kernel {\n      gpu.return\n    }\n  }\n}\n");
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
+}
+
 Test(lowering, many_sequential_divergent_cf_branches_each_get_split_and_join) {
   /* the placement keeps one CFG current across the branches of a region;
    * every branch must still get its own split and join */

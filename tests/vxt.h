@@ -58,4 +58,9 @@ int vxt_daemon_start(vxt_daemon *d, const char *extra);
 /* SIGTERM, then waits; returns the daemon's exit status (0 = clean). */
 int vxt_daemon_stop(vxt_daemon *d);
 
+/* Runs cmd with sh -c, its stdout into out (cap bytes, NUL-terminated,
+ * cut when longer).  Returns its exit status, -1 when killed by a signal,
+ * -2 when it could not be started. */
+int vxt_run(const char *cmd, char *out, size_t cap);
+
 #endif
