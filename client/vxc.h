@@ -82,8 +82,11 @@ int vxc_stats(vxc_conn *c, vxp_response *resp);
  * 32-bit integer); for a pointer, a uint32_t device address.  grid and block
  * are the launch dimensions (unused ones 1); shared_bytes is the dynamic
  * shared memory per block.  Offsets are the ones the daemon computed from
- * the RV32 data layout, the same the kernel's entry reads.  Returns 0,
- * -EINVAL (NULL value, small buffer, zero dimension).  Any thread. */
+ * the RV32 data layout, the same the kernel's entry reads.  k is checked
+ * first (vxp_kernel_check: every offset + size inside the buffer without
+ * wrap-around), so a record from an untrusted source cannot make it write
+ * outside buf.  Returns 0, -EINVAL (NULL value, small buffer, zero
+ * dimension, impossible layout).  Any thread. */
 int vxc_pack_args(const vxp_kernel *k, const void *const *values, const uint32_t grid[3],
                   const uint32_t block[3], uint32_t shared_bytes, void *buf, size_t buf_size);
 

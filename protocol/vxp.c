@@ -23,6 +23,7 @@ const char *vxp_strerror(int err) {
   case VXP_EUNKNOWNKEY: return "unknown key in message";
   case VXP_ETYPE: return "value of the wrong type";
   case VXP_EMISSING: return "required key missing";
+  case VXP_ELAYOUT: return "kernel record with an impossible argument layout";
   default: return err < 0 && err > -VXP_EPROJECT_BASE ? strerror(-err) : "unknown error";
   }
 }
@@ -544,7 +545,27 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
       rc = VXP_EUNKNOWNKEY;
   }
   if (rc == VXP_OK && (!have_name || !have_entry)) rc = VXP_EMISSING;
+  if (rc == VXP_OK) rc = vxp_kernel_check(k);
   return rc;
+}
+
+static bool vxp__pow2(uint32_t v) { return v && !(v & (v - 1)); }
+
+int vxp_kernel_check(const vxp_kernel *k) {
+  if (k->nargs > VXP_MAX_ARGS || (k->nargs && !k->args)) return VXP_ELAYOUT;
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    const vxp_arg *a = &k->args[i];
+    if (!vxp__pow2(a->align) || a->align > VXP_MAX_ARG_ALIGN || a->offset % a->align || a->size == 0 ||
+        (uint64_t)a->offset + a->size > k->args_size)
+      return VXP_ELAYOUT;
+  }
+  if (k->args_size > k->launch_offset ||
+      (uint64_t)k->launch_offset + VXP_LAUNCH_HEADER_SIZE > k->buffer_size ||
+      k->buffer_size > VXP_MAX_BUFFER_SIZE)
+    return VXP_ELAYOUT;
+  if (k->grid_dims < 1 || k->grid_dims > 3) return VXP_ELAYOUT;
+  if (k->subgroup_size && (!vxp__pow2(k->subgroup_size) || k->subgroup_size > 64)) return VXP_ELAYOUT;
+  return VXP_OK;
 }
 
 int vxp_kernel_meta_decode(const uint8_t *buf, size_t len, vxp_kernel *k) {
@@ -699,6 +720,10 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
     else if (vxp__key(k, "kernels")) {
       if (v->type != MSGPACK_OBJECT_ARRAY) {
         rc = VXP_ETYPE;
+        break;
+      }
+      if (v->via.array.size > VXP_MAX_KERNELS) {
+        rc = VXP_ELAYOUT;
         break;
       }
       r->kernels = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->kernels);

@@ -55,6 +55,8 @@ enum {
   VXP_EUNKNOWNKEY = -(VXP_EPROJECT_BASE + 1), /* a map key this protocol version does not define */
   VXP_ETYPE = -(VXP_EPROJECT_BASE + 2),       /* a known key carries a value of the wrong type */
   VXP_EMISSING = -(VXP_EPROJECT_BASE + 3),    /* a required key is missing */
+  VXP_ELAYOUT = -(VXP_EPROJECT_BASE + 4),     /* a kernel record's layout is impossible
+                                                 (vxp_kernel_check) */
 };
 
 /* A static English description of err: the protocol's own wording for the
@@ -96,6 +98,25 @@ typedef struct {
                               assume exactly this many (0 in records
                               written before it existed) */
 } vxp_kernel;
+
+/* Bounds on a kernel record and a response, beyond which a decoder
+ * refuses them: generous for real kernels (the Vortex ABI passes the whole
+ * argument buffer in device memory), small enough that a hostile peer
+ * cannot make a reader allocate or index without limit. */
+#define VXP_MAX_ARGS 4096u                 /* arguments per kernel */
+#define VXP_MAX_KERNELS 65536u             /* kernels per response */
+#define VXP_MAX_BUFFER_SIZE (1u << 20)     /* argument buffer (bytes) */
+#define VXP_MAX_ARG_ALIGN 4096u            /* an argument's alignment (bytes) */
+
+/* Checks that k's layout is one a packer can trust: nargs <= VXP_MAX_ARGS;
+ * every argument's alignment a power of two <= VXP_MAX_ARG_ALIGN, its
+ * offset a multiple of it, size >= 1 and offset + size <= args_size (in
+ * 64-bit arithmetic, so nothing wraps); args_size <= launch_offset;
+ * launch_offset + VXP_LAUNCH_HEADER_SIZE <= buffer_size <=
+ * VXP_MAX_BUFFER_SIZE; grid_dims 1..3; subgroup_size 0 or a power of two
+ * <= 64.  The decoders apply it to every record they read (replies, cache
+ * records).  Returns VXP_OK or VXP_ELAYOUT.  Any thread. */
+int vxp_kernel_check(const vxp_kernel *k);
 
 /* Releases the fields of k (not k itself).  NULL-safe. */
 void vxp_kernel_clear(vxp_kernel *k);

@@ -20,6 +20,7 @@ corpus=${VORTEXD_CORPUS_DIR:-$root/../shared/corpus}
 # ---- dependencies: Debian 12 packages only (LLVM/MLIR 22 from bookworm-security)
 pkgs=(build-essential cmake pkg-config
       llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+      libclang-rt-22-dev  # libFuzzer for the fuzz targets (tests/fuzz)
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps clang-format libjansson-dev
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)

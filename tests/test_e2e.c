@@ -158,6 +158,15 @@ Test(e2e, metadata_of_a_polygeist_style_kernel) {
   cr_assert_eq(g[1], 8);
   cr_assert_eq(g[3], 32);
   cr_assert_eq(vxc_pack_args(k, vals, grid, block, 0, buf, 8), -EINVAL, "small buffer refused");
+  /* a record whose offset + size wraps 32 bits is refused, nothing written */
+  vxp_kernel bad = *k;
+  vxp_arg a0 = k->args[0];
+  a0.offset = 0xfffffff0u, a0.size = 0x20, a0.align = 16;
+  bad.args = &a0;
+  bad.nargs = 1;
+  memset(buf, 0xAB, sizeof buf);
+  cr_assert_eq(vxc_pack_args(&bad, vals, grid, block, 0, buf, sizeof buf), -EINVAL);
+  cr_assert_eq(buf[0], 0xAB, "nothing written for a refused record");
   vxp_response_clear(&r);
   vxc_close(c);
 }

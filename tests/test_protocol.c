@@ -185,6 +185,55 @@ Test(protocol, kernel_metadata_round_trip) {
   free(buf);
 }
 
+/* Encodes k, decodes it again; returns the decoder's answer. */
+static int redecode(const vxp_kernel *k) {
+  uint8_t *buf;
+  size_t n;
+  cr_assert_eq(vxp_kernel_meta_encode(k, &buf, &n), VXP_OK);
+  vxp_kernel o;
+  int rc = vxp_kernel_meta_decode(buf, n, &o);
+  free(buf);
+  vxp_kernel_clear(&o);
+  return rc;
+}
+
+Test(protocol, kernel_records_with_impossible_layouts_are_refused) {
+  vxp_kernel k = make_kernel();
+  cr_assert_eq(redecode(&k), VXP_OK);
+  cr_assert_eq(vxp_kernel_check(&k), VXP_OK);
+  /* an offset that wraps a 32-bit sum: 0xfffffff0 + 0x20 */
+  vxp_kernel bad = k;
+  vxp_arg a0 = k.args[0];
+  bad.args = &a0;
+  bad.nargs = 1;
+  a0.offset = 0xfffffff0u, a0.size = 0x20, a0.align = 16;
+  cr_assert_eq(vxp_kernel_check(&bad), VXP_ELAYOUT);
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT);
+  a0 = k.args[0];
+  a0.align = 3; /* not a power of two */
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT);
+  a0 = k.args[0];
+  a0.offset = 2, a0.align = 4; /* misaligned */
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT);
+  a0 = k.args[0];
+  bad.launch_offset = bad.buffer_size - 4; /* header past the buffer */
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT);
+  bad = k;
+  bad.launch_offset = 0xfffffff8u, bad.buffer_size = 8; /* wraps with the header */
+  cr_assert_eq(vxp_kernel_check(&bad), VXP_ELAYOUT);
+  bad = k;
+  bad.buffer_size = VXP_MAX_BUFFER_SIZE + 8;
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT);
+  bad = k;
+  bad.grid_dims = 4;
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT);
+  bad = k;
+  bad.subgroup_size = 6;
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT);
+  cr_assert_str_eq(vxp_strerror(VXP_ELAYOUT), "kernel record with an impossible argument layout");
+  vxp_kernel_clear(&k);
+}
+
 Test(protocol, frame_length_limits) {
   uint8_t h[4] = {0, 0, 0, 0};
   uint32_t len = 77;
