@@ -1,9 +1,11 @@
 /*
  * vxk.c - SQLite-backed cache of compiled kernels (see vxk.h).
  *
- * Schema (version 2):
+ * Schema (version 3):
  *   entries(key TEXT PRIMARY KEY, created_us, last_used_us, hits, bytes, nkernels,
- *           object BLOB)
+ *           object BLOB, checksum BLOB, compile_us)   -- checksum: vxk__checksum_*
+ * An entry's checksum covers its key, object and kernel records, and every
+ * read recomputes it: a flipped bit in the file is refused, never served.
  *   kernels(key, ordinal, name, metadata BLOB)  PRIMARY KEY(key, ordinal)
  *   counters(name TEXT PRIMARY KEY, value INTEGER)
  *   meta(k TEXT PRIMARY KEY, v TEXT)                -- schema_version
@@ -22,7 +24,7 @@
 
 #include "vxk.h"
 
-#define VXK_SCHEMA_VERSION "2"
+#define VXK_SCHEMA_VERSION "3"
 
 /* Deletes per transaction when evicting. */
 #define VXK_EVICT_BATCH 256
@@ -32,7 +34,7 @@ struct vxk_cache {
   uint64_t max_bytes;
   char err[512];
   /* prepared once, kept for the cache's lifetime */
-  sqlite3_stmt *get_all, *get_one, *get_object, *touch, *put_old, *put_entry, *put_kernel;
+  sqlite3_stmt *get_all, *get_object, *touch, *put_old, *put_entry, *put_kernel, *drop;
   /* keys read since the last flush, their LRU time written then (one
    * transaction, not one write per hit); seen finds a key among them */
   char (*touched)[VXK_KEY_HEX + 1]; /* malloc(), grows to VXK_TOUCH_MAX */
@@ -75,7 +77,7 @@ static const char vxk__schema[] =
     "CREATE TABLE IF NOT EXISTS entries("
     " key TEXT PRIMARY KEY, created_us INTEGER NOT NULL, last_used_us INTEGER NOT NULL,"
     " hits INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL, nkernels INTEGER NOT NULL,"
-    " object BLOB NOT NULL);"
+    " object BLOB NOT NULL, checksum BLOB NOT NULL, compile_us INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used_us);"
     "CREATE TABLE IF NOT EXISTS kernels("
     " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"
@@ -163,14 +165,14 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     return VXK_EIO;
   }
   if (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
-      vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 AND name=?2", &c->get_one) ||
-      vxk__prepare(c, "SELECT object FROM entries WHERE key=?1", &c->get_object) ||
+      vxk__prepare(c, "SELECT object, checksum, nkernels FROM entries WHERE key=?1", &c->get_object) ||
+      vxk__prepare(c, "DELETE FROM entries WHERE key=?1", &c->drop) ||
       vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch) ||
       vxk__prepare(c, "SELECT bytes FROM entries WHERE key=?1", &c->put_old) ||
       vxk__prepare(
           c,
-          "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels, object)"
-          " VALUES(?1, ?2, ?2, 0, ?3, ?4, ?5)",
+          "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels, object,"
+          " checksum, compile_us) VALUES(?1, ?2, ?2, 0, ?3, ?4, ?5, ?6, ?7)",
           &c->put_entry) ||
       vxk__prepare(c, "INSERT INTO kernels(key, ordinal, name, metadata) VALUES(?1, ?2, ?3, ?4)",
                    &c->put_kernel)) {
@@ -264,7 +266,7 @@ void vxk_close(vxk_cache *c) {
   free(c->touched);
   free(c->seen);
   sqlite3_finalize(c->get_all);
-  sqlite3_finalize(c->get_one);
+  sqlite3_finalize(c->drop);
   sqlite3_finalize(c->get_object);
   sqlite3_finalize(c->touch);
   sqlite3_finalize(c->put_old);
@@ -295,15 +297,56 @@ static int vxk__load_total(vxk_cache *c) {
 /* Evicts least recently used entries until at most 90% of max_bytes is used.
  * The running total decides whether to look at all; only then is the table
  * read (and the total re-read, in case another process shares the cache). */
+static int vxk__evict_to(vxk_cache *c, uint64_t target, uint64_t *removed);
+
 static int vxk__evict(vxk_cache *c) {
   if (c->total_bytes <= c->max_bytes) return VXK_OK;
   vxk_flush(c); /* pending reads count as use */
   int rc = vxk__load_total(c);
   if (rc != VXK_OK) return rc;
-  uint64_t total = c->total_bytes;
-  if (total <= c->max_bytes) return VXK_OK;
+  if (c->total_bytes <= c->max_bytes) return VXK_OK;
+  uint64_t removed = 0;
+  return vxk__evict_to(c, c->max_bytes / 10 * 9, &removed);
+}
+
+int vxk_prune(vxk_cache *c, uint64_t max_bytes, uint64_t *removed) {
+  *removed = 0;
+  vxk_flush(c);
+  int rc = vxk__load_total(c);
+  if (rc != VXK_OK) return rc;
+  return c->total_bytes <= max_bytes ? VXK_OK : vxk__evict_to(c, max_bytes, removed);
+}
+
+int vxk_clear(vxk_cache *c, uint64_t *removed) {
+  *removed = 0;
+  vxk_flush(c);
   sqlite3_stmt *st = NULL;
-  uint64_t target = c->max_bytes / 10 * 9, evicted = 0;
+  int rc = sqlite3_prepare_v2(c->db, "SELECT COUNT(*) FROM entries", -1, &st, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "clear");
+  uint64_t n = sqlite3_step(st) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; DELETE FROM kernels; DELETE FROM entries; COMMIT;", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return vxk__fail(c, rc, "clear");
+  }
+  c->total_bytes = 0;
+  *removed = n;
+  return VXK_OK;
+}
+
+int vxk_zero_counters(vxk_cache *c) {
+  int rc = sqlite3_exec(c->db, "DELETE FROM counters", NULL, NULL, NULL);
+  return rc == SQLITE_OK ? VXK_OK : vxk__fail(c, rc, "zero counters");
+}
+
+/* Deletes least recently used entries until at most target bytes remain,
+ * VXK_EVICT_BATCH per transaction; counts them as evictions. */
+static int vxk__evict_to(vxk_cache *c, uint64_t target, uint64_t *removed) {
+  uint64_t total = c->total_bytes;
+  int rc = VXK_OK;
+  sqlite3_stmt *st = NULL;
+  uint64_t evicted = 0;
   rc = sqlite3_prepare_v2(c->db, "SELECT key, bytes FROM entries ORDER BY last_used_us", -1, &st, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "evict");
   sqlite3_stmt *del = NULL;
@@ -356,7 +399,55 @@ static int vxk__evict(vxk_cache *c) {
   free(victims);
   sqlite3_finalize(del);
   c->total_bytes = total;
+  *removed = evicted;
+  if (rc != VXK_OK) return rc;
   return evicted ? vxk_counter_add(c, "evictions", (int64_t)evicted) : VXK_OK;
+}
+
+static void vxk__hash_lp(EVP_MD_CTX *h, const void *p, uint64_t n);
+
+/* The checksum of an entry: SHA-256 over a domain tag, the key, the object,
+ * then each kernel's name and metadata, each length-prefixed (so no two
+ * entries hash alike by shifting bytes between fields). */
+static EVP_MD_CTX *vxk__checksum_begin(const char *key, const uint8_t *object, size_t object_size) {
+  EVP_MD_CTX *h = EVP_MD_CTX_new();
+  if (!h || !EVP_DigestInit_ex(h, EVP_sha256(), NULL)) {
+    EVP_MD_CTX_free(h);
+    return NULL;
+  }
+  static const char tag[] = "vortexd cache entry v1";
+  vxk__hash_lp(h, tag, sizeof tag - 1);
+  vxk__hash_lp(h, key, strlen(key));
+  vxk__hash_lp(h, object ? (const void *)object : "", object_size);
+  return h;
+}
+
+static int vxk__checksum_end(EVP_MD_CTX *h, uint8_t out[VXK_CHECKSUM_SIZE]) {
+  unsigned int len = 0;
+  int ok = EVP_DigestFinal_ex(h, out, &len) && len == VXK_CHECKSUM_SIZE;
+  EVP_MD_CTX_free(h);
+  return ok ? VXK_OK : VXK_ENOMEM;
+}
+
+static int vxk__checksum_in(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
+                            uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]) {
+  EVP_MD_CTX *h = vxk__checksum_begin(key, object, object_size);
+  if (!h) return VXK_ENOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    vxk__hash_lp(h, ks[i].name ? ks[i].name : "", ks[i].name ? strlen(ks[i].name) : 0); /* NULL: the put fails */
+    vxk__hash_lp(h, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size);
+  }
+  return vxk__checksum_end(h, out);
+}
+
+static int vxk__checksum_out(const char *key, const vxk_entry *e, uint8_t out[VXK_CHECKSUM_SIZE]) {
+  EVP_MD_CTX *h = vxk__checksum_begin(key, e->object, e->object_size);
+  if (!h) return VXK_ENOMEM;
+  for (uint32_t i = 0; i < e->nkernels; i++) {
+    vxk__hash_lp(h, e->kernels[i].name, strlen(e->kernels[i].name));
+    vxk__hash_lp(h, e->kernels[i].metadata, e->kernels[i].metadata_size);
+  }
+  return vxk__checksum_end(h, out);
 }
 
 /* Steps a prepared statement that returns no row; resets it. */
@@ -368,11 +459,13 @@ static int vxk__step_done(vxk_cache *c, sqlite3_stmt *st) {
 }
 
 int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-            uint32_t n) {
+            uint32_t n, uint64_t compile_us) {
   if (!vxk_key_valid(key)) return VXK_EINVAL;
   uint64_t bytes = object_size;
   for (uint32_t i = 0; i < n; i++)
     bytes += ks[i].metadata_size;
+  uint8_t sum[VXK_CHECKSUM_SIZE];
+  if (vxk__checksum_in(key, object, object_size, ks, n, sum) != VXK_OK) return VXK_ENOMEM;
   int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "begin");
   uint64_t replaced = 0; /* bytes of an entry this put replaces */
@@ -386,6 +479,8 @@ int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_
   sqlite3_bind_int64(e, 3, (sqlite3_int64)bytes);
   sqlite3_bind_int64(e, 4, n);
   sqlite3_bind_blob64(e, 5, object ? (const void *)object : "", object_size, SQLITE_STATIC);
+  sqlite3_bind_blob(e, 6, sum, sizeof sum, SQLITE_STATIC);
+  sqlite3_bind_int64(e, 7, (sqlite3_int64)compile_us);
   rc = vxk__step_done(c, e);
   for (uint32_t i = 0; rc == SQLITE_OK && i < n; i++) {
     sqlite3_bind_text(k, 1, key, -1, SQLITE_STATIC);
@@ -426,8 +521,11 @@ void vxk_entry_clear(vxk_entry *e) {
   memset(e, 0, sizeof *e);
 }
 
-/* Reads the object of key into e; 0, VXK_ENOTFOUND or an error. */
-static int vxk__get_object(vxk_cache *c, const char *key, vxk_entry *e) {
+/* Reads the object of key into e and its stored checksum into sum;
+ * 0, VXK_ENOTFOUND or an error.  *nkernels: the count the entry was
+ * written with. */
+static int vxk__get_object(vxk_cache *c, const char *key, vxk_entry *e, uint8_t sum[VXK_CHECKSUM_SIZE],
+                           int64_t *nkernels) {
   sqlite3_stmt *st = c->get_object;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   int rc = sqlite3_step(st), out = VXK_OK;
@@ -435,6 +533,11 @@ static int vxk__get_object(vxk_cache *c, const char *key, vxk_entry *e) {
     e->object_size = (size_t)sqlite3_column_bytes(st, 0);
     e->object = vxk__dup(sqlite3_column_blob(st, 0), e->object_size);
     if (!e->object) out = VXK_ENOMEM;
+    if (sqlite3_column_bytes(st, 1) == VXK_CHECKSUM_SIZE)
+      memcpy(sum, sqlite3_column_blob(st, 1), VXK_CHECKSUM_SIZE);
+    else
+      memset(sum, 0, VXK_CHECKSUM_SIZE); /* never matches a SHA-256 */
+    *nkernels = sqlite3_column_int64(st, 2);
   } else
     out = rc == SQLITE_DONE ? VXK_ENOTFOUND : vxk__fail(c, rc, "get");
   sqlite3_reset(st);
@@ -448,12 +551,11 @@ void vxk_mark_used(vxk_cache *c, const char *key) {
   c->touched_us = vxk__now_us();
 }
 
-int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
+/* Reads and verifies the whole entry for key into *out. */
+static int vxk__read_entry(vxk_cache *c, const char *key, vxk_entry *out) {
   memset(out, 0, sizeof *out);
-  if (!vxk_key_valid(key)) return VXK_EINVAL;
-  sqlite3_stmt *st = kernel ? c->get_one : c->get_all;
+  sqlite3_stmt *st = c->get_all;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-  if (kernel) sqlite3_bind_text(st, 2, kernel, -1, SQLITE_STATIC);
   vxk_entry e = {0};
   uint32_t cap = 0;
   int rc, out_rc = VXK_OK;
@@ -469,7 +571,8 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
     }
     vxk_kernel_out *k = &e.kernels[e.nkernels++];
     memset(k, 0, sizeof *k);
-    k->name = strdup((const char *)sqlite3_column_text(st, 0));
+    const unsigned char *name = sqlite3_column_text(st, 0);
+    k->name = strdup(name ? (const char *)name : "");
     k->metadata_size = (size_t)sqlite3_column_bytes(st, 1);
     k->metadata = vxk__dup(sqlite3_column_blob(st, 1), k->metadata_size);
     if (!k->name || !k->metadata) {
@@ -480,17 +583,121 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
   if (out_rc == VXK_OK && rc != SQLITE_DONE) out_rc = vxk__fail(c, rc, "get");
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
-  if (out_rc == VXK_OK && e.nkernels == 0) out_rc = VXK_ENOTFOUND;
-  if (out_rc == VXK_OK) out_rc = vxk__get_object(c, key, &e);
+  uint8_t stored[VXK_CHECKSUM_SIZE], actual[VXK_CHECKSUM_SIZE];
+  int64_t nk = 0;
+  if (out_rc == VXK_OK) out_rc = vxk__get_object(c, key, &e, stored, &nk);
+  if (out_rc == VXK_OK && e.nkernels == 0) out_rc = VXK_ENOTFOUND; /* not written whole */
+  if (out_rc == VXK_OK) out_rc = vxk__checksum_out(key, &e, actual);
+  if (out_rc == VXK_OK && (nk != e.nkernels || memcmp(stored, actual, sizeof actual) != 0)) {
+    snprintf(c->err, sizeof c->err, "entry %s fails its checksum", key);
+    out_rc = VXK_ECORRUPT;
+  }
   if (out_rc != VXK_OK) {
     vxk_entry_clear(&e);
     return out_rc;
+  }
+  *out = e;
+  return VXK_OK;
+}
+
+int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
+  memset(out, 0, sizeof *out);
+  if (!vxk_key_valid(key)) return VXK_EINVAL;
+  vxk_entry e;
+  int rc = vxk__read_entry(c, key, &e);
+  if (rc != VXK_OK) return rc;
+  if (kernel) { /* keep only that kernel's record (all were read to verify) */
+    uint32_t keep = e.nkernels;
+    for (uint32_t i = 0; i < e.nkernels && keep == e.nkernels; i++)
+      if (strcmp(e.kernels[i].name, kernel) == 0) keep = i;
+    if (keep == e.nkernels) {
+      vxk_entry_clear(&e);
+      return VXK_ENOTFOUND;
+    }
+    vxk_kernel_out k = e.kernels[keep];
+    for (uint32_t i = 0; i < e.nkernels; i++)
+      if (i != keep) free(e.kernels[i].name), free(e.kernels[i].metadata);
+    e.kernels[0] = k;
+    e.nkernels = 1;
   }
   /* LRU bookkeeping, written by the next vxk_flush() or vxk_touch() */
   vxk__touched_add(c, key);
   c->touched_us = vxk__now_us();
   *out = e;
   return VXK_OK;
+}
+
+int vxk_drop(vxk_cache *c, const char *key) {
+  if (!vxk_key_valid(key)) return VXK_EINVAL;
+  uint64_t bytes = 0;
+  sqlite3_bind_text(c->put_old, 1, key, -1, SQLITE_STATIC);
+  if (sqlite3_step(c->put_old) == SQLITE_ROW) bytes = (uint64_t)sqlite3_column_int64(c->put_old, 0);
+  sqlite3_reset(c->put_old);
+  sqlite3_clear_bindings(c->put_old);
+  sqlite3_bind_text(c->drop, 1, key, -1, SQLITE_STATIC);
+  int rc = vxk__step_done(c, c->drop);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "drop");
+  if (sqlite3_changes(c->db) == 0) return VXK_ENOTFOUND;
+  c->total_bytes -= bytes < c->total_bytes ? bytes : c->total_bytes;
+  return VXK_OK;
+}
+
+int vxk_verify(vxk_cache *c, int drop, uint64_t *checked, uint64_t *corrupt) {
+  *checked = *corrupt = 0;
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "SELECT key FROM entries", -1, &st, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "verify");
+  char(*bad)[VXK_KEY_HEX + 1] = NULL;
+  size_t nbad = 0, cap = 0;
+  int out = VXK_OK;
+  while (out == VXK_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *key = (const char *)sqlite3_column_text(st, 0);
+    vxk_entry e;
+    int r = vxk_key_valid(key) ? vxk__read_entry(c, key, &e) : VXK_ECORRUPT;
+    (*checked)++;
+    if (r == VXK_OK) {
+      vxk_entry_clear(&e);
+      continue;
+    }
+    if (r != VXK_ECORRUPT && r != VXK_ENOTFOUND) {
+      out = r;
+      break;
+    }
+    (*corrupt)++;
+    if (nbad == cap) {
+      cap = cap ? 2 * cap : 16;
+      char(*nb)[VXK_KEY_HEX + 1] = realloc(bad, cap * sizeof *nb);
+      if (!nb) {
+        out = VXK_ENOMEM;
+        break;
+      }
+      bad = nb;
+    }
+    snprintf(bad[nbad++], VXK_KEY_HEX + 1, "%s", key ? key : "");
+  }
+  if (out == VXK_OK && rc != SQLITE_DONE) out = vxk__fail(c, rc, "verify");
+  sqlite3_finalize(st);
+  if (out == VXK_OK && drop && nbad) { /* by rowid-free key match, also for keys that are not valid */
+    sqlite3_stmt *del = NULL;
+    rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE key=?1", -1, &del, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < nbad; i++) {
+      sqlite3_bind_text(del, 1, bad[i], -1, SQLITE_STATIC);
+      rc = sqlite3_step(del) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
+      sqlite3_reset(del);
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+    sqlite3_finalize(del);
+    if (rc != SQLITE_OK) {
+      out = vxk__fail(c, rc, "verify");
+      sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    } else {
+      out = vxk__load_total(c);
+      if (out == VXK_OK) out = vxk_counter_add(c, "corrupt", (int64_t)nbad);
+    }
+  }
+  free(bad);
+  return out;
 }
 
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta) {
@@ -511,12 +718,16 @@ int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta) {
 int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(c->db, "SELECT COUNT(*), COALESCE(SUM(bytes),0) FROM entries", -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(
+      c->db, "SELECT COUNT(*), COALESCE(SUM(bytes),0), COALESCE(SUM(hits * compile_us),0) FROM entries", -1,
+      &st, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "stats");
   if (sqlite3_step(st) == SQLITE_ROW) {
     out->entries = (uint64_t)sqlite3_column_int64(st, 0);
     out->bytes = (uint64_t)sqlite3_column_int64(st, 1);
+    out->saved_us = (uint64_t)sqlite3_column_int64(st, 2);
   }
+  out->max_bytes = c->max_bytes;
   sqlite3_finalize(st);
   rc = sqlite3_prepare_v2(c->db, "SELECT name, value FROM counters", -1, &st, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "stats");
@@ -531,6 +742,8 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
       out->compile_errors = v;
     else if (strcmp(n, "evictions") == 0)
       out->evictions = v;
+    else if (strcmp(n, "corrupt") == 0)
+      out->corrupt = v;
   }
   sqlite3_finalize(st);
   return VXK_OK;

@@ -35,7 +35,11 @@ enum {
   VXK_EIO = -EIO,          /* SQLite or file-system error; see vxk_errmsg */
   VXK_EFULL = -ENOSPC,     /* disk full: nothing was written */
   VXK_EINVAL = -EINVAL,    /* bad argument (key not 64 hex digits, ...) */
+  VXK_ECORRUPT = -EUCLEAN, /* an entry whose bytes fail their checksum */
 };
+
+/* Bytes of an entry's checksum (SHA-256). */
+#define VXK_CHECKSUM_SIZE 32
 
 typedef struct vxk_cache vxk_cache;
 
@@ -68,6 +72,10 @@ typedef struct {
   uint64_t misses;
   uint64_t compile_errors;
   uint64_t evictions;
+  uint64_t corrupt;   /* entries dropped because they failed their checksum */
+  uint64_t saved_us;  /* compile time the hits on present entries saved:
+                         SUM(hits x the entry's compile time), microseconds */
+  uint64_t max_bytes; /* the size limit in force */
 } vxk_stats;
 
 /* Opens (creating as needed, mode 0700) the directory dir and its cache.db.
@@ -83,20 +91,49 @@ void vxk_close(vxk_cache *c);
 const char *vxk_errmsg(const vxk_cache *c);
 
 /* Stores the module object (object_size bytes) and n kernel records under
- * key in one transaction, replacing any entry with that key.  Returns 0,
- * VXK_EFULL (disk full; the cache is unchanged), VXK_EIO, VXK_EINVAL. */
+ * key in one transaction, replacing any entry with that key, with a
+ * checksum over all of it; compile_us is what compiling it took
+ * (microseconds; the "time saved" of later hits).  Returns 0, VXK_EFULL
+ * (disk full; the cache is unchanged), VXK_EIO, VXK_EINVAL. */
 int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-            uint32_t n);
+            uint32_t n, uint64_t compile_us);
 
-/* Reads the entry for key; kernel NULL reads every kernel record, else only
- * the one with that name (the object always).  On success fills *out
+/* Deletes least recently used entries until at most max_bytes are stored
+ * (counted as evictions); *removed = entries deleted.  Returns 0 or
+ * VXK_EIO. */
+int vxk_prune(vxk_cache *c, uint64_t max_bytes, uint64_t *removed);
+
+/* Deletes every entry (counters stay); *removed = entries deleted.
+ * Returns 0 or VXK_EIO. */
+int vxk_clear(vxk_cache *c, uint64_t *removed);
+
+/* Resets the persistent counters (hits, misses, ...) to zero. */
+int vxk_zero_counters(vxk_cache *c);
+
+/* Reads the entry for key; kernel NULL returns every kernel record, else
+ * only the one with that name (the object always).  Every read recomputes
+ * the entry's checksum (SHA-256 over key, object and all kernel records,
+ * stored by vxk_put) and refuses a mismatch with VXK_ECORRUPT: the caller
+ * drops the entry (vxk_drop, on a writing handle) and compiles again.  On
+ * success fills *out
  * (caller clears it with vxk_entry_clear) and records the key as used: the
  * LRU time is written later, by vxk_flush on this cache or, after
  * vxk_touch_take, by vxk_touch on another (a read never writes).  Up to
  * VXK_TOUCH_MAX distinct keys are recorded between flushes; reads past that
  * are not (their entries only look older to eviction).  Returns 0,
- * VXK_ENOTFOUND, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
+ * VXK_ENOTFOUND, VXK_ECORRUPT, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
 int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out);
+
+/* Deletes the entry for key (one that failed its checksum).  Returns 0,
+ * VXK_ENOTFOUND, VXK_EIO, VXK_EINVAL. */
+int vxk_drop(vxk_cache *c, const char *key);
+
+/* Reads every entry and checks its checksum; with drop, deletes the ones
+ * that fail (one transaction) and adds them to the "corrupt" counter.
+ * Sets *checked and *corrupt (entries).  Blocks for the whole scan: run it
+ * where a writer may wait (the daemon's store thread).  Returns 0 or
+ * VXK_EIO/VXK_ENOMEM. */
+int vxk_verify(vxk_cache *c, int drop, uint64_t *checked, uint64_t *corrupt);
 
 /* Releases what vxk_get filled (not the struct).  NULL-safe. */
 void vxk_entry_clear(vxk_entry *e);
@@ -130,7 +167,8 @@ int vxk_touch_take(vxk_cache *c, vxk_touches *out);
  * Returns 0 or VXK_EIO/VXK_EFULL. */
 int vxk_touch(vxk_cache *c, const vxk_touches *t);
 
-/* Adds delta to a persistent counter: "hits", "misses", "compile_errors". */
+/* Adds delta to a persistent counter: "hits", "misses", "compile_errors",
+ * "corrupt". */
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta);
 
 int vxk_stats_get(vxk_cache *c, vxk_stats *out);

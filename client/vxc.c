@@ -151,12 +151,11 @@ void vxc_close(vxc_conn *c) {
 
 const vxp_response *vxc_server_info(vxc_conn *c) { return vxc__hello(c) == 0 ? &c->hello : NULL; }
 
-/* Starts `program --socket path --idle-timeout T` in a new session with
- * stdin/stdout on /dev/null and stderr on log_fd (appended).  Returns its
- * pid or a negative errno. */
+/* Starts `program --socket path` in a new session with stdin/stdout on
+ * /dev/null and stderr on log_fd (appended); the daemon reads the rest of
+ * its settings (idle timeout included) from the configuration file and the
+ * environment it inherits.  Returns its pid or a negative errno. */
 static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd) {
-  const char *idle = getenv("VORTEXD_IDLE_TIMEOUT");
-  if (!idle || !*idle) idle = "600"; /* like sccache: an auto-started daemon goes away */
   pid_t pid = fork();
   if (pid < 0) return -errno;
   if (pid == 0) {
@@ -164,8 +163,7 @@ static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
     dup2(log_fd, 2);
-    char *args[] = {(char *)program,          (char *)"--socket", (char *)path,
-                    (char *)"--idle-timeout", (char *)idle,       NULL};
+    char *args[] = {(char *)program, (char *)"--socket", (char *)path, NULL};
     if (strchr(program, '/'))
       execv(program, args);
     else
@@ -277,6 +275,14 @@ int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *re
 
 int vxc_stats(vxc_conn *c, vxp_response *resp) {
   vxp_request r = {.op = VXP_OP_STATS};
+  return vxc__roundtrip(c, &r, resp);
+}
+
+int vxc_admin(vxc_conn *c, vxp_op op, uint64_t max_size, vxp_response *resp) {
+  if (op != VXP_OP_VERIFY && op != VXP_OP_ZERO_STATS && op != VXP_OP_CLEAR && op != VXP_OP_PRUNE &&
+      op != VXP_OP_STOP)
+    return -EINVAL;
+  vxp_request r = {.op = op, .max_size = max_size};
   return vxc__roundtrip(c, &r, resp);
 }
 

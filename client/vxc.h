@@ -76,6 +76,15 @@ int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *re
 /* Daemon counters in resp->stats. */
 int vxc_stats(vxc_conn *c, vxp_response *resp);
 
+/* An administration request: VXP_OP_VERIFY (check every entry, drop the
+ * corrupt ones: resp->checked, resp->removed), VXP_OP_ZERO_STATS,
+ * VXP_OP_CLEAR (resp->removed), VXP_OP_PRUNE (evict least recently used
+ * entries down to max_size bytes; resp->removed) or VXP_OP_STOP (the daemon
+ * answers, then shuts down).  max_size is ignored but for prune.  Blocks
+ * until the daemon has done it (verify reads the whole cache).  Returns as
+ * vxc_compile; -EINVAL for another op. */
+int vxc_admin(vxc_conn *c, vxp_op op, uint64_t max_size, vxp_response *resp);
+
 /* Packs a launch of kernel k into buf (k->buffer_size bytes; buf_size must
  * be at least that).  values[i] points to argument i in host form: for a
  * scalar, k->args[i].size bytes of the value (i1 as one byte 0/1, index as a

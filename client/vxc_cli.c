@@ -4,7 +4,9 @@
  *   vxc [--socket PATH] [--no-spawn] compile FILE.mlir [-o DIR] [--json]
  *       [-O LEVEL] [--emit-ir] [--warp-size N]
  *   vxc [--socket PATH] fetch KEY [--kernel NAME] [-o DIR] [--json]
- *   vxc [--socket PATH] stats [--json]
+ *   vxc [--socket PATH] stats [--json] | zero-stats | verify | clear |
+ *       prune [--max-size S] | stop | config [--json]
+ *   vxc --version
  *
  * Starts vortexd (beside vxc, else on PATH) when none answers, unless
  * --no-spawn.  Exit status: 0 success, 1 compile error or not found,
@@ -21,18 +23,28 @@
 #include <jansson.h>
 
 #include "vxc.h"
+#include "vxp_config.h"
 
 static void usage(FILE *f) {
   fputs("usage: vxc [--socket PATH] [--no-spawn] COMMAND ...\n"
+        "       vxc --version | --help\n"
         "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--warp-size N] [--shuffle-insns]\n"
-        "      compile through vortexd; writes DIR/<FILE without .mlir>.o (default DIR: .),\n"
-        "      one object for every kernel of the module, each started by its entry symbol;\n"
-        "      N: threads per warp of the target (subgroup size), default 4;\n"
+        "      compile through vortexd; writes DIR/<FILE without .mlir>.o (default DIR: .; with\n"
+        "      --json only when -o is given), one object for every kernel of the module, each\n"
+        "      started by its entry symbol; N: threads per warp (subgroup size), default 4;\n"
         "      --shuffle-insns: gpu.shuffle with Vortex's shuffle instructions\n"
         "  fetch KEY [--kernel NAME] [-o DIR] [--json]\n"
         "      fetch a cached entry by key (writes DIR/KEY.o with -o)\n"
-        "  stats [--json]\n"
-        "      daemon and cache counters\n",
+        "  stats [--json]       counters of the daemon and its cache\n"
+        "  zero-stats           reset the counters\n"
+        "  verify               check every cache entry's checksum, drop the damaged ones\n"
+        "  clear                delete every cache entry\n"
+        "  prune [--max-size S] evict least recently used entries down to S (K/M/G;\n"
+        "                       default: the configured max_cache_size)\n"
+        "  stop                 stop the daemon (never starts one)\n"
+        "  config               the effective configuration and where each value came from\n"
+        "Starts vortexd (beside vxc, else on PATH) when none answers, unless --no-spawn.\n"
+        "Exit status: 0 success, 1 compile error or not found, 2 daemon or I/O failure, 64 usage.\n",
         f);
 }
 
@@ -266,15 +278,101 @@ static void report_connect_error(const char *socket, int rc) {
     fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", path, strerror(-rc));
 }
 
+static const char *const origins[] = {"default", "file", "environment", "flag"};
+
+/* `vxc config`: every key, its value and where it came from. */
+static int show_config(const vxp_config *pc, int json) {
+  json_t *o = json ? json_object() : NULL;
+  if (!json) printf("# configuration file: %s (%s)\n", pc->file, pc->file_found ? "read" : "absent");
+  for (int k = 0; k < VXP_CONF_COUNT; k++) {
+    const char *name = vxp_config_name((vxp_conf_key)k), *v = pc->value[k];
+    const char *from = origins[pc->origin[k]];
+    if (json)
+      json_object_set_new(o, name,
+                          json_pack("{s:o,s:s,s:s}", "value", json_text(v), "from", from, "env",
+                                    vxp_config_env((vxp_conf_key)k)));
+    else
+      printf("%-24s = %-32s # %s%s%s\n", name, v[0] ? v : "(derived)", from,
+             pc->origin[k] == VXP_FROM_ENV ? " $" : "",
+             pc->origin[k] == VXP_FROM_ENV ? vxp_config_env((vxp_conf_key)k) : "");
+  }
+  if (json) {
+    json_object_set_new(o, "file", json_text(pc->file));
+    json_dumpf(o, stdout, JSON_COMPACT);
+    putchar('\n');
+    json_decref(o);
+  }
+  return 0;
+}
+
+static void print_stats(const vxp_stats *s, const char *server, int json) {
+  uint64_t asked = s->hits + s->misses;
+  double ratio = asked ? 100.0 * (double)s->hits / (double)asked : 0.0;
+  if (json) {
+    json_t *o = json_pack(
+        "{s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "hits", (json_int_t)s->hits,
+        "misses", (json_int_t)s->misses, "compile_errors", (json_int_t)s->compile_errors, "hit_ratio",
+        ratio / 100.0, "entries", (json_int_t)s->entries, "bytes", (json_int_t)s->bytes, "max_bytes",
+        (json_int_t)s->max_bytes, "evictions", (json_int_t)s->evictions, "corrupt", (json_int_t)s->corrupt,
+        "saved_ms", (json_int_t)s->saved_ms, "requests", (json_int_t)s->requests, "workers",
+        (json_int_t)s->workers, "worker_restarts", (json_int_t)s->worker_restarts, "refused",
+        (json_int_t)s->refused, "timeouts", (json_int_t)s->timeouts, "uptime_ms", (json_int_t)s->uptime_ms);
+    if (o) json_dumpf(o, stdout, JSON_COMPACT);
+    putchar('\n');
+    json_decref(o);
+    return;
+  }
+  printf("server            %s\n"
+         "hits              %llu\nmisses            %llu\nhit ratio         %.1f %%\n"
+         "compile errors    %llu\nentries           %llu\nbytes             %llu of %llu\n"
+         "evictions         %llu\ncorrupt (dropped) %llu\ntime saved        %.1f s\n"
+         "requests          %llu\nworkers           %llu\nworker restarts   %llu\n"
+         "refused           %llu\ntimeouts          %llu\nuptime            %.1f s\n",
+         server ? server : "?", (unsigned long long)s->hits, (unsigned long long)s->misses, ratio,
+         (unsigned long long)s->compile_errors, (unsigned long long)s->entries, (unsigned long long)s->bytes,
+         (unsigned long long)s->max_bytes, (unsigned long long)s->evictions, (unsigned long long)s->corrupt,
+         s->saved_ms / 1000.0, (unsigned long long)s->requests, (unsigned long long)s->workers,
+         (unsigned long long)s->worker_restarts, (unsigned long long)s->refused,
+         (unsigned long long)s->timeouts, s->uptime_ms / 1000.0);
+}
+
+typedef struct {
+  const char *name;
+  int nargs; /* positional arguments */
+  int spawn; /* may start a daemon */
+  vxp_op op; /* admin op, or 0 */
+} command;
+
+static const command commands[] = {
+    {"compile", 1, 1, 0},
+    {"fetch", 1, 1, 0},
+    {"stats", 0, 1, 0},
+    {"zero-stats", 0, 1, VXP_OP_ZERO_STATS},
+    {"verify", 0, 1, VXP_OP_VERIFY},
+    {"clear", 0, 1, VXP_OP_CLEAR},
+    {"prune", 0, 1, VXP_OP_PRUNE},
+    {"stop", 0, 0, VXP_OP_STOP},
+    {"config", 0, 0, 0},
+};
+
 int main(int argc, char **argv) {
-  const char *socket = NULL;
+  vxp_config pc;
+  char err[4200];
+  int cfg_rc = vxp_config_load(&pc, err, sizeof err);
   int spawn = 1, i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
-    if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
-      socket = argv[++i];
-    else if (strcmp(argv[i], "--no-spawn") == 0)
+    if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+      if (cfg_rc == 0 && vxp_config_set(&pc, "socket", argv[++i], VXP_FROM_FLAG) != 0) {
+        fprintf(stderr, "vxc: --socket: path too long\n");
+        return 64;
+      }
+      if (cfg_rc != 0) i++;
+    } else if (strcmp(argv[i], "--no-spawn") == 0)
       spawn = 0;
-    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+    else if (strcmp(argv[i], "--version") == 0) {
+      printf("vxc %s (protocol %u)\n", VORTEXD_VERSION, VXP_PROTOCOL_VERSION);
+      return 0;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
     } else {
@@ -287,18 +385,27 @@ int main(int argc, char **argv) {
     return 64;
   }
   const char *cmd = argv[i];
+  const command *cm = NULL;
+  for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+    if (strcmp(commands[k].name, cmd) == 0) cm = &commands[k];
+  if (!cm) {
+    fprintf(stderr, "vxc: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 64;
+  }
   /* getopt over the command's own arguments */
   int cargc = argc - i;
   char **cargv = argv + i;
-  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL };
+  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE };
   static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
                                        {"emit-ir", no_argument, NULL, O_IR},
                                        {"warp-size", required_argument, NULL, O_WARP},
                                        {"kernel", required_argument, NULL, O_KERNEL},
                                        {"shuffle-insns", no_argument, NULL, O_SHFL},
+                                       {"max-size", required_argument, NULL, O_MAXSIZE},
                                        {NULL, 0, NULL, 0}};
   int json = 0, c;
-  const char *dir = NULL, *kernel = NULL;
+  const char *dir = NULL, *kernel = NULL, *max_size = NULL;
   vxc_compile_options co = {.opt_level = 2};
   optind = 1;
   while ((c = getopt_long(cargc, cargv, "o:O:", opts, NULL)) != -1) {
@@ -325,28 +432,38 @@ int main(int argc, char **argv) {
     }
     case O_KERNEL: kernel = optarg; break;
     case O_SHFL: co.shuffle_insns = 1; break;
+    case O_MAXSIZE: max_size = optarg; break;
     default: usage(stderr); return 64;
     }
   }
   int nargs = cargc - optind;
   char **args = cargv + optind;
   /* usage errors are reported before any daemon is contacted (or started) */
-  int want = strcmp(cmd, "compile") == 0 || strcmp(cmd, "fetch") == 0 ? 1
-             : strcmp(cmd, "stats") == 0                              ? 0
-                                                                      : -1;
-  if (want < 0) {
-    fprintf(stderr, "vxc: unknown command '%s'\n", cmd);
+  if (nargs != cm->nargs || (max_size && cm->op != VXP_OP_PRUNE)) {
     usage(stderr);
     return 64;
   }
-  if (nargs != want) {
-    usage(stderr);
+  if (cfg_rc != 0) {
+    fprintf(stderr, "vxc: %s\n", err);
+    return 64;
+  }
+  if (strcmp(cmd, "config") == 0) return show_config(&pc, json);
+  uint64_t prune_to = 0;
+  if (cm->op == VXP_OP_PRUNE &&
+      vxp_config_size(max_size ? max_size : pc.value[VXP_CONF_max_cache_size], &prune_to) != 0) {
+    fprintf(stderr, "vxc: bad size '%s' (bytes, or with K/M/G)\n",
+            max_size ? max_size : pc.value[VXP_CONF_max_cache_size]);
     return 64;
   }
 
+  const char *socket = pc.value[VXP_CONF_socket];
   vxc_conn *conn = NULL;
-  int rc = spawn ? vxc_connect_or_spawn(socket, NULL, 15000, &conn) : vxc_connect(socket, &conn);
+  int rc = spawn && cm->spawn ? vxc_connect_or_spawn(socket, NULL, 15000, &conn) : vxc_connect(socket, &conn);
   if (rc) {
+    if (cm->op == VXP_OP_STOP && (rc == -ENOENT || rc == -ECONNREFUSED)) {
+      fprintf(stderr, "vxc: no vortexd is running at %s\n", socket);
+      return 1;
+    }
     report_connect_error(socket, rc);
     return 2;
   }
@@ -369,28 +486,25 @@ int main(int argc, char **argv) {
     if (rc == 0) status = finish(&r, json, dir, args[0]);
   } else if (strcmp(cmd, "stats") == 0) {
     rc = vxc_stats(conn, &r);
-    if (rc == 0) {
-      const vxp_stats *s = &r.stats;
-      if (r.status != VXP_STATUS_OK) {
-        fprintf(stderr, "vxc: %s\n", r.message ? r.message : "stats failed");
-        status = 2;
-      } else if (json) {
-        json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "hits", (json_int_t)s->hits, "misses",
-                              (json_int_t)s->misses, "compile_errors", (json_int_t)s->compile_errors,
-                              "entries", (json_int_t)s->entries, "bytes", (json_int_t)s->bytes, "requests",
-                              (json_int_t)s->requests, "workers", (json_int_t)s->workers, "worker_restarts",
-                              (json_int_t)s->worker_restarts, "uptime_ms", (json_int_t)s->uptime_ms);
-        if (o) json_dumpf(o, stdout, JSON_COMPACT);
-        putchar('\n');
-        json_decref(o);
-      } else
-        printf("server          %s\nhits            %llu\nmisses          %llu\ncompile errors  %llu\n"
-               "entries         %llu\nbytes           %llu\nrequests        %llu\nworkers         %llu\n"
-               "worker restarts %llu\nuptime          %.1f s\n",
-               vxc_server_info(conn) ? vxc_server_info(conn)->server : "?", (unsigned long long)s->hits,
-               (unsigned long long)s->misses, (unsigned long long)s->compile_errors,
-               (unsigned long long)s->entries, (unsigned long long)s->bytes, (unsigned long long)s->requests,
-               (unsigned long long)s->workers, (unsigned long long)s->worker_restarts, s->uptime_ms / 1000.0);
+    if (rc == 0 && r.status != VXP_STATUS_OK) {
+      fprintf(stderr, "vxc: %s\n", r.message ? r.message : "stats failed");
+      status = 2;
+    } else if (rc == 0) {
+      const vxp_response *info = json ? NULL : vxc_server_info(conn);
+      print_stats(&r.stats, info ? info->server : NULL, json);
+    }
+  } else {
+    rc = vxc_admin(conn, cm->op, prune_to, &r);
+    if (rc == 0 && r.status != VXP_STATUS_OK) {
+      fprintf(stderr, "vxc: %s: %s\n", cmd, r.message ? r.message : vxp_status_name(r.status));
+      status = 2;
+    } else if (rc == 0) {
+      if (cm->op == VXP_OP_VERIFY)
+        printf("%llu entries checked, %llu damaged (dropped)\n", (unsigned long long)r.checked,
+               (unsigned long long)r.removed);
+      else if (cm->op == VXP_OP_CLEAR || cm->op == VXP_OP_PRUNE)
+        printf("%llu entries removed\n", (unsigned long long)r.removed);
+      if (cm->op == VXP_OP_VERIFY && r.removed) status = 1;
     }
   }
   if (rc) {

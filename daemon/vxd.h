@@ -27,12 +27,22 @@ typedef struct {
   char socket_path[108]; /* Unix socket address (sun_path size) */
   char cache_dir[4096];
   unsigned workers;         /* compile worker processes */
-  uint64_t max_cache_bytes; /* 0 = cache default */
-  uint32_t max_frame;       /* largest request payload accepted (bytes) */
-  unsigned job_timeout_s;   /* a compile taking longer kills its worker */
+  uint64_t max_cache_bytes; /* cache size limit (bytes) */
+  uint32_t max_frame;       /* largest request frame accepted (bytes) */
+  uint32_t max_source;      /* largest MLIR source in a compile (bytes) */
+  unsigned job_timeout_s;   /* a compile taking longer kills its worker; 0 = never */
   unsigned idle_timeout_s;  /* exit after this long without clients; 0 = never */
+  unsigned max_connections; /* clients at once; more are refused */
+  unsigned frame_timeout_s; /* a started frame must be complete within this */
+  unsigned conn_idle_timeout_s; /* an idle connection is closed; 0 = never */
+  uint64_t max_unsent;      /* reply bytes a client may leave unread before
+                               its requests stop being read */
+  uint64_t worker_memory;   /* RLIMIT_AS of a worker (bytes); 0 = none */
+  unsigned crash_memory_s;  /* an input that crashed a worker is refused at
+                               once for this long */
   gid_t allowed_gid;        /* clients of this group may connect too; (gid_t)-1: none */
   int verbose;
+  int log_level; /* lines above this priority are dropped (VXD_LOG_*; syslog's) */
 } vxd_config;
 
 /* Runs the daemon until SIGINT/SIGTERM (or the idle timeout).  Returns the
@@ -62,9 +72,36 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes,
                    void (*log)(void *, const char *), void *log_ud, vxd_store **out, char *err,
                    size_t errcap);
 
-/* Queues r's object and kernel records (copied) for storing under key, and
- * returns at once.  Returns 0, or -1 when out of memory (nothing queued). */
-int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r);
+/* Queues r's object and kernel records (copied) for storing under key
+ * (compile_us: what compiling took, microseconds), and returns at once.
+ * Returns 0, or -1 when out of memory (nothing queued). */
+int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us);
+
+/* Queues the deletion of key's entry, which failed its checksum on a read,
+ * and counts it as corrupt.  Out of memory: not queued (every read keeps
+ * refusing the entry). */
+void vxd_store_drop(vxd_store *st, const char *key);
+
+/* Whole-cache operations, run on the store thread in queue order. */
+typedef enum {
+  VXD_ADMIN_VERIFY, /* check every entry's checksum, drop the bad ones */
+  VXD_ADMIN_CLEAR,  /* delete every entry */
+  VXD_ADMIN_PRUNE,  /* evict least recently used entries down to arg bytes */
+  VXD_ADMIN_ZERO,   /* reset the persistent counters */
+} vxd_admin_op;
+
+typedef struct {
+  int rc;            /* 0 or a VXK error */
+  char err[256];     /* message when rc != 0 */
+  uint64_t checked;  /* entries read (verify) */
+  uint64_t removed;  /* entries deleted */
+} vxd_admin_result;
+
+/* Queues op; done(ud, result) runs on the loop thread once it finished
+ * (not at all if the store closes first: it drains its queue on close, so
+ * only a failure to allocate loses it, reported by -1 here). */
+int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
+                    void (*done)(void *ud, const vxd_admin_result *r), void *ud);
 
 /* Queues the persistent counter deltas and the LRU times of the entries
  * `reader` (the loop's read handle) recorded as read (taken from it now). */
@@ -106,6 +143,8 @@ const uint8_t *vxd_hot_get(vxd_hot *h, const char *key, size_t *len);
 /* Keeps a copy of the encoded reply for key, evicting the least recently
  * used ones to make room.  Out of memory: nothing kept. */
 void vxd_hot_put(vxd_hot *h, const char *key, const uint8_t *frame, size_t len);
+/* Forgets every reply (the cache was cleared or pruned). */
+void vxd_hot_clear(vxd_hot *h);
 
 /* Version string reported in hello and folded into cache keys. */
 #define VXD_SERVER_NAME "vortexd " VORTEXD_VERSION

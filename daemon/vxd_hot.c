@@ -41,13 +41,21 @@ vxd_hot *vxd_hot_create(size_t max_bytes) {
   return h;
 }
 
-void vxd_hot_destroy(vxd_hot *h) {
+void vxd_hot_clear(vxd_hot *h) {
   if (!h) return;
   for (vxd__hot_entry *e = h->head, *next; e; e = next) {
     next = e->next;
     free(e->frame);
     free(e);
   }
+  memset(h->slot, 0, h->cap * sizeof *h->slot);
+  h->head = h->tail = NULL;
+  h->n = h->bytes = 0;
+}
+
+void vxd_hot_destroy(vxd_hot *h) {
+  if (!h) return;
+  vxd_hot_clear(h);
   free(h->slot);
   free(h);
 }

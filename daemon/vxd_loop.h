@@ -52,6 +52,7 @@ typedef struct vxd_job {
   char key[VXK_KEY_HEX + 1];
   int emit_ir;    /* such jobs are never shared */
   int crashes;    /* workers that died while compiling it */
+  uint64_t started_ns; /* uv_hrtime() when a worker took it */
   uint8_t *frame; /* request frame for the worker; malloc() */
   size_t frame_len;
   vxd_waiter *waiters;
@@ -102,6 +103,7 @@ struct vxd_server {
   int lock_fd; /* single-instance lock, held while running */
   int dir_fd;  /* the checked runtime directory (vxp_runtime_dir_open) */
   int stopping;
+  int log_journal; /* stderr is the journal: "<N>" priority prefixes */
   uint64_t start_ms;
   /* the cache: reads here, every write on the store thread (NULL once
    * stopped) */
@@ -111,7 +113,8 @@ struct vxd_server {
   /* clients (vxd_conn.c) */
   vxd_conn *conns;
   uint64_t next_conn_id;
-  uint64_t refused, refused_logged_ms; /* connections refused (peer credentials) */
+  uint64_t refused, refused_logged_ms; /* connections refused (peer credentials, limit) */
+  uint64_t timeouts;                   /* connections closed for a stalled frame or idleness */
   vxd_pool pool;
   /* counters: requests since start; hits/misses/errors not yet flushed */
   uint64_t requests;
@@ -120,14 +123,22 @@ struct vxd_server {
 
 /* ---- vxd_server.c ---- */
 
-/* Writes "vortexd: message" to stderr (the journal under systemd). */
+/* Log priorities (syslog's, as journald reads them). */
+enum { VXD_LOG_ERR = 3, VXD_LOG_WARNING = 4, VXD_LOG_NOTICE = 5, VXD_LOG_INFO = 6, VXD_LOG_DEBUG = 7 };
+/* Writes one line to stderr at a priority: "vortexd: warning: message", or
+ * "<4>message" when stderr is the journal; lines above the configured
+ * log_level are dropped.  vxd__log logs at notice. */
 void vxd__log(const vxd_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vxd__log_at(const vxd_server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Shuts the daemon down (idempotent): stops listening, closes clients,
+ * stops workers, writes what is queued. */
+void vxd__stop(vxd_server *s, const char *why);
 /* vxd__log for callbacks: s is the vxd_server. */
 void vxd__log_line(void *s, const char *msg);
 /* Loop time in milliseconds. */
 uint64_t vxd__now_ms(vxd_server *s);
 /* Queues a worker's successful result for the store thread. */
-void vxd__store(vxd_server *s, const char *key, const vxp_response *r);
+void vxd__store(vxd_server *s, const char *key, const vxp_response *r, uint64_t compile_us);
 /* Hands counters and LRU times to the store thread. */
 void vxd__flush_counters(vxd_server *s);
 

@@ -1,15 +1,13 @@
 /*
  * vxd_main.c - vortexd command line.
  *
- *   vortexd [--socket PATH] [--cache-dir DIR] [--workers N]
- *           [--max-cache-size SIZE] [--max-frame BYTES]
- *           [--job-timeout SEC] [--idle-timeout SEC] [--allow-group G]
- *           [--verbose]
+ *   vortexd [--KEY VALUE ...] [--verbose]      (KEY: any configuration key,
+ *                                               '_' written '-')
  *   vortexd --version | --help
  *
- * Runs in the foreground (as systemd and sccache-style auto-start expect;
- * vxc detaches it when it starts one).  VORTEXD_SOCKET and VORTEXD_CACHE_DIR
- * set the defaults of --socket and --cache-dir.
+ * Settings come from the configuration file, then the environment, then
+ * these flags (vxp_config.h).  Runs in the foreground (as systemd and
+ * sccache-style auto-start expect; vxc detaches it when it starts one).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,152 +15,147 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "vxd.h"
 #include "vxl.h"
 #include "vxp.h"
-#include "vxp_paths.h"
+#include "vxp_config.h"
 
 static void vxd__usage(FILE *f) {
-  fprintf(f,
-          "usage: vortexd [options]\n"
-          "  --socket PATH        Unix socket to serve (default: $VORTEXD_SOCKET,\n"
-          "                       $XDG_RUNTIME_DIR/vortexd/vortexd.sock or /tmp/vortexd-$UID/)\n"
-          "  --cache-dir DIR      cache directory (default: $VORTEXD_CACHE_DIR,\n"
-          "                       $XDG_CACHE_HOME/vortexd or ~/.cache/vortexd)\n"
-          "  --workers N          compile worker processes (default: online CPUs)\n"
-          "  --max-cache-size S   cache size limit, bytes or with K/M/G (default 1G)\n"
-          "  --max-frame BYTES    largest request accepted (default %u)\n"
-          "  --job-timeout SEC    stop a compile after SEC seconds (default 60; 0 = never)\n"
-          "  --idle-timeout SEC   exit after SEC seconds without requests (default 0 = never)\n"
-          "  --allow-group G      also serve members of group G (name or gid); the\n"
-          "                       socket becomes 0660 and its directory may be 0750\n"
-          "  --verbose            log start-up details to stderr\n"
-          "  --version            print version and toolchain, exit\n",
-          VXP_MAX_FRAME_DEFAULT);
+  fputs("usage: vortexd [options]   (each also a configuration key and a variable)\n", f);
+  for (int k = 0; k < VXP_CONF_COUNT; k++) {
+    char flag[64];
+    snprintf(flag, sizeof flag, "--%s", vxp_config_name((vxp_conf_key)k));
+    for (char *p = flag + 2; *p; p++)
+      if (*p == '_') *p = '-';
+    fprintf(f, "  %-27s %s ($%s)\n", flag, vxp_config_help((vxp_conf_key)k), vxp_config_env((vxp_conf_key)k));
+  }
+  fputs("  --verbose                   log at info level\n"
+        "  --version                   print version and toolchain, exit\n",
+        f);
 }
 
-/* Parses "123", "64K", "512M", "2G" into bytes; -1 on error. */
-static long long vxd__size(const char *s) {
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || end == s || v < 0) return -1;
-  switch (*end) {
-  case '\0': return v;
-  case 'K':
-  case 'k':
-    v *= 1024;
-    end++;
-    break;
-  case 'M':
-  case 'm':
-    v *= 1024 * 1024;
-    end++;
-    break;
-  case 'G':
-  case 'g':
-    v *= 1024LL * 1024 * 1024;
-    end++;
-    break;
-  default: return -1;
+static const char *const vxd__origins[] = {"default", "configuration file", "environment", "flag"};
+
+/* Reports a bad value of key k (naming where it came from); returns 64. */
+static int vxd__bad(const vxp_config *pc, vxp_conf_key k, const char *want) {
+  fprintf(stderr, "vortexd: %s = '%s' (from the %s%s%s): %s\n", vxp_config_name(k), pc->value[k],
+          vxd__origins[pc->origin[k]], pc->origin[k] == VXP_FROM_FILE ? " " : "",
+          pc->origin[k] == VXP_FROM_FILE ? pc->file : "", want);
+  return 64;
+}
+
+/* A size or count of key k within [lo, hi] into *out; 0 or 64. */
+static int vxd__num(const vxp_config *pc, vxp_conf_key k, int size, uint64_t lo, uint64_t hi, uint64_t *out) {
+  uint64_t v = 0;
+  int rc = size ? vxp_config_size(pc->value[k], &v) : vxp_config_uint(pc->value[k], &v);
+  if (rc != 0 || v < lo || v > hi) {
+    char want[96];
+    snprintf(want, sizeof want, "expected %s from %llu to %llu", size ? "a size (K/M/G)" : "a number",
+             (unsigned long long)lo, (unsigned long long)hi);
+    return vxd__bad(pc, k, want);
   }
-  return *end ? -1 : v;
+  *out = v;
+  return 0;
+}
+
+/* Turns the configuration into the daemon's settings; 0 or 64 (reported). */
+static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
+  if (strlen(pc->value[VXP_CONF_socket]) >= sizeof cfg->socket_path)
+    return vxd__bad(pc, VXP_CONF_socket, "too long for a Unix socket address");
+  snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", pc->value[VXP_CONF_socket]);
+  if (strlen(pc->value[VXP_CONF_cache_dir]) >= sizeof cfg->cache_dir)
+    return vxd__bad(pc, VXP_CONF_cache_dir, "path too long");
+  snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", pc->value[VXP_CONF_cache_dir]);
+  uint64_t v;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  cfg->workers = ncpu > 0 ? (unsigned)ncpu : 1;
+  if (pc->value[VXP_CONF_workers][0]) {
+    if (vxd__num(pc, VXP_CONF_workers, 0, 1, 64, &v)) return 64;
+    cfg->workers = (unsigned)v;
+  }
+  if (vxd__num(pc, VXP_CONF_max_cache_size, 1, 1, UINT64_MAX, &cfg->max_cache_bytes)) return 64;
+  if (vxd__num(pc, VXP_CONF_max_frame, 1, 64, VXP_MAX_FRAME_DEFAULT, &v)) return 64;
+  cfg->max_frame = (uint32_t)v;
+  if (vxd__num(pc, VXP_CONF_max_source, 1, 1, VXP_MAX_FRAME_DEFAULT, &v)) return 64;
+  cfg->max_source = (uint32_t)v;
+  if (vxd__num(pc, VXP_CONF_job_timeout, 0, 0, 86400, &v)) return 64;
+  cfg->job_timeout_s = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_idle_timeout, 0, 0, 86400ull * 365, &v)) return 64;
+  cfg->idle_timeout_s = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_max_connections, 0, 1, 65536, &v)) return 64;
+  cfg->max_connections = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_frame_timeout, 0, 1, 86400, &v)) return 64;
+  cfg->frame_timeout_s = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_connection_idle_timeout, 0, 0, 86400ull * 365, &v)) return 64;
+  cfg->conn_idle_timeout_s = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_max_unsent, 1, 4096, UINT64_MAX, &cfg->max_unsent)) return 64;
+  if (vxd__num(pc, VXP_CONF_worker_memory, 1, 0, UINT64_MAX, &cfg->worker_memory)) return 64;
+  if (cfg->worker_memory && cfg->worker_memory < (256ull << 20))
+    return vxd__bad(pc, VXP_CONF_worker_memory, "0 or at least 256M (the compiler itself needs it)");
+  if (vxd__num(pc, VXP_CONF_crash_memory, 0, 0, 86400, &v)) return 64;
+  cfg->crash_memory_s = (unsigned)v;
+  cfg->allowed_gid = (gid_t)-1;
+  const char *g = pc->value[VXP_CONF_allow_group];
+  if (g[0]) {
+    struct group gr, *grp = NULL;
+    char buf[4096];
+    if (vxp_config_uint(g, &v) == 0)
+      cfg->allowed_gid = (gid_t)v;
+    else if (getgrnam_r(g, &gr, buf, sizeof buf, &grp) == 0 && grp)
+      cfg->allowed_gid = grp->gr_gid;
+    else
+      return vxd__bad(pc, VXP_CONF_allow_group, "no such group");
+  }
+  static const char *const levels[] = {"error", "warning", "notice", "info", "debug"};
+  cfg->log_level = -1;
+  for (int i = 0; i < 5; i++)
+    if (strcasecmp(pc->value[VXP_CONF_log_level], levels[i]) == 0) cfg->log_level = 3 + i;
+  if (cfg->log_level < 0) return vxd__bad(pc, VXP_CONF_log_level, "error, warning, notice, info or debug");
+  return 0;
 }
 
 int main(int argc, char **argv) {
-  vxd_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  cfg.workers = ncpu > 0 ? (unsigned)ncpu : 1;
-  cfg.max_frame = VXP_MAX_FRAME_DEFAULT;
-  cfg.job_timeout_s = 60;
-  cfg.allowed_gid = (gid_t)-1;
-
-  enum { O_SOCKET = 256, O_CACHE, O_WORKERS, O_MAXCACHE, O_MAXFRAME, O_JOBTO, O_IDLETO, O_VERSION, O_GROUP };
-  static const struct option opts[] = {
-      {"socket", required_argument, NULL, O_SOCKET},
-      {"cache-dir", required_argument, NULL, O_CACHE},
-      {"workers", required_argument, NULL, O_WORKERS},
-      {"max-cache-size", required_argument, NULL, O_MAXCACHE},
-      {"max-frame", required_argument, NULL, O_MAXFRAME},
-      {"job-timeout", required_argument, NULL, O_JOBTO},
-      {"idle-timeout", required_argument, NULL, O_IDLETO},
-      {"allow-group", required_argument, NULL, O_GROUP},
-      {"verbose", no_argument, NULL, 'v'},
-      {"version", no_argument, NULL, O_VERSION},
-      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0},
-  };
-  const char *socket = NULL, *cache = NULL;
-  int c;
-  long long v;
+  vxp_config pc;
+  char err[4200];
+  if (vxp_config_load(&pc, err, sizeof err) != 0) {
+    fprintf(stderr, "vortexd: %s\n", err);
+    return 64;
+  }
+  /* one long option per configuration key, '_' spelled '-' */
+  enum { O_VERSION = 1000, O_VERBOSE, O_HELP };
+  static char names[VXP_CONF_COUNT][64];
+  struct option opts[VXP_CONF_COUNT + 4];
+  for (int k = 0; k < VXP_CONF_COUNT; k++) {
+    snprintf(names[k], sizeof names[k], "%s", vxp_config_name((vxp_conf_key)k));
+    for (char *p = names[k]; *p; p++)
+      if (*p == '_') *p = '-';
+    opts[k] = (struct option){names[k], required_argument, NULL, k};
+  }
+  opts[VXP_CONF_COUNT] = (struct option){"version", no_argument, NULL, O_VERSION};
+  opts[VXP_CONF_COUNT + 1] = (struct option){"verbose", no_argument, NULL, O_VERBOSE};
+  opts[VXP_CONF_COUNT + 2] = (struct option){"help", no_argument, NULL, O_HELP};
+  opts[VXP_CONF_COUNT + 3] = (struct option){NULL, 0, NULL, 0};
+  int c, verbose = 0;
   while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-    switch (c) {
-    case O_SOCKET: socket = optarg; break;
-    case O_CACHE: cache = optarg; break;
-    case O_WORKERS:
-      v = vxd__size(optarg);
-      if (v < 1 || v > 64) {
-        fprintf(stderr, "vortexd: --workers takes 1..64\n");
+    if (c >= 0 && c < VXP_CONF_COUNT) {
+      if (vxp_config_set(&pc, vxp_config_name((vxp_conf_key)c), optarg, VXP_FROM_FLAG) != 0) {
+        fprintf(stderr, "vortexd: --%s: value too long\n", names[c]);
         return 64;
       }
-      cfg.workers = (unsigned)v;
-      break;
-    case O_MAXCACHE:
-      v = vxd__size(optarg);
-      if (v < 1) {
-        fprintf(stderr, "vortexd: bad --max-cache-size '%s'\n", optarg);
-        return 64;
-      }
-      cfg.max_cache_bytes = (uint64_t)v;
-      break;
-    case O_MAXFRAME:
-      v = vxd__size(optarg);
-      if (v < 64 || v > VXP_MAX_FRAME_DEFAULT) {
-        fprintf(stderr, "vortexd: --max-frame takes 64..%u\n", VXP_MAX_FRAME_DEFAULT);
-        return 64;
-      }
-      cfg.max_frame = (uint32_t)v;
-      break;
-    case O_JOBTO:
-      v = vxd__size(optarg);
-      if (v < 0 || v > 86400) {
-        fprintf(stderr, "vortexd: bad --job-timeout\n");
-        return 64;
-      }
-      cfg.job_timeout_s = (unsigned)v;
-      break;
-    case O_IDLETO:
-      v = vxd__size(optarg);
-      if (v < 0 || v > 86400 * 365) {
-        fprintf(stderr, "vortexd: bad --idle-timeout\n");
-        return 64;
-      }
-      cfg.idle_timeout_s = (unsigned)v;
-      break;
-    case O_GROUP: {
-      struct group gr, *grp = NULL;
-      char buf[4096];
-      char *end = NULL;
-      unsigned long gid = strtoul(optarg, &end, 10);
-      if (*optarg && !*end)
-        cfg.allowed_gid = (gid_t)gid;
-      else if (getgrnam_r(optarg, &gr, buf, sizeof buf, &grp) == 0 && grp)
-        cfg.allowed_gid = grp->gr_gid;
-      else {
-        fprintf(stderr, "vortexd: --allow-group: no group '%s'\n", optarg);
-        return 64;
-      }
-      break;
+      continue;
     }
-    case 'v': cfg.verbose = 1; break;
+    switch (c) {
+    case 'v':
+    case O_VERBOSE: verbose = 1; break;
     case O_VERSION:
       printf("%s\nlowering ABI %u, protocol %u\n%s\n", VXD_SERVER_NAME, VXL_LOWERING_ABI_VERSION,
              VXP_PROTOCOL_VERSION, vxl_toolchain_fingerprint());
       return 0;
-    case 'h': vxd__usage(stdout); return 0;
+    case 'h':
+    case O_HELP: vxd__usage(stdout); return 0;
     default: vxd__usage(stderr); return 64;
     }
   }
@@ -170,19 +163,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vortexd: unexpected argument '%s'\n", argv[optind]);
     return 64;
   }
-  int rc = socket ? (strlen(socket) < sizeof cfg.socket_path ? 0 : -ENAMETOOLONG)
-                  : vxp_default_socket_path(cfg.socket_path, sizeof cfg.socket_path);
-  if (socket && rc == 0) snprintf(cfg.socket_path, sizeof cfg.socket_path, "%s", socket);
-  if (rc != 0) {
-    fprintf(stderr, "vortexd: socket path too long for a Unix socket (max %zu bytes)\n",
-            sizeof cfg.socket_path - 1);
-    return 64;
-  }
-  if (cache)
-    snprintf(cfg.cache_dir, sizeof cfg.cache_dir, "%s", cache);
-  else if (vxp_default_cache_dir(cfg.cache_dir, sizeof cfg.cache_dir) != 0) {
-    fprintf(stderr, "vortexd: cache directory path too long\n");
-    return 64;
+  vxd_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  if (vxd__settings(&pc, &cfg) != 0) return 64;
+  if (verbose) {
+    cfg.verbose = 1;
+    if (cfg.log_level < 6) cfg.log_level = 6;
   }
   return vxd_server_run(&cfg);
 }

@@ -175,7 +175,7 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
   } else {
     s->pending_misses++;
     if (r.status == VXP_STATUS_OK)
-      vxd__store(s, j->key, &r);
+      vxd__store(s, j->key, &r, (uv_hrtime() - j->started_ns) / 1000u);
     else if (r.status == VXP_STATUS_COMPILE_ERROR)
       s->pending_errors++;
     free(r.key);
@@ -351,6 +351,7 @@ void vxd__dispatch(vxd_server *s) {
     s->pool.inflight = j;
     w->job = j;
     w->timed_out = 0;
+    j->started_ns = uv_hrtime();
     uv_write_t *wr = calloc(1, sizeof *wr);
     uv_buf_t b = uv_buf_init((char *)j->frame, (unsigned)j->frame_len);
     if (!wr || uv_write(wr, (uv_stream_t *)&w->to, &b, 1, vxd__worker_write_cb) != 0) {

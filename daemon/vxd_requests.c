@@ -49,13 +49,18 @@ static void vxd__on_hello(vxd_conn *c, const vxp_request *req) {
 
 static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   vxd_server *s = c->srv;
-  vxk_stats ks;
+  vxk_stats ks = {0};
   /* counters and entries as of now: what is queued is written first */
   vxd__flush_counters(s);
   if (s->store) vxd_store_drain(s->store);
-  if (vxk_stats_get(s->cache, &ks) != VXK_OK) {
+  if (s->cache && vxk_stats_get(s->cache, &ks) != VXK_OK) {
     vxd__send_error(c, req->id, VXP_OP_STATS, VXP_STATUS_INTERNAL, vxk_errmsg(s->cache), 0);
     return;
+  }
+  if (!s->cache) { /* serving without a cache: this run's counts */
+    ks.hits = (uint64_t)s->pending_hits;
+    ks.misses = (uint64_t)s->pending_misses;
+    ks.compile_errors = (uint64_t)s->pending_errors;
   }
   vxp_response r = {.id = req->id, .op = VXP_OP_STATS, .status = VXP_STATUS_OK};
   r.stats.hits = ks.hits;
@@ -67,7 +72,66 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   r.stats.workers = s->pool.nslots;
   r.stats.worker_restarts = s->pool.worker_restarts;
   r.stats.uptime_ms = vxd__now_ms(s) - s->start_ms;
+  r.stats.corrupt = ks.corrupt;
+  r.stats.evictions = ks.evictions;
+  r.stats.max_bytes = ks.max_bytes;
+  r.stats.saved_ms = ks.saved_us / 1000u;
+  r.stats.refused = s->refused;
+  r.stats.timeouts = s->timeouts;
   vxd__send(c, &r, 0);
+}
+
+/* Who waits for a whole-cache operation on the store thread. */
+typedef struct {
+  vxd_server *srv;
+  uint64_t conn_id, req_id;
+  vxp_op op;
+} vxd__admin_wait;
+
+static void vxd__admin_done(void *ud, const vxd_admin_result *res) {
+  vxd__admin_wait *w = ud;
+  vxd_server *s = w->srv;
+  if (res->rc == 0 && (w->op == VXP_OP_CLEAR || w->op == VXP_OP_PRUNE))
+    vxd_hot_clear(s->hot); /* no reply of a deleted entry is kept */
+  vxd_conn *c = vxd__conn_find(s, w->conn_id);
+  if (res->rc != 0)
+    vxd__log_at(s, VXD_LOG_ERR, "%s failed: %s", vxp_op_name(w->op), res->err);
+  else
+    vxd__log_at(s, VXD_LOG_NOTICE, "%s: %llu entries checked, %llu removed", vxp_op_name(w->op),
+                (unsigned long long)res->checked, (unsigned long long)res->removed);
+  if (c) {
+    vxp_response r = {.id = w->req_id,
+                      .op = w->op,
+                      .status = res->rc == 0 ? VXP_STATUS_OK : VXP_STATUS_INTERNAL,
+                      .message = res->rc == 0 ? NULL : (char *)res->err,
+                      .checked = res->checked,
+                      .removed = res->removed};
+    vxd__send(c, &r, 0);
+  }
+  free(w);
+}
+
+static void vxd__on_admin(vxd_conn *c, const vxp_request *req) {
+  vxd_server *s = c->srv;
+  if (!s->store) {
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL,
+                    "serving without a cache (see the daemon's log)", 0);
+    return;
+  }
+  vxd_admin_op op = req->op == VXP_OP_VERIFY  ? VXD_ADMIN_VERIFY
+                    : req->op == VXP_OP_CLEAR ? VXD_ADMIN_CLEAR
+                    : req->op == VXP_OP_PRUNE ? VXD_ADMIN_PRUNE
+                                              : VXD_ADMIN_ZERO;
+  vxd__admin_wait *w = calloc(1, sizeof *w);
+  if (w) *w = (vxd__admin_wait){s, c->id, req->id, req->op};
+  if (op == VXD_ADMIN_ZERO) { /* counters not yet flushed go too */
+    s->pending_hits = s->pending_misses = s->pending_errors = 0;
+  } else
+    vxd__flush_counters(s); /* reads so far count as use */
+  if (!w || vxd_store_admin(s->store, op, req->max_size, vxd__admin_done, w) != 0) {
+    free(w);
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, "out of memory", 0);
+  }
 }
 
 /* Answers req from the cache entry key.  Returns 0 when answered,
@@ -82,17 +146,24 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   if (copy) {
     memcpy(copy, hframe, hlen);
     vxp_frame_set_id(copy, hlen, req->id);
-    vxk_mark_used(s->cache, key); /* for eviction, as a read would */
+    if (s->cache) vxk_mark_used(s->cache, key); /* for eviction, as a read would */
     s->pending_hits++;
     vxd__send_frame(c, copy, hlen, 0);
     return 0;
   }
+  if (!s->cache) return VXK_ENOTFOUND; /* serving without a cache */
   vxk_entry e;
   int rc = vxk_get(s->cache, key, kernel, &e);
   if (rc == VXK_ENOTFOUND && s->store)
     rc = vxd_store_pending(s->store, key, kernel, &e); /* not written yet */
+  if (rc == VXK_ECORRUPT) {
+    /* never served: dropped, counted, and (for a compile) compiled again */
+    vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s fails its checksum; dropping it", key);
+    if (s->store) vxd_store_drop(s->store, key);
+    return VXK_ENOTFOUND;
+  }
   if (rc != VXK_OK) {
-    if (rc != VXK_ENOTFOUND) vxd__log(s, "cache read %s: %s", key, vxk_errmsg(s->cache));
+    if (rc != VXK_ENOTFOUND) vxd__log_at(s, VXD_LOG_ERR, "cache read %s: %s", key, vxk_errmsg(s->cache));
     return rc;
   }
   vxp_response r = {.id = req->id, .op = req->op, .status = VXP_STATUS_OK, .cached = true};
@@ -227,6 +298,16 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
   case VXP_OP_STATS: vxd__on_stats(c, &req); break;
   case VXP_OP_FETCH: vxd__on_fetch(c, &req); break;
   case VXP_OP_COMPILE: vxd__on_compile(c, &req); break;
+  case VXP_OP_VERIFY:
+  case VXP_OP_ZERO_STATS:
+  case VXP_OP_CLEAR:
+  case VXP_OP_PRUNE: vxd__on_admin(c, &req); break;
+  case VXP_OP_STOP: {
+    vxp_response r = {.id = req.id, .op = VXP_OP_STOP, .status = VXP_STATUS_OK};
+    vxd__send(c, &r, 0); /* written at once: the socket buffer is empty */
+    vxd__stop(s, "stop request");
+    break;
+  }
   }
   vxp_request_clear(&req);
 }

@@ -31,13 +31,40 @@
 #include "vxd_loop.h"
 #include "vxp_paths.h"
 
-void vxd__log(const vxd_server *s, const char *fmt, ...) {
-  (void)s;
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("vortexd: ", stderr);
+/* Whether stderr is the journal (systemd sets JOURNAL_STREAM to the
+ * device:inode of the stream it connected): then lines carry sd-daemon(3)
+ * "<N>" priority prefixes instead of words. */
+static int vxd__stderr_is_journal(void) {
+  const char *js = getenv("JOURNAL_STREAM");
+  unsigned long long dev = 0, ino = 0;
+  struct stat st;
+  return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
+         (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+static void vxd__vlog(const vxd_server *s, int level, const char *fmt, va_list ap) {
+  if (s && level > s->cfg->log_level) return;
+  static const char *const words[] = {"emerg",   "alert",  "crit", "error",
+                                      "warning", "notice", "info", "debug"};
+  if (s && s->log_journal)
+    fprintf(stderr, "<%d>", level);
+  else
+    fprintf(stderr, "vortexd: %s: ", words[level & 7]);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
+}
+
+void vxd__log(const vxd_server *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vxd__vlog(s, VXD_LOG_NOTICE, fmt, ap);
+  va_end(ap);
+}
+
+void vxd__log_at(const vxd_server *s, int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vxd__vlog(s, level, fmt, ap);
   va_end(ap);
 }
 
@@ -46,14 +73,16 @@ void vxd__log_line(void *s, const char *msg) { vxd__log(s, "%s", msg); }
 uint64_t vxd__now_ms(vxd_server *s) { return uv_now(s->loop); }
 
 /* Queues a worker's successful result for the store thread. */
-void vxd__store(vxd_server *s, const char *key, const vxp_response *r) {
-  if (s->store && vxd_store_put(s->store, key, r) != 0) vxd__log(s, "not cached %s: out of memory", key);
+void vxd__store(vxd_server *s, const char *key, const vxp_response *r, uint64_t compile_us) {
+  if (s->store && vxd_store_put(s->store, key, r, compile_us) != 0)
+    vxd__log(s, "not cached %s: out of memory", key);
 }
 
 /* Hands the counters and the LRU times of the entries read to the store
  * thread (every second, and when stopping). */
 void vxd__flush_counters(vxd_server *s) {
-  if (s->store) vxd_store_flush(s->store, s->cache, s->pending_hits, s->pending_misses, s->pending_errors);
+  if (!s->store) return; /* without a cache the counts stay here (stats) */
+  vxd_store_flush(s->store, s->cache, s->pending_hits, s->pending_misses, s->pending_errors);
   s->pending_hits = s->pending_misses = s->pending_errors = 0;
 }
 
@@ -65,7 +94,7 @@ static void vxd__close_if_open(uv_handle_t *h) {
   if (h->loop && !uv_is_closing(h)) uv_close(h, NULL);
 }
 
-static void vxd__stop(vxd_server *s, const char *why) {
+void vxd__stop(vxd_server *s, const char *why) {
   if (s->stopping) return;
   s->stopping = 1;
   vxd__log(s, "stopping (%s)", why);
@@ -194,13 +223,15 @@ int vxd_server_run(const vxd_config *cfg) {
   if (!s) return 1;
   s->cfg = cfg;
   s->lock_fd = s->dir_fd = -1;
+  s->log_journal = vxd__stderr_is_journal();
   s->loop = uv_default_loop();
   s->start_ms = uv_now(s->loop);
   char err[512] = "";
   if (vxk_open(cfg->cache_dir, cfg->max_cache_bytes, &s->cache, err, sizeof err) != VXK_OK) {
-    vxd__log(s, "%s", err);
-    free(s);
-    return 1;
+    /* a read-only or unusable cache directory: compile anyway, as ccache
+     * does without its cache, and say so once */
+    vxd__log_at(s, VXD_LOG_WARNING, "%s; serving without a cache", err);
+    s->cache = NULL;
   }
   s->hot = vxd_hot_create(VXD_HOT_MAX_BYTES); /* NULL: hits all read the cache */
   if (vxd__pool_init(s) != 0) {
@@ -209,15 +240,11 @@ int vxd_server_run(const vxd_config *cfg) {
     free(s);
     return 1;
   }
-  if (vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, vxd__log_line, s, &s->store, err,
-                     sizeof err) != 0) {
-    vxd__log(s, "%s", err);
-    vxd__pool_stop(s);
-    uv_run(s->loop, UV_RUN_DEFAULT);
-    vxd_hot_destroy(s->hot);
+  if (s->cache && vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, vxd__log_line, s, &s->store,
+                                 err, sizeof err) != 0) {
+    vxd__log_at(s, VXD_LOG_WARNING, "%s; serving without a cache", err);
     vxk_close(s->cache);
-    free(s);
-    return 1;
+    s->cache = NULL;
   }
   /* workers first: once the socket accepts, a compile finds them ready */
   s->pool.nslots = cfg->workers < 1 ? 1 : cfg->workers > VXD_MAX_WORKERS ? VXD_MAX_WORKERS : cfg->workers;

@@ -29,7 +29,7 @@
 #include "vxd.h"
 #include "vxk.h"
 
-typedef enum { VXD__STORE_PUT, VXD__STORE_FLUSH } vxd__store_kind;
+typedef enum { VXD__STORE_PUT, VXD__STORE_FLUSH, VXD__STORE_DROP, VXD__STORE_ADMIN } vxd__store_kind;
 
 struct vxd_pending {
   vxd__store_kind kind;
@@ -39,6 +39,13 @@ struct vxd_pending {
   size_t object_size;
   vxk_kernel_in *kernels; /* names and metadata owned here */
   uint32_t nkernels;
+  uint64_t compile_us;
+  /* admin */
+  vxd_admin_op admin;
+  uint64_t arg;
+  vxd_admin_result result;
+  void (*done)(void *ud, const vxd_admin_result *r);
+  void *done_ud;
   /* flush */
   vxk_touches touches;
   int64_t hits, misses, errors;
@@ -82,7 +89,21 @@ static void vxd__pending_free(vxd_pending *p) {
 /* Runs one job on the store thread's handle. */
 static void vxd__store_run(vxd_store *st, vxd_pending *p) {
   if (p->kind == VXD__STORE_PUT) {
-    p->rc = vxk_put(st->cache, p->key, p->object, p->object_size, p->kernels, p->nkernels);
+    p->rc = vxk_put(st->cache, p->key, p->object, p->object_size, p->kernels, p->nkernels, p->compile_us);
+  } else if (p->kind == VXD__STORE_DROP) {
+    p->rc = vxk_drop(st->cache, p->key);
+    if (p->rc == VXK_ENOTFOUND) p->rc = VXK_OK; /* replaced or dropped meanwhile */
+    if (p->rc == VXK_OK) p->rc = vxk_counter_add(st->cache, "corrupt", 1);
+  } else if (p->kind == VXD__STORE_ADMIN) {
+    vxd_admin_result *r = &p->result;
+    switch (p->admin) {
+    case VXD_ADMIN_VERIFY: p->rc = vxk_verify(st->cache, 1, &r->checked, &r->removed); break;
+    case VXD_ADMIN_CLEAR: p->rc = vxk_clear(st->cache, &r->removed); break;
+    case VXD_ADMIN_PRUNE: p->rc = vxk_prune(st->cache, p->arg, &r->removed); break;
+    case VXD_ADMIN_ZERO: p->rc = vxk_zero_counters(st->cache); break;
+    }
+    r->rc = p->rc;
+    if (p->rc != VXK_OK) snprintf(r->err, sizeof r->err, "%s", vxk_errmsg(st->cache));
   } else {
     /* the first failure is the one reported */
     const char *names[3] = {"hits", "misses", "compile_errors"};
@@ -151,7 +172,9 @@ static void vxd__store_reap(vxd_store *st) {
   while (done) {
     vxd_pending *p = done;
     done = p->next_done;
-    if (p->rc != VXK_OK && st->log) {
+    if (p->kind == VXD__STORE_ADMIN) {
+      if (p->done) p->done(p->done_ud, &p->result); /* reports its own failure */
+    } else if (p->rc != VXK_OK && st->log) {
       char msg[512];
       if (p->kind == VXD__STORE_PUT)
         snprintf(msg, sizeof msg, "not cached %s: %s%s", p->key, p->err,
@@ -220,10 +243,32 @@ static void vxd__store_queue(vxd_store *st, vxd_pending *p) {
   uv_mutex_unlock(&st->mu);
 }
 
-int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r) {
+void vxd_store_drop(vxd_store *st, const char *key) {
+  vxd_pending *p = calloc(1, sizeof *p);
+  if (!p) return; /* the entry stays refused on every read */
+  p->kind = VXD__STORE_DROP;
+  snprintf(p->key, sizeof p->key, "%s", key);
+  vxd__store_queue(st, p);
+}
+
+int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
+                    void (*done)(void *ud, const vxd_admin_result *r), void *ud) {
+  vxd_pending *p = calloc(1, sizeof *p);
+  if (!p) return -1;
+  p->kind = VXD__STORE_ADMIN;
+  p->admin = op;
+  p->arg = arg;
+  p->done = done;
+  p->done_ud = ud;
+  vxd__store_queue(st, p);
+  return 0;
+}
+
+int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us) {
   vxd_pending *p = calloc(1, sizeof *p);
   if (!p) return -1;
   p->kind = VXD__STORE_PUT;
+  p->compile_us = compile_us;
   snprintf(p->key, sizeof p->key, "%s", key);
   p->object = malloc(r->object_size ? r->object_size : 1);
   p->kernels = calloc(r->nkernels ? r->nkernels : 1, sizeof *p->kernels);

@@ -28,12 +28,11 @@ const char *vxp_strerror(int err) {
   }
 }
 
-static const char *const vxp__ops[] = {NULL, "hello", "compile", "fetch", "stats"};
+static const char *const vxp__ops[] = {NULL,     "hello",      "compile", "fetch", "stats",
+                                       "verify", "zero_stats", "clear",   "prune", "stop"};
 static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found", "internal"};
 
-const char *vxp_op_name(vxp_op op) {
-  return (op >= VXP_OP_HELLO && op <= VXP_OP_STATS) ? vxp__ops[op] : NULL;
-}
+const char *vxp_op_name(vxp_op op) { return (op >= VXP_OP_HELLO && op <= VXP_OP_LAST) ? vxp__ops[op] : NULL; }
 
 const char *vxp_status_name(vxp_status s) {
   return (s <= VXP_STATUS_INTERNAL) ? vxp__statuses[s] : "unknown";
@@ -223,6 +222,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   case VXP_OP_HELLO: n += (r->client != NULL); break;
   case VXP_OP_COMPILE: n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns; break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
+  case VXP_OP_PRUNE: n += 1; break;
   default: break;
   }
   msgpack_pack_map(&pk, n);
@@ -245,6 +245,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     vxp__kv_str(&pk, "key", r->key ? r->key : "");
     if (r->kernel) vxp__kv_str(&pk, "kernel", r->kernel);
     break;
+  case VXP_OP_PRUNE: vxp__kv_u64(&pk, "max_size", r->max_size); break;
   default: break;
   }
   return vxp__frame_end(&sb, frame, frame_len);
@@ -261,6 +262,8 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_HELLO) n += 3;
   if (results) n += 3 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->object != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
+  bool admin = r->op == VXP_OP_VERIFY || r->op == VXP_OP_CLEAR || r->op == VXP_OP_PRUNE;
+  if (admin) n += 2;
   msgpack_pack_map(&pk, n);
   /* fixed-width, first: vxp_frame_set_id rewrites it in an encoded frame */
   vxp__str(&pk, "id");
@@ -290,7 +293,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
     vxp__str(&pk, "stats");
-    msgpack_pack_map(&pk, 9);
+    msgpack_pack_map(&pk, 15);
     vxp__kv_u64(&pk, "hits", s->hits);
     vxp__kv_u64(&pk, "misses", s->misses);
     vxp__kv_u64(&pk, "compile_errors", s->compile_errors);
@@ -300,6 +303,16 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     vxp__kv_u64(&pk, "workers", s->workers);
     vxp__kv_u64(&pk, "worker_restarts", s->worker_restarts);
     vxp__kv_u64(&pk, "uptime_ms", s->uptime_ms);
+    vxp__kv_u64(&pk, "corrupt", s->corrupt);
+    vxp__kv_u64(&pk, "evictions", s->evictions);
+    vxp__kv_u64(&pk, "max_bytes", s->max_bytes);
+    vxp__kv_u64(&pk, "saved_ms", s->saved_ms);
+    vxp__kv_u64(&pk, "refused", s->refused);
+    vxp__kv_u64(&pk, "timeouts", s->timeouts);
+  }
+  if (admin) {
+    vxp__kv_u64(&pk, "checked", r->checked);
+    vxp__kv_u64(&pk, "removed", r->removed);
   }
   return vxp__frame_end(&sb, frame, frame_len);
 }
@@ -363,7 +376,7 @@ static int vxp__bindup(const msgpack_object *v, uint8_t **out, size_t *len) {
 }
 
 static int vxp__op(const msgpack_object *v, vxp_op *op) {
-  for (int i = VXP_OP_HELLO; i <= VXP_OP_STATS; i++)
+  for (int i = VXP_OP_HELLO; i <= VXP_OP_LAST; i++)
     if (vxp__key(v, vxp__ops[i])) {
       *op = (vxp_op)i;
       return VXP_OK;
@@ -502,8 +515,10 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
         rc = VXP_ETYPE;
         break;
       }
-      free(k->args);
-      k->nargs = 0;
+      if (k->args) {
+        rc = VXP_EFORMAT;
+        break;
+      }
       k->args = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *k->args);
       if (!k->args) {
         rc = VXP_ENOMEM;
@@ -583,7 +598,8 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
   r->opt_level = 2;
   msgpack_unpacked u;
   int rc = vxp__unpack(payload, len, &u);
-  bool have_id = false, have_op = false, have_proto = false, have_src = false, have_key = false;
+  bool have_id = false, have_op = false, have_proto = false, have_src = false, have_key = false,
+       have_max = false;
   const msgpack_object_map *m = &u.data.via.map;
   /* the id first, so that any later error can still be answered by id */
   for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++)
@@ -617,6 +633,8 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__strdup(v, &r->key), have_key = true;
     else if (vxp__key(k, "kernel"))
       rc = vxp__strdup(v, &r->kernel);
+    else if (vxp__key(k, "max_size"))
+      rc = vxp__u64(v, &r->max_size), have_max = true;
     else
       rc = VXP_EUNKNOWNKEY;
   }
@@ -628,6 +646,8 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
     else if (r->op == VXP_OP_COMPILE && !have_src)
       rc = VXP_EMISSING;
     else if (r->op == VXP_OP_FETCH && !have_key)
+      rc = VXP_EMISSING;
+    else if (r->op == VXP_OP_PRUNE && !have_max)
       rc = VXP_EMISSING;
   }
   msgpack_unpacked_destroy(&u);
@@ -662,6 +682,18 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
       rc = vxp__u64(v, &s->worker_restarts);
     else if (vxp__key(k, "uptime_ms"))
       rc = vxp__u64(v, &s->uptime_ms);
+    else if (vxp__key(k, "corrupt"))
+      rc = vxp__u64(v, &s->corrupt);
+    else if (vxp__key(k, "evictions"))
+      rc = vxp__u64(v, &s->evictions);
+    else if (vxp__key(k, "max_bytes"))
+      rc = vxp__u64(v, &s->max_bytes);
+    else if (vxp__key(k, "saved_ms"))
+      rc = vxp__u64(v, &s->saved_ms);
+    else if (vxp__key(k, "refused"))
+      rc = vxp__u64(v, &s->refused);
+    else if (vxp__key(k, "timeouts"))
+      rc = vxp__u64(v, &s->timeouts);
   }
   return rc;
 }
@@ -717,6 +749,10 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       rc = vxp__strdup(v, &r->lowered_ir);
     else if (vxp__key(k, "stats"))
       rc = vxp__decode_stats(v, &r->stats);
+    else if (vxp__key(k, "checked"))
+      rc = vxp__u64(v, &r->checked);
+    else if (vxp__key(k, "removed"))
+      rc = vxp__u64(v, &r->removed);
     else if (vxp__key(k, "kernels")) {
       if (v->type != MSGPACK_OBJECT_ARRAY) {
         rc = VXP_ETYPE;
@@ -724,6 +760,10 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       }
       if (v->via.array.size > VXP_MAX_KERNELS) {
         rc = VXP_ELAYOUT;
+        break;
+      }
+      if (r->kernels) { /* a key twice: not a map this protocol writes */
+        rc = VXP_EFORMAT;
         break;
       }
       r->kernels = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->kernels);
@@ -738,6 +778,10 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
     } else if (vxp__key(k, "diags")) {
       if (v->type != MSGPACK_OBJECT_ARRAY) {
         rc = VXP_ETYPE;
+        break;
+      }
+      if (r->diags) {
+        rc = VXP_EFORMAT;
         break;
       }
       r->diags = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->diags);

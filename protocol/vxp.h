@@ -27,7 +27,7 @@
 /* Protocol version announced in hello.  Bump on any incompatible change.
  *   1: first release, one object per kernel.
  *   2: one object per module, each kernel an entry symbol in it. */
-#define VXP_PROTOCOL_VERSION 2u
+#define VXP_PROTOCOL_VERSION 3u
 /* Bytes in the frame length prefix. */
 #define VXP_FRAME_HEADER_SIZE 4u
 /* Largest payload either side accepts unless hello said otherwise (bytes). */
@@ -138,7 +138,14 @@ typedef enum {
   VXP_OP_COMPILE = 2,
   VXP_OP_FETCH = 3,
   VXP_OP_STATS = 4,
+  /* administration (the daemon's own uid only, like every request) */
+  VXP_OP_VERIFY = 5,     /* check every entry's checksum, drop bad ones */
+  VXP_OP_ZERO_STATS = 6, /* reset the persistent counters */
+  VXP_OP_CLEAR = 7,      /* delete every cache entry */
+  VXP_OP_PRUNE = 8,      /* evict LRU entries down to max_size bytes */
+  VXP_OP_STOP = 9,       /* answer, then shut down cleanly */
 } vxp_op;
+#define VXP_OP_LAST VXP_OP_STOP
 
 /* Returns "hello", "compile", ... or NULL for an unknown op. */
 const char *vxp_op_name(vxp_op op);
@@ -166,6 +173,8 @@ typedef struct {
   /* fetch */
   char *key;    /* cache key, 64 lowercase hex digits */
   char *kernel; /* one kernel only; NULL for all */
+  /* prune */
+  uint64_t max_size; /* bytes the cache may keep */
 } vxp_request;
 
 typedef enum {
@@ -190,6 +199,15 @@ typedef struct {
   uint64_t workers;         /* compile worker processes configured */
   uint64_t worker_restarts; /* workers restarted after a crash */
   uint64_t uptime_ms;       /* since this daemon started */
+  uint64_t corrupt;         /* entries dropped: failed their checksum */
+  uint64_t evictions;       /* entries evicted by the size limit or prune */
+  uint64_t max_bytes;       /* the cache's size limit (0: no cache) */
+  uint64_t saved_ms;        /* compile time the hits saved (recorded per
+                               entry; persistent) */
+  uint64_t refused;         /* connections refused since start (peer
+                               credentials, connection limit) */
+  uint64_t timeouts;        /* connections closed since start for a stalled
+                               frame or idleness */
 } vxp_stats;
 
 typedef struct {
@@ -215,6 +233,9 @@ typedef struct {
   char *lowered_ir; /* when emit_ir was asked; may be NULL */
   /* stats */
   vxp_stats stats;
+  /* verify / clear / prune */
+  uint64_t checked; /* entries read */
+  uint64_t removed; /* entries deleted */
 } vxp_response;
 
 /* Release the fields of a request / response (not the struct).  NULL-safe. */

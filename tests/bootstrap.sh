@@ -22,7 +22,7 @@ pkgs=(build-essential cmake pkg-config
       llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
       libclang-rt-22-dev  # libFuzzer for the fuzz targets (tests/fuzz)
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
-      libcriterion-dev procps clang-format libjansson-dev
+      libcriterion-dev procps clang-format libjansson-dev libinih-dev
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
       gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # libgcc and libm the emulated kernels link
 missing=()

@@ -43,7 +43,7 @@ Test(cache, put_get_and_survive_restart) {
       {"k0", (const uint8_t *)"M0", 2},
       {"k1", (const uint8_t *)"META1", 5},
   };
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"OBJECT1", 7, in, 2), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"OBJECT1", 7, in, 2, 0), VXK_OK);
   vxk_close(c);
 
   c = open_cache(0); /* a restarted daemon */
@@ -79,7 +79,7 @@ Test(cache, unknown_and_invalid_keys) {
   cr_assert_eq(vxk_get(c, "zz", NULL, &out), VXK_EINVAL);
   cr_assert_eq(vxk_get(c, "'; DROP TABLE entries; --", NULL, &out), VXK_EINVAL);
   vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, &in, 1), VXK_EINVAL);
+  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, &in, 1, 0), VXK_EINVAL);
   vxk_close(c);
 }
 
@@ -124,9 +124,9 @@ Test(cache, replacing_an_entry_is_atomic) {
   char key[VXK_KEY_HEX + 1];
   key_for("x", key);
   vxk_kernel_in two[2] = {{"a", (const uint8_t *)"m", 1}, {"b", (const uint8_t *)"m", 1}};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"12", 2, two, 2), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"12", 2, two, 2, 0), VXK_OK);
   vxk_kernel_in one = {"c", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"3", 1, &one, 1), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"3", 1, &one, 1, 0), VXK_OK);
   vxk_entry out;
   cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_OK);
   cr_assert_eq(out.nkernels, 1, "old kernels are gone with the old entry");
@@ -144,7 +144,7 @@ Test(cache, failed_put_leaves_no_partial_entry) {
   /* two kernels with one ordinal cannot happen through the API; a NULL name
    * violates NOT NULL on the second row, after the first row went in */
   vxk_kernel_in bad[2] = {{"a", (const uint8_t *)"m", 1}, {NULL, (const uint8_t *)"m", 1}};
-  cr_assert_neq(vxk_put(c, key, (const uint8_t *)"12", 2, bad, 2), VXK_OK);
+  cr_assert_neq(vxk_put(c, key, (const uint8_t *)"12", 2, bad, 2, 0), VXK_OK);
   vxk_entry out;
   cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_ENOTFOUND, "the transaction was rolled back");
   vxk_stats st;
@@ -163,7 +163,7 @@ Test(cache, lru_eviction_keeps_the_recently_used) {
     snprintf(src, sizeof src, "s%d", i);
     key_for(src, keys[i]);
     vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1), VXK_OK);
+    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1, 0), VXK_OK);
     if (i == 1) { /* touch entry 0 so that entry 1 is the oldest */
       vxk_entry o;
       usleep(2000);
@@ -195,10 +195,118 @@ Test(cache, unreadable_database_is_moved_aside) {
   char key[VXK_KEY_HEX + 1];
   key_for("after", key);
   vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 0), VXK_OK);
   vxk_close(c);
   char aside[160];
   snprintf(aside, sizeof aside, "%s.corrupt", path);
   struct stat st;
   cr_assert_eq(stat(aside, &st), 0, "the unreadable file is kept for inspection");
+}
+
+/* Flips one byte of the first occurrence of pattern in the database file
+ * (the cache closed, its WAL checkpointed).  Returns 1 when found. */
+static int flip_in_file(const char *pattern, size_t plen) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  uint8_t *b = malloc((size_t)n);
+  fseek(f, 0, SEEK_SET);
+  cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+  int found = 0;
+  for (long i = 0; i + (long)plen <= n && !found; i++)
+    if (memcmp(b + i, pattern, plen) == 0) {
+      fseek(f, i + (long)plen / 2, SEEK_SET);
+      fputc(b[i + plen / 2] ^ 0x01, f);
+      found = 1;
+    }
+  fclose(f);
+  free(b);
+  return found;
+}
+
+Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
+  vxk_cache *c = open_cache(0);
+  char key[VXK_KEY_HEX + 1], other[VXK_KEY_HEX + 1];
+  key_for("flip", key);
+  key_for("intact", other);
+  static const char obj[] = "OBJECT-BYTES-THAT-WILL-BE-DAMAGED-0123456789";
+  vxk_kernel_in in = {"k", (const uint8_t *)"meta", 4};
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0), VXK_OK);
+  cr_assert_eq(vxk_put(c, other, (const uint8_t *)"fine", 4, &in, 1, 0), VXK_OK);
+  vxk_close(c); /* checkpoints the WAL into cache.db */
+  cr_assert(flip_in_file(obj, sizeof obj - 1), "the object's bytes are in the file");
+  c = open_cache(0);
+  vxk_entry e;
+  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_ECORRUPT, "a damaged entry is refused, never served");
+  cr_assert_eq(vxk_get(c, key, "k", &e), VXK_ECORRUPT, "also when one kernel is asked for");
+  cr_assert_eq(vxk_get(c, other, NULL, &e), VXK_OK, "other entries are served");
+  vxk_entry_clear(&e);
+  uint64_t checked, corrupt;
+  cr_assert_eq(vxk_verify(c, 0, &checked, &corrupt), VXK_OK);
+  cr_assert_eq(checked, 2);
+  cr_assert_eq(corrupt, 1);
+  cr_assert_eq(vxk_verify(c, 1, &checked, &corrupt), VXK_OK, "and dropped");
+  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_ENOTFOUND);
+  vxk_stats st;
+  cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
+  cr_assert_eq(st.corrupt, 1);
+  cr_assert_eq(st.entries, 1);
+  cr_assert_eq(vxk_verify(c, 1, &checked, &corrupt), VXK_OK);
+  cr_assert_eq(corrupt, 0, "the cache is clean again");
+  vxk_close(c);
+}
+
+Test(cache, random_page_damage_never_serves_different_bytes) {
+  enum { N = 300 };
+  vxk_cache *c = open_cache(0);
+  uint8_t obj[700];
+  for (int i = 0; i < N; i++) {
+    char src[32], key[VXK_KEY_HEX + 1];
+    snprintf(src, sizeof src, "entry %d", i);
+    key_for(src, key);
+    for (size_t j = 0; j < sizeof obj; j++)
+      obj[j] = (uint8_t)(i * 31 + j * 7);
+    vxk_kernel_in in = {"k", obj, 40};
+    cr_assert_eq(vxk_put(c, key, obj, sizeof obj, &in, 1, 0), VXK_OK);
+  }
+  vxk_close(c);
+  /* damage bytes all over the file, past SQLite's header page */
+  char path[128];
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  srand(12345);
+  for (int d = 0; d < 400; d++) {
+    long at = 4096 + rand() % (n - 4096);
+    fseek(f, at, SEEK_SET);
+    fputc(rand() & 0xff, f);
+  }
+  fclose(f);
+  vxk_cache *c2 = NULL;
+  char err[256];
+  cr_assert_eq(vxk_open(dir, 0, &c2, err, sizeof err), VXK_OK, "%s", err); /* the damage spares the schema */
+  int served = 0;
+  for (int i = 0; i < N; i++) {
+    char src[32], key[VXK_KEY_HEX + 1];
+    snprintf(src, sizeof src, "entry %d", i);
+    key_for(src, key);
+    vxk_entry e;
+    if (vxk_get(c2, key, NULL, &e) != VXK_OK) continue;
+    for (size_t j = 0; j < sizeof obj; j++)
+      obj[j] = (uint8_t)(i * 31 + j * 7);
+    cr_assert_eq(e.object_size, sizeof obj, "entry %d", i);
+    cr_assert_eq(memcmp(e.object, obj, sizeof obj), 0, "entry %d served with different bytes", i);
+    cr_assert_eq(e.nkernels, 1);
+    cr_assert_eq(e.kernels[0].metadata_size, 40);
+    cr_assert_eq(memcmp(e.kernels[0].metadata, obj, 40), 0, "entry %d: different metadata", i);
+    served++;
+    vxk_entry_clear(&e);
+  }
+  cr_assert_lt(served, N, "the damage hit some entries");
+  vxk_close(c2);
 }

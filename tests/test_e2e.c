@@ -630,12 +630,12 @@ Test(e2e, many_vxc_at_once_start_exactly_one_daemon) {
   /* daemons, not their workers (forked, so the same command line; named
    * vortexd-worker) */
   snprintf(cmd, sizeof cmd,
-           "for p in $(pgrep -f -x '.*vortexd --socket %s --idle-timeout 60'); do ps -o comm= -p $p; done"
+           "for p in $(pgrep -f -x '.*vortexd --socket %s'); do ps -o comm= -p $p; done"
            " | grep -cx vortexd",
            sock);
   cr_assert_eq(run(cmd, out, sizeof out), 0);
   cr_assert_eq(atoi(out), 1, "exactly one daemon was started, found %s", out);
-  snprintf(cmd, sizeof cmd, "pkill -TERM -f -x '.*vortexd --socket %s --idle-timeout 60'", sock);
+  snprintf(cmd, sizeof cmd, "pkill -TERM -f -x '.*vortexd --socket %s'", sock);
   cr_assert_eq(run(cmd, out, sizeof out), 0);
 }
 

@@ -7,6 +7,7 @@
  * itself; the tests that need a second uid switch to "nobody" in a child,
  * which needs root (the CI runs as root).
  */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -233,4 +234,200 @@ Test(hardening, a_daemon_of_another_uid_is_not_trusted_by_the_client) {
   cr_assert_not_null(strstr(out, "rc=2"), "%s", out);
   kill(pid, SIGTERM);
   waitpid(pid, NULL, 0);
+}
+
+/* ---- integrity, administration, configuration ---- */
+
+#define POLYGEIST_STYLE VXT_KERNELS_DIR "/polygeist_style.mlir"
+
+/* Starts a daemon in root/NAME. */
+static void start_in(vxt_daemon *d, const char *name, const char *extra) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->dir, sizeof d->dir, "%.100s/%s", root, name);
+  cr_assert_eq(mkdir(d->dir, 0700), 0);
+  cr_assert_eq(vxt_daemon_start(d, extra), 0);
+}
+
+/* The value of "key": in a JSON line (a number), or -1. */
+static long long json_num(const char *json, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  return p ? atoll(p + strlen(pat)) : -1;
+}
+
+Test(hardening, a_damaged_cache_entry_is_never_served_but_compiled_again) {
+  vxt_daemon d;
+  start_in(&d, "damage", NULL);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json -o %s/objs %s", VXT_VXC, d.sock, d.dir,
+           POLYGEIST_STYLE);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  char *k = strstr(out, "\"key\":\"");
+  cr_assert_not_null(k);
+  char key[65];
+  memcpy(key, k + 7, 64);
+  key[64] = '\0';
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  /* flip one byte of the stored object inside cache.db */
+  char path[512];
+  snprintf(path, sizeof path, "%s/objs/polygeist_style.o", d.dir);
+  size_t olen, dlen;
+  char *obj = vxt_read_file(path, &olen);
+  cr_assert_not_null(obj);
+  cr_assert_gt(olen, 200);
+  snprintf(path, sizeof path, "%s/cache.db", d.cache);
+  char *db = vxt_read_file(path, &dlen);
+  cr_assert_not_null(db);
+  char *at = memmem(db, dlen, obj + 100, 48);
+  cr_assert_not_null(at, "the object's bytes are in cache.db");
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, (long)(at - db) + 20, SEEK_SET);
+  fputc(at[20] ^ 0x10, f);
+  fclose(f);
+  free(db);
+  free(obj);
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
+  /* fetch: not found, never the damaged bytes */
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s fetch %s --json 2>&1; echo rc=$?", VXT_VXC, d.sock,
+           key);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
+  cr_assert_null(strstr(out, "\"status\":\"ok\""), "%s", out);
+  /* compile: compiled again, then a hit again */
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d.sock, POLYGEIST_STYLE);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "%s", out);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":true"), "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "corrupt"), 1, "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_str_eq(out, "1 entries checked, 0 damaged (dropped)\n");
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+Test(hardening, admin_commands_zero_clear_prune_stop) {
+  vxt_daemon d;
+  start_in(&d, "admin", NULL);
+  const char *files[] = {POLYGEIST_STYLE, VXT_EXAMPLES_DIR "/mixed_args.mlir"};
+  for (int i = 0; i < 2; i++)
+    for (int rep = 0; rep < 2; rep++) {
+      snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d.sock, files[i]);
+      cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+    }
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "hits"), 2, "%s", out);
+  cr_assert_eq(json_num(out, "misses"), 2, "%s", out);
+  cr_assert_eq(json_num(out, "entries"), 2, "%s", out);
+  cr_assert_not_null(strstr(out, "\"hit_ratio\":0.5"), "%s", out);
+  cr_assert_gt(json_num(out, "max_bytes"), 0, "%s", out);
+  cr_assert_geq(json_num(out, "saved_ms"), 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s zero-stats && %s --no-spawn --socket %s stats --json",
+           VXT_VXC, d.sock, VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "hits"), 0, "%s", out);
+  cr_assert_eq(json_num(out, "misses"), 0, "%s", out);
+  cr_assert_eq(json_num(out, "entries"), 2, "zeroing counters keeps entries: %s", out);
+  /* prune to one byte removes both; clear on an empty cache removes none */
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s prune --max-size 1", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_str_eq(out, "2 entries removed\n");
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d.sock, files[0]);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "a pruned entry compiles again: %s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s clear", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_str_eq(out, "1 entries removed\n");
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d.sock, files[0]);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "no reply of a cleared entry is kept: %s", out);
+  snprintf(cmd, sizeof cmd, "%s --socket %s prune --max-size 12Q 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  /* stop: the daemon answers and exits cleanly */
+  snprintf(cmd, sizeof cmd, "%s --socket %s stop", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  int st = 0;
+  cr_assert_eq(waitpid(d.pid, &st, 0), d.pid);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+  d.pid = 0;
+  /* stop never starts a daemon */
+  snprintf(cmd, sizeof cmd, "%s --socket %s stop 2>&1; echo rc=$?; sleep 0.3; test -S %s && echo SOCKET",
+           VXT_VXC, d.sock, d.sock);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "no vortexd is running"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
+  cr_assert_null(strstr(out, "SOCKET"), "%s", out);
+}
+
+Test(hardening, configuration_file_environment_and_flags_in_that_order) {
+  char conf[256];
+  snprintf(conf, sizeof conf, "%s/vortexd.conf", root);
+  FILE *f = fopen(conf, "w");
+  cr_assert_not_null(f);
+  fputs("# a comment\nmax_cache_size = 2M\nworkers = 1\nlog_level = info\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "VORTEXD_CONFIG=%s VORTEXD_WORKERS=2 VORTEXD_SOCKET=%s/c.sock %s config; "
+           "VORTEXD_CONFIG=%s %s --socket %s/flag.sock config",
+           conf, root, VXT_VXC, conf, VXT_VXC, root);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "max_cache_size           = 2M "), "%s", out);
+  cr_assert_not_null(strstr(out, "# file"), "%s", out);
+  cr_assert_not_null(strstr(out, "# environment $VORTEXD_WORKERS"), "the environment beats the file: %s",
+                     out);
+  cr_assert_not_null(strstr(out, "flag.sock"), "%s", out);
+  cr_assert_not_null(strstr(out, "# flag"), "a flag beats both: %s", out);
+  /* the daemon reads the same file; a bad value names key, origin and file */
+  f = fopen(conf, "a");
+  fputs("max_frame = lots\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s --socket %s/x.sock 2>&1; echo rc=$?", conf, VXT_VORTEXD,
+           root);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "max_frame = 'lots' (from the configuration file"), "%s", out);
+  cr_assert_not_null(strstr(out, conf), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  /* an unknown key is refused at its line, by both programs */
+  f = fopen(conf, "w");
+  fputs("workers = 1\nworkres = 2\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s config 2>&1; echo rc=$?; VORTEXD_CONFIG=%s %s 2>&1", conf,
+           VXT_VXC, conf, VXT_VORTEXD);
+  vxt_run(cmd, out, sizeof out);
+  char want[300];
+  snprintf(want, sizeof want, "%s:2: unknown key 'workres'", conf);
+  cr_assert_not_null(strstr(out, want), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  cr_assert_not_null(strstr(strstr(out, "rc=64"), want), "the daemon too: %s", out);
+}
+
+Test(hardening, an_unusable_cache_directory_means_serving_without_a_cache) {
+  vxt_daemon d = {0};
+  snprintf(d.dir, sizeof d.dir, "%.100s/nocache", root);
+  cr_assert_eq(mkdir(d.dir, 0700), 0);
+  char file[300], opt[400];
+  snprintf(file, sizeof file, "%s/not-a-directory", d.dir);
+  FILE *f = fopen(file, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  snprintf(opt, sizeof opt, "--cache-dir=%s", file); /* after the helper's own --cache-dir */
+  cr_assert_eq(vxt_daemon_start(&d, opt), 0, "the daemon starts anyway");
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d.sock, POLYGEIST_STYLE);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"status\":\"ok\""), "%s", out);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "nothing cached: %s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "misses"), 2, "%s", out);
+  cr_assert_eq(json_num(out, "max_bytes"), 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "serving without a cache"), "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
 }

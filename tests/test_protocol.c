@@ -156,13 +156,49 @@ Test(protocol, stats_response_round_trip) {
                                .requests = 20,
                                .workers = 2,
                                .worker_restarts = 1,
-                               .uptime_ms = 5}};
+                               .uptime_ms = 5,
+                               .corrupt = 6,
+                               .evictions = 7,
+                               .max_bytes = 8,
+                               .saved_ms = 9,
+                               .refused = 11,
+                               .timeouts = 12}};
   vxp_response out;
   response_round_trip(&in, &out);
   cr_assert_eq(out.stats.hits, 10);
   cr_assert_eq(out.stats.misses, 2);
   cr_assert_eq(out.stats.bytes, 999);
   cr_assert_eq(out.stats.worker_restarts, 1);
+  cr_assert_eq(out.stats.corrupt, 6);
+  cr_assert_eq(out.stats.evictions, 7);
+  cr_assert_eq(out.stats.max_bytes, 8);
+  cr_assert_eq(out.stats.saved_ms, 9);
+  cr_assert_eq(out.stats.refused, 11);
+  cr_assert_eq(out.stats.timeouts, 12);
+  vxp_response_clear(&out);
+}
+
+Test(protocol, admin_requests_and_answers_round_trip) {
+  vxp_request rq = {
+      .id = 4, .op = VXP_OP_PRUNE, .proto_version = VXP_PROTOCOL_VERSION, .max_size = 1ull << 40};
+  uint8_t *frame;
+  size_t len;
+  cr_assert_eq(vxp_request_encode(&rq, &frame, &len), VXP_OK);
+  vxp_request back;
+  cr_assert_eq(vxp_request_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &back), VXP_OK);
+  cr_assert_eq(back.op, VXP_OP_PRUNE);
+  cr_assert_eq(back.max_size, 1ull << 40);
+  vxp_request_clear(&back);
+  free(frame);
+  const char *names[] = {"verify", "zero_stats", "clear", "prune", "stop"};
+  for (int op = VXP_OP_VERIFY; op <= VXP_OP_STOP; op++)
+    cr_assert_str_eq(vxp_op_name((vxp_op)op), names[op - VXP_OP_VERIFY]);
+  vxp_response in = {.id = 5, .op = VXP_OP_VERIFY, .status = VXP_STATUS_OK, .checked = 300, .removed = 24};
+  vxp_response out;
+  response_round_trip(&in, &out);
+  cr_assert_eq(out.op, VXP_OP_VERIFY);
+  cr_assert_eq(out.checked, 300);
+  cr_assert_eq(out.removed, 24);
   vxp_response_clear(&out);
 }
 

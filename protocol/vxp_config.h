@@ -1,0 +1,83 @@
+/*
+ * vxp_config.h - vortexd's configuration, as the daemon and vxc both read
+ * it: built-in defaults < the configuration file < environment variables <
+ * command-line flags (ccache's order).  vxc reads it to start a daemon with
+ * the same settings and for `vxc config`; the daemon to run.
+ *
+ * The file is $VORTEXD_CONFIG, else $XDG_CONFIG_HOME/vortexd/vortexd.conf,
+ * else ~/.config/vortexd/vortexd.conf; one `key = value` per line, `#` or
+ * `;` comments (read with inih, the INI parser Debian ships).  Every key,
+ * its variable and its default are in VXP_CONFIG_KEYS below and in the
+ * README ("Configuration").
+ *
+ * THREAD NOTES: load once at start-up, on one thread.
+ */
+#ifndef VXP_CONFIG_H
+#define VXP_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* X(name, environment variable, default ("" = derived at load), meaning) */
+#define VXP_CONFIG_KEYS(X)                                                                                   \
+  X(socket, "VORTEXD_SOCKET", "", "Unix socket path")                                                        \
+  X(cache_dir, "VORTEXD_CACHE_DIR", "", "cache directory")                                                   \
+  X(max_cache_size, "VORTEXD_MAX_CACHE_SIZE", "1G", "cache size limit (bytes, or with K/M/G)")              \
+  X(workers, "VORTEXD_WORKERS", "", "compile worker processes (default: online CPUs)")                      \
+  X(job_timeout, "VORTEXD_JOB_TIMEOUT", "60", "seconds a compile may take (0 = no limit)")                  \
+  X(idle_timeout, "VORTEXD_IDLE_TIMEOUT", "600",                                                             \
+    "seconds without requests before an auto-started daemon exits (0 = never)")                              \
+  X(max_frame, "VORTEXD_MAX_FRAME", "64M", "largest request frame (bytes)")                                 \
+  X(max_source, "VORTEXD_MAX_SOURCE", "16M", "largest MLIR source in a compile request (bytes)")            \
+  X(max_connections, "VORTEXD_MAX_CONNECTIONS", "256", "clients connected at once")                         \
+  X(frame_timeout, "VORTEXD_FRAME_TIMEOUT", "10", "seconds a started frame may take to arrive")             \
+  X(connection_idle_timeout, "VORTEXD_CONNECTION_IDLE_TIMEOUT", "300",                                       \
+    "seconds an idle connection is kept (0 = forever)")                                                      \
+  X(max_unsent, "VORTEXD_MAX_UNSENT", "64M",                                                                 \
+    "reply bytes a client may leave unread before the daemon stops reading its requests")                    \
+  X(worker_memory, "VORTEXD_WORKER_MEMORY", "4G", "address space of a compile worker (bytes; 0 = no limit)") \
+  X(crash_memory, "VORTEXD_CRASH_MEMORY", "300",                                                             \
+    "seconds an input that crashed a worker is answered at once instead of compiled")                        \
+  X(allow_group, "VORTEXD_ALLOW_GROUP", "", "group whose members may use the daemon too")                   \
+  X(log_level, "VORTEXD_LOG_LEVEL", "notice", "error, warning, notice, info or debug")
+
+typedef enum {
+#define VXP__CONF_ENUM(name, env, def, help) VXP_CONF_##name,
+  VXP_CONFIG_KEYS(VXP__CONF_ENUM)
+#undef VXP__CONF_ENUM
+      VXP_CONF_COUNT
+} vxp_conf_key;
+
+/* Where a value came from. */
+typedef enum { VXP_FROM_DEFAULT, VXP_FROM_FILE, VXP_FROM_ENV, VXP_FROM_FLAG } vxp_conf_origin;
+
+typedef struct {
+  char value[VXP_CONF_COUNT][4096];
+  vxp_conf_origin origin[VXP_CONF_COUNT];
+  char file[4096]; /* the configuration file looked at ("" when none) */
+  int file_found;  /* it exists and was read */
+} vxp_config;
+
+/* Fills cfg: defaults (socket and cache directory from vxp_paths.h), then
+ * the file, then the environment.  An unknown key or a line that is not
+ * `key = value` is an error naming file:line.  Returns 0, or -EINVAL /
+ * -EIO with a message in err (errcap bytes). */
+int vxp_config_load(vxp_config *cfg, char *err, size_t errcap);
+
+/* Sets key (by name) from a command-line flag.  Returns 0 or -EINVAL (no
+ * such key, or value too long). */
+int vxp_config_set(vxp_config *cfg, const char *name, const char *value, vxp_conf_origin origin);
+
+/* The name, environment variable and meaning of key k. */
+const char *vxp_config_name(vxp_conf_key k);
+const char *vxp_config_env(vxp_conf_key k);
+const char *vxp_config_help(vxp_conf_key k);
+
+/* Parses a size: "123", "64K", "512M", "2G" (powers of 1024) into bytes.
+ * Returns 0 and *out, or -EINVAL. */
+int vxp_config_size(const char *s, uint64_t *out);
+
+/* Parses a non-negative integer (seconds, counts).  0 or -EINVAL. */
+int vxp_config_uint(const char *s, uint64_t *out);
+
+#endif /* VXP_CONFIG_H */
