@@ -26,21 +26,21 @@
 typedef struct {
   char socket_path[108]; /* Unix socket address (sun_path size) */
   char cache_dir[4096];
-  unsigned workers;         /* compile worker processes */
-  uint64_t max_cache_bytes; /* cache size limit (bytes) */
-  uint32_t max_frame;       /* largest request frame accepted (bytes) */
-  uint32_t max_source;      /* largest MLIR source in a compile (bytes) */
-  unsigned job_timeout_s;   /* a compile taking longer kills its worker; 0 = never */
-  unsigned idle_timeout_s;  /* exit after this long without clients; 0 = never */
-  unsigned max_connections; /* clients at once; more are refused */
-  unsigned frame_timeout_s; /* a started frame must be complete within this */
+  unsigned workers;             /* compile worker processes */
+  uint64_t max_cache_bytes;     /* cache size limit (bytes) */
+  uint32_t max_frame;           /* largest request frame accepted (bytes) */
+  uint32_t max_source;          /* largest MLIR source in a compile (bytes) */
+  unsigned job_timeout_s;       /* a compile taking longer kills its worker; 0 = never */
+  unsigned idle_timeout_s;      /* exit after this long without clients; 0 = never */
+  unsigned max_connections;     /* clients at once; more are refused */
+  unsigned frame_timeout_s;     /* a started frame must be complete within this */
   unsigned conn_idle_timeout_s; /* an idle connection is closed; 0 = never */
-  uint64_t max_unsent;      /* reply bytes a client may leave unread before
-                               its requests stop being read */
-  uint64_t worker_memory;   /* RLIMIT_AS of a worker (bytes); 0 = none */
-  unsigned crash_memory_s;  /* an input that crashed a worker is refused at
-                               once for this long */
-  gid_t allowed_gid;        /* clients of this group may connect too; (gid_t)-1: none */
+  uint64_t max_unsent;          /* reply bytes a client may leave unread before
+                                   its requests stop being read */
+  uint64_t worker_memory;       /* RLIMIT_AS of a worker (bytes); 0 = none */
+  unsigned crash_memory_s;      /* an input that crashed a worker is refused at
+                                   once for this long */
+  gid_t allowed_gid;            /* clients of this group may connect too; (gid_t)-1: none */
   int verbose;
   int log_level; /* lines above this priority are dropped (VXD_LOG_*; syslog's) */
 } vxd_config;
@@ -91,10 +91,10 @@ typedef enum {
 } vxd_admin_op;
 
 typedef struct {
-  int rc;            /* 0 or a VXK error */
-  char err[256];     /* message when rc != 0 */
-  uint64_t checked;  /* entries read (verify) */
-  uint64_t removed;  /* entries deleted */
+  int rc;           /* 0 or a VXK error */
+  char err[256];    /* message when rc != 0 */
+  uint64_t checked; /* entries read (verify) */
+  uint64_t removed; /* entries deleted */
 } vxd_admin_result;
 
 /* Queues op; done(ud, result) runs on the loop thread once it finished

@@ -28,7 +28,9 @@
 typedef struct {
   uv_write_t req;
   uint8_t *frame;
-  vxd_conn *close_after; /* close this connection once written */
+  size_t len;
+  vxd_conn *conn;  /* freed only after this write's callback */
+  int close_after; /* close the connection once written */
 } vxd_write;
 
 void vxd__rbuf_alloc(vxd_rbuf *rb, uv_buf_t *buf) {
@@ -59,12 +61,14 @@ void vxd__rbuf_consume(vxd_rbuf *rb, size_t n) {
 
 static void vxd__conn_close_cb(uv_handle_t *h) {
   vxd_conn *c = h->data;
+  if (--c->open_handles > 0) return;
   vxd_server *s = c->srv;
   if (c->prev)
     c->prev->next = c->next;
   else
     s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
+  s->nconns--;
   free(c->in.p);
   free(c);
 }
@@ -73,11 +77,80 @@ void vxd__conn_close(vxd_conn *c) {
   if (c->closing) return;
   c->closing = 1;
   uv_close((uv_handle_t *)&c->pipe, vxd__conn_close_cb);
+  uv_close((uv_handle_t *)&c->timer, vxd__conn_close_cb);
+}
+
+/* Whether a compile job in the queue or in flight has c among its waiters
+ * (then c is waiting for an answer, not idle). */
+static int vxd__conn_waiting(const vxd_conn *c) {
+  const vxd_server *s = c->srv;
+  const vxd_job *lists[2] = {s->pool.inflight, s->pool.queue_head};
+  for (int l = 0; l < 2; l++)
+    for (const vxd_job *j = lists[l]; j; j = j->next)
+      for (const vxd_waiter *w = j->waiters; w; w = w->next)
+        if (w->conn_id == c->id) return 1;
+  return 0;
+}
+
+static void vxd__conn_timer_cb(uv_timer_t *t);
+
+/* (Re)arms c's one timer: a started frame must arrive within
+ * frame_timeout; an idle connection is closed after
+ * connection_idle_timeout. */
+static void vxd__conn_arm(vxd_conn *c) {
+  if (c->closing) return;
+  const vxd_config *cfg = c->srv->cfg;
+  uint64_t ms = c->in.n ? cfg->frame_timeout_s * 1000ull : cfg->conn_idle_timeout_s * 1000ull;
+  if (ms)
+    uv_timer_start(&c->timer, vxd__conn_timer_cb, ms, 0);
+  else
+    uv_timer_stop(&c->timer);
+}
+
+static void vxd__conn_timer_cb(uv_timer_t *t) {
+  vxd_conn *c = t->data;
+  vxd_server *s = c->srv;
+  if (c->in.n) { /* a frame started and stalled (a slow or stuck client) */
+    char msg[128];
+    snprintf(msg, sizeof msg, "frame not completed within %u s; closing the connection",
+             s->cfg->frame_timeout_s);
+    s->timeouts++;
+    vxd__log_at(s, VXD_LOG_INFO, "connection %llu: %s", (unsigned long long)c->id, msg);
+    uv_read_stop((uv_stream_t *)&c->pipe);
+    vxd__send_error(c, 0, (vxp_op)0, VXP_STATUS_BAD_REQUEST, msg, 1);
+    return;
+  }
+  if (c->unsent || vxd__conn_waiting(c)) { /* answers still to come or to go */
+    vxd__conn_arm(c);
+    return;
+  }
+  s->timeouts++;
+  vxd__log_at(s, VXD_LOG_DEBUG, "connection %llu idle for %u s; closing it", (unsigned long long)c->id,
+              s->cfg->conn_idle_timeout_s);
+  vxd__conn_close(c);
+}
+
+static void vxd__conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+static void vxd__conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/* Reads c's requests again once its unsent replies dropped to half the
+ * bound; processes what was already buffered first. */
+static void vxd__conn_resume(vxd_conn *c) {
+  if (!c->paused || c->closing || c->unsent > c->srv->cfg->max_unsent / 2) return;
+  c->paused = 0;
+  vxd__conn_read_cb((uv_stream_t *)&c->pipe, 0, NULL); /* frames already in */
+  if (!c->paused && !c->closing)
+    uv_read_start((uv_stream_t *)&c->pipe, vxd__conn_alloc_cb, vxd__conn_read_cb);
 }
 
 static void vxd__write_cb(uv_write_t *req, int status) {
   vxd_write *w = (vxd_write *)req;
-  if (w->close_after) vxd__conn_close(w->close_after);
+  vxd_conn *c = w->conn;
+  c->unsent -= w->len;
+  if (w->close_after)
+    vxd__conn_close(c);
+  else if (status == 0)
+    vxd__conn_resume(c);
   free(w->frame);
   free(w);
 }
@@ -116,13 +189,17 @@ void vxd__send_frame(vxd_conn *c, uint8_t *frame, size_t len, int close_after) {
     return;
   }
   w->frame = frame;
-  w->close_after = close_after ? c : NULL;
+  w->len = len;
+  w->conn = c;
+  w->close_after = close_after;
   uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
   if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, vxd__write_cb) != 0) {
     free(frame);
     free(w);
     vxd__conn_close(c);
+    return;
   }
+  c->unsent += len;
 }
 
 void vxd__send_error(vxd_conn *c, uint64_t id, vxp_op op, vxp_status st, const char *msg, int close_after) {
@@ -136,6 +213,7 @@ static void vxd__conn_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) 
 }
 
 static void vxd__conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
   vxd_conn *c = st->data;
   vxd_server *s = c->srv;
   if (nread < 0) {
@@ -145,6 +223,16 @@ static void vxd__conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *bu
   c->in.n += (size_t)nread;
   if (s->cfg->idle_timeout_s) uv_timer_again(&s->idle);
   while (!c->closing && c->in.n >= VXP_FRAME_HEADER_SIZE) {
+    if (c->unsent > s->cfg->max_unsent) {
+      /* the client does not read its answers: stop reading its requests
+       * (the rest stays buffered) until the replies drain */
+      if (!c->paused)
+        vxd__log_at(s, VXD_LOG_DEBUG, "connection %llu: %zu reply bytes unread; pausing it",
+                    (unsigned long long)c->id, c->unsent);
+      c->paused = 1;
+      uv_read_stop(st);
+      break;
+    }
     uint32_t len = 0;
     int rc = vxp_frame_length(c->in.p, s->cfg->max_frame, &len);
     if (rc != VXP_OK) {
@@ -160,6 +248,7 @@ static void vxd__conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *bu
     vxd__on_payload(c, c->in.p + VXP_FRAME_HEADER_SIZE, len);
     vxd__rbuf_consume(&c->in, VXP_FRAME_HEADER_SIZE + len);
   }
+  if (nread > 0 || !c->in.n) vxd__conn_arm(c); /* bytes arrived: the frame clock restarts */
 }
 
 /* Whether the peer of pipe may use this daemon (SO_PEERCRED): the same
@@ -208,6 +297,10 @@ void vxd__on_connection(uv_stream_t *server, int status) {
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;
+  uv_timer_init(s->loop, &c->timer);
+  c->timer.data = c;
+  c->open_handles = 2;
+  s->nconns++;
   if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
     vxd__conn_close(c);
     return;
@@ -217,11 +310,27 @@ void vxd__on_connection(uv_stream_t *server, int status) {
     s->refused++;
     uint64_t now = vxd__now_ms(s);
     if (s->refused == 1 || now - s->refused_logged_ms >= 1000) { /* at most one line a second */
-      vxd__log(s, "refused a connection: %s (%llu refused so far)", why, (unsigned long long)s->refused);
+      vxd__log_at(s, VXD_LOG_WARNING, "refused a connection: %s (%llu refused so far)", why,
+                  (unsigned long long)s->refused);
       s->refused_logged_ms = now;
     }
     vxd__conn_close(c);
     return;
   }
+  if (s->nconns > s->cfg->max_connections) {
+    s->refused++;
+    uint64_t now = vxd__now_ms(s);
+    if (now - s->refused_logged_ms >= 1000) {
+      vxd__log_at(s, VXD_LOG_WARNING, "refused a connection: %u clients connected (max_connections)",
+                  s->cfg->max_connections);
+      s->refused_logged_ms = now;
+    }
+    char msg[96];
+    snprintf(msg, sizeof msg, "too many connections (max_connections = %u); try again later",
+             s->cfg->max_connections);
+    vxd__send_error(c, 0, (vxp_op)0, VXP_STATUS_INTERNAL, msg, 1);
+    return;
+  }
+  vxd__conn_arm(c);
   uv_read_start((uv_stream_t *)&c->pipe, vxd__conn_alloc_cb, vxd__conn_read_cb);
 }

@@ -34,10 +34,14 @@ typedef struct {
 } vxd_rbuf;
 
 typedef struct vxd_conn {
-  uv_pipe_t pipe; /* pipe.data = this */
+  uv_pipe_t pipe;   /* pipe.data = this */
+  uv_timer_t timer; /* frame and idle deadlines; timer.data = this */
+  int open_handles; /* freed when both handles are closed */
   vxd_server *srv;
   uint64_t id;
   vxd_rbuf in;
+  size_t unsent; /* reply bytes queued, not yet written to the socket */
+  int paused;    /* reading stopped until unsent drains */
   int closing;
   struct vxd_conn *prev, *next;
 } vxd_conn;
@@ -50,10 +54,10 @@ typedef struct vxd_waiter {
 typedef struct vxd_job {
   uint64_t id;
   char key[VXK_KEY_HEX + 1];
-  int emit_ir;    /* such jobs are never shared */
-  int crashes;    /* workers that died while compiling it */
+  int emit_ir;         /* such jobs are never shared */
+  int crashes;         /* workers that died while compiling it */
   uint64_t started_ns; /* uv_hrtime() when a worker took it */
-  uint8_t *frame; /* request frame for the worker; malloc() */
+  uint8_t *frame;      /* request frame for the worker; malloc() */
   size_t frame_len;
   vxd_waiter *waiters;
   struct vxd_job *next; /* in the queue or the in-flight list */
@@ -73,11 +77,20 @@ typedef struct vxd_worker {
 
 typedef struct {
   vxd_worker *w;      /* NULL while (re)starting */
+  int died_on_job;    /* the last worker here died compiling something */
   uv_timer_t respawn; /* respawn.data = this slot */
   uint64_t spawned_ms;
   vxd_server *srv;
   unsigned index;
 } vxd_slot;
+
+/* An input that crashed or hung workers, refused at once until until_ms. */
+#define VXD_CRASH_MEMORY 64
+typedef struct {
+  char key[VXK_KEY_HEX + 1];
+  char why[256];
+  uint64_t until_ms; /* loop time; 0: free */
+} vxd_crash;
 
 /* The compile jobs and the worker processes (vxd_pool.c). */
 typedef struct {
@@ -89,7 +102,9 @@ typedef struct {
   uint64_t next_job_id;
   vxd_slot slots[VXD_MAX_WORKERS];
   unsigned nslots;
-  uint64_t worker_restarts; /* since start */
+  uint64_t worker_restarts;            /* since start */
+  vxd_crash crashes[VXD_CRASH_MEMORY]; /* a ring: the oldest is forgotten first */
+  unsigned crash_next;
 } vxd_pool;
 
 struct vxd_server {
@@ -100,8 +115,8 @@ struct vxd_server {
   uv_signal_t sigint, sigterm;
   uv_timer_t idle, flush;
   int bound_socket; /* we created the socket file (not socket activation) */
-  int lock_fd; /* single-instance lock, held while running */
-  int dir_fd;  /* the checked runtime directory (vxp_runtime_dir_open) */
+  int lock_fd;      /* single-instance lock, held while running */
+  int dir_fd;       /* the checked runtime directory (vxp_runtime_dir_open) */
   int stopping;
   int log_journal; /* stderr is the journal: "<N>" priority prefixes */
   uint64_t start_ms;
@@ -112,6 +127,7 @@ struct vxd_server {
   vxd_hot *hot; /* encoded replies of recent compile hits; NULL: none kept */
   /* clients (vxd_conn.c) */
   vxd_conn *conns;
+  unsigned nconns;
   uint64_t next_conn_id;
   uint64_t refused, refused_logged_ms; /* connections refused (peer credentials, limit) */
   uint64_t timeouts;                   /* connections closed for a stalled frame or idleness */
@@ -183,6 +199,8 @@ void vxd__spawn(vxd_server *s, vxd_slot *slot);
 void vxd__pool_stop(vxd_server *s);
 /* Gives queued jobs to idle workers. */
 void vxd__dispatch(vxd_server *s);
+/* Why compiling key crashed or hung workers lately (crash_memory), or NULL. */
+const char *vxd__crash_recall(vxd_server *s, const char *key);
 /* Close callback of a worker's handles: frees it after the last one. */
 void vxd__worker_handle_close_cb(uv_handle_t *h);
 

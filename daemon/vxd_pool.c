@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +40,26 @@
 #include "vxd_loop.h"
 
 static void vxd__respawn_cb(uv_timer_t *t);
+
+/* Remembers that compiling key crashed (or hung) a worker, twice, so that
+ * the same input resubmitted is answered at once for crash_memory seconds
+ * instead of taking workers from everyone else. */
+static void vxd__crash_remember(vxd_server *s, const char *key, const char *why) {
+  if (!s->cfg->crash_memory_s) return;
+  vxd_crash *slot = &s->pool.crashes[s->pool.crash_next++ % VXD_CRASH_MEMORY];
+  memcpy(slot->key, key, sizeof slot->key);
+  snprintf(slot->why, sizeof slot->why, "%s", why);
+  slot->until_ms = vxd__now_ms(s) + s->cfg->crash_memory_s * 1000ull;
+}
+
+const char *vxd__crash_recall(vxd_server *s, const char *key) {
+  uint64_t now = vxd__now_ms(s);
+  for (unsigned i = 0; i < VXD_CRASH_MEMORY; i++) {
+    const vxd_crash *c = &s->pool.crashes[i];
+    if (c->until_ms > now && memcmp(c->key, key, VXK_KEY_HEX) == 0) return c->why;
+  }
+  return NULL;
+}
 
 void vxd__job_free(vxd_job *j) {
   while (j->waiters) {
@@ -101,9 +122,11 @@ void vxd__worker_handle_close_cb(uv_handle_t *h) {
   if (slot->w == w) slot->w = NULL;
   free(w);
   if (s->stopping) return;
-  /* A worker that dies within a second of starting waits before the next
-   * try, so a broken installation does not spin. */
-  uint64_t delay = vxd__now_ms(s) - slot->spawned_ms < 1000 ? 1000 : 0;
+  /* A worker that dies within a second of starting without a job waits
+   * before the next try, so a broken installation does not spin; one that
+   * died on a job (a crashing input) is replaced at once: forking costs a
+   * millisecond, and other requests are waiting. */
+  uint64_t delay = !slot->died_on_job && vxd__now_ms(s) - slot->spawned_ms < 1000 ? 1000 : 0;
   uv_timer_start(&slot->respawn, vxd__respawn_cb, delay, 0);
 }
 
@@ -117,6 +140,7 @@ static void vxd__worker_close(vxd_worker *w) {
 static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
   vxd_server *s = w->srv;
   w->exited = 1;
+  s->pool.slots[w->slot].died_on_job = w->job != NULL;
   if (w->job && !w->timed_out && w->job->crashes++ == 0 && !s->stopping) {
     /* The worker may have died for reasons of its own (killed, out of
      * memory): give the job one more worker.  A source that crashes the
@@ -137,6 +161,7 @@ static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
                "compile worker crashed twice (last: %s %d) while compiling this source; it was restarted",
                term_signal ? "signal" : "exit status", term_signal ? term_signal : (int)status);
     vxd__fail_job(s, w->job, msg);
+    if (!w->timed_out && !w->job->emit_ir) vxd__crash_remember(s, w->job->key, msg); /* not a slow one */
     vxd__inflight_remove(s, w->job);
     vxd__job_free(w->job);
     w->job = NULL;
@@ -274,6 +299,21 @@ void vxd__pool_stop(vxd_server *s) {
   s->pool.template_compiler = NULL;
 }
 
+/* Bounds the worker's address space (RLIMIT_AS): a source that makes the
+ * compiler allocate without end fails that compile (an allocation failure
+ * ends the worker, which the daemon answers and replaces) instead of
+ * exhausting the machine.  Not under AddressSanitizer, which reserves
+ * terabytes of shadow address space up front. */
+static void vxd__limit_memory(uint64_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)bytes;
+#else
+  if (!bytes) return;
+  struct rlimit rl = {(rlim_t)bytes, (rlim_t)bytes};
+  setrlimit(RLIMIT_AS, &rl);
+#endif
+}
+
 /* The child side of vxd__spawn: stdin/stdout on the pipes, every other
  * descriptor of the daemon (socket, clients, cache, loop) closed, signal
  * handling back to defaults; then serve.  Never returns. */
@@ -287,6 +327,7 @@ static void vxd__worker_child(vxd_server *s, int in, int out) {
   signal(SIGCHLD, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGHUP, SIG_DFL);
+  vxd__limit_memory(s->cfg->worker_memory);
   _exit(vxd_worker_serve(s->pool.template_compiler));
 }
 

@@ -221,6 +221,13 @@ static int vxd__key(const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
 
 static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   vxd_server *s = c->srv;
+  if (req->source_len > s->cfg->max_source) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "source of %zu bytes is over the limit of %u bytes (max_source)",
+             req->source_len, s->cfg->max_source);
+    vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_BAD_REQUEST, msg, 0);
+    return;
+  }
   char key[VXK_KEY_HEX + 1];
   if (vxd__key(req, key) != VXK_OK) {
     vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
@@ -228,6 +235,16 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   }
   /* A request for lowered IR always compiles (IR is not cached). */
   if (!req->emit_ir && vxd__serve_cached(c, req, key, NULL) == 0) return;
+  const char *crashed = vxd__crash_recall(s, key);
+  if (crashed) { /* the same input again: answer now, keep the workers for others */
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s (refused without compiling for %u s after that)", crashed,
+             s->cfg->crash_memory_s);
+    vxp_response r = {
+        .id = req->id, .op = VXP_OP_COMPILE, .status = VXP_STATUS_INTERNAL, .message = msg, .key = key};
+    vxd__send(c, &r, 0);
+    return;
+  }
 
   vxd_waiter *wt = calloc(1, sizeof *wt);
   if (!wt) {

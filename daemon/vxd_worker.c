@@ -108,8 +108,28 @@ void vxd_options_from_request(const vxp_request *req, vxl_options *o) {
                      .shuffle_insns = req->shuffle_insns};
 }
 
+/* The request being compiled, for the fatal-error handler: this process
+ * compiles one request at a time on its only thread. */
+static uint64_t vxd__current_id;
+
+/* LLVM or MLIR hit a fatal error in the middle of a compile: answer that
+ * request with a clean internal error, then exit (the daemon forks another
+ * worker).  Uses only what is safe after a failure inside LLVM: an encoder
+ * and write(2). */
+static void vxd__fatal(const char *reason) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "the compiler hit a fatal error: %s", reason ? reason : "(no reason)");
+  vxp_response r = {
+      .id = vxd__current_id, .op = VXP_OP_COMPILE, .status = VXP_STATUS_INTERNAL, .message = msg};
+  uint8_t *frame = NULL;
+  size_t len = 0;
+  if (vxp_response_encode(&r, &frame, &len) == VXP_OK) vxd__write_full(1, frame, len);
+  _exit(70);
+}
+
 int vxd_worker_serve(vxl_compiler *c) {
   signal(SIGPIPE, SIG_IGN);
+  vxl_install_fatal_error_handler(vxd__fatal);
   signal(SIGINT, SIG_IGN); /* the daemon decides when workers stop */
   unsigned compiles = 0;
   for (;;) {
@@ -135,6 +155,7 @@ int vxd_worker_serve(vxl_compiler *c) {
         vxl_compiler_destroy(c);
         if (vxl_compiler_create(&c) != 0) return 1;
       }
+      vxd__current_id = id;
       vxd__compile(c, &req, &resp);
     }
     vxp_request_clear(&req);

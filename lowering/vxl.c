@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <llvm-c/Core.h>
+#include <llvm-c/ErrorHandling.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm/Config/llvm-config.h>
@@ -54,6 +55,29 @@
 #define VXL_PIPELINE_FULL                                                                                    \
   "builtin.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"                                   \
   "convert-math-to-llvm,convert-math-to-libm," VXL__PIPELINE_TAIL
+
+/* What LLVM reports while compiling one module, and where it goes. */
+typedef struct {
+  vxl__diags *d;
+  const char *source_name;
+  int errors;
+} vxl__llvm_diags;
+
+/* LLVM's diagnostic handler for a compile's context: errors (an inline-asm
+ * constraint no register satisfies, ...) become diagnostics of the compile
+ * instead of LLVM's default, which prints them and exits the process. */
+static void vxl__llvm_diagnostic(LLVMDiagnosticInfoRef di, void *ud) {
+  vxl__llvm_diags *s = ud;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError) return;
+  char *what = LLVMGetDiagInfoDescription(di);
+  vxl__diag_add(s->d, "%s: error: code generation: %s", s->source_name, what ? what : "(no description)");
+  LLVMDisposeMessage(what);
+  s->errors++;
+}
+
+void vxl_install_fatal_error_handler(void (*handler)(const char *reason)) {
+  LLVMInstallFatalErrorHandler(handler);
+}
 
 const char *vxl_toolchain_fingerprint(void) {
   return "llvm=" LLVM_VERSION_STRING ";triple=" VXL_TRIPLE ";cpu=" VXL_CPU ";features=" VXL_FEATURES
@@ -283,6 +307,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   LLVMTargetDataRef td = NULL;
 
   c->cur_diags = &d;
+  vxl__llvm_diags llvm_diags = {&d, source_name, 0};
   int rc = 0;
   uint32_t w = opts->warp_size;
   if (w > 32 || (w & (w - 1))) {
@@ -293,6 +318,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   /* one LLVM context per compile: the MLIR side sizes workgroup buffers
    * with it, then the module is translated into it */
   lctx = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(lctx, vxl__llvm_diagnostic, &llvm_diags);
   td = vxl__target_data(c);
   rc = vxl__lower_to_llvm_dialect(c, source, len, source_name, opts, lctx, td, &d, &mod, &kinfo, &nk);
   if (rc) goto done;
@@ -373,6 +399,12 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   mlirModuleDestroy(mod);
   mod = (MlirModule){NULL};
   rc = vxl__emit_object(c, lm, res->kernels, nk, opts, &res->object, &res->object_size, &d);
+  if (rc == 0 && llvm_diags.errors) { /* LLVM reported errors and went on: no object */
+    free(res->object);
+    res->object = NULL;
+    res->object_size = 0;
+    rc = -EINVAL;
+  }
 
 done:
   c->cur_diags = NULL;

@@ -39,8 +39,12 @@
  *   4: one object per module; kernel i starts at __vxl_main_<i> (was: one
  *      object per kernel, each defining main).
  *   5: gpu.func names with a NUL byte or invalid UTF-8 are refused (they
- *      compiled before and could sit in a cache). */
-#define VXL_LOWERING_ABI_VERSION 5u
+ *      compiled before and could sit in a cache).
+ *   6: private memory over a thread's 16 KiB stack slot, globals and
+ *      tensor constants over 64 MiB and nesting deeper than 256 levels are
+ *      refused (the first compiled into objects that overwrote other
+ *      threads' stacks). */
+#define VXL_LOWERING_ABI_VERSION 6u
 
 typedef struct vxl_compiler vxl_compiler;
 
@@ -140,6 +144,13 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
                 const vxl_options *opts, vxl_result *res);
 
 void vxl_result_clear(vxl_result *res);
+
+/* Routes LLVM's (and MLIR's) fatal errors - report_fatal_error, which
+ * otherwise prints and aborts - to handler(reason) instead.  The handler
+ * must not return (LLVM aborts if it does): a compile worker answers the
+ * request in flight and exits.  Process-wide: LLVM keeps one handler per
+ * process; call it once, at the start of a process that compiles. */
+void vxl_install_fatal_error_handler(void (*handler)(const char *reason));
 
 /* Describes the toolchain for cache keys: LLVM version, target triple, CPU,
  * features, ABI, data layout.  Static string; any thread. */

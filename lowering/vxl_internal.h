@@ -51,6 +51,19 @@ void vxl__diag_add(vxl__diags *d, const char *fmt, ...) __attribute__((format(pr
  * start it with "unsupported: "). */
 void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Memory limits the Vortex runtime imposes (docs/VORTEX_ABI.md): a
+ * thread's private memory lives on its stack, in a 16 KiB hart slot; a
+ * global or constant is carried in the object. */
+#define VXL_MAX_PRIVATE_BYTES (16u * 1024u)
+#define VXL_MAX_GLOBAL_BYTES (64ull * 1024u * 1024u)
+
+/* Refuses, with a diagnostic at the op, memory the target cannot hold:
+ * private attributions and memref.alloca over VXL_MAX_PRIVATE_BYTES,
+ * workgroup attributions over 4 GiB, memref.globals and tensor values over
+ * VXL_MAX_GLOBAL_BYTES (a 1 GiB dense splat would be materialised in the
+ * object).  Returns 0 or -EINVAL. */
+int vxl__check_sizes(MlirOperation root, vxl__diags *d);
+
 /* 1 when the n bytes at s are well-formed UTF-8 (RFC 3629: no overlong
  * forms, no surrogates, nothing above U+10FFFF), else 0. */
 int vxl__utf8_valid(const char *s, size_t n);

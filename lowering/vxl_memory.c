@@ -377,3 +377,87 @@ static MlirWalkResult vxl__strip_cb(MlirOperation op, void *ud) {
 void vxl__strip_address_spaces(MlirOperation root) {
   mlirOperationWalk(root, vxl__strip_cb, NULL, MlirWalkPreOrder);
 }
+
+/* Static size in bytes of a shaped type (element bit widths rounded up to
+ * bytes, index as 32 bits, other element types as 4 bytes), saturating at
+ * UINT64_MAX; 0 for a dynamic shape. */
+static uint64_t vxl__static_bytes(MlirType t) {
+  if (!mlirTypeIsAShaped(t) || !mlirShapedTypeHasRank(t) || !mlirShapedTypeHasStaticShape(t)) return 0;
+  MlirType el = mlirShapedTypeGetElementType(t);
+  uint64_t size = 4;
+  if (mlirTypeIsAInteger(el))
+    size = (mlirIntegerTypeGetWidth(el) + 7) / 8;
+  else if (mlirTypeIsAFloat(el))
+    size = (mlirFloatTypeGetWidth(el) + 7) / 8;
+  for (intptr_t i = 0; i < mlirShapedTypeGetRank(t); i++) {
+    uint64_t dim = (uint64_t)mlirShapedTypeGetDimSize(t, i);
+    if (dim && size > UINT64_MAX / dim) return UINT64_MAX;
+    size *= dim;
+  }
+  return size;
+}
+
+typedef struct {
+  vxl__diags *d;
+  int rc;
+} vxl__size_walk;
+
+static int vxl__size_refuse(vxl__size_walk *w, MlirOperation op, const char *what, uint64_t bytes,
+                            uint64_t limit, const char *why) {
+  if (bytes <= limit) return 0;
+  vxl__diag_at(w->d, mlirOperationGetLocation(op), "unsupported: %s of %llu bytes (at most %llu: %s)", what,
+               (unsigned long long)bytes, (unsigned long long)limit, why);
+  w->rc = -EINVAL;
+  return 1;
+}
+
+static MlirWalkResult vxl__size_cb(MlirOperation op, void *ud) {
+  vxl__size_walk *w = ud;
+  static const char stack[] = "each thread's stack lives in a 16 KiB hart slot";
+  if (vxl__op_is(op, "memref.alloca") && mlirOperationGetNumResults(op) == 1) {
+    if (vxl__size_refuse(w, op, "private memory (memref.alloca)",
+                         vxl__static_bytes(mlirValueGetType(mlirOperationGetResult(op, 0))),
+                         VXL_MAX_PRIVATE_BYTES, stack))
+      return MlirWalkResultInterrupt;
+  } else if (vxl__op_is(op, "gpu.func")) {
+    MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    MlirAttribute fta = mlirOperationGetAttributeByName(op, vxl__str("function_type"));
+    MlirAttribute wa = mlirOperationGetAttributeByName(op, vxl__str("workgroup_attributions"));
+    if (mlirBlockIsNull(entry) || mlirAttributeIsNull(fta)) return MlirWalkResultAdvance;
+    intptr_t nin = mlirFunctionTypeGetNumInputs(mlirTypeAttrGetValue(fta));
+    intptr_t nwg =
+        !mlirAttributeIsNull(wa) && mlirAttributeIsAInteger(wa) ? mlirIntegerAttrGetValueInt(wa) : 0;
+    uint64_t workgroup = 0;
+    for (intptr_t i = nin; i < mlirBlockGetNumArguments(entry); i++) {
+      uint64_t b = vxl__static_bytes(mlirValueGetType(mlirBlockGetArgument(entry, i)));
+      if (i - nin < nwg)
+        workgroup = workgroup > UINT64_MAX - b ? UINT64_MAX : workgroup + b;
+      else if (vxl__size_refuse(w, op, "private attribution", b, VXL_MAX_PRIVATE_BYTES, stack))
+        return MlirWalkResultInterrupt;
+    }
+    if (vxl__size_refuse(w, op, "workgroup attributions", workgroup, UINT32_MAX,
+                         "device addresses are 32 bits"))
+      return MlirWalkResultInterrupt;
+  } else if (vxl__op_is(op, "memref.global")) {
+    MlirAttribute ta = mlirOperationGetAttributeByName(op, vxl__str("type"));
+    if (!mlirAttributeIsNull(ta) && mlirAttributeIsAType(ta) &&
+        vxl__size_refuse(w, op, "memref.global", vxl__static_bytes(mlirTypeAttrGetValue(ta)),
+                         VXL_MAX_GLOBAL_BYTES, "the object would hold it"))
+      return MlirWalkResultInterrupt;
+  } else {
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); i++) {
+      MlirType t = mlirValueGetType(mlirOperationGetResult(op, i));
+      if (mlirTypeIsATensor(t) &&
+          vxl__size_refuse(w, op, "tensor value", vxl__static_bytes(t), VXL_MAX_GLOBAL_BYTES,
+                           "a constant would be materialised in the object"))
+        return MlirWalkResultInterrupt;
+    }
+  }
+  return MlirWalkResultAdvance;
+}
+
+int vxl__check_sizes(MlirOperation root, vxl__diags *d) {
+  vxl__size_walk w = {d, 0};
+  mlirOperationWalk(root, vxl__size_cb, &w, MlirWalkPreOrder);
+  return w.rc;
+}

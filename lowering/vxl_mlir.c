@@ -85,25 +85,40 @@ static void vxl__fix_dlti(char *buf, size_t len) {
  * integer took 30 s), so longer ones are refused before parsing. */
 #define VXL_MAX_LITERAL_CHARS 400
 
+/* Deepest nesting of '{' '(' '[' '<' accepted.  MLIR's parser recurses
+ * once per level (an scf.if nested 4 000 deep overflowed an 8 MiB stack);
+ * real kernels stay far below this. */
+#define VXL_MAX_NESTING 256
+
 static int vxl__word_char(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
          c == '.' || c == '-';
 }
 
-/* Refuses numeric literals longer than VXL_MAX_LITERAL_CHARS, with a
- * diagnostic at their file:line:col; one pass over the text, skipping
- * string literals and comments.  A word is a maximal run of identifier
+/* Refuses numeric literals longer than VXL_MAX_LITERAL_CHARS and nesting
+ * deeper than VXL_MAX_NESTING, with a diagnostic at their file:line:col;
+ * one pass over the text, skipping string literals and comments.  A word is a maximal run of identifier
  * characters; it is a numeric literal when it starts with a digit (or a
  * minus and a digit) and no sigil (% @ # ^ !) names it.  Returns 0 or
  * -EINVAL. */
 static int vxl__check_literals(const char *t, size_t len, const char *source_name, vxl__diags *d) {
-  size_t line = 1, col = 1;
+  size_t line = 1, col = 1, depth = 0;
   for (size_t i = 0; i < len;) {
     unsigned char c = (unsigned char)t[i];
     if (c == '\n') {
       line++, col = 1, i++;
       continue;
     }
+    if (c == '{' || c == '(' || c == '[' || c == '<') {
+      if (++depth > VXL_MAX_NESTING) {
+        vxl__diag_add(d,
+                      "%s:%zu:%zu: error: unsupported: nesting deeper than %d levels of regions, "
+                      "parentheses, brackets or type parameters",
+                      source_name, line, col, VXL_MAX_NESTING);
+        return -EINVAL;
+      }
+    } else if ((c == '}' || c == ')' || c == ']' || (c == '>' && !(i > 0 && t[i - 1] == '-'))) && depth)
+      depth--;      /* "->" is an arrow, not a closing bracket */
     if (c == '"') { /* string literal, with escapes */
       for (i++, col++; i < len && t[i] != '"' && t[i] != '\n'; i++, col++)
         if (t[i] == '\\' && i + 1 < len && t[i + 1] != '\n') i++, col++;
@@ -506,7 +521,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, 
   MlirOperation top = vxl__parse(ctx, text, len, source_name, d); /* 2 */
   free(text);
   if (mlirOperationIsNull(top)) return -EINVAL;
-  rc = vxl__outline(c, top, source_name, d); /* 3 */
+  rc = vxl__check_sizes(top, d);                          /* 2b: memory the target cannot hold */
+  if (rc == 0) rc = vxl__outline(c, top, source_name, d); /* 3 */
   if (rc) {
     mlirOperationDestroy(top);
     return rc;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -429,5 +430,252 @@ Test(hardening, an_unusable_cache_directory_means_serving_without_a_cache) {
   snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "serving without a cache"), "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+/* ---- limits: every resource a client can make the daemon hold ---- */
+
+/* A raw connection to sock (blocking); -1 on failure. */
+static int raw_connect(const char *sock) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Reads one response frame from fd within timeout_ms into *r; 0, or -1 on
+ * EOF / timeout / garbage. */
+static int read_response(int fd, int timeout_ms, vxp_response *r) {
+  struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  uint8_t hdr[VXP_FRAME_HEADER_SIZE];
+  if (recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr) return -1;
+  uint32_t len = 0;
+  if (vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK) return -1;
+  uint8_t *p = malloc(len);
+  int ok = p && recv(fd, p, len, MSG_WAITALL) == (ssize_t)len && vxp_response_decode(p, len, r) == VXP_OK;
+  free(p);
+  return ok ? 0 : -1;
+}
+
+/* Whether another client is served a stats request within 2 s. */
+static int others_served(const char *sock) {
+  int fd = raw_connect(sock);
+  if (fd < 0) return 0;
+  vxp_request q = {.op = VXP_OP_STATS, .id = 99, .proto_version = VXP_PROTOCOL_VERSION};
+  uint8_t *frame;
+  size_t len;
+  vxp_request_encode(&q, &frame, &len);
+  int ok = send(fd, frame, len, MSG_NOSIGNAL) == (ssize_t)len;
+  free(frame);
+  vxp_response r;
+  ok = ok && read_response(fd, 2000, &r) == 0 && r.status == VXP_STATUS_OK && r.id == 99;
+  if (ok) vxp_response_clear(&r);
+  close(fd);
+  return ok;
+}
+
+/* Resident memory of pid in KiB. */
+static long rss_kib(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld", &kib) == 1) break;
+  if (f) fclose(f);
+  return kib;
+}
+
+Test(hardening, connections_over_the_limit_are_answered_and_closed) {
+  vxt_daemon d;
+  start_in(&d, "maxconn", "--max-connections=4");
+  int fds[4];
+  for (int i = 0; i < 4; i++)
+    cr_assert_geq(fds[i] = raw_connect(d.sock), 0);
+  int extra = raw_connect(d.sock);
+  cr_assert_geq(extra, 0);
+  vxp_response r;
+  cr_assert_eq(read_response(extra, 2000, &r), 0, "the fifth is told why");
+  cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
+  cr_assert_not_null(strstr(r.message, "too many connections (max_connections = 4)"), "%s", r.message);
+  vxp_response_clear(&r);
+  uint8_t b;
+  cr_assert_eq(recv(extra, &b, 1, 0), 0, "and closed");
+  close(extra);
+  close(fds[0]);
+  usleep(100000);
+  cr_assert(others_served(d.sock), "a freed slot serves again");
+  for (int i = 1; i < 4; i++)
+    close(fds[i]);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+Test(hardening, a_stalled_frame_and_an_idle_connection_time_out) {
+  vxt_daemon d;
+  start_in(&d, "slow", "--frame-timeout=1");
+  /* slowloris: a header announcing 1 MB, then ten bytes, then nothing */
+  int slow[8];
+  for (int i = 0; i < 8; i++) {
+    cr_assert_geq(slow[i] = raw_connect(d.sock), 0);
+    uint8_t start[14] = {0x00, 0x10, 0x00, 0x00, 0x8a, 'o', 'p'};
+    cr_assert_eq(send(slow[i], start, sizeof start, MSG_NOSIGNAL), (ssize_t)sizeof start);
+  }
+  cr_assert(others_served(d.sock), "others are served meanwhile");
+  vxp_response r;
+  cr_assert_eq(read_response(slow[0], 4000, &r), 0, "answered when its time is up");
+  cr_assert_not_null(strstr(r.message, "frame not completed within 1 s"), "%s", r.message);
+  vxp_response_clear(&r);
+  for (int i = 0; i < 8; i++)
+    close(slow[i]);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  /* an idle connection is closed after connection_idle_timeout */
+  vxt_daemon e;
+  start_in(&e, "idle", "--connection-idle-timeout=1");
+  int idle = raw_connect(e.sock);
+  cr_assert_geq(idle, 0);
+  struct timeval tv = {5, 0};
+  setsockopt(idle, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  uint8_t b;
+  cr_assert_eq(recv(idle, &b, 1, 0), 0, "closed by the daemon within 5 s");
+  close(idle);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, e.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_geq(json_num(out, "timeouts"), 1, "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&e), 0);
+}
+
+/* Writes compile requests of src to sock without ever reading a reply,
+ * until killed. */
+static void flood_without_reading(const char *sock, const char *src, size_t len) {
+  int fd = raw_connect(sock);
+  if (fd < 0) _exit(1);
+  vxp_request q = {.op = VXP_OP_COMPILE,
+                   .proto_version = VXP_PROTOCOL_VERSION,
+                   .source = (uint8_t *)src,
+                   .source_len = len,
+                   .opt_level = 2};
+  for (uint64_t id = 1; id < 200000; id++) {
+    uint8_t *frame;
+    size_t flen;
+    q.id = id;
+    if (vxp_request_encode(&q, &frame, &flen) != VXP_OK) _exit(2);
+    if (send(fd, frame, flen, MSG_NOSIGNAL) != (ssize_t)flen) _exit(0);
+    free(frame);
+  }
+  _exit(0);
+}
+
+Test(hardening, a_client_that_never_reads_cannot_grow_the_daemon) {
+  vxt_daemon d;
+  start_in(&d, "flood", "--max-unsent=1M");
+  size_t len;
+  char *src = vxt_read_file(POLYGEIST_STYLE, &len);
+  cr_assert_not_null(src);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d.sock, POLYGEIST_STYLE);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out); /* every flood request is a hit */
+  long before = rss_kib(d.pid);
+  pid_t kid = fork();
+  cr_assert_geq(kid, 0);
+  if (kid == 0) flood_without_reading(d.sock, src, len);
+  sleep(3);
+  long during = rss_kib(d.pid);
+  int served = others_served(d.sock);
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  free(src);
+  cr_assert(served, "others are served while one client floods");
+  cr_assert_lt(during - before, 64 * 1024, "the daemon grew by %ld KiB (from %ld KiB)", during - before,
+               before);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+Test(hardening, a_source_over_max_source_is_refused) {
+  vxt_daemon d;
+  start_in(&d, "maxsrc", "--max-source=1K");
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile %s/sgemm_naive.mlir 2>&1; echo rc=$?", VXT_VXC,
+           d.sock, VXT_KERNELS_DIR);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "over the limit of 1024 bytes (max_source)"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=2"), "%s", out);
+  cr_assert(others_served(d.sock));
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+/* Kills every worker of daemon pid, every few milliseconds, until killed. */
+static void kill_workers_forever(pid_t daemon_pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)daemon_pid, (int)daemon_pid);
+  for (;;) {
+    FILE *f = fopen(path, "r");
+    int pid;
+    while (f && fscanf(f, "%d", &pid) == 1)
+      kill(pid, SIGKILL);
+    if (f) fclose(f);
+    usleep(2000);
+  }
+}
+
+Test(hardening, an_input_that_crashes_workers_is_answered_at_once_afterwards) {
+  vxt_daemon d;
+  start_in(&d, "crash", NULL);
+  /* a compile long enough to be killed in the middle: 400 divergent branches */
+  char *src = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&src, &len);
+  fputs("module {\n  gpu.module @m {\n    gpu.func @k(%o: memref<?xi32>) kernel {\n"
+        "      %tid = gpu.thread_id x\n      %t = arith.index_cast %tid : index to i32\n",
+        f);
+  for (int i = 0; i < 400; i++)
+    fprintf(f,
+            "      %%c%d = arith.constant %d : i32\n      %%p%d = arith.cmpi slt, %%t, %%c%d : i32\n"
+            "      cf.cond_br %%p%d, ^a%d, ^b%d\n    ^a%d:\n      memref.store %%c%d, %%o[%%tid] : "
+            "memref<?xi32>\n"
+            "      cf.br ^b%d\n    ^b%d:\n",
+            i, i, i, i, i, i, i, i, i, i, i);
+  fputs("      gpu.return\n    }\n  }\n}\n", f);
+  fclose(f);
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d.sock, &c), 0);
+  pid_t killer = fork();
+  cr_assert_geq(killer, 0);
+  if (killer == 0) kill_workers_forever(d.pid);
+  vxp_response r;
+  int rc = vxc_compile(c, src, len, "crash.mlir", NULL, &r);
+  kill(killer, SIGKILL);
+  waitpid(killer, NULL, 0);
+  cr_assert_eq(rc, 0);
+  cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
+  cr_assert_not_null(strstr(r.message, "crashed twice"), "%s", r.message);
+  vxp_response_clear(&r);
+  usleep(200000); /* the workers come back */
+  cr_assert_eq(vxc_stats(c, &r), 0);
+  uint64_t restarts = r.stats.worker_restarts;
+  vxp_response_clear(&r);
+  /* the same input again: refused at once, no worker spent on it (a
+   * compile would have been killed, the killer being gone, or counted) */
+  cr_assert_eq(vxc_compile(c, src, len, "crash.mlir", NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
+  cr_assert_not_null(strstr(r.message, "refused without compiling for 300 s"), "%s", r.message);
+  vxp_response_clear(&r);
+  cr_assert_eq(vxc_stats(c, &r), 0);
+  cr_assert_eq(r.stats.misses, 0, "nothing was compiled");
+  vxp_response_clear(&r);
+  /* everyone else is served by the replaced workers */
+  size_t plen;
+  char *poly = vxt_read_file(POLYGEIST_STYLE, &plen);
+  cr_assert_eq(vxc_compile(c, poly, plen, "p.mlir", NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
+  vxp_response_clear(&r);
+  cr_assert_eq(vxc_stats(c, &r), 0);
+  cr_assert_eq(r.stats.worker_restarts, restarts, "no worker crashed again");
+  vxp_response_clear(&r);
+  free(poly);
+  free(src);
+  vxc_close(c);
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }

@@ -313,6 +313,77 @@ Test(lowering, symbol_names_with_nul_or_invalid_utf8_are_refused_at_their_locati
   vxl_result_clear(&r);
 }
 
+Test(lowering, nesting_past_the_limit_is_refused_before_parsing) {
+  /* 4 000 nested scf.if overflowed the parser's stack; 60 are fine */
+  int depths[] = {4000, 60};
+  for (int k = 0; k < 2; k++) {
+    int n = depths[k];
+    char *t = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&t, &len);
+    fputs("module {\n  gpu.module @m {\n    gpu.func @k(%o: memref<?xi32>, %c: i1) kernel {\n", f);
+    for (int i = 0; i < n; i++)
+      fputs("scf.if %c {\n", f);
+    fputs("%z = arith.constant 0 : index\n%v = arith.constant 1 : i32\nmemref.store %v, %o[%z] : "
+          "memref<?xi32>\n",
+          f);
+    for (int i = 0; i < n; i++)
+      fputs("}\n", f);
+    fputs("      gpu.return\n    }\n  }\n}\n", f);
+    fclose(f);
+    vxl_result r = compile_text(t);
+    if (n > 256) {
+      cr_assert_not(r.ok);
+      /* the 257th open bracket, counting the module's, the gpu.module's and the
+       * function's (and the signature's parentheses are closed) */
+      cr_assert_str_eq(r.diags[0], "t.mlir:257:11: error: unsupported: nesting deeper than 256 levels of "
+                                   "regions, parentheses, brackets or type parameters");
+    } else
+      cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+    vxl_result_clear(&r);
+    free(t);
+  }
+}
+
+Test(lowering, llvm_code_generation_errors_are_diagnostics_not_an_exit) {
+  /* LLVM's default for a context error is to print it and exit(1): this
+   * test process would end here */
+  vxl_result r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%o: memref<?xi32>) kernel {\n"
+                              "      %c = arith.constant 1 : i32\n"
+                              "      %0 = llvm.inline_asm \"addi $0, $1, 1\", \"=x,r\" %c : (i32) -> i32\n"
+                              "      %z = arith.constant 0 : index\n"
+                              "      memref.store %0, %o[%z] : memref<?xi32>\n"
+                              "      gpu.return\n    }\n  }\n}\n");
+  cr_assert_not(r.ok);
+  cr_assert_null(r.object);
+  cr_assert_str_eq(r.diags[0],
+                   "t.mlir: error: code generation: couldn't allocate output register for constraint 'x'");
+  vxl_result_clear(&r);
+}
+
+Test(lowering, memory_the_target_cannot_hold_is_refused_at_its_op) {
+  const char *cases[][2] = {
+      {"    gpu.func @k(%o: memref<?xf32>) private(%p: memref<1073741824xf32, #gpu.address_space<private>>) "
+       "kernel {\n      gpu.return\n    }\n",
+       "t.mlir:3:5: error: unsupported: private attribution of 4294967296 bytes (at most 16384"},
+      {"    gpu.func @k(%o: memref<?xf32>) kernel {\n      %a = memref.alloca() : memref<5000xf32>\n"
+       "      gpu.return\n    }\n",
+       "t.mlir:4:12: error: unsupported: private memory (memref.alloca) of 20000 bytes (at most 16384"},
+      {"    memref.global \"private\" constant @g : memref<268435456xf32> = dense<0.0>\n"
+       "    gpu.func @k(%o: memref<?xf32>) kernel {\n      gpu.return\n    }\n",
+       "t.mlir:3:5: error: unsupported: memref.global of 1073741824 bytes (at most 67108864"},
+  };
+  for (int i = 0; i < 3; i++) {
+    char t[1024];
+    snprintf(t, sizeof t, "module {\n  gpu.module @m {\n%s  }\n}\n", cases[i][0]);
+    vxl_result r = compile_text(t);
+    cr_assert_not(r.ok, "case %d", i);
+    cr_assert_geq(r.ndiags, 1);
+    cr_assert_not_null(strstr(r.diags[0], cases[i][1]), "case %d: %s", i, r.diags[0]);
+    vxl_result_clear(&r);
+  }
+}
+
 Test(lowering, many_sequential_divergent_cf_branches_each_get_split_and_join) {
   /* the placement keeps one CFG current across the branches of a region;
    * every branch must still get its own split and join */
