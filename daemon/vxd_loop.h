@@ -113,7 +113,7 @@ struct vxd_server {
   uv_loop_t *loop;
   uv_pipe_t listener;
   uv_signal_t sigint, sigterm;
-  uv_timer_t idle, flush;
+  uv_timer_t idle, flush, watchdog;
   int bound_socket; /* we created the socket file (not socket activation) */
   int lock_fd;      /* single-instance lock, held while running */
   int dir_fd;       /* the checked runtime directory (vxp_runtime_dir_open) */

@@ -65,10 +65,10 @@ static int vxd__num(const vxp_config *pc, vxp_conf_key k, int size, uint64_t lo,
 static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   if (strlen(pc->value[VXP_CONF_socket]) >= sizeof cfg->socket_path)
     return vxd__bad(pc, VXP_CONF_socket, "too long for a Unix socket address");
-  snprintf(cfg->socket_path, sizeof cfg->socket_path, "%s", pc->value[VXP_CONF_socket]);
+  memcpy(cfg->socket_path, pc->value[VXP_CONF_socket], strlen(pc->value[VXP_CONF_socket]) + 1);
   if (strlen(pc->value[VXP_CONF_cache_dir]) >= sizeof cfg->cache_dir)
     return vxd__bad(pc, VXP_CONF_cache_dir, "path too long");
-  snprintf(cfg->cache_dir, sizeof cfg->cache_dir, "%s", pc->value[VXP_CONF_cache_dir]);
+  memcpy(cfg->cache_dir, pc->value[VXP_CONF_cache_dir], strlen(pc->value[VXP_CONF_cache_dir]) + 1);
   uint64_t v;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   cfg->workers = ncpu > 0 ? (unsigned)ncpu : 1;

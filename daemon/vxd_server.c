@@ -88,6 +88,11 @@ void vxd__flush_counters(vxd_server *s) {
 
 static void vxd__flush_cb(uv_timer_t *t) { vxd__flush_counters(t->data); }
 
+static void vxd__watchdog_cb(uv_timer_t *t) {
+  (void)t;
+  sd_notify(0, "WATCHDOG=1");
+}
+
 static int vxd__remove_stale_socket(vxd_server *s, const char *base);
 
 static void vxd__close_if_open(uv_handle_t *h) {
@@ -110,6 +115,7 @@ void vxd__stop(vxd_server *s, const char *why) {
   vxd__close_if_open((uv_handle_t *)&s->sigterm);
   vxd__close_if_open((uv_handle_t *)&s->idle);
   vxd__close_if_open((uv_handle_t *)&s->flush);
+  vxd__close_if_open((uv_handle_t *)&s->watchdog);
   vxd__flush_counters(s);
   vxd_store_close(s->store); /* writes what is queued first */
   s->store = NULL;
@@ -287,6 +293,13 @@ int vxd_server_run(const vxd_config *cfg) {
   if (cfg->verbose)
     vxd__log(s, "serving %s (cache %s, %u workers)", cfg->socket_path, cfg->cache_dir, s->pool.nslots);
   sd_notifyf(0, "READY=1\nSTATUS=serving %s", cfg->socket_path);
+  /* systemd's watchdog (WatchdogSec=): a ping at half the interval from
+   * the loop, so a wedged loop gets the service restarted */
+  uint64_t wd_usec = 0;
+  uv_timer_init(s->loop, &s->watchdog);
+  s->watchdog.data = s;
+  if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec >= 2000)
+    uv_timer_start(&s->watchdog, vxd__watchdog_cb, 0, wd_usec / 2000);
 
   uv_run(s->loop, UV_RUN_DEFAULT);
 

@@ -679,3 +679,171 @@ Test(hardening, an_input_that_crashes_workers_is_answered_at_once_afterwards) {
   vxc_close(c);
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
+
+/* ---- crash consistency ---- */
+
+/* A small kernel whose constant makes its source (and key) differ. */
+static char *variant(int i, size_t *len) {
+  char *t = NULL;
+  FILE *f = open_memstream(&t, len);
+  fprintf(f,
+          "module {\n  gpu.module @m {\n    gpu.func @k(%%o: memref<?xi32>) kernel {\n"
+          "      %%tid = gpu.thread_id x\n      %%c = arith.constant %d : i32\n"
+          "      memref.store %%c, %%o[%%tid] : memref<?xi32>\n      gpu.return\n    }\n  }\n}\n",
+          i);
+  fclose(f);
+  return t;
+}
+
+/* One round: entries written and acknowledged, more stored concurrently,
+ * kill -9 at delay_us into those, then a restart that must find every
+ * acknowledged entry whole and nothing damaged. */
+static void kill9_round(int round, useconds_t delay_us) {
+  enum { ACKED = 12, CLIENTS = 4, EACH = 8 };
+  vxt_daemon d;
+  char name[32];
+  snprintf(name, sizeof name, "kill9-%d", round);
+  start_in(&d, name, NULL);
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d.sock, &c), 0);
+  char keys[ACKED][65];
+  uint8_t *objs[ACKED];
+  size_t sizes[ACKED];
+  for (int i = 0; i < ACKED; i++) {
+    size_t len;
+    char *src = variant(i, &len);
+    vxp_response r;
+    cr_assert_eq(vxc_compile(c, src, len, "v.mlir", NULL, &r), 0);
+    cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
+    snprintf(keys[i], sizeof keys[i], "%s", r.key);
+    objs[i] = r.object, sizes[i] = r.object_size;
+    r.object = NULL;
+    vxp_response_clear(&r);
+    free(src);
+  }
+  /* stats answers once every queued store is written: acknowledged */
+  vxp_response st;
+  cr_assert_eq(vxc_stats(c, &st), 0);
+  cr_assert_eq(st.stats.entries, ACKED);
+  vxp_response_clear(&st);
+  vxc_close(c);
+  /* then concurrent stores, and kill -9 in the middle of them */
+  pid_t kids[CLIENTS];
+  for (int k = 0; k < CLIENTS; k++) {
+    kids[k] = fork();
+    cr_assert_geq(kids[k], 0);
+    if (kids[k] == 0) {
+      vxc_conn *kc = NULL;
+      if (vxc_connect(d.sock, &kc) != 0) _exit(1);
+      for (int i = 0; i < EACH; i++) {
+        size_t len;
+        char *src = variant(1000 + k * EACH + i, &len);
+        vxp_response r;
+        if (vxc_compile(kc, src, len, "v.mlir", NULL, &r) != 0) _exit(0); /* the daemon died */
+        vxp_response_clear(&r);
+        free(src);
+      }
+      _exit(0);
+    }
+  }
+  usleep(delay_us);
+  cr_assert_eq(kill(d.pid, SIGKILL), 0);
+  waitpid(d.pid, NULL, 0);
+  d.pid = 0;
+  for (int k = 0; k < CLIENTS; k++)
+    waitpid(kids[k], NULL, 0);
+  usleep(100000); /* orphaned workers see EOF and exit */
+  /* restarted on the same cache: nothing moved aside, nothing damaged */
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
+  char aside[300];
+  snprintf(aside, sizeof aside, "%s/cache.db.corrupt", d.cache);
+  struct stat sst;
+  cr_assert_neq(stat(aside, &sst), 0, "the database was not set aside");
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  unsigned checked = 0, damaged = 99;
+  cr_assert_eq(sscanf(out, "%u entries checked, %u damaged", &checked, &damaged), 2, "%s", out);
+  cr_assert_eq(damaged, 0, "%s", out);
+  cr_assert_geq(checked, ACKED, "%s", out);
+  cr_assert_eq(vxc_connect(d.sock, &c), 0);
+  for (int i = 0; i < ACKED; i++) {
+    vxp_response r;
+    cr_assert_eq(vxc_fetch(c, keys[i], NULL, &r), 0);
+    cr_assert_eq(r.status, VXP_STATUS_OK, "acknowledged entry %d is there", i);
+    cr_assert_eq(r.object_size, sizes[i]);
+    cr_assert_eq(memcmp(r.object, objs[i], sizes[i]), 0, "with the bytes it was compiled to");
+    vxp_response_clear(&r);
+    free(objs[i]);
+  }
+  vxc_close(c);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+/* VORTEXD_STRESS_ROUNDS (default 1) rounds, the kill falling at a
+ * different moment in each. */
+Test(hardening, kill_9_under_concurrent_stores_keeps_every_written_entry_whole) {
+  const char *env = getenv("VORTEXD_STRESS_ROUNDS");
+  int rounds = env && atoi(env) > 0 ? atoi(env) : 1;
+  for (int i = 0; i < rounds; i++)
+    kill9_round(i, (useconds_t)(20000 + (i * 37000) % 200000));
+}
+
+/* ---- systemd: readiness, watchdog and stopping, over a real notify socket ---- */
+
+Test(hardening, notifies_ready_watchdog_and_stopping_to_systemd) {
+  char nsock[100];
+  snprintf(nsock, sizeof nsock, "%.80s/notify.sock", root);
+  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  memcpy(a.sun_path, nsock, strlen(nsock) + 1);
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  setenv("NOTIFY_SOCKET", nsock, 1);
+  setenv("WATCHDOG_USEC", "200000", 1); /* a ping every 100 ms */
+  vxt_daemon d;
+  start_in(&d, "notify", NULL);
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("WATCHDOG_USEC");
+  usleep(450000);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  int ready = 0, pings = 0, stopping = 0;
+  char msg[512];
+  ssize_t n;
+  while ((n = recv(fd, msg, sizeof msg - 1, MSG_DONTWAIT)) > 0) {
+    msg[n] = '\0';
+    if (strstr(msg, "READY=1")) ready++;
+    if (strstr(msg, "WATCHDOG=1")) pings += !stopping;
+    if (strstr(msg, "STOPPING=1")) stopping++;
+  }
+  close(fd);
+  cr_assert_eq(ready, 1);
+  cr_assert_geq(pings, 3, "pings while serving: %d", pings);
+  cr_assert_eq(stopping, 1);
+}
+
+Test(hardening, the_single_instance_lock_holds_under_socket_activation_too) {
+  vxt_daemon d;
+  start_in(&d, "activated", NULL);
+  pid_t kid = fork();
+  cr_assert_geq(kid, 0);
+  if (kid == 0) { /* what systemd does: a listening socket as fd 3, LISTEN_FDS/LISTEN_PID */
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%.90s/act.sock", d.dir);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 8) != 0 || dup2(fd, 3) != 3) _exit(90);
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    setenv("LISTEN_FDS", "1", 1);
+    setenv("LISTEN_PID", pid, 1);
+    unsetenv("RUNTIME_DIRECTORY");
+    int nul = open("/dev/null", O_WRONLY);
+    dup2(nul, 2);
+    execl(VXT_VORTEXD, VXT_VORTEXD, "--socket", d.sock, "--cache-dir", d.cache, (char *)NULL);
+    _exit(91);
+  }
+  int st = 0;
+  cr_assert_eq(waitpid(kid, &st, 0), kid);
+  cr_assert(WIFEXITED(st), "status %d", st);
+  cr_assert_eq(WEXITSTATUS(st), 2, "a second daemon on the same socket stops at the lock");
+  cr_assert(others_served(d.sock), "and the first keeps serving");
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
