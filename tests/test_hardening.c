@@ -847,3 +847,37 @@ Test(hardening, the_single_instance_lock_holds_under_socket_activation_too) {
   cr_assert(others_served(d.sock), "and the first keeps serving");
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
+
+Test(hardening, workers_run_under_the_configured_address_space_limit) {
+  vxt_daemon d;
+  start_in(&d, "rlimit", "--worker-memory=768M");
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)d.pid, (int)d.pid);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f);
+  int worker = 0;
+  cr_assert_eq(fscanf(f, "%d", &worker), 1, "a worker is running");
+  fclose(f);
+  snprintf(path, sizeof path, "/proc/%d/limits", worker);
+  f = fopen(path, "r");
+  cr_assert_not_null(f);
+  char soft[64] = "";
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Max address space %63s", soft) == 1) break;
+  fclose(f);
+#if defined(__SANITIZE_ADDRESS__)
+  /* AddressSanitizer reserves terabytes of shadow memory: not applied */
+  cr_assert_str_eq(soft, "unlimited");
+#else
+  cr_assert_str_eq(soft, "805306368", "RLIMIT_AS of worker %d", worker);
+#endif
+  cr_assert(others_served(d.sock));
+  snprintf(path, sizeof path, "/proc/%d/limits", (int)d.pid);
+  f = fopen(path, "r");
+  cr_assert_not_null(f);
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Max address space %63s", soft) == 1) break;
+  fclose(f);
+  cr_assert_str_eq(soft, "unlimited", "the daemon itself is not limited");
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
