@@ -325,7 +325,8 @@ int vxk_clear(vxk_cache *c, uint64_t *removed) {
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "clear");
   uint64_t n = sqlite3_step(st) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
   sqlite3_finalize(st);
-  rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; DELETE FROM kernels; DELETE FROM entries; COMMIT;", NULL, NULL, NULL);
+  rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; DELETE FROM kernels; DELETE FROM entries; COMMIT;", NULL, NULL,
+                    NULL);
   if (rc != SQLITE_OK) {
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     return vxk__fail(c, rc, "clear");
@@ -429,12 +430,13 @@ static int vxk__checksum_end(EVP_MD_CTX *h, uint8_t out[VXK_CHECKSUM_SIZE]) {
   return ok ? VXK_OK : VXK_ENOMEM;
 }
 
-static int vxk__checksum_in(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-                            uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]) {
+static int vxk__checksum_in(const char *key, const uint8_t *object, size_t object_size,
+                            const vxk_kernel_in *ks, uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]) {
   EVP_MD_CTX *h = vxk__checksum_begin(key, object, object_size);
   if (!h) return VXK_ENOMEM;
   for (uint32_t i = 0; i < n; i++) {
-    vxk__hash_lp(h, ks[i].name ? ks[i].name : "", ks[i].name ? strlen(ks[i].name) : 0); /* NULL: the put fails */
+    vxk__hash_lp(h, ks[i].name ? ks[i].name : "",
+                 ks[i].name ? strlen(ks[i].name) : 0); /* NULL: the put fails */
     vxk__hash_lp(h, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size);
   }
   return vxk__checksum_end(h, out);

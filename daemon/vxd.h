@@ -49,6 +49,11 @@ typedef struct {
  * process exit status: 0 clean, 1 start-up failure, 2 already running. */
 int vxd_server_run(const vxd_config *cfg);
 
+/* A worker's exit status after LLVM reported a fatal error: it answered
+ * the request in flight ("internal") first; the daemon remembers that
+ * input as one that crashes workers. */
+#define VXD_WORKER_EXIT_FATAL 70
+
 /* Runs a compile worker on stdin/stdout until EOF with compiler c (which
  * it owns from then on: a forked copy of the daemon's template).  Returns
  * the exit status.  The worker process's only thread. */

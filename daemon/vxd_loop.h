@@ -73,6 +73,10 @@ typedef struct vxd_worker {
   int exited, timed_out;
   vxd_rbuf in;
   vxd_job *job; /* in flight; NULL when idle */
+  /* the last job answered, should the worker exit with
+   * VXD_WORKER_EXIT_FATAL right after answering it */
+  char last_key[VXK_KEY_HEX + 1];
+  char last_message[256];
 } vxd_worker;
 
 typedef struct {

@@ -140,7 +140,9 @@ static void vxd__worker_close(vxd_worker *w) {
 static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
   vxd_server *s = w->srv;
   w->exited = 1;
-  s->pool.slots[w->slot].died_on_job = w->job != NULL;
+  s->pool.slots[w->slot].died_on_job = w->job != NULL || status == VXD_WORKER_EXIT_FATAL;
+  if (!w->job && !term_signal && status == VXD_WORKER_EXIT_FATAL && w->last_key[0])
+    vxd__crash_remember(s, w->last_key, w->last_message); /* answered, then exited */
   if (w->job && !w->timed_out && w->job->crashes++ == 0 && !s->stopping) {
     /* The worker may have died for reasons of its own (killed, out of
      * memory): give the job one more worker.  A source that crashes the
@@ -194,6 +196,8 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
   uv_timer_stop(&w->timer);
   w->job = NULL;
   vxd__inflight_remove(s, j);
+  memcpy(w->last_key, j->key, sizeof w->last_key);
+  w->last_message[0] = '\0';
   vxp_response r;
   if (vxp_response_decode(payload, len, &r) != VXP_OK) {
     vxd__fail_job(s, j, "compile worker sent a malformed result");
@@ -203,6 +207,10 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
       vxd__store(s, j->key, &r, (uv_hrtime() - j->started_ns) / 1000u);
     else if (r.status == VXP_STATUS_COMPILE_ERROR)
       s->pending_errors++;
+    if (r.status == VXP_STATUS_INTERNAL && r.message && !j->emit_ir)
+      snprintf(w->last_message, sizeof w->last_message, "%s", r.message);
+    else
+      w->last_key[0] = '\0'; /* only an internal answer can precede a fatal exit */
     free(r.key);
     r.key = strdup(j->key);
     r.cached = false;

@@ -124,7 +124,7 @@ static void vxd__fatal(const char *reason) {
   uint8_t *frame = NULL;
   size_t len = 0;
   if (vxp_response_encode(&r, &frame, &len) == VXP_OK) vxd__write_full(1, frame, len);
-  _exit(70);
+  _exit(VXD_WORKER_EXIT_FATAL);
 }
 
 int vxd_worker_serve(vxl_compiler *c) {

@@ -103,10 +103,10 @@ typedef struct {
  * refuses them: generous for real kernels (the Vortex ABI passes the whole
  * argument buffer in device memory), small enough that a hostile peer
  * cannot make a reader allocate or index without limit. */
-#define VXP_MAX_ARGS 4096u                 /* arguments per kernel */
-#define VXP_MAX_KERNELS 65536u             /* kernels per response */
-#define VXP_MAX_BUFFER_SIZE (1u << 20)     /* argument buffer (bytes) */
-#define VXP_MAX_ARG_ALIGN 4096u            /* an argument's alignment (bytes) */
+#define VXP_MAX_ARGS 4096u             /* arguments per kernel */
+#define VXP_MAX_KERNELS 65536u         /* kernels per response */
+#define VXP_MAX_BUFFER_SIZE (1u << 20) /* argument buffer (bytes) */
+#define VXP_MAX_ARG_ALIGN 4096u        /* an argument's alignment (bytes) */
 
 /* Checks that k's layout is one a packer can trust: nargs <= VXP_MAX_ARGS;
  * every argument's alignment a power of two <= VXP_MAX_ARG_ALIGN, its

@@ -22,15 +22,15 @@
 #define VXP_CONFIG_KEYS(X)                                                                                   \
   X(socket, "VORTEXD_SOCKET", "", "Unix socket path")                                                        \
   X(cache_dir, "VORTEXD_CACHE_DIR", "", "cache directory")                                                   \
-  X(max_cache_size, "VORTEXD_MAX_CACHE_SIZE", "1G", "cache size limit (bytes, or with K/M/G)")              \
-  X(workers, "VORTEXD_WORKERS", "", "compile worker processes (default: online CPUs)")                      \
-  X(job_timeout, "VORTEXD_JOB_TIMEOUT", "60", "seconds a compile may take (0 = no limit)")                  \
+  X(max_cache_size, "VORTEXD_MAX_CACHE_SIZE", "1G", "cache size limit (bytes, or with K/M/G)")               \
+  X(workers, "VORTEXD_WORKERS", "", "compile worker processes (default: online CPUs)")                       \
+  X(job_timeout, "VORTEXD_JOB_TIMEOUT", "60", "seconds a compile may take (0 = no limit)")                   \
   X(idle_timeout, "VORTEXD_IDLE_TIMEOUT", "600",                                                             \
     "seconds without requests before an auto-started daemon exits (0 = never)")                              \
-  X(max_frame, "VORTEXD_MAX_FRAME", "64M", "largest request frame (bytes)")                                 \
-  X(max_source, "VORTEXD_MAX_SOURCE", "16M", "largest MLIR source in a compile request (bytes)")            \
-  X(max_connections, "VORTEXD_MAX_CONNECTIONS", "256", "clients connected at once")                         \
-  X(frame_timeout, "VORTEXD_FRAME_TIMEOUT", "10", "seconds a started frame may take to arrive")             \
+  X(max_frame, "VORTEXD_MAX_FRAME", "64M", "largest request frame (bytes)")                                  \
+  X(max_source, "VORTEXD_MAX_SOURCE", "16M", "largest MLIR source in a compile request (bytes)")             \
+  X(max_connections, "VORTEXD_MAX_CONNECTIONS", "256", "clients connected at once")                          \
+  X(frame_timeout, "VORTEXD_FRAME_TIMEOUT", "10", "seconds a started frame may take to arrive")              \
   X(connection_idle_timeout, "VORTEXD_CONNECTION_IDLE_TIMEOUT", "300",                                       \
     "seconds an idle connection is kept (0 = forever)")                                                      \
   X(max_unsent, "VORTEXD_MAX_UNSENT", "64M",                                                                 \
@@ -38,7 +38,7 @@
   X(worker_memory, "VORTEXD_WORKER_MEMORY", "4G", "address space of a compile worker (bytes; 0 = no limit)") \
   X(crash_memory, "VORTEXD_CRASH_MEMORY", "300",                                                             \
     "seconds an input that crashed a worker is answered at once instead of compiled")                        \
-  X(allow_group, "VORTEXD_ALLOW_GROUP", "", "group whose members may use the daemon too")                   \
+  X(allow_group, "VORTEXD_ALLOW_GROUP", "", "group whose members may use the daemon too")                    \
   X(log_level, "VORTEXD_LOG_LEVEL", "notice", "error, warning, notice, info or debug")
 
 typedef enum {

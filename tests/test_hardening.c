@@ -881,3 +881,34 @@ Test(hardening, workers_run_under_the_configured_address_space_limit) {
   cr_assert_str_eq(soft, "unlimited", "the daemon itself is not limited");
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
+
+Test(hardening, an_llvm_fatal_error_is_a_clean_internal_answer) {
+  vxt_daemon d;
+  start_in(&d, "fatal", NULL);
+  /* instruction selection has no pattern for an x86 intrinsic on RISC-V:
+   * LLVM's report_fatal_error, which would abort the worker mid-reply */
+  static const char src[] = "module {\n  gpu.module @m {\n    gpu.func @k(%o: memref<?xi32>) kernel {\n"
+                            "      llvm.call_intrinsic \"llvm.x86.sse2.pause\"() : () -> ()\n"
+                            "      gpu.return\n    }\n  }\n}\n";
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d.sock, &c), 0);
+  vxp_response r;
+  cr_assert_eq(vxc_compile(c, src, sizeof src - 1, "fatal.mlir", NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
+  cr_assert_str_eq(r.message,
+                   "the compiler hit a fatal error: Cannot select: intrinsic %llvm.x86.sse2.pause");
+  vxp_response_clear(&r);
+  usleep(100000);
+  cr_assert_eq(vxc_compile(c, src, sizeof src - 1, "fatal.mlir", NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
+  cr_assert_not_null(strstr(r.message, "fatal error: Cannot select"), "%s", r.message);
+  cr_assert_not_null(strstr(r.message, "refused without compiling"),
+                     "the worker it cost is not spent twice: %s", r.message);
+  vxp_response_clear(&r);
+  cr_assert_eq(vxc_stats(c, &r), 0);
+  cr_assert_eq(r.stats.worker_restarts, 1);
+  vxp_response_clear(&r);
+  vxc_close(c);
+  cr_assert(others_served(d.sock));
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
