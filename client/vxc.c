@@ -98,6 +98,8 @@ static int vxc__peer_trusted(int fd, const char *path) {
   return -EACCES;
 }
 
+const char *vxc_version(void) { return VXC_VERSION_STRING; }
+
 int vxc_connect(const char *path, vxc_conn **out) {
   char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
   if (!path) {

@@ -21,8 +21,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vxc_version.h"
 #include "vxp.h"
 #include "vxp_paths.h"
+
+/* The version of the library a program runs against ("0.1.0"), which may
+ * be newer than the headers it was built with (VXC_VERSION_STRING).
+ * Static string; any thread. */
+const char *vxc_version(void);
 
 typedef struct vxc_conn vxc_conn;
 
