@@ -30,7 +30,8 @@ static int fill(const char *dir, long n) {
     fprintf(stderr, "%s\n", err);
     return 2;
   }
-  vxp_arg args[2] = {{0, "memref<?xf32>", VXP_ARG_POINTER, 4, 4, 0}, {1, "i32", VXP_ARG_SCALAR, 4, 4, 4}};
+  vxp_arg args[2] = {{0, "memref<?xf32>", VXP_ARG_POINTER, 4, 4, 0, 1, 4},
+                     {1, "i32", VXP_ARG_SCALAR, 4, 4, 4, 0, 0}};
   vxp_kernel k = {.name = "k",
                   .entry = "__vxl_main_0",
                   .nargs = 2,

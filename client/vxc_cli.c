@@ -69,9 +69,10 @@ static json_t *json_kernel(const vxp_kernel *k) {
   for (uint32_t i = 0; i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
     json_array_append_new(
-        args, json_pack("{s:I,s:o,s:s,s:I,s:I,s:I}", "index", (json_int_t)a->index, "type",
+        args, json_pack("{s:I,s:o,s:s,s:I,s:I,s:I,s:I,s:I}", "index", (json_int_t)a->index, "type",
                         json_text(a->type), "kind", a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", "size",
-                        (json_int_t)a->size, "align", (json_int_t)a->align, "offset", (json_int_t)a->offset));
+                        (json_int_t)a->size, "align", (json_int_t)a->align, "offset", (json_int_t)a->offset,
+                        "rank", (json_int_t)a->rank, "elem_size", (json_int_t)a->elem_size));
   }
   return json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:[I,I,I],s:I,s:I}", "name", json_text(k->name), "entry",
                    json_text(k->entry), "args", args, "args_size", (json_int_t)k->args_size, "launch_offset",

@@ -15,7 +15,9 @@ int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
                         .kind = a->kind == VXL_ARG_POINTER ? VXP_ARG_POINTER : VXP_ARG_SCALAR,
                         .size = a->size,
                         .align = a->align,
-                        .offset = a->offset};
+                        .offset = a->offset,
+                        .rank = a->rank,
+                        .elem_size = a->elem_size};
   }
   *w = (vxp_kernel){.name = k->name,
                     .entry = k->entry,

@@ -372,7 +372,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
       break;
     }
     LLVMGetParamTypes(fty, params);
-    rc = vxl__layout(td, lctx, params, np, kinfo[i].arg_types, k);
+    rc = vxl__layout(td, lctx, params, np, &kinfo[i], k);
     free(params);
     k->grid_dims = kinfo[i].grid_dims ? kinfo[i].grid_dims : 1;
     memcpy(k->known_block, kinfo[i].known_block, sizeof k->known_block);
@@ -443,7 +443,8 @@ int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel 
   MlirTypeToLLVMIRTranslator tr = mlirTypeToLLVMIRTranslatorCreate(lctx);
   LLVMTypeRef *params = calloc(n ? n : 1, sizeof *params);
   char **names = calloc(n ? n : 1, sizeof *names);
-  if (!params || !names) rc = -ENOMEM;
+  uint32_t *ranks = calloc(n ? n : 1, sizeof *ranks), *elems = calloc(n ? n : 1, sizeof *elems);
+  if (!params || !names || !ranks || !elems) rc = -ENOMEM;
   for (uint32_t i = 0; i < n && rc == 0; i++) {
     names[i] = (char *)mlir_types[i];
     MlirType t = mlirTypeParseGet(c->ctx, mlirStringRefCreateFromCString(mlir_types[i]));
@@ -451,6 +452,7 @@ int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel 
       rc = -EINVAL;
       break;
     }
+    vxl__memref_host_info(t, &ranks[i], &elems[i]);
     /* the same type mapping the kernel signature rewrite applies */
     if (mlirTypeIsAMemRef(t))
       t = mlirLLVMPointerTypeGet(c->ctx, 0);
@@ -460,10 +462,13 @@ int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel 
     if (!params[i]) rc = -EINVAL;
   }
   LLVMTargetDataRef td = vxl__target_data(c);
-  if (rc == 0) rc = vxl__layout(td, lctx, params, n, names, k);
+  vxl__kernel_info ki = {.nargs = n, .arg_types = names, .arg_rank = ranks, .arg_elem = elems};
+  if (rc == 0) rc = vxl__layout(td, lctx, params, n, &ki, k);
   LLVMDisposeTargetData(td);
   free(params);
   free(names);
+  free(ranks);
+  free(elems);
   mlirTypeToLLVMIRTranslatorDestroy(tr);
   LLVMContextDispose(lctx);
   vxl_compiler_destroy(c);

@@ -43,8 +43,9 @@
  *   6: private memory over a thread's 16 KiB stack slot, globals and
  *      tensor constants over 64 MiB and nesting deeper than 256 levels are
  *      refused (the first compiled into objects that overwrote other
- *      threads' stacks). */
-#define VXL_LOWERING_ABI_VERSION 6u
+ *      threads' stacks).
+ *   7: memref arguments carry their rank and element size in the metadata. */
+#define VXL_LOWERING_ABI_VERSION 7u
 
 typedef struct vxl_compiler vxl_compiler;
 
@@ -85,12 +86,16 @@ typedef enum { VXL_ARG_SCALAR = 0, VXL_ARG_POINTER = 1 } vxl_arg_kind;
 
 /* One kernel argument as the host must pack it (sizes in bytes). */
 typedef struct {
-  uint32_t index;    /* position in the gpu.func signature */
-  char *type;        /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
-  vxl_arg_kind kind; /* pointer for memref and !llvm.ptr, else scalar */
-  uint32_t size;     /* store size on RV32 */
-  uint32_t align;    /* ABI alignment on RV32 */
-  uint32_t offset;   /* offset from the start of the argument buffer */
+  uint32_t index;     /* position in the gpu.func signature */
+  char *type;         /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
+  vxl_arg_kind kind;  /* pointer for memref and !llvm.ptr, else scalar */
+  uint32_t size;      /* store size on RV32 */
+  uint32_t align;     /* ABI alignment on RV32 */
+  uint32_t offset;    /* offset from the start of the argument buffer */
+  uint32_t rank;      /* memref rank (its descriptor has 3 + 2 x rank
+                         fields on the host); 0 for other arguments */
+  uint32_t elem_size; /* memref element bytes (the descriptor's offset
+                         counts elements); 0 for other arguments */
 } vxl_arg;
 
 /* One compiled kernel: where it starts in the module's object and the

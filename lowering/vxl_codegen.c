@@ -49,7 +49,8 @@ static int vxl__is_pointer_type(const char *mlir_type) {
 }
 
 int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n,
-                char *const *mlir_types, vxl_kernel *k) {
+                const vxl__kernel_info *ki, vxl_kernel *k) {
+  char *const *mlir_types = ki->arg_types;
   LLVMTypeRef s = vxl__buffer_type(lctx, params, n);
   if (!s) return -ENOMEM;
   vxl_arg *args = calloc(n ? n : 1, sizeof *args);
@@ -68,6 +69,8 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, 
     args[i].size = (uint32_t)LLVMStoreSizeOfType(td, params[i]);
     args[i].align = LLVMABIAlignmentOfType(td, params[i]);
     args[i].offset = (uint32_t)LLVMOffsetOfElement(td, s, i);
+    args[i].rank = ki->arg_rank[i];
+    args[i].elem_size = ki->arg_elem[i];
     end = args[i].offset + args[i].size;
   }
   k->args = args;

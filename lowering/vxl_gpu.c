@@ -328,8 +328,10 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
     k->name = strndup(fname.data, fname.length);
     k->nargs = (uint32_t)nin;
     k->arg_types = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_types);
+    k->arg_rank = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_rank);
+    k->arg_elem = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_elem);
     k->grid_dims = 1;
-    if (!k->name || !k->arg_types) {
+    if (!k->name || !k->arg_types || !k->arg_rank || !k->arg_elem) {
       free(ins);
       return -ENOMEM;
     }
@@ -350,10 +352,11 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
         free(ins);
         return -ENOMEM;
       }
-      if (mlirTypeIsAMemRef(t))
+      if (mlirTypeIsAMemRef(t)) {
         ins[i] = ptr;
-      else if (!(mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t) ||
-                 mlirTypeIsAF16(t) || mlirTypeIsALLVMPointerType(t))) {
+        vxl__memref_host_info(t, &k->arg_rank[i], &k->arg_elem[i]);
+      } else if (!(mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t) ||
+                   mlirTypeIsAF16(t) || mlirTypeIsALLVMPointerType(t))) {
         vxl__diag_at(rw->d, loc, "unsupported: kernel @%.*s argument %ld of type %s", (int)fname.length,
                      fname.data, (long)i, k->arg_types[i]);
         free(ins);

@@ -64,6 +64,12 @@ void vxl__diag_at(vxl__diags *d, MlirLocation loc, const char *fmt, ...)
  * object).  Returns 0 or -EINVAL. */
 int vxl__check_sizes(MlirOperation root, vxl__diags *d);
 
+/* What a host needs to find the element a memref descriptor designates:
+ * the memref's rank (the descriptor has 3 + 2 x rank fields) and element
+ * bytes (its offset counts elements; index is 32 bits on the device).
+ * Both 0 for a type that is not a memref. */
+void vxl__memref_host_info(MlirType t, uint32_t *rank, uint32_t *elem_size);
+
 /* 1 when the n bytes at s are well-formed UTF-8 (RFC 3629: no overlong
  * forms, no surrogates, nothing above U+10FFFF), else 0. */
 int vxl__utf8_valid(const char *s, size_t n);
@@ -124,6 +130,8 @@ typedef struct {
   char *name;
   uint32_t nargs;
   char **arg_types;   /* MLIR type text per argument */
+  uint32_t *arg_rank; /* per argument: memref rank, else 0 */
+  uint32_t *arg_elem; /* per argument: memref element bytes, else 0 */
   uint32_t grid_dims; /* 1..3 */
   uint32_t known_block[3];
   uint32_t shared_bytes;
@@ -259,7 +267,7 @@ LLVMTargetDataRef vxl__target_data(const vxl_compiler *c);
 /* LLVM side: computes the argument-buffer layout of a kernel whose LLVM
  * parameter types are params (from the translated function) into k. */
 int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n,
-                char *const *mlir_types, vxl_kernel *k);
+                const vxl__kernel_info *ki, vxl_kernel *k);
 
 /* LLVM side: adds each kernel's Vortex entry (a body that unpacks the
  * argument buffer, and kernels[i].entry, which spawns the grid), runs the

@@ -116,6 +116,8 @@ void vxl__kernel_info_clear(vxl__kernel_info *k) {
   for (uint32_t i = 0; i < k->nargs; i++)
     free(k->arg_types[i]);
   free(k->arg_types);
+  free(k->arg_rank);
+  free(k->arg_elem);
   memset(k, 0, sizeof *k);
 }
 
@@ -226,4 +228,15 @@ int vxl__utf8_valid(const char *s, size_t n) {
     if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
   }
   return 1;
+}
+
+void vxl__memref_host_info(MlirType t, uint32_t *rank, uint32_t *elem_size) {
+  *rank = *elem_size = 0;
+  if (!mlirTypeIsAMemRef(t)) return;
+  MlirType el = mlirShapedTypeGetElementType(t);
+  *rank = (uint32_t)mlirShapedTypeGetRank(t);
+  *elem_size = mlirTypeIsAIndex(el)     ? 4
+               : mlirTypeIsAInteger(el) ? (mlirIntegerTypeGetWidth(el) + 7) / 8
+               : mlirTypeIsAFloat(el)   ? (mlirFloatTypeGetWidth(el) + 7) / 8
+                                        : 0;
 }

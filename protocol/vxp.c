@@ -144,13 +144,17 @@ static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
   msgpack_pack_array(pk, k->nargs);
   for (uint32_t i = 0; i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
-    msgpack_pack_map(pk, 6);
+    msgpack_pack_map(pk, a->rank || a->elem_size ? 8 : 6);
     vxp__kv_u64(pk, "index", a->index);
     vxp__kv_str(pk, "type", a->type ? a->type : "");
     vxp__kv_str(pk, "kind", a->kind == VXP_ARG_POINTER ? "pointer" : "scalar");
     vxp__kv_u64(pk, "size", a->size);
     vxp__kv_u64(pk, "align", a->align);
     vxp__kv_u64(pk, "offset", a->offset);
+    if (a->rank || a->elem_size) { /* memrefs only */
+      vxp__kv_u64(pk, "rank", a->rank);
+      vxp__kv_u64(pk, "elem_size", a->elem_size);
+    }
   }
   vxp__kv_u64(pk, "args_size", k->args_size);
   vxp__kv_u64(pk, "launch_offset", k->launch_offset);
@@ -540,6 +544,10 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
             rc = vxp__strdup(av, &a->type);
           else if (vxp__key(ak, "size"))
             rc = vxp__u32(av, &a->size);
+          else if (vxp__key(ak, "rank"))
+            rc = vxp__u32(av, &a->rank);
+          else if (vxp__key(ak, "elem_size"))
+            rc = vxp__u32(av, &a->elem_size);
           else if (vxp__key(ak, "align"))
             rc = vxp__u32(av, &a->align);
           else if (vxp__key(ak, "offset"))
@@ -570,6 +578,7 @@ int vxp_kernel_check(const vxp_kernel *k) {
   if (k->nargs > VXP_MAX_ARGS || (k->nargs && !k->args)) return VXP_ELAYOUT;
   for (uint32_t i = 0; i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
+    if (a->rank > 64 || a->elem_size > 64) return VXP_ELAYOUT;
     if (!vxp__pow2(a->align) || a->align > VXP_MAX_ARG_ALIGN || a->offset % a->align || a->size == 0 ||
         (uint64_t)a->offset + a->size > k->args_size)
       return VXP_ELAYOUT;

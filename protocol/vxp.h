@@ -69,12 +69,17 @@ typedef enum { VXP_ARG_SCALAR = 0, VXP_ARG_POINTER = 1 } vxp_arg_kind;
 
 /* One kernel argument as the host must pack it (all sizes in bytes). */
 typedef struct {
-  uint32_t index;    /* position in the gpu.func signature */
-  char *type;        /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
-  vxp_arg_kind kind; /* pointer for memref and !llvm.ptr, else scalar */
-  uint32_t size;     /* store size on RV32 */
-  uint32_t align;    /* ABI alignment on RV32 */
-  uint32_t offset;   /* offset from the start of the argument buffer */
+  uint32_t index;     /* position in the gpu.func signature */
+  char *type;         /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
+  vxp_arg_kind kind;  /* pointer for memref and !llvm.ptr, else scalar */
+  uint32_t size;      /* store size on RV32 */
+  uint32_t align;     /* ABI alignment on RV32 */
+  uint32_t offset;    /* offset from the start of the argument buffer */
+  uint32_t rank;      /* memref rank: a host memref descriptor has 3 + 2 x
+                         rank fields (allocated, aligned, offset, sizes,
+                         strides); 0 for other arguments */
+  uint32_t elem_size; /* memref element bytes: the device address is the
+                         aligned pointer + offset x elem_size; 0 otherwise */
 } vxp_arg;
 
 /* One compiled kernel: its argument-buffer layout and the symbol that

@@ -345,6 +345,20 @@ Test(lowering, nesting_past_the_limit_is_refused_before_parsing) {
   }
 }
 
+Test(lowering, memref_arguments_carry_rank_and_element_size_for_the_host) {
+  vxl_result r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: memref<?x8xf32>, %n: index, "
+                              "%b: memref<4x4x2xi16>, %c: memref<3xf64>, %p: !llvm.ptr) kernel {\n"
+                              "      gpu.return\n    }\n  }\n}\n");
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  const vxl_arg *a = r.kernels[0].args;
+  uint32_t rank[] = {2, 0, 3, 1, 0}, elem[] = {4, 0, 2, 8, 0};
+  for (int i = 0; i < 5; i++) {
+    cr_assert_eq(a[i].rank, rank[i], "argument %d", i);
+    cr_assert_eq(a[i].elem_size, elem[i], "argument %d", i);
+  }
+  vxl_result_clear(&r);
+}
+
 Test(lowering, llvm_code_generation_errors_are_diagnostics_not_an_exit) {
   /* LLVM's default for a context error is to print it and exit(1): this
    * test process would end here */

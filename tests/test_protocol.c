@@ -11,8 +11,8 @@ static vxp_kernel make_kernel(void) {
   k.name = strdup("vecadd");
   k.nargs = 2;
   k.args = calloc(2, sizeof *k.args);
-  k.args[0] = (vxp_arg){0, strdup("memref<?xf32>"), VXP_ARG_POINTER, 4, 4, 0};
-  k.args[1] = (vxp_arg){1, strdup("i64"), VXP_ARG_SCALAR, 8, 8, 8};
+  k.args[0] = (vxp_arg){0, strdup("memref<?xf32>"), VXP_ARG_POINTER, 4, 4, 0, 1, 4};
+  k.args[1] = (vxp_arg){1, strdup("i64"), VXP_ARG_SCALAR, 8, 8, 8, 0, 0};
   k.args_size = 16;
   k.launch_offset = 16;
   k.buffer_size = 48;
@@ -211,6 +211,9 @@ Test(protocol, kernel_metadata_round_trip) {
   cr_assert_eq(vxp_kernel_meta_decode(buf, n, &o), VXP_OK);
   cr_assert_str_eq(o.name, "vecadd");
   cr_assert_eq(o.nargs, 2);
+  cr_assert_eq(o.args[0].rank, 1, "a memref's rank and element size travel");
+  cr_assert_eq(o.args[0].elem_size, 4);
+  cr_assert_eq(o.args[1].rank, 0);
   cr_assert_str_eq(o.entry, "__vxl_main_0");
   cr_assert_eq(o.buffer_size, 48);
   vxp_kernel_clear(&o);
