@@ -184,6 +184,39 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
   return VXK_OK;
 }
 
+int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t errcap) {
+  vxk_cache *c = calloc(1, sizeof *c);
+  if (!c) return VXK_ENOMEM;
+  c->max_bytes = VXK_DEFAULT_MAX_BYTES;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READONLY, NULL);
+  sqlite3_stmt *st = NULL;
+  if (rc == SQLITE_OK) {
+    sqlite3_busy_timeout(c->db, 5000);
+    rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(st) == SQLITE_ROW &&
+                 strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0
+             ? SQLITE_OK
+             : SQLITE_MISMATCH;
+    sqlite3_finalize(st);
+  }
+  if (rc == SQLITE_OK &&
+      (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
+       vxk__prepare(c, "SELECT object, checksum, nkernels FROM entries WHERE key=?1", &c->get_object)))
+    rc = SQLITE_ERROR;
+  if (rc != SQLITE_OK) {
+    snprintf(errbuf, errcap, "cannot read cache %s: %s", path,
+             rc == SQLITE_MISMATCH ? "another schema version" : c->db ? sqlite3_errmsg(c->db) : "open failed");
+    vxk_close(c);
+    return VXK_EIO;
+  }
+  *out = c;
+  return VXK_OK;
+}
+
 int vxk_touch(vxk_cache *c, const vxk_touches *t) {
   if (t->n == 0) return VXK_OK;
   int rc = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);

@@ -87,6 +87,13 @@ typedef struct {
 int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf, size_t errcap);
 void vxk_close(vxk_cache *c);
 
+/* Opens dir's cache.db for reading only (SQLite read-only: nothing is
+ * created, migrated or written; a reader beside a running daemon): vxk_get
+ * works (checksums verified), the writing calls must not be used.  Returns
+ * 0 and *out, or VXK_EIO (no cache there, another schema) / VXK_ENOMEM
+ * with a message in errbuf. */
+int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t errcap);
+
 /* Message about the last failure of c; static or owned by c. */
 const char *vxk_errmsg(const vxk_cache *c);
 

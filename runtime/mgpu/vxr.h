@@ -1,0 +1,52 @@
+/*
+ * vxr.h - inside libvortexd_runtime (runtime/mgpu/): what the MLIR GPU
+ * runtime ABI (vxr_mgpu.c) needs from a device backend.
+ *
+ * Device memory model, shared by the backends: one host-side arena holds
+ * every device allocation (mgpuMemAlloc), at device addresses
+ * VXR_DEVICE_BASE + (offset in the arena); host memory the program
+ * registered (gpu.host_register) gets a mirror in the arena, copied in
+ * before and out after each launch.  A launch runs the whole arena on the
+ * device.
+ *
+ * THREAD NOTES: the ABI serialises every call on one mutex; backends are
+ * called with it held.
+ */
+#ifndef VXR_H
+#define VXR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vxp.h"
+
+/* Device address of the arena's first byte (Vortex global memory). */
+#define VXR_DEVICE_BASE 0x40000000u
+
+/* One launch: the linked image of the kernel's entry, the arena, where the
+ * argument buffer is in it, and the kernel's record (warp size). */
+typedef struct {
+  const uint8_t *elf;
+  size_t elf_size;
+  uint8_t *arena; /* read and written back by the backend */
+  uint32_t arena_size;
+  uint32_t args_addr; /* device address of the argument buffer */
+  const vxp_kernel *kernel;
+  uint32_t threads_per_block;
+} vxr_launch;
+
+typedef struct vxr_backend {
+  const char *name;
+  /* Links the module object with this device's runtime into a loadable
+   * image whose main is entry.  Returns 0 and *elf (malloc()) or -1 with a
+   * message in err. */
+  int (*link)(struct vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
+              size_t *elf_size, char *err, size_t errcap);
+  /* Runs one launch to completion.  Returns 0 or -1 with a message. */
+  int (*run)(struct vxr_backend *b, const vxr_launch *l, char *err, size_t errcap);
+} vxr_backend;
+
+/* The emulated device (runtime/simt): VORTEXD_DEVICE=emulated, the default. */
+vxr_backend *vxr_emulated_backend(void);
+
+#endif /* VXR_H */

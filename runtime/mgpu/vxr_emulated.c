@@ -1,0 +1,149 @@
+/*
+ * vxr_emulated.c - the emulated Vortex device backend of
+ * libvortexd_runtime: kernels linked with the emulator's device runtime
+ * (ld.lld-22, runtime/simt/device) and run on the lockstep SIMT emulator
+ * (runtime/simt), with the arena as global memory.
+ *
+ * Where the device runtime lives: VORTEXD_DEVICE_DIR (a directory with
+ * link.ld, vx_start.o, vx_spawn.o, vx_print.o) when set, else the build's
+ * (VXR_DEVICE_OBJS / VXR_LINKER_SCRIPT); libc and libgcc for libm and
+ * soft-float f64 from picolibc and riscv64-unknown-elf-gcc (VXR_LIBC,
+ * VXR_LIBGCC); ld.lld-22 (VXR_LLD, or VORTEXD_LLD).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vxr.h"
+#include "vxs.h"
+
+/* Writes n bytes to path; 0 or -1. */
+static int vxr__write_file(const char *path, const uint8_t *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  int ok = fwrite(p, 1, n, f) == n;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static uint8_t *vxr__read_file(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *p = len > 0 ? malloc((size_t)len) : NULL;
+  if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
+    free(p);
+    p = NULL;
+  }
+  fclose(f);
+  *n = p ? (size_t)len : 0;
+  return p;
+}
+
+static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry,
+                         uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
+  (void)b;
+  char dir[] = "/tmp/vortexd-rt-XXXXXX";
+  if (!mkdtemp(dir)) {
+    snprintf(err, errcap, "cannot create a temporary directory: %s", strerror(errno));
+    return -1;
+  }
+  char objp[64], exe[64], defsym[256], script[4200], objs[3][4200];
+  snprintf(objp, sizeof objp, "%s/kernel.o", dir);
+  snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
+  snprintf(defsym, sizeof defsym, "--defsym=main=%s", entry);
+  const char *ddir = getenv("VORTEXD_DEVICE_DIR");
+  const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
+  static const char *const names[3] = {"vx_start.o", "vx_spawn.o", "vx_print.o"};
+  if (ddir && *ddir) {
+    snprintf(script, sizeof script, "%s/link.ld", ddir);
+    for (int i = 0; i < 3; i++)
+      snprintf(objs[i], sizeof objs[i], "%s/%s", ddir, names[i]);
+  } else {
+    snprintf(script, sizeof script, "%s", VXR_LINKER_SCRIPT);
+    snprintf(objs[0], sizeof objs[0], "%s/vx_start.o", VXR_DEVICE_OBJ_DIR);
+    snprintf(objs[1], sizeof objs[1], "%s/vx_spawn.o", VXR_DEVICE_OBJ_DIR);
+    snprintf(objs[2], sizeof objs[2], "%s/vx_print.o", VXR_DEVICE_OBJ_DIR);
+  }
+  int rc = -1;
+  if (vxr__write_file(objp, obj, obj_size) != 0) {
+    snprintf(err, errcap, "cannot write %s", objp);
+  } else {
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl(lld, lld, "-T", script, defsym, objs[0], objs[1], objs[2], objp, VXR_LIBC, VXR_LIBGCC, "-o", exe,
+            (char *)NULL);
+      _exit(127);
+    }
+    int st = 0;
+    if (pid > 0) waitpid(pid, &st, 0);
+    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      snprintf(err, errcap, "linking kernel %s with the device runtime (%s) failed", entry, lld);
+    else if (!(*elf = vxr__read_file(exe, elf_size)))
+      snprintf(err, errcap, "cannot read the linked image");
+    else
+      rc = 0;
+  }
+  unlink(objp);
+  unlink(exe);
+  rmdir(dir);
+  return rc;
+}
+
+static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t errcap) {
+  (void)b;
+  vxs_config c;
+  vxs_config_default(&c);
+  c.threads_per_warp = l->kernel->subgroup_size ? l->kernel->subgroup_size : 4;
+  uint32_t wpg = (l->threads_per_block + c.threads_per_warp - 1) / c.threads_per_warp;
+  c.warps_per_core = wpg * 2 < 4 ? 4 : wpg * 2;
+  c.barriers = 0;    /* vxs default: one per warp */
+  c.ipdom_depth = 0; /* vxs default: 2 x threads per warp */
+  const char *cores = getenv("VORTEXD_EMULATED_CORES");
+  c.cores = cores && atoi(cores) > 0 ? (uint32_t)atoi(cores) : 1;
+  uint32_t lmem = c.warps_per_core * (l->kernel->shared_bytes + 65536u);
+  c.local_mem_bytes = lmem > (16u << 20) ? (16u << 20) : (lmem + 4095u) & ~4095u;
+  c.max_steps = 2000u * 1000u * 1000u;
+  vxs_device *dev = NULL;
+  int rc = vxs_device_create(&c, &dev);
+  if (rc != 0) {
+    snprintf(err, errcap, "cannot create the emulated device (%d; %u threads per block)", rc,
+             l->threads_per_block);
+    return -1;
+  }
+  const char *why = NULL;
+  vxs_report rep;
+  memset(&rep, 0, sizeof rep);
+  if ((rc = vxs_load_elf(dev, l->elf, l->elf_size, &why)) != 0 ||
+      (rc = vxs_mem_map(dev, VXR_DEVICE_BASE, l->arena_size)) != 0 ||
+      (rc = vxs_mem_write(dev, VXR_DEVICE_BASE, l->arena, l->arena_size)) != 0) {
+    snprintf(err, errcap, "cannot load the emulated device (%d %s)", rc, why ? why : "");
+    vxs_device_destroy(dev);
+    return -1;
+  }
+  rc = vxs_run(dev, l->args_addr, &rep);
+  fputs(vxs_console(dev), stdout); /* what the kernel printed, as a GPU's printf goes to stdout */
+  fflush(stdout);
+  if (rc != 0) {
+    snprintf(err, errcap, "the kernel failed on the emulated device: %s", rep.error);
+    vxs_device_destroy(dev);
+    return -1;
+  }
+  rc = vxs_mem_read(dev, VXR_DEVICE_BASE, l->arena, l->arena_size);
+  vxs_device_destroy(dev);
+  if (rc != 0) {
+    snprintf(err, errcap, "cannot read device memory back");
+    return -1;
+  }
+  return 0;
+}
+
+vxr_backend *vxr_emulated_backend(void) {
+  static vxr_backend b = {"emulated", vxr__emu_link, vxr__emu_run};
+  return &b;
+}

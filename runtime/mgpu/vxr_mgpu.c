@@ -1,0 +1,456 @@
+/*
+ * vxr_mgpu.c - libvortexd_runtime: the MLIR GPU runtime ABI (the mgpu*
+ * functions MLIR's gpu-to-llvm lowering calls, as its CUDA and ROCm
+ * runtime wrappers export them) for Vortex, with kernels from vortexd.
+ *
+ * mgpuModuleLoad receives what the host lowering put in the gpu.binary: a
+ * gpu.module's MLIR text, optionally preceded by a comment line
+ * "// vortexd-key: <64 hex digits>" (the cache key vortexd gave it).  The
+ * first load of a text asks the daemon (a compile on a miss, a hit after);
+ * later loads of the same text in the process touch no socket.  When no
+ * daemon answers, the entry is read from the cache directory directly
+ * (read-only) by that key; with neither, the load fails with a message
+ * and the program's launches of it fail.
+ *
+ * mgpuLaunchKernel maps the host's parameters - each memref as its
+ * expanded descriptor (allocated, aligned, offset, sizes, strides), each
+ * scalar by address - to the kernel's argument buffer with the metadata
+ * vortexd returned (libvxc's vxc_pack_args; a memref becomes the 32-bit
+ * device address of aligned + offset x element size) and runs it on the
+ * backend VORTEXD_DEVICE names ("emulated", the default).  Launches are
+ * synchronous: streams and events exist for the ABI's sake.
+ *
+ * THREAD NOTES: every entry point takes one process-wide mutex.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "vxc.h"
+#include "vxk.h"
+#include "vxp_config.h"
+#include "vxr.h"
+
+#define VXR_ARENA_DEFAULT (64u << 20)
+#define VXR_ALIGN 64u
+
+typedef struct vxr_module {
+  uint8_t digest[32]; /* SHA-256 of the text loaded */
+  vxp_response r;     /* object and kernel records */
+  uint8_t **elf;      /* per kernel: linked image, built on first launch */
+  size_t *elf_size;
+  int refs;
+  struct vxr_module *next;
+} vxr_module;
+
+typedef struct {
+  vxr_module *m;
+  uint32_t kernel;
+} vxr_function;
+
+typedef struct vxr_region {
+  uint8_t *host; /* registered host memory */
+  uint64_t size;
+  uint32_t mirror; /* its arena offset */
+  struct vxr_region *next;
+} vxr_region;
+
+typedef struct vxr_block {
+  uint32_t off, size;
+  struct vxr_block *next;
+} vxr_block;
+
+static struct {
+  pthread_mutex_t mu;
+  vxr_backend *backend;
+  uint8_t *arena;
+  uint32_t arena_cap, arena_top;
+  vxr_block *free_blocks;
+  vxr_region *regions;
+  vxr_module *modules;
+  int initialised;
+} vxr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void vxr__fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void vxr__fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("vortexd runtime: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static int vxr__init(void) {
+  if (vxr.initialised) return vxr.arena ? 0 : -1;
+  vxr.initialised = 1;
+  const char *dev = getenv("VORTEXD_DEVICE");
+  if (!dev || !*dev || strcmp(dev, "emulated") == 0)
+    vxr.backend = vxr_emulated_backend();
+  else {
+    vxr__fail("VORTEXD_DEVICE=%s: unknown device backend (this build has: emulated)", dev);
+    return -1;
+  }
+  const char *mem = getenv("VORTEXD_DEVICE_MEMORY");
+  uint64_t cap = VXR_ARENA_DEFAULT;
+  if (mem && (vxp_config_size(mem, &cap) != 0 || cap < (1u << 20) || cap > (1u << 30))) {
+    vxr__fail("VORTEXD_DEVICE_MEMORY=%s: expected a size from 1M to 1G", mem);
+    return -1;
+  }
+  vxr.arena_cap = (uint32_t)cap;
+  vxr.arena = calloc(1, vxr.arena_cap);
+  if (!vxr.arena) vxr__fail("cannot allocate %u bytes of device memory", vxr.arena_cap);
+  return vxr.arena ? 0 : -1;
+}
+
+/* ---- device memory: first fit over freed blocks, else the top ---- */
+
+static int64_t vxr__alloc(uint64_t size) {
+  uint32_t n = (uint32_t)((size + VXR_ALIGN - 1) / VXR_ALIGN * VXR_ALIGN);
+  if (size > vxr.arena_cap || n == 0) n = n ? n : VXR_ALIGN;
+  for (vxr_block **pp = &vxr.free_blocks; *pp; pp = &(*pp)->next)
+    if ((*pp)->size >= n) {
+      vxr_block *b = *pp;
+      uint32_t off = b->off;
+      b->off += n, b->size -= n;
+      if (!b->size) *pp = b->next, free(b);
+      memset(vxr.arena + off, 0, n);
+      return off;
+    }
+  if ((uint64_t)vxr.arena_top + n > vxr.arena_cap) return -1;
+  uint32_t off = vxr.arena_top;
+  vxr.arena_top += n;
+  return off;
+}
+
+static void vxr__free(uint32_t off, uint32_t size) {
+  vxr_block *b = malloc(sizeof *b);
+  if (!b) return; /* leaked device memory, not a fault */
+  *b = (vxr_block){off, (size + VXR_ALIGN - 1) / VXR_ALIGN * VXR_ALIGN, vxr.free_blocks};
+  vxr.free_blocks = b;
+}
+
+/* The device address of host pointer p (inside the arena or a registered
+ * region), or 0 when the device cannot see it. */
+static uint32_t vxr__device_address(const uint8_t *p) {
+  if (p >= vxr.arena && p < vxr.arena + vxr.arena_cap) return VXR_DEVICE_BASE + (uint32_t)(p - vxr.arena);
+  for (vxr_region *r = vxr.regions; r; r = r->next)
+    if (p >= r->host && p <= r->host + r->size) return VXR_DEVICE_BASE + r->mirror + (uint32_t)(p - r->host);
+  return 0;
+}
+
+/* ---- modules ---- */
+
+static void vxr__digest(const void *data, size_t size, uint8_t out[32]) {
+  unsigned int n = 32;
+  EVP_Digest(data, size, out, &n, EVP_sha256(), NULL);
+}
+
+/* The entry for key read from the cache directly (no daemon), into r. */
+static int vxr__from_cache(const char *key, vxp_response *r) {
+  vxp_config cfg;
+  char err[4200];
+  if (vxp_config_load(&cfg, err, sizeof err) != 0) {
+    vxr__fail("%s", err);
+    return -1;
+  }
+  vxk_cache *c = NULL;
+  if (vxk_open_readonly(cfg.value[VXP_CONF_cache_dir], &c, err, sizeof err) != VXK_OK) {
+    vxr__fail("no vortexd answers and %s", err);
+    return -1;
+  }
+  vxk_entry e;
+  int rc = vxk_get(c, key, NULL, &e);
+  vxk_close(c);
+  if (rc != VXK_OK) {
+    vxr__fail("no vortexd answers and the cache in %s has no entry %s (%s)", cfg.value[VXP_CONF_cache_dir],
+              key, vxp_strerror(rc));
+    return -1;
+  }
+  memset(r, 0, sizeof *r);
+  r->kernels = calloc(e.nkernels ? e.nkernels : 1, sizeof *r->kernels);
+  rc = r->kernels ? 0 : -1;
+  for (uint32_t i = 0; rc == 0 && i < e.nkernels; i++, r->nkernels++)
+    if (vxp_kernel_meta_decode(e.kernels[i].metadata, e.kernels[i].metadata_size, &r->kernels[i]) != VXP_OK)
+      rc = -1;
+  r->object = e.object, r->object_size = e.object_size;
+  e.object = NULL;
+  vxk_entry_clear(&e);
+  r->status = VXP_STATUS_OK;
+  if (rc != 0) vxr__fail("cache entry %s has unreadable kernel records", key);
+  return rc;
+}
+
+/* Compiles (or fetches) text through the daemon into r; falls back to the
+ * cache by the key line. */
+static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
+  vxc_conn *c = NULL;
+  const char *spawn = getenv("VORTEXD_RUNTIME_SPAWN");
+  int rc = spawn && *spawn == '1' ? vxc_connect_or_spawn(NULL, NULL, 15000, &c) : vxc_connect(NULL, &c);
+  if (rc == 0) {
+    rc = vxc_compile(c, text, size, "<gpu.binary>", NULL, r);
+    vxc_close(c);
+    if (rc == 0 && r->status == VXP_STATUS_OK) return 0;
+    if (rc == 0) {
+      for (uint32_t i = 0; i < r->ndiags; i++)
+        fprintf(stderr, "%s\n", r->diags[i]);
+      vxr__fail("vortexd could not compile the module: %s",
+                r->message ? r->message : vxp_status_name(r->status));
+      vxp_response_clear(r);
+      return -1;
+    }
+  }
+  static const char tag[] = "// vortexd-key: ";
+  if (size > sizeof tag + 64 && memcmp(text, tag, sizeof tag - 1) == 0) {
+    char key[65];
+    memcpy(key, text + sizeof tag - 1, 64);
+    key[64] = '\0';
+    if (vxk_key_valid(key)) return vxr__from_cache(key, r);
+  }
+  vxr__fail("no vortexd answers (%s) and the module carries no cache key", vxp_strerror(rc));
+  return -1;
+}
+
+void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
+  pthread_mutex_lock(&vxr.mu);
+  vxr_module *m = NULL;
+  if (vxr__init() == 0) {
+    uint8_t d[32];
+    vxr__digest(data, gpuBlobSize, d);
+    for (m = vxr.modules; m && memcmp(m->digest, d, 32) != 0; m = m->next) {
+    }
+    if (m)
+      m->refs++;
+    else if ((m = calloc(1, sizeof *m))) {
+      memcpy(m->digest, d, 32);
+      if (vxr__obtain(data, gpuBlobSize, &m->r) != 0 ||
+          !(m->elf = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf)) ||
+          !(m->elf_size = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf_size))) {
+        vxp_response_clear(&m->r);
+        free(m->elf);
+        free(m);
+        m = NULL;
+      } else {
+        m->refs = 1;
+        m->next = vxr.modules;
+        vxr.modules = m;
+      }
+    }
+  }
+  pthread_mutex_unlock(&vxr.mu);
+  return m;
+}
+
+void mgpuModuleUnload(void *module) {
+  (void)module; /* kept: a later load of the same text needs no daemon */
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  vxr_module *m = module;
+  if (!m) return NULL; /* the load failed and said why */
+  for (uint32_t i = 0; i < m->r.nkernels; i++) {
+    const char *kn = m->r.kernels[i].name, *q = strstr(kn, "::");
+    if (strcmp(kn, name) == 0 || (q && strcmp(q + 2, name) == 0)) {
+      vxr_function *f = malloc(sizeof *f);
+      if (f) *f = (vxr_function){m, i};
+      return f;
+    }
+  }
+  vxr__fail("the module has no kernel %s", name);
+  return NULL;
+}
+
+/* ---- launches ---- */
+
+/* Copies registered host memory into its mirrors (to_device) or back. */
+static void vxr__sync_regions(int to_device) {
+  for (vxr_region *r = vxr.regions; r; r = r->next) {
+    if (to_device)
+      memcpy(vxr.arena + r->mirror, r->host, r->size);
+    else
+      memcpy(r->host, vxr.arena + r->mirror, r->size);
+  }
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ, intptr_t blockX,
+                      intptr_t blockY, intptr_t blockZ, int32_t smem, void *stream, void **params,
+                      void **extra, size_t paramsCount) {
+  (void)stream, (void)extra;
+  vxr_function *f = function;
+  if (!f) return;
+  pthread_mutex_lock(&vxr.mu);
+  const vxp_kernel *k = &f->m->r.kernels[f->kernel];
+  char err[1024] = "";
+  const void **values = calloc(k->nargs ? k->nargs : 1, sizeof *values);
+  uint32_t *addrs = calloc(k->nargs ? k->nargs : 1, sizeof *addrs);
+  size_t p = 0;
+  for (uint32_t i = 0; values && addrs && !err[0] && i < k->nargs; i++) {
+    const vxp_arg *a = &k->args[i];
+    if (a->kind == VXP_ARG_POINTER) {
+      size_t used = a->elem_size ? 3 + 2 * (size_t)a->rank : 1;
+      if (p + used > paramsCount) break;
+      const uint8_t *host = a->elem_size
+                                ? *(uint8_t **)params[p + 1] + *(int64_t *)params[p + 2] * a->elem_size
+                                : *(uint8_t **)params[p];
+      addrs[i] = vxr__device_address(host);
+      if (!addrs[i])
+        snprintf(err, sizeof err,
+                 "argument %u of kernel %s points to memory the device cannot see (allocate it with "
+                 "gpu.alloc or register it with gpu.host_register)",
+                 i, k->name);
+      values[i] = &addrs[i];
+      p += used;
+    } else {
+      if (p + 1 > paramsCount) break;
+      values[i] = params[p++]; /* host and RV32 are little-endian: the low bytes */
+    }
+  }
+  if (!err[0] && p != paramsCount)
+    snprintf(err, sizeof err, "kernel %s takes %zu launch parameters, the program passed %zu", k->name, p,
+             paramsCount);
+  uint32_t grid[3] = {(uint32_t)gridX, (uint32_t)gridY, (uint32_t)gridZ};
+  uint32_t block[3] = {(uint32_t)blockX, (uint32_t)blockY, (uint32_t)blockZ};
+  int64_t argbuf = err[0] ? -1 : vxr__alloc(k->buffer_size);
+  if (!err[0] && argbuf < 0) snprintf(err, sizeof err, "device memory exhausted (VORTEXD_DEVICE_MEMORY)");
+  if (!err[0] &&
+      vxc_pack_args(k, values, grid, block, (uint32_t)smem, vxr.arena + argbuf, k->buffer_size) != 0)
+    snprintf(err, sizeof err, "cannot pack the arguments of kernel %s", k->name);
+  vxr_module *m = f->m;
+  if (!err[0] && !m->elf[f->kernel] &&
+      vxr.backend->link(vxr.backend, m->r.object, m->r.object_size, k->entry, &m->elf[f->kernel],
+                        &m->elf_size[f->kernel], err, sizeof err) != 0 &&
+      !err[0])
+    snprintf(err, sizeof err, "link failed");
+  if (!err[0]) {
+    vxr__sync_regions(1);
+    uint32_t top = vxr.arena_top < 4096 ? 4096 : (vxr.arena_top + 4095u) & ~4095u;
+    vxr_launch l = {m->elf[f->kernel],
+                    m->elf_size[f->kernel],
+                    vxr.arena,
+                    top,
+                    VXR_DEVICE_BASE + (uint32_t)argbuf,
+                    k,
+                    block[0] * block[1] * block[2]};
+    if (vxr.backend->run(vxr.backend, &l, err, sizeof err) == 0) vxr__sync_regions(0);
+  }
+  if (argbuf >= 0) vxr__free((uint32_t)argbuf, k->buffer_size);
+  free(values);
+  free(addrs);
+  pthread_mutex_unlock(&vxr.mu);
+  if (err[0]) vxr__fail("launch of %s: %s", k->name, err);
+}
+
+/* ---- streams and events: launches are synchronous ---- */
+
+static int vxr__token;
+void *mgpuStreamCreate(void) { return &vxr__token; }
+void mgpuStreamDestroy(void *stream) { (void)stream; }
+void mgpuStreamSynchronize(void *stream) { (void)stream; }
+void mgpuStreamWaitEvent(void *stream, void *event) { (void)stream, (void)event; }
+void *mgpuEventCreate(void) { return &vxr__token; }
+void mgpuEventDestroy(void *event) { (void)event; }
+void mgpuEventSynchronize(void *event) { (void)event; }
+void mgpuEventRecord(void *event, void *stream) { (void)event, (void)stream; }
+void mgpuSetDefaultDevice(int32_t device) { (void)device; }
+
+/* ---- memory ---- */
+
+void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
+  (void)stream, (void)isHostShared; /* arena memory is host-visible anyway */
+  pthread_mutex_lock(&vxr.mu);
+  void *p = NULL;
+  if (vxr__init() == 0) {
+    int64_t off = vxr__alloc(sizeBytes + VXR_ALIGN);
+    if (off >= 0) { /* the size in front, for mgpuMemFree */
+      memcpy(vxr.arena + off, &sizeBytes, sizeof sizeBytes);
+      p = vxr.arena + off + VXR_ALIGN;
+    } else
+      vxr__fail("device memory exhausted allocating %llu bytes (VORTEXD_DEVICE_MEMORY)",
+                (unsigned long long)sizeBytes);
+  }
+  pthread_mutex_unlock(&vxr.mu);
+  return p;
+}
+
+void mgpuMemFree(void *ptr, void *stream) {
+  (void)stream;
+  if (!ptr) return;
+  pthread_mutex_lock(&vxr.mu);
+  uint8_t *b = (uint8_t *)ptr - VXR_ALIGN;
+  uint64_t size;
+  memcpy(&size, b, sizeof size);
+  if (b >= vxr.arena && b < vxr.arena + vxr.arena_cap)
+    vxr__free((uint32_t)(b - vxr.arena), (uint32_t)size + VXR_ALIGN);
+  pthread_mutex_unlock(&vxr.mu);
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
+  (void)stream;
+  memmove(dst, src, sizeBytes); /* device memory is host-addressable here */
+}
+
+void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
+  (void)stream;
+  for (size_t i = 0; i < count; i++)
+    memcpy((uint8_t *)dst + 4 * i, &value, 4);
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
+  (void)stream;
+  for (size_t i = 0; i < count; i++)
+    memcpy((uint8_t *)dst + 2 * i, &value, 2);
+}
+
+void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
+  pthread_mutex_lock(&vxr.mu);
+  vxr_region *r = vxr__init() == 0 ? calloc(1, sizeof *r) : NULL;
+  int64_t off = r ? vxr__alloc(sizeBytes) : -1;
+  if (off < 0) {
+    vxr__fail("cannot mirror %llu bytes of host memory in device memory", (unsigned long long)sizeBytes);
+    free(r);
+  } else {
+    *r = (vxr_region){ptr, sizeBytes, (uint32_t)off, vxr.regions};
+    vxr.regions = r;
+  }
+  pthread_mutex_unlock(&vxr.mu);
+}
+
+/* A memref descriptor as MLIR passes it: allocated, aligned, offset, then
+ * rank sizes and rank strides. */
+typedef struct {
+  void *allocated, *aligned;
+  int64_t offset;
+  int64_t sizes_strides[];
+} vxr_memref;
+
+void mgpuMemHostRegisterMemRef(int64_t rank, vxr_memref *d, int64_t elementSizeBytes) {
+  int64_t n = 1;
+  for (int64_t i = 0; i < rank; i++)
+    n *= d->sizes_strides[i];
+  mgpuMemHostRegister((char *)d->aligned + d->offset * elementSizeBytes, (uint64_t)(n * elementSizeBytes));
+}
+
+void mgpuMemHostUnregister(void *ptr) {
+  pthread_mutex_lock(&vxr.mu);
+  for (vxr_region **pp = &vxr.regions; *pp; pp = &(*pp)->next)
+    if ((*pp)->host == ptr) {
+      vxr_region *r = *pp;
+      *pp = r->next;
+      vxr__free(r->mirror, (uint32_t)r->size);
+      free(r);
+      break;
+    }
+  pthread_mutex_unlock(&vxr.mu);
+}
+
+void mgpuMemHostUnregisterMemRef(int64_t rank, vxr_memref *d, int64_t elementSizeBytes) {
+  (void)rank;
+  mgpuMemHostUnregister((char *)d->aligned + d->offset * elementSizeBytes);
+}

@@ -1,0 +1,160 @@
+/*
+ * test_runtime.c - libvortexd_runtime through the MLIR GPU runtime ABI,
+ * called the way code lowered by gpu-to-llvm calls it: mgpuModuleLoad on
+ * the gpu.binary's text, mgpuModuleGetFunction, then mgpuLaunchKernel with
+ * each memref as its expanded descriptor (allocated, aligned, offset,
+ * sizes, strides) and scalars by address; memory from mgpuMemAlloc or
+ * registered with mgpuMemHostRegisterMemRef.  Kernels come from a real
+ * vortexd and run on the emulated device.  Criterion runs each test in a
+ * process of its own, so each starts with a fresh runtime.
+ */
+#include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vxt.h"
+
+/* The ABI, as MLIR's runtime wrappers declare it. */
+void *mgpuModuleLoad(void *data, size_t size);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx, intptr_t by,
+                      intptr_t bz, int32_t smem, void *stream, void **params, void **extra, size_t nparams);
+void *mgpuStreamCreate(void);
+void mgpuStreamSynchronize(void *stream);
+void mgpuStreamDestroy(void *stream);
+void *mgpuMemAlloc(uint64_t size, void *stream, bool host_shared);
+void mgpuMemFree(void *ptr, void *stream);
+void mgpuMemcpy(void *dst, void *src, size_t size, void *stream);
+void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor, int64_t elem_size);
+
+typedef struct {
+  float *allocated, *aligned;
+  int64_t offset, size, stride;
+} memref1d;
+
+static vxt_daemon d;
+static char *saxpy;
+static size_t saxpy_len;
+
+static void start(void) {
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
+  setenv("VORTEXD_SOCKET", d.sock, 1);
+  setenv("VORTEXD_CACHE_DIR", d.cache, 1);
+  saxpy = vxt_read_file(VXT_EXAMPLES_DIR "/saxpy.mlir", &saxpy_len);
+  cr_assert_not_null(saxpy);
+}
+
+static void stop(void) {
+  if (d.pid > 0) vxt_daemon_stop(&d);
+  free(saxpy);
+}
+
+TestSuite(runtime, .init = start, .fini = stop, .timeout = 120);
+
+/* Launches saxpy (n, a, x, y) over n elements, 32 threads per block. */
+static void launch_saxpy(void *fn, int32_t n, float a, memref1d *x, memref1d *y) {
+  void *params[] = {&n,          &a,         &x->allocated, &x->aligned,
+                    &x->offset,  &x->size,   &x->stride,    &y->allocated,
+                    &y->aligned, &y->offset, &y->size,      &y->stride};
+  void *stream = mgpuStreamCreate();
+  mgpuLaunchKernel(fn, (n + 31) / 32, 1, 1, 32, 1, 1, 0, stream, params, NULL, 12);
+  mgpuStreamSynchronize(stream);
+  mgpuStreamDestroy(stream);
+}
+
+Test(runtime, host_registered_memrefs_round_trip_through_a_launch) {
+  enum { N = 100 };
+  float *x = malloc(N * sizeof *x), *y = malloc((N + 3) * sizeof *y);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i + 3] = 1.0f;
+  /* y's descriptor has an offset of 3 elements: the device must see y + 3 */
+  memref1d mx = {x, x, 0, N, 1}, my = {y, y, 3, N, 1};
+  mgpuMemHostRegisterMemRef(1, &mx, 4);
+  mgpuMemHostRegisterMemRef(1, &my, 4);
+  void *m = mgpuModuleLoad(saxpy, saxpy_len);
+  cr_assert_not_null(m, "the module loads through vortexd");
+  void *fn = mgpuModuleGetFunction(m, "saxpy");
+  cr_assert_not_null(fn);
+  launch_saxpy(fn, N, 2.0f, &mx, &my);
+  for (int i = 0; i < N; i++)
+    cr_assert_float_eq(y[i + 3], 2.0f * (float)i + 1.0f, 1e-6, "y[%d] = %f", i, y[i + 3]);
+  free(x);
+  free(y);
+}
+
+Test(runtime, device_memory_persists_across_launches_and_loads_hit) {
+  enum { N = 64 };
+  float *dx = mgpuMemAlloc(N * sizeof(float), NULL, false),
+        *dy = mgpuMemAlloc(N * sizeof(float), NULL, false);
+  cr_assert(dx && dy);
+  float h[N];
+  for (int i = 0; i < N; i++)
+    h[i] = 1.0f;
+  mgpuMemcpy(dx, h, sizeof h, NULL);
+  memset(h, 0, sizeof h);
+  mgpuMemcpy(dy, h, sizeof h, NULL);
+  memref1d mx = {dx, dx, 0, N, 1}, my = {dy, dy, 0, N, 1};
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  for (int rep = 0; rep < 3; rep++) /* y += 1 * x, three times, in device memory */
+    launch_saxpy(fn, N, 1.0f, &mx, &my);
+  mgpuMemcpy(h, dy, sizeof h, NULL);
+  for (int i = 0; i < N; i++)
+    cr_assert_float_eq(h[i], 3.0f, 1e-6, "y[%d] = %f", i, h[i]);
+  /* the same module text again: served by the process, no daemon needed */
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  d.pid = 0;
+  cr_assert_not_null(mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy"));
+  mgpuMemFree(dx, NULL);
+  mgpuMemFree(dy, NULL);
+}
+
+/* What the host lowering puts in a gpu.binary: the key line, then the text. */
+static char *with_key(const char *key, size_t *len) {
+  char *t = NULL;
+  FILE *f = open_memstream(&t, len);
+  fprintf(f, "// vortexd-key: %s\n%s", key, saxpy);
+  fclose(f);
+  return t;
+}
+
+Test(runtime, without_a_daemon_the_cache_is_read_directly_else_a_clear_error) {
+  /* warm the cache through the daemon, learn the key */
+  char cmd[1024], out[4096];
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s/saxpy.mlir", VXT_VXC, d.sock,
+           VXT_EXAMPLES_DIR);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  char key[65];
+  const char *k = strstr(out, "\"key\":\"");
+  cr_assert_not_null(k);
+  memcpy(key, k + 7, 64);
+  key[64] = '\0';
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  d.pid = 0;
+  size_t len;
+  char *text = with_key(key, &len);
+  enum { N = 8 };
+  float x[N], y[N];
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i] = 0.0f;
+  memref1d mx = {x, x, 0, N, 1}, my = {y, y, 0, N, 1};
+  mgpuMemHostRegisterMemRef(1, &mx, 4);
+  mgpuMemHostRegisterMemRef(1, &my, 4);
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(text, len), "saxpy");
+  cr_assert_not_null(fn, "read from the cache, no daemon running");
+  launch_saxpy(fn, N, 3.0f, &mx, &my);
+  for (int i = 0; i < N; i++)
+    cr_assert_float_eq(y[i], 3.0f * (float)i, 1e-6);
+  free(text);
+  /* an entry in neither: a clear error, no module */
+  char other[65];
+  memset(other, 'a', 64);
+  other[64] = '\0';
+  char *t2 = with_key(other, &len);
+  t2[strlen("// vortexd-key: ") + 64 + 1] = ' '; /* another text, so not the one loaded */
+  cr_assert_null(mgpuModuleLoad(t2, len));
+  free(t2);
+}
