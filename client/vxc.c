@@ -270,6 +270,15 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
   return vxc__roundtrip(c, &r, resp);
 }
 
+int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, vxp_response *resp) {
+  vxp_request r = {.op = VXP_OP_HOST,
+                   .source = (uint8_t *)source,
+                   .source_len = len,
+                   .source_name = (char *)source_name,
+                   .opt_level = 2};
+  return vxc__roundtrip(c, &r, resp);
+}
+
 int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *resp) {
   vxp_request r = {.op = VXP_OP_FETCH, .key = (char *)key, .kernel = (char *)kernel};
   return vxc__roundtrip(c, &r, resp);

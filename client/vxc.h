@@ -76,6 +76,12 @@ typedef struct {
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp);
 
+/* Lowers the host side of a whole GPU-dialect program (len bytes of MLIR)
+ * for libvortexd_runtime: resp->host_ir is the program in the LLVM dialect,
+ * its gpu.modules turned into gpu.binary ops the runtime loads through
+ * vortexd (docs/PROTOCOL.md, "host").  Returns as vxc_compile. */
+int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, vxp_response *resp);
+
 /* Fetches the cached entry key (64 hex digits); kernel NULL for all. */
 int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *resp);
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -35,6 +36,10 @@ static void usage(FILE *f) {
         "      --shuffle-insns: gpu.shuffle with Vortex's shuffle instructions\n"
         "  fetch KEY [--kernel NAME] [-o DIR] [--json]\n"
         "      fetch a cached entry by key (writes DIR/KEY.o with -o)\n"
+        "  run FILE.mlir [--shared-libs LIB]...\n"
+        "      run a whole GPU-dialect program (host main + kernels) like mlir-runner: its host side\n"
+        "      lowered by vortexd, executed by mlir-runner-22 with libvortexd_runtime, which gets\n"
+        "      each kernel from vortexd at its first launch and runs it on VORTEXD_DEVICE\n"
         "  stats [--json]       counters of the daemon and its cache\n"
         "  zero-stats           reset the counters\n"
         "  verify               check every cache entry's checksum, drop the damaged ones\n"
@@ -279,6 +284,88 @@ static void report_connect_error(const char *socket, int rc) {
     fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", path, strerror(-rc));
 }
 
+/* libvortexd_runtime for `vxc run`: $VORTEXD_RUNTIME_LIB, else beside an
+ * installed vxc (PREFIX/lib), else in the build tree (runtime/). */
+static int runtime_library(char *buf, size_t cap) {
+  const char *env = getenv("VORTEXD_RUNTIME_LIB");
+  if (env && *env) return snprintf(buf, cap, "%s", env) < (int)cap ? 0 : -1;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return -1;
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  if (!slash) return -1;
+  *slash = '\0';
+  const char *tries[] = {"%s/../lib/libvortexd_runtime.so", "%s/runtime/libvortexd_runtime.so"};
+  for (int i = 0; i < 2; i++) {
+    if (snprintf(buf, cap, tries[i], self) >= (int)cap) continue;
+    if (access(buf, R_OK) == 0) return 0;
+  }
+  return -1;
+}
+
+/* `vxc run`: the lowered host program through mlir-runner-22 with
+ * libvortexd_runtime and MLIR's runner utilities (printMemref*), the
+ * runtime pointed at the daemon vxc used.  Returns the exit status. */
+static int run_program(const vxp_response *r, const char *socket, const char *const *shlibs, int nshlibs) {
+  for (uint32_t i = 0; i < r->ndiags; i++)
+    fprintf(stderr, "%s\n", r->diags[i]);
+  if (r->status != VXP_STATUS_OK || !r->host_ir) {
+    fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), r->message ? r->message : "");
+    return r->status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
+  }
+  char rt[4200];
+  if (runtime_library(rt, sizeof rt) != 0) {
+    fprintf(stderr, "vxc: libvortexd_runtime.so not found (set VORTEXD_RUNTIME_LIB)\n");
+    return 2;
+  }
+  char path[] = "/tmp/vxc-run-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    fprintf(stderr, "vxc: cannot create a temporary file: %s\n", strerror(errno));
+    return 2;
+  }
+  size_t n = strlen(r->host_ir);
+  ssize_t w = write(fd, r->host_ir, n);
+  close(fd);
+  if (w != (ssize_t)n) {
+    unlink(path);
+    fprintf(stderr, "vxc: cannot write %s\n", path);
+    return 2;
+  }
+  const char *runner = getenv("VORTEXD_MLIR_RUNNER");
+  if (!runner || !*runner) runner = "mlir-runner-22";
+  static char libs[16 + 3][4300];
+  char *argv[32];
+  int a = 0;
+  argv[a++] = (char *)runner;
+  argv[a++] = (char *)"--entry-point-result=void";
+  snprintf(libs[0], sizeof libs[0], "--shared-libs=%s", rt);
+  snprintf(libs[1], sizeof libs[1], "--shared-libs=%s/libmlir_runner_utils.so", VXC_LLVM_LIBDIR);
+  snprintf(libs[2], sizeof libs[2], "--shared-libs=%s/libmlir_c_runner_utils.so", VXC_LLVM_LIBDIR);
+  for (int i = 0; i < nshlibs; i++)
+    snprintf(libs[3 + i], sizeof libs[3 + i], "--shared-libs=%s", shlibs[i]);
+  for (int i = 0; i < 3 + nshlibs; i++)
+    argv[a++] = libs[i];
+  argv[a++] = path;
+  argv[a] = NULL;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("VORTEXD_SOCKET", socket, 1); /* the runtime asks the daemon vxc used */
+    execvp(runner, argv);
+    fprintf(stderr, "vxc: cannot run %s: %s\n", runner, strerror(errno));
+    _exit(127);
+  }
+  int st = 0;
+  if (pid > 0)
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  unlink(path);
+  if (pid < 0) return 2;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 static const char *const origins[] = {"default", "file", "environment", "flag"};
 
 /* `vxc config`: every key, its value and where it came from. */
@@ -348,6 +435,7 @@ static const command commands[] = {
     {"compile", 1, 1, 0},
     {"fetch", 1, 1, 0},
     {"stats", 0, 1, 0},
+    {"run", 1, 1, 0},
     {"zero-stats", 0, 1, VXP_OP_ZERO_STATS},
     {"verify", 0, 1, VXP_OP_VERIFY},
     {"clear", 0, 1, VXP_OP_CLEAR},
@@ -397,16 +485,19 @@ int main(int argc, char **argv) {
   /* getopt over the command's own arguments */
   int cargc = argc - i;
   char **cargv = argv + i;
-  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE };
+  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE, O_SHLIB };
   static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
                                        {"emit-ir", no_argument, NULL, O_IR},
                                        {"warp-size", required_argument, NULL, O_WARP},
                                        {"kernel", required_argument, NULL, O_KERNEL},
                                        {"shuffle-insns", no_argument, NULL, O_SHFL},
                                        {"max-size", required_argument, NULL, O_MAXSIZE},
+                                       {"shared-libs", required_argument, NULL, O_SHLIB},
                                        {NULL, 0, NULL, 0}};
   int json = 0, c;
   const char *dir = NULL, *kernel = NULL, *max_size = NULL;
+  const char *shlibs[16];
+  int nshlibs = 0;
   vxc_compile_options co = {.opt_level = 2};
   optind = 1;
   while ((c = getopt_long(cargc, cargv, "o:O:", opts, NULL)) != -1) {
@@ -434,13 +525,20 @@ int main(int argc, char **argv) {
     case O_KERNEL: kernel = optarg; break;
     case O_SHFL: co.shuffle_insns = 1; break;
     case O_MAXSIZE: max_size = optarg; break;
+    case O_SHLIB:
+      if (nshlibs == 16) {
+        fprintf(stderr, "vxc: at most 16 --shared-libs\n");
+        return 64;
+      }
+      shlibs[nshlibs++] = optarg;
+      break;
     default: usage(stderr); return 64;
     }
   }
   int nargs = cargc - optind;
   char **args = cargv + optind;
   /* usage errors are reported before any daemon is contacted (or started) */
-  if (nargs != cm->nargs || (max_size && cm->op != VXP_OP_PRUNE)) {
+  if (nargs != cm->nargs || (max_size && cm->op != VXP_OP_PRUNE) || (nshlibs && strcmp(cmd, "run") != 0)) {
     usage(stderr);
     return 64;
   }
@@ -482,6 +580,24 @@ int main(int argc, char **argv) {
     free(src);
     /* --json describes the result on stdout and writes a file only with -o */
     if (rc == 0) status = finish(&r, json, dir ? dir : json ? NULL : ".", args[0]);
+  } else if (strcmp(cmd, "run") == 0) {
+    size_t len = 0;
+    char *src = read_file(args[0], &len);
+    if (!src) {
+      fprintf(stderr, "vxc: cannot read %s: %s\n", args[0], strerror(errno));
+      vxc_close(conn);
+      return 2;
+    }
+    rc = vxc_lower_host(conn, src, len, args[0], &r);
+    free(src);
+    vxc_close(conn);
+    if (rc) {
+      fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+      return 2;
+    }
+    status = run_program(&r, socket, shlibs, nshlibs);
+    vxp_response_clear(&r);
+    return status;
   } else if (strcmp(cmd, "fetch") == 0) {
     rc = vxc_fetch(conn, args[0], kernel, &r);
     if (rc == 0) status = finish(&r, json, dir, args[0]);

@@ -64,6 +64,15 @@ int vxd_worker_serve(vxl_compiler *c);
  * the two cannot disagree.  Any thread. */
 void vxd_options_from_request(const vxp_request *req, vxl_options *o);
 
+/* The cache key of source compiled with options o: SHA-256 (vxk_key) over
+ * this daemon's version, the lowering's fingerprint of o (everything that
+ * changes a compile's output, which only the lowering knows) and the
+ * source bytes.  The source name is left out on purpose: it changes
+ * diagnostics only (not cached), and keeping it out lets the same kernel
+ * under two paths share one entry (ccache's path problem).  Returns 0 or
+ * a VXK error.  Any thread. */
+int vxd_cache_key(const vxl_options *o, const uint8_t *source, size_t len, char key[VXK_KEY_HEX + 1]);
+
 /* ---- vxd_store.c: the cache's write path on its own thread ---- */
 
 typedef struct vxd_store vxd_store;

@@ -54,7 +54,8 @@ typedef struct vxd_waiter {
 typedef struct vxd_job {
   uint64_t id;
   char key[VXK_KEY_HEX + 1];
-  int emit_ir;         /* such jobs are never shared */
+  int emit_ir;         /* such jobs are never shared (also host lowerings) */
+  vxp_op op;           /* compile or host */
   int crashes;         /* workers that died while compiling it */
   uint64_t started_ns; /* uv_hrtime() when a worker took it */
   uint8_t *frame;      /* request frame for the worker; malloc() */

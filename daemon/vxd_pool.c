@@ -108,8 +108,7 @@ static void vxd__answer_job(vxd_server *s, vxd_job *j, vxp_response *resp) {
 }
 
 static void vxd__fail_job(vxd_server *s, vxd_job *j, const char *msg) {
-  vxp_response r = {
-      .op = VXP_OP_COMPILE, .status = VXP_STATUS_INTERNAL, .message = (char *)msg, .key = j->key};
+  vxp_response r = {.op = j->op, .status = VXP_STATUS_INTERNAL, .message = (char *)msg, .key = j->key};
   vxd__answer_job(s, j, &r);
 }
 
@@ -202,17 +201,19 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
   if (vxp_response_decode(payload, len, &r) != VXP_OK) {
     vxd__fail_job(s, j, "compile worker sent a malformed result");
   } else {
-    s->pending_misses++;
-    if (r.status == VXP_STATUS_OK)
-      vxd__store(s, j->key, &r, (uv_hrtime() - j->started_ns) / 1000u);
-    else if (r.status == VXP_STATUS_COMPILE_ERROR)
-      s->pending_errors++;
+    if (j->op == VXP_OP_COMPILE) { /* a host lowering is neither a miss nor cached */
+      s->pending_misses++;
+      if (r.status == VXP_STATUS_OK)
+        vxd__store(s, j->key, &r, (uv_hrtime() - j->started_ns) / 1000u);
+      else if (r.status == VXP_STATUS_COMPILE_ERROR)
+        s->pending_errors++;
+    }
     if (r.status == VXP_STATUS_INTERNAL && r.message && !j->emit_ir)
       snprintf(w->last_message, sizeof w->last_message, "%s", r.message);
     else
       w->last_key[0] = '\0'; /* only an internal answer can precede a fatal exit */
     free(r.key);
-    r.key = strdup(j->key);
+    r.key = j->op == VXP_OP_COMPILE ? strdup(j->key) : NULL;
     r.cached = false;
     vxd__answer_job(s, j, &r);
     vxp_response_clear(&r);

@@ -203,20 +203,10 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_INTERNAL, "cache read failed", 0);
 }
 
-/* The cache key: the source bytes, the lowering's fingerprint of the
- * request's options (everything that changes a compile's output, which only
- * the lowering knows) and this daemon's version.  The source name is left
- * out on purpose: it changes diagnostics only (which are not cached), and
- * keeping it out lets the same kernel under two paths share one entry
- * (ccache users who build from several checkouts miss for exactly this
- * reason). */
 static int vxd__key(const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
   vxl_options o;
   vxd_options_from_request(req, &o);
-  char fp[2048];
-  if (vxl_fingerprint(&o, fp, sizeof fp) < 0) return VXK_EINVAL;
-  const char *parts[] = {VXD_SERVER_NAME, fp};
-  return vxk_key(req->source, req->source_len, parts, sizeof parts / sizeof parts[0], key);
+  return vxd_cache_key(&o, req->source, req->source_len, key);
 }
 
 static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
@@ -225,7 +215,7 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
     char msg[128];
     snprintf(msg, sizeof msg, "source of %zu bytes is over the limit of %u bytes (max_source)",
              req->source_len, s->cfg->max_source);
-    vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_BAD_REQUEST, msg, 0);
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_BAD_REQUEST, msg, 0);
     return;
   }
   char key[VXK_KEY_HEX + 1];
@@ -233,9 +223,12 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
     vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
     return;
   }
-  /* A request for lowered IR always compiles (IR is not cached). */
-  if (!req->emit_ir && vxd__serve_cached(c, req, key, NULL) == 0) return;
-  const char *crashed = vxd__crash_recall(s, key);
+  /* A request for lowered IR always compiles (IR is not cached); so does a
+   * host lowering, which is cheap and whose device modules are cached
+   * when the runtime loads them. */
+  int host = req->op == VXP_OP_HOST;
+  if (!req->emit_ir && !host && vxd__serve_cached(c, req, key, NULL) == 0) return;
+  const char *crashed = host ? NULL : vxd__crash_recall(s, key);
   if (crashed) { /* the same input again: answer now, keep the workers for others */
     char msg[400];
     snprintf(msg, sizeof msg, "%s (refused without compiling for %u s after that)", crashed,
@@ -254,7 +247,7 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   wt->conn_id = c->id;
   wt->req_id = req->id;
   /* the same source already compiling or queued: wait for that compile */
-  if (!req->emit_ir) {
+  if (!req->emit_ir && !host) {
     vxd_job *lists[2] = {s->pool.inflight, s->pool.queue_head};
     for (int l = 0; l < 2; l++)
       for (vxd_job *j = lists[l]; j; j = j->next)
@@ -272,7 +265,8 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   }
   j->id = ++s->pool.next_job_id;
   memcpy(j->key, key, sizeof j->key);
-  j->emit_ir = req->emit_ir;
+  j->emit_ir = req->emit_ir || req->op == VXP_OP_HOST;
+  j->op = req->op;
   j->waiters = wt;
   vxp_request wreq = *req;
   wreq.id = j->id;
@@ -314,7 +308,8 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
   case VXP_OP_HELLO: vxd__on_hello(c, &req); break;
   case VXP_OP_STATS: vxd__on_stats(c, &req); break;
   case VXP_OP_FETCH: vxd__on_fetch(c, &req); break;
-  case VXP_OP_COMPILE: vxd__on_compile(c, &req); break;
+  case VXP_OP_COMPILE:
+  case VXP_OP_HOST: vxd__on_compile(c, &req); break;
   case VXP_OP_VERIFY:
   case VXP_OP_ZERO_STATS:
   case VXP_OP_CLEAR:

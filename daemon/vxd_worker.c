@@ -101,6 +101,35 @@ static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *
   if (!r.ok) resp->message = strdup("compilation failed");
 }
 
+/* The lowering's key callback: the key vortexd gives a device module's text
+ * compiled with default options, as libvortexd_runtime compiles it. */
+static int vxd__module_key(void *ud, const char *text, size_t len, char key[65]) {
+  (void)ud;
+  vxl_options o = {.opt_level = 2};
+  return vxd_cache_key(&o, (const uint8_t *)text, len, key);
+}
+
+/* Lowers a program's host side into resp. */
+static void vxd__host(vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
+  vxl_host_result h;
+  int rc = vxl_lower_host(c, (const char *)req->source, req->source_len,
+                          req->source_name ? req->source_name : "<source>", vxd__module_key, NULL, &h);
+  resp->op = VXP_OP_HOST;
+  resp->id = req->id;
+  resp->status = rc ? VXP_STATUS_INTERNAL : h.ok ? VXP_STATUS_OK : VXP_STATUS_COMPILE_ERROR;
+  resp->host_ir = h.host_ir; /* moved */
+  resp->diags = h.diags;
+  resp->ndiags = h.ndiags;
+  if (!h.ok) resp->message = strdup(rc ? "compile worker ran out of memory" : "host lowering failed");
+}
+
+int vxd_cache_key(const vxl_options *o, const uint8_t *source, size_t len, char key[VXK_KEY_HEX + 1]) {
+  char fp[2048];
+  if (vxl_fingerprint(o, fp, sizeof fp) < 0) return VXK_EINVAL;
+  const char *parts[] = {VXD_SERVER_NAME, fp};
+  return vxk_key(source, len, parts, sizeof parts / sizeof parts[0], key);
+}
+
 void vxd_options_from_request(const vxp_request *req, vxl_options *o) {
   *o = (vxl_options){.opt_level = req->opt_level,
                      .emit_ir = req->emit_ir,
@@ -145,7 +174,7 @@ int vxd_worker_serve(vxl_compiler *c) {
     int drc = vxp_request_decode(payload, len, &req);
     free(payload);
     uint64_t id = req.id;
-    if (drc != VXP_OK || req.op != VXP_OP_COMPILE) {
+    if (drc != VXP_OK || (req.op != VXP_OP_COMPILE && req.op != VXP_OP_HOST)) {
       resp.id = id;
       resp.op = VXP_OP_COMPILE;
       resp.status = VXP_STATUS_INTERNAL;
@@ -156,7 +185,10 @@ int vxd_worker_serve(vxl_compiler *c) {
         if (vxl_compiler_create(&c) != 0) return 1;
       }
       vxd__current_id = id;
-      vxd__compile(c, &req, &resp);
+      if (req.op == VXP_OP_HOST)
+        vxd__host(c, &req, &resp);
+      else
+        vxd__compile(c, &req, &resp);
     }
     vxp_request_clear(&req);
     uint8_t *frame = NULL;

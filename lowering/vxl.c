@@ -52,6 +52,14 @@
   "reconcile-unrealized-casts,"                                                                              \
   "ensure-debug-info-scope-on-llvm-func{emission-kind=LineTablesOnly})"
 #define VXL_PIPELINE_BASE "builtin.module(convert-scf-to-cf," VXL__PIPELINE_TAIL
+/* A program's host side, once its gpu.modules are gpu.binary ops: the
+ * upstream passes that turn gpu.launch_func, gpu.alloc, gpu.memcpy, ...
+ * into calls of the MLIR GPU runtime ABI (gpu-to-llvm), and the rest of
+ * the host code into the LLVM dialect, as upstream's GPU pipelines do. */
+#define VXL_PIPELINE_HOST                                                                                    \
+  "builtin.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,"             \
+  "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"                \
+  "convert-vector-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,gpu-to-llvm,reconcile-unrealized-casts)"
 #define VXL_PIPELINE_FULL                                                                                    \
   "builtin.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"                                   \
   "convert-math-to-llvm,convert-math-to-libm," VXL__PIPELINE_TAIL
@@ -162,10 +170,10 @@ int vxl_compiler_create(vxl_compiler **out) {
   c->cur_diags = &d;
   c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
   MlirLogicalResult pr = mlirLogicalResultSuccess();
-  const char *pipelines[4] = {VXL_PIPELINE_BASE, VXL_PIPELINE_FULL, "builtin.module(scf-for-to-while)",
-                              "builtin.module(gpu-kernel-outlining)"};
-  MlirPassManager *pms[4] = {&c->pm, &c->pm_full, &c->pm_prep, &c->pm_outline};
-  for (int i = 0; i < 4; i++) {
+  const char *pipelines[5] = {VXL_PIPELINE_BASE, VXL_PIPELINE_FULL, "builtin.module(scf-for-to-while)",
+                              "builtin.module(gpu-kernel-outlining)", VXL_PIPELINE_HOST};
+  MlirPassManager *pms[5] = {&c->pm, &c->pm_full, &c->pm_prep, &c->pm_outline, &c->pm_host};
+  for (int i = 0; i < 5; i++) {
     *pms[i] = mlirPassManagerCreate(c->ctx);
     vxl__buf perr = {0};
     if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(*pms[i]),
@@ -229,6 +237,7 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm_full)) mlirPassManagerDestroy(c->pm_full);
   if (!mlirPassManagerIsNull(c->pm_prep)) mlirPassManagerDestroy(c->pm_prep);
   if (!mlirPassManagerIsNull(c->pm_outline)) mlirPassManagerDestroy(c->pm_outline);
+  if (!mlirPassManagerIsNull(c->pm_host)) mlirPassManagerDestroy(c->pm_host);
   if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
   for (unsigned i = 0; i < c->nviews; i++) {
     mlirOperationDestroy(c->view_ops[i]);
@@ -473,4 +482,27 @@ int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel 
   LLVMContextDispose(lctx);
   vxl_compiler_destroy(c);
   return rc;
+}
+
+int vxl_lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                   vxl_module_key_fn key_of, void *key_ud, vxl_host_result *res) {
+  memset(res, 0, sizeof *res);
+  if (!source_name || !*source_name) source_name = "<source>";
+  vxl__diags d = {.source_name = source_name};
+  c->cur_diags = &d;
+  int rc = vxl__lower_host(c, source, len, source_name, key_of, key_ud, &d, &res->host_ir, &res->nmodules);
+  c->cur_diags = NULL;
+  res->ok = rc == 0;
+  res->diags = d.v;
+  res->ndiags = d.n;
+  return rc == -ENOMEM ? rc : 0;
+}
+
+void vxl_host_result_clear(vxl_host_result *res) {
+  if (!res) return;
+  free(res->host_ir);
+  for (uint32_t i = 0; i < res->ndiags; i++)
+    free(res->diags[i]);
+  free(res->diags);
+  memset(res, 0, sizeof *res);
 }

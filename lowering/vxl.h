@@ -150,6 +150,36 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
 
 void vxl_result_clear(vxl_result *res);
 
+/* The cache key a gpu.module's text will have when a runtime sends it back
+ * to be compiled (the daemon's recipe, which the lowering does not know):
+ * writes 64 hex digits and a NUL to key.  Returns 0, or nonzero to leave
+ * the text without a key. */
+typedef int (*vxl_module_key_fn)(void *ud, const char *text, size_t len, char key[65]);
+
+/* A program's host side, lowered. */
+typedef struct {
+  int ok;
+  char *host_ir;     /* the host module in the LLVM dialect, ready for
+                        mlir-runner or mlir-translate; malloc() */
+  uint32_t nmodules; /* gpu.modules turned into gpu.binary ops */
+  uint32_t ndiags;
+  char **diags; /* "file:line:col: error: message"; malloc() */
+} vxl_host_result;
+
+/* Lowers the host side of a whole GPU-dialect program (host functions,
+ * gpu.launch / gpu.launch_func, gpu.alloc, gpu.memcpy, ...) the upstream
+ * way: gpu.launch bodies are outlined, each gpu.module becomes a
+ * gpu.binary whose one object (#gpu.object<#nvvm.target, bin = ...>, the
+ * target attribute whose upstream offloading handler loads objects with
+ * mgpuModuleLoad) holds the module's MLIR text, preceded by a line
+ * "// vortexd-key: KEY" when key_of gives one; then VXL_PIPELINE_HOST turns
+ * the rest into the LLVM dialect and calls of the MLIR GPU runtime ABI
+ * (libvortexd_runtime implements it).  Always fills *res (clear with
+ * vxl_host_result_clear).  Returns 0 or -ENOMEM. */
+int vxl_lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                   vxl_module_key_fn key_of, void *key_ud, vxl_host_result *res);
+void vxl_host_result_clear(vxl_host_result *res);
+
 /* Routes LLVM's (and MLIR's) fatal errors - report_fatal_error, which
  * otherwise prints and aborts - to handler(reason) instead.  The handler
  * must not return (LLVM aborts if it does): a compile worker answers the

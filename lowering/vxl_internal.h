@@ -149,6 +149,7 @@ struct vxl_compiler {
   MlirPassManager pm_full;    /* ... with affine/math/ub/strided-memref passes */
   MlirPassManager pm_prep;    /* scf-for-to-while, before the divergence pass */
   MlirPassManager pm_outline; /* gpu-kernel-outlining, for gpu.launch inputs */
+  MlirPassManager pm_host;    /* a program's host side to the LLVM dialect (VXL_PIPELINE_HOST) */
   LLVMTargetMachineRef tm;
   /* No LLVMTargetDataRef here: a DataLayout caches struct layouts by
    * StructType address, and every compile has its own LLVMContext, so a
@@ -246,6 +247,12 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k);
  * module.  On success returns 0 with *out_module (caller destroys) and the
  * kernels in *kinfo / *nkernels (caller frees).  On a source error returns
  * -EINVAL with diagnostics in d. */
+/* vxl_lower_host's work (vxl_mlir.c): *host_ir (malloc()) and the count
+ * of gpu.modules replaced.  Returns 0, -EINVAL (diagnostics) or -ENOMEM. */
+int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                    vxl_module_key_fn key_of, void *key_ud, vxl__diags *d, char **host_ir,
+                    uint32_t *nmodules);
+
 int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, const char *source_name,
                                const vxl_options *opts, LLVMContextRef lctx, LLVMTargetDataRef td,
                                vxl__diags *d, MlirModule *out_module, vxl__kernel_info **kinfo,

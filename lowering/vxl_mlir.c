@@ -573,3 +573,107 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, 
   *nkernels_out = nkernels;
   return 0;
 }
+
+/* Appends s (n bytes) to b as the body of an MLIR string literal: bytes
+ * outside printable ASCII, '"' and '\\' as \\XX. */
+static void vxl__append_escaped(vxl__buf *b, const char *s, size_t n) {
+  static const char hex[] = "0123456789ABCDEF";
+  for (size_t i = 0; i < n && !b->oom; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    char esc[3] = {'\\', hex[ch >> 4], hex[ch & 15]};
+    if (ch >= 32 && ch < 127 && ch != '"' && ch != '\\')
+      vxl__buf_append((MlirStringRef){(const char *)&s[i], 1}, b);
+    else
+      vxl__buf_append((MlirStringRef){esc, 3}, b);
+  }
+}
+
+/* Replaces gpu.module gm (in top's body) with a gpu.binary of the same
+ * name holding the module's text.  Returns 0, -EINVAL, -ENOMEM. */
+static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_key_fn key_of, void *key_ud,
+                                 vxl__diags *d) {
+  vxl__buf text = {0}, bin = {0};
+  vxl__buf_append(vxl__str("module attributes {gpu.container_module} {\n"), &text);
+  mlirOperationPrint(gm, vxl__buf_append, &text);
+  vxl__buf_append(vxl__str("\n}\n"), &text);
+  if (text.oom) {
+    free(text.p);
+    return -ENOMEM;
+  }
+  char key[65] = "";
+  if (key_of && key_of(key_ud, text.p, text.n, key) != 0) key[0] = '\0';
+  MlirStringRef name =
+      mlirStringAttrGetValue(mlirOperationGetAttributeByName(gm, mlirSymbolTableGetSymbolAttributeName()));
+  vxl__buf_append(vxl__str("module {\n  gpu.binary @\""), &bin);
+  vxl__append_escaped(&bin, name.data, name.length);
+  vxl__buf_append(vxl__str("\" [#gpu.object<#nvvm.target, bin = \""), &bin);
+  if (key[0]) {
+    char line[96];
+    snprintf(line, sizeof line, "// vortexd-key: %s\n", key);
+    vxl__append_escaped(&bin, line, strlen(line));
+  }
+  vxl__append_escaped(&bin, text.p, text.n);
+  vxl__buf_append(vxl__str("\">]\n}\n"), &bin);
+  free(text.p);
+  if (bin.oom) {
+    free(bin.p);
+    return -ENOMEM;
+  }
+  MlirModule wrap = mlirModuleCreateParse(c->ctx, (MlirStringRef){bin.p, bin.n});
+  free(bin.p);
+  if (mlirModuleIsNull(wrap)) {
+    vxl__diag_at(d, mlirOperationGetLocation(gm),
+                 "internal: could not build the gpu.binary of this gpu.module");
+    return -EINVAL;
+  }
+  MlirOperation binop = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
+  mlirOperationRemoveFromParent(binop);
+  mlirModuleDestroy(wrap);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(gm), gm, binop);
+  mlirOperationDestroy(gm);
+  return 0;
+}
+
+int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                    vxl_module_key_fn key_of, void *key_ud, vxl__diags *d, char **host_ir,
+                    uint32_t *nmodules) {
+  *host_ir = NULL;
+  *nmodules = 0;
+  int rc;
+  char *text = vxl__source_text(source, len, source_name, d, &rc); /* 1 */
+  if (!text) return rc;
+  MlirOperation top = vxl__parse(c->ctx, text, len, source_name, d); /* 2 */
+  free(text);
+  if (mlirOperationIsNull(top)) return -EINVAL;
+  rc = vxl__check_sizes(top, d);
+  if (rc == 0) rc = vxl__outline(c, top, source_name, d); /* 3 */
+  /* every top-level gpu.module becomes a gpu.binary */
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); rc == 0 && !mlirOperationIsNull(op);) {
+    MlirOperation next = mlirOperationGetNextInBlock(op);
+    if (vxl__op_is(op, "gpu.module")) {
+      rc = vxl__module_to_binary(c, op, key_of, key_ud, d);
+      if (rc == 0) (*nmodules)++;
+    }
+    op = next;
+  }
+  if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_host, top))) {
+    if (d->n == 0) vxl__diag_add(d, "%s: error: the host pipeline failed", source_name);
+    rc = -EINVAL;
+  }
+  if (rc == 0 && !mlirOperationVerify(top)) {
+    if (d->n == 0) vxl__diag_add(d, "%s: error: the lowered host module does not verify", source_name);
+    rc = -EINVAL;
+  }
+  if (rc == 0) {
+    vxl__buf out = {0};
+    mlirOperationPrint(top, vxl__buf_append, &out);
+    if (out.oom) {
+      free(out.p);
+      rc = -ENOMEM;
+    } else
+      *host_ir = out.p;
+  }
+  mlirOperationDestroy(top);
+  return rc;
+}

@@ -28,8 +28,8 @@ const char *vxp_strerror(int err) {
   }
 }
 
-static const char *const vxp__ops[] = {NULL,     "hello",      "compile", "fetch", "stats",
-                                       "verify", "zero_stats", "clear",   "prune", "stop"};
+static const char *const vxp__ops[] = {NULL,         "hello", "compile", "fetch", "stats", "verify",
+                                       "zero_stats", "clear", "prune",   "stop",  "host"};
 static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found", "internal"};
 
 const char *vxp_op_name(vxp_op op) { return (op >= VXP_OP_HELLO && op <= VXP_OP_LAST) ? vxp__ops[op] : NULL; }
@@ -80,6 +80,7 @@ void vxp_response_clear(vxp_response *r) {
   for (uint32_t i = 0; i < r->ndiags; i++)
     free(r->diags[i]);
   free(r->diags);
+  free(r->host_ir);
   free(r->lowered_ir);
   memset(r, 0, sizeof *r);
 }
@@ -224,7 +225,8 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   uint32_t n = 2 + (r->op == VXP_OP_HELLO || r->proto_version != 0);
   switch (r->op) {
   case VXP_OP_HELLO: n += (r->client != NULL); break;
-  case VXP_OP_COMPILE: n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns; break;
+  case VXP_OP_COMPILE:
+  case VXP_OP_HOST: n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns; break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
   case VXP_OP_PRUNE: n += 1; break;
   default: break;
@@ -238,6 +240,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     if (r->client) vxp__kv_str(&pk, "client", r->client);
     break;
   case VXP_OP_COMPILE:
+  case VXP_OP_HOST:
     vxp__kv_bin(&pk, "source", r->source, r->source_len);
     if (r->source_name) vxp__kv_str(&pk, "source_name", r->source_name);
     vxp__kv_u64(&pk, "opt_level", r->opt_level);
@@ -268,6 +271,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_STATS) n += 1;
   bool admin = r->op == VXP_OP_VERIFY || r->op == VXP_OP_CLEAR || r->op == VXP_OP_PRUNE;
   if (admin) n += 2;
+  if (r->op == VXP_OP_HOST) n += 1 + (r->host_ir != NULL);
   msgpack_pack_map(&pk, n);
   /* fixed-width, first: vxp_frame_set_id rewrites it in an encoded frame */
   vxp__str(&pk, "id");
@@ -317,6 +321,13 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (admin) {
     vxp__kv_u64(&pk, "checked", r->checked);
     vxp__kv_u64(&pk, "removed", r->removed);
+  }
+  if (r->op == VXP_OP_HOST) {
+    if (r->host_ir) vxp__kv_str(&pk, "host_ir", r->host_ir);
+    vxp__str(&pk, "diags");
+    msgpack_pack_array(&pk, r->ndiags);
+    for (uint32_t i = 0; i < r->ndiags; i++)
+      vxp__str(&pk, r->diags[i] ? r->diags[i] : "");
   }
   return vxp__frame_end(&sb, frame, frame_len);
 }
@@ -652,7 +663,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = VXP_EMISSING;
     else if (r->op == VXP_OP_HELLO && !have_proto)
       rc = VXP_EMISSING;
-    else if (r->op == VXP_OP_COMPILE && !have_src)
+    else if ((r->op == VXP_OP_COMPILE || r->op == VXP_OP_HOST) && !have_src)
       rc = VXP_EMISSING;
     else if (r->op == VXP_OP_FETCH && !have_key)
       rc = VXP_EMISSING;
@@ -760,6 +771,8 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       rc = vxp__decode_stats(v, &r->stats);
     else if (vxp__key(k, "checked"))
       rc = vxp__u64(v, &r->checked);
+    else if (vxp__key(k, "host_ir"))
+      rc = vxp__strdup(v, &r->host_ir);
     else if (vxp__key(k, "removed"))
       rc = vxp__u64(v, &r->removed);
     else if (vxp__key(k, "kernels")) {

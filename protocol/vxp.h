@@ -149,8 +149,9 @@ typedef enum {
   VXP_OP_CLEAR = 7,      /* delete every cache entry */
   VXP_OP_PRUNE = 8,      /* evict LRU entries down to max_size bytes */
   VXP_OP_STOP = 9,       /* answer, then shut down cleanly */
+  VXP_OP_HOST = 10,      /* lower a whole program's host side (host_ir) */
 } vxp_op;
-#define VXP_OP_LAST VXP_OP_STOP
+#define VXP_OP_LAST VXP_OP_HOST
 
 /* Returns "hello", "compile", ... or NULL for an unknown op. */
 const char *vxp_op_name(vxp_op op);
@@ -241,6 +242,9 @@ typedef struct {
   /* verify / clear / prune */
   uint64_t checked; /* entries read */
   uint64_t removed; /* entries deleted */
+  /* host */
+  char *host_ir; /* the program's host side in the LLVM dialect, its
+                    gpu.modules as gpu.binary ops; malloc() */
 } vxp_response;
 
 /* Release the fields of a request / response (not the struct).  NULL-safe. */

@@ -869,3 +869,33 @@ Test(lowering, a_warp_size_that_is_not_a_power_of_two_is_refused) {
   cr_assert_str_eq(r.diags[0], "w.mlir: error: warp size 6 is not a power of two from 1 to 32");
   vxl_result_clear(&r);
 }
+
+/* The key callback of the host lowering tests: a fixed key. */
+static int fixed_key(void *ud, const char *text, size_t len, char key[65]) {
+  (void)ud, (void)text, (void)len;
+  memset(key, 'a', 64);
+  key[64] = '\0';
+  return 0;
+}
+
+Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
+  static const char src[] =
+      "func.func @main() {\n  %c1 = arith.constant 1 : index\n  %c4 = arith.constant 4 : index\n"
+      "  %m = memref.alloc() : memref<4xi32>\n"
+      "  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)\n"
+      "             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {\n"
+      "    %t = arith.index_cast %tx : index to i32\n    memref.store %t, %m[%tx] : memref<4xi32>\n"
+      "    gpu.terminator\n  }\n  return\n}\n";
+  vxl_host_result h;
+  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", fixed_key, NULL, &h), 0);
+  cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
+  cr_assert_eq(h.nmodules, 1);
+  cr_assert_not_null(strstr(h.host_ir, "gpu.binary @main_kernel"), "%s", h.host_ir);
+  cr_assert_not_null(strstr(h.host_ir, "// vortexd-key: aaaa"), "the module text carries its key");
+  cr_assert_not_null(strstr(h.host_ir, "gpu.launch_func"),
+                     "lowered to the LLVM dialect, launch kept for "
+                     "translation: %s",
+                     h.host_ir);
+  cr_assert_null(strstr(h.host_ir, "gpu.launch blocks"), "outlined");
+  vxl_host_result_clear(&h);
+}

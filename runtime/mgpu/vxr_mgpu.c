@@ -20,6 +20,11 @@
  * backend VORTEXD_DEVICE names ("emulated", the default).  Launches are
  * synchronous: streams and events exist for the ABI's sake.
  *
+ * A module that cannot be obtained or a launch that fails ends the program
+ * with status 1 after its message (what a host program without error
+ * checks of its own would want: its results would be wrong), unless
+ * VORTEXD_RUNTIME_ERRORS=return, when the call returns NULL or nothing.
+ *
  * THREAD NOTES: every entry point takes one process-wide mutex.
  */
 #define _GNU_SOURCE
@@ -86,6 +91,14 @@ static void vxr__fail(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
+}
+
+/* After a failure reported with vxr__fail: exit unless errors return. */
+static void vxr__maybe_exit(void) {
+  const char *e = getenv("VORTEXD_RUNTIME_ERRORS");
+  if (e && strcmp(e, "return") == 0) return;
+  fflush(stdout);
+  exit(1);
 }
 
 static int vxr__init(void) {
@@ -237,6 +250,9 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
         free(m->elf);
         free(m);
         m = NULL;
+        pthread_mutex_unlock(&vxr.mu);
+        vxr__maybe_exit();
+        return NULL;
       } else {
         m->refs = 1;
         m->next = vxr.modules;
@@ -264,6 +280,7 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
     }
   }
   vxr__fail("the module has no kernel %s", name);
+  vxr__maybe_exit();
   return NULL;
 }
 
@@ -344,7 +361,10 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   free(values);
   free(addrs);
   pthread_mutex_unlock(&vxr.mu);
-  if (err[0]) vxr__fail("launch of %s: %s", k->name, err);
+  if (err[0]) {
+    vxr__fail("launch of %s: %s", k->name, err);
+    vxr__maybe_exit();
+  }
 }
 
 /* ---- streams and events: launches are synchronous ---- */
