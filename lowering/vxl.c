@@ -170,10 +170,14 @@ int vxl_compiler_create(vxl_compiler **out) {
   c->cur_diags = &d;
   c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
   MlirLogicalResult pr = mlirLogicalResultSuccess();
-  const char *pipelines[5] = {VXL_PIPELINE_BASE, VXL_PIPELINE_FULL, "builtin.module(scf-for-to-while)",
-                              "builtin.module(gpu-kernel-outlining)", VXL_PIPELINE_HOST};
-  MlirPassManager *pms[5] = {&c->pm, &c->pm_full, &c->pm_prep, &c->pm_outline, &c->pm_host};
-  for (int i = 0; i < 5; i++) {
+  const char *pipelines[6] = {VXL_PIPELINE_BASE,
+                              VXL_PIPELINE_FULL,
+                              "builtin.module(scf-for-to-while)",
+                              "builtin.module(gpu-kernel-outlining)",
+                              VXL_PIPELINE_HOST,
+                              "builtin.module(func.func(gpu-async-region))"};
+  MlirPassManager *pms[6] = {&c->pm, &c->pm_full, &c->pm_prep, &c->pm_outline, &c->pm_host, &c->pm_async};
+  for (int i = 0; i < 6; i++) {
     *pms[i] = mlirPassManagerCreate(c->ctx);
     vxl__buf perr = {0};
     if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(*pms[i]),
@@ -238,6 +242,7 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm_prep)) mlirPassManagerDestroy(c->pm_prep);
   if (!mlirPassManagerIsNull(c->pm_outline)) mlirPassManagerDestroy(c->pm_outline);
   if (!mlirPassManagerIsNull(c->pm_host)) mlirPassManagerDestroy(c->pm_host);
+  if (!mlirPassManagerIsNull(c->pm_async)) mlirPassManagerDestroy(c->pm_async);
   if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
   for (unsigned i = 0; i < c->nviews; i++) {
     mlirOperationDestroy(c->view_ops[i]);

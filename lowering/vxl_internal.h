@@ -150,6 +150,7 @@ struct vxl_compiler {
   MlirPassManager pm_prep;    /* scf-for-to-while, before the divergence pass */
   MlirPassManager pm_outline; /* gpu-kernel-outlining, for gpu.launch inputs */
   MlirPassManager pm_host;    /* a program's host side to the LLVM dialect (VXL_PIPELINE_HOST) */
+  MlirPassManager pm_async;   /* gpu-async-region: synchronous gpu.alloc/memcpy/... made async */
   LLVMTargetMachineRef tm;
   /* No LLVMTargetDataRef here: a DataLayout caches struct layouts by
    * StructType address, and every compile has its own LLVMContext, so a

@@ -594,7 +594,12 @@ static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_k
                                  vxl__diags *d) {
   vxl__buf text = {0}, bin = {0};
   vxl__buf_append(vxl__str("module attributes {gpu.container_module} {\n"), &text);
-  mlirOperationPrint(gm, vxl__buf_append, &text);
+  /* with locations: diagnostics of the module's compile, at its first
+   * launch, then point into the program's own file:line:col */
+  MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
+  mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
+  mlirOperationPrintWithFlags(gm, flags, vxl__buf_append, &text);
+  mlirOpPrintingFlagsDestroy(flags);
   vxl__buf_append(vxl__str("\n}\n"), &text);
   if (text.oom) {
     free(text.p);
@@ -634,6 +639,26 @@ static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_k
   return 0;
 }
 
+static MlirWalkResult vxl__async_or_shared_cb(MlirOperation op, void *ud) {
+  int *found = ud;
+  if (vxl__op_is(op, "gpu.alloc") &&
+      !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, vxl__str("hostShared"))))
+    *found = 1;
+  for (intptr_t i = 0; !*found && i < mlirOperationGetNumResults(op); i++) {
+    char *t = vxl__type_str(mlirValueGetType(mlirOperationGetResult(op, i)));
+    if (t && strcmp(t, "!gpu.async.token") == 0) *found = 1;
+    free(t);
+  }
+  return *found ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
+}
+
+/* Whether the program uses async tokens or host-shared allocations. */
+static int vxl__has_async_or_shared(MlirOperation top) {
+  int found = 0;
+  mlirOperationWalk(top, vxl__async_or_shared_cb, &found, MlirWalkPreOrder);
+  return found;
+}
+
 int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
                     vxl_module_key_fn key_of, void *key_ud, vxl__diags *d, char **host_ir,
                     uint32_t *nmodules) {
@@ -656,6 +681,15 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
       if (rc == 0) (*nmodules)++;
     }
     op = next;
+  }
+  /* gpu-to-llvm lowers gpu.alloc, gpu.memcpy, ... only in their async
+   * form: a program written with synchronous ones gets them made async
+   * (gpu-async-region, as upstream's SYCL pipeline does), unless it uses
+   * async tokens itself or host-shared allocations, which stay synchronous */
+  if (rc == 0 && !vxl__has_async_or_shared(top) &&
+      mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_async, top))) {
+    if (d->n == 0) vxl__diag_add(d, "%s: error: gpu-async-region failed", source_name);
+    rc = -EINVAL;
   }
   if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_host, top))) {
     if (d->n == 0) vxl__diag_add(d, "%s: error: the host pipeline failed", source_name);

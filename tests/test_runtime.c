@@ -9,6 +9,8 @@
  * process of its own, so each starts with a fresh runtime.
  */
 #include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -159,3 +161,82 @@ Test(runtime, without_a_daemon_the_cache_is_read_directly_else_a_clear_error) {
   cr_assert_null(mgpuModuleLoad(t2, len));
   free(t2);
 }
+
+/* ---- whole programs through `vxc run` ---- */
+
+/* Runs FILE with `vxc run` against this suite's daemon and checks its
+ * output with FileCheck-22 against the file's own CHECK lines.  Returns 1
+ * when FileCheck accepts it; out gets what the program printed (stdout and
+ * stderr). */
+static int run_and_check(const char *file, char *out, size_t cap) {
+  char cmd[2048], log[128];
+  snprintf(log, sizeof log, "%.100s/run.out", d.dir);
+  snprintf(cmd, sizeof cmd,
+           "timeout 300 %s --no-spawn --socket %s run %s > %s 2>&1; %s %s --input-file=%s 2>&1", VXT_VXC,
+           d.sock, file, log, VXT_FILECHECK, file, log);
+  char fc[4096];
+  int rc = vxt_run(cmd, fc, sizeof fc);
+  size_t n;
+  char *printed = vxt_read_file(log, &n);
+  snprintf(out, cap, "%s", printed ? printed : "");
+  free(printed);
+  return rc == 0;
+}
+
+Test(runtime, vxc_run_executes_a_whole_program) {
+  static char out[65536];
+  cr_assert(run_and_check(VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir", out, sizeof out), "%s", out);
+  /* the program's kernels went through the daemon's cache */
+  char cmd[512], st[4096];
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, st, sizeof st), 0);
+  cr_assert_not_null(strstr(st, "\"misses\":1,"), "one module compiled: %s", st);
+  cr_assert(run_and_check(VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir", out, sizeof out), "%s", out);
+  cr_assert_eq(vxt_run(cmd, st, sizeof st), 0);
+  cr_assert_not_null(strstr(st, "\"hits\":1,"), "the second run's launch hit: %s", st);
+}
+
+#ifdef VXT_CORPUS_DIR
+TestSuite(conformance, .init = start, .fini = stop, .timeout = 900);
+
+/* The upstream MLIR GPU integration tests (llvm-project
+ * mlir/test/Integration/GPU/{CUDA,ROCM,SPIRV,SYCL,Vulkan}) in the corpus,
+ * each run with `vxc run` on the emulated device and checked with
+ * FileCheck against its own CHECK lines, as upstream checks them on real
+ * GPUs.  A file may fail only with a diagnostic saying what is not
+ * supported; a wrong output or a crash fails the test. */
+Test(conformance, upstream_gpu_integration_tests_through_vxc_run) {
+  static const char *const dirs[] = {"CUDA", "ROCM", "SPIRV", "SYCL", "Vulkan"};
+  static char out[262144];
+  int total = 0, passed = 0;
+  char report[8192] = "";
+  for (int i = 0; i < 5; i++) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/llvm-project/Integration-GPU-%s", VXT_CORPUS_DIR, dirs[i]);
+    DIR *dp = opendir(dir);
+    if (!dp) continue;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+      size_t n = strlen(e->d_name);
+      if (n < 6 || strcmp(e->d_name + n - 5, ".mlir") != 0) continue;
+      char file[1024];
+      snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+      total++;
+      int ok = run_and_check(file, out, sizeof out);
+      const char *why = strstr(out, "error: unsupported:");
+      size_t at = strlen(report);
+      snprintf(report + at, sizeof report - at, "%s %s/%s%s%.160s\n", ok ? "PASS" : "FAIL", dirs[i],
+               e->d_name, ok ? "" : ": ",
+               ok    ? ""
+               : why ? why
+                     : out);
+      passed += ok;
+      cr_assert(ok || why, "%s failed without saying what is unsupported:\n%s", file, out);
+    }
+    closedir(dp);
+  }
+  cr_log_info("upstream GPU integration tests: %d of %d pass\n%s", passed, total, report);
+  fprintf(stderr, "upstream GPU integration tests: %d of %d pass\n%s", passed, total, report);
+  cr_assert_gt(total, 0, "no integration tests found in the corpus");
+}
+#endif

@@ -64,6 +64,7 @@ typedef struct vxr_region {
   uint8_t *host; /* registered host memory */
   uint64_t size;
   uint32_t mirror; /* its arena offset */
+  int launch_only; /* mirrored for one launch (a memref never registered) */
   struct vxr_region *next;
 } vxr_region;
 
@@ -317,6 +318,25 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
                                 ? *(uint8_t **)params[p + 1] + *(int64_t *)params[p + 2] * a->elem_size
                                 : *(uint8_t **)params[p];
       addrs[i] = vxr__device_address(host);
+      if (!addrs[i] && a->elem_size) {
+        /* host memory the program never registered: mirrored for this
+         * launch, over the span its sizes and strides reach (as the SPIR-V
+         * and Vulkan runners treat host buffers) */
+        uint64_t span = 1;
+        for (uint32_t r = 0; r < a->rank; r++) {
+          int64_t size = *(int64_t *)params[p + 3 + r], stride = *(int64_t *)params[p + 3 + a->rank + r];
+          if (size <= 0) span = 0;
+          if (span && stride > 0) span += (uint64_t)(size - 1) * (uint64_t)stride;
+        }
+        vxr_region *reg = span ? calloc(1, sizeof *reg) : NULL;
+        int64_t off = reg ? vxr__alloc(span * a->elem_size) : -1;
+        if (off >= 0) {
+          *reg = (vxr_region){(uint8_t *)host, span * a->elem_size, (uint32_t)off, 1, vxr.regions};
+          vxr.regions = reg;
+          addrs[i] = VXR_DEVICE_BASE + (uint32_t)off;
+        } else
+          free(reg);
+      }
       if (!addrs[i])
         snprintf(err, sizeof err,
                  "argument %u of kernel %s points to memory the device cannot see (allocate it with "
@@ -358,6 +378,15 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
     if (vxr.backend->run(vxr.backend, &l, err, sizeof err) == 0) vxr__sync_regions(0);
   }
   if (argbuf >= 0) vxr__free((uint32_t)argbuf, k->buffer_size);
+  for (vxr_region **pp = &vxr.regions; *pp;) { /* this launch's own mirrors */
+    vxr_region *r = *pp;
+    if (r->launch_only) {
+      *pp = r->next;
+      vxr__free(r->mirror, (uint32_t)r->size);
+      free(r);
+    } else
+      pp = &r->next;
+  }
   free(values);
   free(addrs);
   pthread_mutex_unlock(&vxr.mu);
@@ -436,7 +465,7 @@ void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
     vxr__fail("cannot mirror %llu bytes of host memory in device memory", (unsigned long long)sizeBytes);
     free(r);
   } else {
-    *r = (vxr_region){ptr, sizeBytes, (uint32_t)off, vxr.regions};
+    *r = (vxr_region){ptr, sizeBytes, (uint32_t)off, 0, vxr.regions};
     vxr.regions = r;
   }
   pthread_mutex_unlock(&vxr.mu);
