@@ -209,7 +209,9 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
     rc = SQLITE_ERROR;
   if (rc != SQLITE_OK) {
     snprintf(errbuf, errcap, "cannot read cache %s: %s", path,
-             rc == SQLITE_MISMATCH ? "another schema version" : c->db ? sqlite3_errmsg(c->db) : "open failed");
+             rc == SQLITE_MISMATCH ? "another schema version"
+             : c->db               ? sqlite3_errmsg(c->db)
+                                   : "open failed");
     vxk_close(c);
     return VXK_EIO;
   }

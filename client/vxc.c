@@ -270,8 +270,10 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
   return vxc__roundtrip(c, &r, resp);
 }
 
-int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, vxp_response *resp) {
+int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
+                   vxp_response *resp) {
   vxp_request r = {.op = VXP_OP_HOST,
+                   .host_object = host_object != 0,
                    .source = (uint8_t *)source,
                    .source_len = len,
                    .source_name = (char *)source_name,

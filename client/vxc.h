@@ -79,8 +79,11 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
 /* Lowers the host side of a whole GPU-dialect program (len bytes of MLIR)
  * for libvortexd_runtime: resp->host_ir is the program in the LLVM dialect,
  * its gpu.modules turned into gpu.binary ops the runtime loads through
- * vortexd (docs/PROTOCOL.md, "host").  Returns as vxc_compile. */
-int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, vxp_response *resp);
+ * vortexd (docs/PROTOCOL.md, "host"); with host_object, resp->object is
+ * also that host side compiled for the host, to link into a program.
+ * Returns as vxc_compile. */
+int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
+                   vxp_response *resp);
 
 /* Fetches the cached entry key (64 hex digits); kernel NULL for all. */
 int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *resp);

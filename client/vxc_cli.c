@@ -30,6 +30,9 @@ static void usage(FILE *f) {
   fputs("usage: vxc [--socket PATH] [--no-spawn] COMMAND ...\n"
         "       vxc --version | --help\n"
         "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--warp-size N] [--shuffle-insns]\n"
+        "  compile --host FILE.mlir [-o DIR] [--json]\n"
+        "      the program's host side as a host object DIR/<FILE without .mlir>.host.o, to link\n"
+        "      with -lvortexd_runtime: its launches get their kernels from vortexd\n"
         "      compile through vortexd; writes DIR/<FILE without .mlir>.o (default DIR: .; with\n"
         "      --json only when -o is given), one object for every kernel of the module, each\n"
         "      started by its entry symbol; N: threads per warp (subgroup size), default 4;\n"
@@ -485,16 +488,17 @@ int main(int argc, char **argv) {
   /* getopt over the command's own arguments */
   int cargc = argc - i;
   char **cargv = argv + i;
-  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE, O_SHLIB };
+  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE, O_SHLIB, O_HOST };
   static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
                                        {"emit-ir", no_argument, NULL, O_IR},
+                                       {"host", no_argument, NULL, O_HOST},
                                        {"warp-size", required_argument, NULL, O_WARP},
                                        {"kernel", required_argument, NULL, O_KERNEL},
                                        {"shuffle-insns", no_argument, NULL, O_SHFL},
                                        {"max-size", required_argument, NULL, O_MAXSIZE},
                                        {"shared-libs", required_argument, NULL, O_SHLIB},
                                        {NULL, 0, NULL, 0}};
-  int json = 0, c;
+  int json = 0, c, host = 0;
   const char *dir = NULL, *kernel = NULL, *max_size = NULL;
   const char *shlibs[16];
   int nshlibs = 0;
@@ -512,6 +516,7 @@ int main(int argc, char **argv) {
       break;
     case O_JSON: json = 1; break;
     case O_IR: co.emit_ir = 1; break;
+    case O_HOST: host = 1; break;
     case O_WARP: {
       char *end = NULL;
       unsigned long w = strtoul(optarg, &end, 10);
@@ -538,7 +543,8 @@ int main(int argc, char **argv) {
   int nargs = cargc - optind;
   char **args = cargv + optind;
   /* usage errors are reported before any daemon is contacted (or started) */
-  if (nargs != cm->nargs || (max_size && cm->op != VXP_OP_PRUNE) || (nshlibs && strcmp(cmd, "run") != 0)) {
+  if (nargs != cm->nargs || (max_size && cm->op != VXP_OP_PRUNE) || (nshlibs && strcmp(cmd, "run") != 0) ||
+      (host && strcmp(cmd, "compile") != 0)) {
     usage(stderr);
     return 64;
   }
@@ -568,7 +574,43 @@ int main(int argc, char **argv) {
   }
   vxp_response r;
   int status = 0;
-  if (strcmp(cmd, "compile") == 0) {
+  if (strcmp(cmd, "compile") == 0 && host) {
+    /* the program's host side as a host object: DIR/<FILE without .mlir>.host.o */
+    size_t len = 0;
+    char *src = read_file(args[0], &len);
+    if (!src) {
+      fprintf(stderr, "vxc: cannot read %s: %s\n", args[0], strerror(errno));
+      vxc_close(conn);
+      return 2;
+    }
+    rc = vxc_lower_host(conn, src, len, args[0], 1, &r);
+    free(src);
+    if (rc == 0) {
+      for (uint32_t di = 0; di < r.ndiags; di++)
+        fprintf(stderr, "%s\n", r.diags[di]);
+      if (r.status != VXP_STATUS_OK || !r.object) {
+        fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r.status), r.message ? r.message : "");
+        status = r.status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
+      } else {
+        const char *base = strrchr(args[0], '/');
+        base = base ? base + 1 : args[0];
+        const char *dot = strrchr(base, '.');
+        char name[1024], path[4096];
+        snprintf(name, sizeof name, "%.*s.host.x",
+                 (int)(dot && dot != base ? dot - base : (long)strlen(base)), base);
+        if (write_object(&r, dir ? dir : ".", name, path, sizeof path) != 0)
+          status = 2;
+        else if (json) {
+          json_t *o = json_pack("{s:s,s:o,s:I}", "status", "ok", "host_object", json_text(path),
+                                "object_size", (json_int_t)r.object_size);
+          if (o) json_dumpf(o, stdout, JSON_COMPACT);
+          putchar('\n');
+          json_decref(o);
+        } else
+          printf("host object %s (%zu bytes; link with -lvortexd_runtime)\n", path, r.object_size);
+      }
+    }
+  } else if (strcmp(cmd, "compile") == 0) {
     size_t len = 0;
     char *src = read_file(args[0], &len);
     if (!src) {
@@ -588,7 +630,7 @@ int main(int argc, char **argv) {
       vxc_close(conn);
       return 2;
     }
-    rc = vxc_lower_host(conn, src, len, args[0], &r);
+    rc = vxc_lower_host(conn, src, len, args[0], 0, &r);
     free(src);
     vxc_close(conn);
     if (rc) {

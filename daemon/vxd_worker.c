@@ -121,6 +121,14 @@ static void vxd__host(vxl_compiler *c, const vxp_request *req, vxp_response *res
   resp->diags = h.diags;
   resp->ndiags = h.ndiags;
   if (!h.ok) resp->message = strdup(rc ? "compile worker ran out of memory" : "host lowering failed");
+  if (h.ok && req->host_object) {
+    char err[512];
+    if (vxl_emit_host_object(c, h.host_ir, strlen(h.host_ir), &resp->object, &resp->object_size, err,
+                             sizeof err) != 0) {
+      resp->status = VXP_STATUS_INTERNAL;
+      resp->message = strdup(err);
+    }
+  }
 }
 
 int vxd_cache_key(const vxl_options *o, const uint8_t *source, size_t len, char key[VXK_KEY_HEX + 1]) {

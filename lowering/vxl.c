@@ -511,3 +511,67 @@ void vxl_host_result_clear(vxl_host_result *res) {
   free(res->diags);
   memset(res, 0, sizeof *res);
 }
+
+int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8_t **obj, size_t *size,
+                         char *err, size_t errcap) {
+  *obj = NULL;
+  *size = 0;
+  vxl__diags d = {.source_name = "<host>"};
+  c->cur_diags = &d;
+  MlirModule m = mlirModuleCreateParse(c->ctx, (MlirStringRef){host_ir, len});
+  c->cur_diags = NULL;
+  int rc = -EINVAL;
+  LLVMContextRef lctx = NULL;
+  LLVMModuleRef lm = NULL;
+  LLVMTargetMachineRef tm = NULL;
+  char *triple = NULL, *msg = NULL;
+  if (mlirModuleIsNull(m)) {
+    snprintf(err, errcap, "host module does not parse: %s", d.n ? d.v[0] : "");
+    goto done;
+  }
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  lctx = LLVMContextCreate();
+  c->cur_diags = &d;
+  lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(m), lctx);
+  c->cur_diags = NULL;
+  if (!lm) {
+    snprintf(err, errcap, "host module does not translate to LLVM IR: %s", d.n ? d.v[0] : "");
+    goto done;
+  }
+  const char *t = LLVMGetTarget(lm);
+  triple = t && *t ? strdup(t) : LLVMGetDefaultTargetTriple();
+  LLVMTargetRef target = NULL;
+  if (!triple || LLVMGetTargetFromTriple(triple, &target, &msg)) {
+    snprintf(err, errcap, "no LLVM target for the host triple %s: %s", triple ? triple : "?", msg ? msg : "");
+    goto done;
+  }
+  LLVMSetTarget(lm, triple);
+  /* position-independent: the object links into executables and libraries */
+  tm = LLVMCreateTargetMachine(target, triple, "generic", "", LLVMCodeGenLevelDefault, LLVMRelocPIC,
+                               LLVMCodeModelDefault);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(lm, td);
+  LLVMDisposeTargetData(td);
+  LLVMMemoryBufferRef mb = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, lm, LLVMObjectFile, &msg, &mb)) {
+    snprintf(err, errcap, "host code generation failed: %s", msg ? msg : "");
+    goto done;
+  }
+  *size = LLVMGetBufferSize(mb);
+  *obj = malloc(*size ? *size : 1);
+  if (*obj) memcpy(*obj, LLVMGetBufferStart(mb), *size);
+  LLVMDisposeMemoryBuffer(mb);
+  rc = *obj ? 0 : -ENOMEM;
+done:
+  for (uint32_t i = 0; i < d.n; i++)
+    free(d.v[i]);
+  free(d.v);
+  LLVMDisposeMessage(msg);
+  free(triple);
+  if (tm) LLVMDisposeTargetMachine(tm);
+  if (lm) LLVMDisposeModule(lm);
+  if (lctx) LLVMContextDispose(lctx);
+  if (!mlirModuleIsNull(m)) mlirModuleDestroy(m);
+  return rc;
+}

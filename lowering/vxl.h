@@ -180,6 +180,14 @@ int vxl_lower_host(vxl_compiler *c, const char *source, size_t len, const char *
                    vxl_module_key_fn key_of, void *key_ud, vxl_host_result *res);
 void vxl_host_result_clear(vxl_host_result *res);
 
+/* Compiles a lowered host module (vxl_host_result.host_ir, len bytes) into
+ * a relocatable, position-independent object for the host (the module's
+ * llvm.target_triple, else LLVM's default triple) that links into a C or
+ * C++ program with libvortexd_runtime.  Returns 0 and *obj (malloc()) /
+ * *size, or -EINVAL / -ENOMEM with a message in err. */
+int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8_t **obj, size_t *size,
+                         char *err, size_t errcap);
+
 /* Routes LLVM's (and MLIR's) fatal errors - report_fatal_error, which
  * otherwise prints and aborts - to handler(reason) instead.  The handler
  * must not return (LLVM aborts if it does): a compile worker answers the

@@ -639,6 +639,73 @@ static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_k
   return 0;
 }
 
+/* Moves the ops of op's first region's entry block, but its terminator
+ * (polygeist.polygeist_yield, unregistered, so found by name), before op. */
+static void vxl__inline_first_region(MlirOperation op) {
+  MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+  if (mlirBlockIsNull(b)) return;
+  for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);) {
+    MlirOperation next = mlirOperationGetNextInBlock(o);
+    if (!vxl__op_is(o, "polygeist.polygeist_yield")) mlirOperationMoveBefore(o, op);
+    o = next;
+  }
+}
+
+typedef struct {
+  MlirOperation found; /* the first op of interest, pre-order */
+  int kind;            /* 1 alternatives, 2 gpu_error, 3 another polygeist op */
+} vxl__polygeist_find;
+
+static MlirWalkResult vxl__polygeist_cb(MlirOperation op, void *ud) {
+  vxl__polygeist_find *f = ud;
+  if (vxl__op_is(op, "gpu.module")) return MlirWalkResultSkip; /* device code: the compile's business */
+  MlirStringRef n = vxl__op_name(op);
+  int kind =
+      vxl__streq(n, "polygeist.alternatives") ? 1
+      : vxl__streq(n, "polygeist.gpu_error")  ? 2
+      : n.length > 10 && memcmp(n.data, "polygeist.", 10) == 0 && !vxl__streq(n, "polygeist.polygeist_yield")
+          ? 3
+          : 0;
+  if (!kind) return MlirWalkResultAdvance;
+  f->found = op;
+  f->kind = kind;
+  return MlirWalkResultInterrupt;
+}
+
+/* Polygeist's host-side ops, resolved one at a time, outermost first:
+ * polygeist.alternatives (one variant per block size cgeist tried) keeps
+ * its first alternative, the smallest block size (cgeist orders them so;
+ * Vortex warps are small), inlined in its place; polygeist.gpu_error (a
+ * launch wrapped to report CUDA errors) is inlined and reports no error
+ * (0); any other polygeist op on the host side is refused at its location.
+ * Returns 0 or -EINVAL. */
+static int vxl__resolve_polygeist(vxl_compiler *c, MlirOperation top, vxl__diags *d) {
+  for (;;) {
+    vxl__polygeist_find f = {{NULL}, 0};
+    mlirOperationWalk(top, vxl__polygeist_cb, &f, MlirWalkPreOrder);
+    if (!f.kind) return 0;
+    MlirOperation op = f.found;
+    if (f.kind == 3) {
+      vxl__diag_at(d, mlirOperationGetLocation(op), "unsupported: host-side op %.*s",
+                   (int)vxl__op_name(op).length, vxl__op_name(op).data);
+      return -EINVAL;
+    }
+    vxl__inline_first_region(op);
+    for (intptr_t r = 0; f.kind == 2 && r < mlirOperationGetNumResults(op); r++) {
+      MlirValue res = mlirOperationGetResult(op, r);
+      MlirType t = mlirValueGetType(res);
+      MlirOperationState st = mlirOperationStateGet(vxl__str("arith.constant"), mlirOperationGetLocation(op));
+      MlirNamedAttribute a = vxl__named(c->ctx, "value", mlirIntegerAttrGet(t, 0));
+      mlirOperationStateAddAttributes(&st, 1, &a);
+      mlirOperationStateAddResults(&st, 1, &t);
+      MlirOperation zero = mlirOperationCreate(&st);
+      mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, zero);
+      mlirValueReplaceAllUsesOfWith(res, mlirOperationGetResult(zero, 0));
+    }
+    mlirOperationDestroy(op);
+  }
+}
+
 static MlirWalkResult vxl__async_or_shared_cb(MlirOperation op, void *ud) {
   int *found = ud;
   if (vxl__op_is(op, "gpu.alloc") &&
@@ -672,6 +739,10 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
   if (mlirOperationIsNull(top)) return -EINVAL;
   rc = vxl__check_sizes(top, d);
   if (rc == 0) rc = vxl__outline(c, top, source_name, d); /* 3 */
+  if (rc == 0) rc = vxl__resolve_polygeist(c, top, d);
+  /* cgeist's DLTI spec describes the host; the host's own llvm.data_layout
+   * (or the target machine's) is what LLVM uses */
+  mlirOperationRemoveAttributeByName(top, vxl__str("dlti.dl_spec"));
   /* every top-level gpu.module becomes a gpu.binary */
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0));
   for (MlirOperation op = mlirBlockGetFirstOperation(body); rc == 0 && !mlirOperationIsNull(op);) {

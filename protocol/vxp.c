@@ -226,7 +226,9 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   switch (r->op) {
   case VXP_OP_HELLO: n += (r->client != NULL); break;
   case VXP_OP_COMPILE:
-  case VXP_OP_HOST: n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns; break;
+  case VXP_OP_HOST:
+    n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns + r->host_object;
+    break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
   case VXP_OP_PRUNE: n += 1; break;
   default: break;
@@ -247,6 +249,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     vxp__kv_bool(&pk, "emit_ir", r->emit_ir);
     if (r->warp_size) vxp__kv_u64(&pk, "warp_size", r->warp_size);
     if (r->shuffle_insns) vxp__kv_bool(&pk, "shuffle_insns", true);
+    if (r->host_object) vxp__kv_bool(&pk, "host_object", true);
     break;
   case VXP_OP_FETCH:
     vxp__kv_str(&pk, "key", r->key ? r->key : "");
@@ -271,7 +274,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_STATS) n += 1;
   bool admin = r->op == VXP_OP_VERIFY || r->op == VXP_OP_CLEAR || r->op == VXP_OP_PRUNE;
   if (admin) n += 2;
-  if (r->op == VXP_OP_HOST) n += 1 + (r->host_ir != NULL);
+  if (r->op == VXP_OP_HOST) n += 1 + (r->host_ir != NULL) + (r->object != NULL);
   msgpack_pack_map(&pk, n);
   /* fixed-width, first: vxp_frame_set_id rewrites it in an encoded frame */
   vxp__str(&pk, "id");
@@ -324,6 +327,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   }
   if (r->op == VXP_OP_HOST) {
     if (r->host_ir) vxp__kv_str(&pk, "host_ir", r->host_ir);
+    if (r->object) vxp__kv_bin(&pk, "object", r->object, r->object_size);
     vxp__str(&pk, "diags");
     msgpack_pack_array(&pk, r->ndiags);
     for (uint32_t i = 0; i < r->ndiags; i++)
@@ -645,6 +649,8 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__bool(v, &r->emit_ir);
     else if (vxp__key(k, "shuffle_insns"))
       rc = vxp__bool(v, &r->shuffle_insns);
+    else if (vxp__key(k, "host_object"))
+      rc = vxp__bool(v, &r->host_object);
     else if (vxp__key(k, "warp_size")) {
       rc = vxp__u32(v, &r->warp_size);
       if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))

@@ -181,6 +181,8 @@ typedef struct {
   char *kernel; /* one kernel only; NULL for all */
   /* prune */
   uint64_t max_size; /* bytes the cache may keep */
+  /* host */
+  bool host_object; /* also return the host side as a host object */
 } vxp_request;
 
 typedef enum {

@@ -184,8 +184,8 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
   int rc = vxk_get(c, key, NULL, &e);
   vxk_close(c);
   if (rc != VXK_OK) {
-    vxr__fail("no vortexd answers and the cache in %s has no entry %s (%s)", cfg.value[VXP_CONF_cache_dir],
-              key, vxp_strerror(rc));
+    vxr__fail("no vortexd answers and the cache in %s has %s entry %s", cfg.value[VXP_CONF_cache_dir],
+              rc == VXK_ENOTFOUND ? "no" : "no readable", key);
     return -1;
   }
   memset(r, 0, sizeof *r);
@@ -205,11 +205,19 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
 /* Compiles (or fetches) text through the daemon into r; falls back to the
  * cache by the key line. */
 static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
+  static const char tag[] = "// vortexd-key: ";
+  /* the key line is not part of the module: vortexd keyed the text after it */
+  const char *body = text;
+  size_t body_size = size;
+  if (size > sizeof tag + 64 && memcmp(text, tag, sizeof tag - 1) == 0 && text[sizeof tag - 1 + 64] == '\n') {
+    body = text + sizeof tag + 64;
+    body_size = size - (sizeof tag + 64);
+  }
   vxc_conn *c = NULL;
   const char *spawn = getenv("VORTEXD_RUNTIME_SPAWN");
   int rc = spawn && *spawn == '1' ? vxc_connect_or_spawn(NULL, NULL, 15000, &c) : vxc_connect(NULL, &c);
   if (rc == 0) {
-    rc = vxc_compile(c, text, size, "<gpu.binary>", NULL, r);
+    rc = vxc_compile(c, body, body_size, "<gpu.binary>", NULL, r);
     vxc_close(c);
     if (rc == 0 && r->status == VXP_STATUS_OK) return 0;
     if (rc == 0) {
@@ -221,8 +229,7 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
       return -1;
     }
   }
-  static const char tag[] = "// vortexd-key: ";
-  if (size > sizeof tag + 64 && memcmp(text, tag, sizeof tag - 1) == 0) {
+  if (body != text) {
     char key[65];
     memcpy(key, text + sizeof tag - 1, 64);
     key[64] = '\0';
