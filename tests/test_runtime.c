@@ -242,32 +242,44 @@ Test(conformance, upstream_gpu_integration_tests_through_vxc_run) {
 #endif
 
 #ifdef VXT_CORPUS_DIR
-/* The HIP-style path: cgeist's host wrapper, compiled with `vxc compile
- * --host`, linked into a C program with libvortexd_runtime, launching
- * kernels vortexd compiles at the first launch - then again with the
- * daemon stopped (the cache read directly), then with neither (an error). */
-Test(conformance, hip_host_wrapper_launches_through_vortexd_then_the_cache) {
-  char cmd[4096], out[8192];
-  snprintf(
-      cmd, sizeof cmd,
-      "cd %s && %s --no-spawn --socket %s compile --host -o %s %s/vortex-hip/vecadd_kernel.mlir && "
-      "cc -o vecadd %s/../hip/vecadd_kernel.c vecadd_kernel.host.o -L%s -lvortexd_runtime -Wl,-rpath,%s 2>&1",
-      d.dir, VXT_VXC, d.sock, d.dir, VXT_CORPUS_DIR, VXT_KERNELS_DIR, VXT_RUNTIME_DIR, VXT_RUNTIME_DIR);
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  unsetenv("VORTEXD_RUNTIME_ERRORS"); /* a failure must end the program with status 1 */
-  snprintf(cmd, sizeof cmd, "%s/vecadd 2>&1", d.dir);
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  cr_assert_str_eq(out, "vecadd: 1000 elements ok\n");
-  /* the daemon stopped: the entry comes from the cache directory */
+/* The HIP-style path: each vortex-hip file's cgeist host wrapper, compiled
+ * with `vxc compile --host`, linked into a C program of tests/hip with
+ * libvortexd_runtime, launching kernels vortexd compiles at the first
+ * launch and checking them against C - then again with the daemon stopped
+ * (the cache read directly), then with neither (an error, status 1). */
+Test(conformance, hip_host_wrappers_launch_through_vortexd_then_the_cache) {
+  static const char *const names[] = {"vecadd_kernel", "basic_kernel", "relu_kernel", "dotproduct_kernel",
+                                      "metadata_test"};
+  enum { N = sizeof names / sizeof names[0] };
+  char cmd[4096], out[8192], ok[N][64];
+  unsetenv("VORTEXD_RUNTIME_ERRORS"); /* a failure must end a program with status 1 */
+  for (int i = 0; i < N; i++) {
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s --no-spawn --socket %s compile --host -o %s %s/vortex-hip/%s.mlir && "
+             "cc -o %s %s/../hip/%s.c %s.host.o -L%s -lvortexd_runtime -Wl,-rpath,%s 2>&1 && ./%s 2>&1",
+             d.dir, VXT_VXC, d.sock, d.dir, VXT_CORPUS_DIR, names[i], names[i], VXT_KERNELS_DIR, names[i],
+             names[i], VXT_RUNTIME_DIR, VXT_RUNTIME_DIR, names[i]);
+    cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s: %s", names[i], out);
+    cr_assert_not_null(strstr(out, " elements ok\n"), "%s: %s", names[i], out);
+    const char *line = strstr(out, " elements ok\n");
+    while (line > out && line[-1] != '\n')
+      line--;
+    snprintf(ok[i], sizeof ok[i], "%.60s", line);
+  }
+  /* the daemon stopped: the entries come from the cache directory */
   cr_assert_eq(vxt_daemon_stop(&d), 0);
   d.pid = 0;
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  cr_assert_str_eq(out, "vecadd: 1000 elements ok\n");
+  for (int i = 0; i < N; i++) {
+    snprintf(cmd, sizeof cmd, "%s/%s 2>&1", d.dir, names[i]);
+    cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s without a daemon: %s", names[i], out);
+    cr_assert_not_null(strstr(out, ok[i]), "%s: %s", names[i], out);
+  }
   /* neither daemon nor entry: a clear error and a non-zero exit */
-  snprintf(cmd, sizeof cmd, "mkdir -p %s/empty && VORTEXD_CACHE_DIR=%s/empty %s/vecadd 2>&1; echo rc=$?",
-           d.dir, d.dir, d.dir);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s/empty && VORTEXD_CACHE_DIR=%s/empty %s/vecadd_kernel 2>&1; echo rc=$?", d.dir, d.dir,
+           d.dir);
   vxt_run(cmd, out, sizeof out);
-  cr_assert_not_null(strstr(out, "vortexd runtime: no vortexd answers and"), "%s", out);
+  cr_assert_not_null(strstr(out, "vortexd runtime: no vortexd answers and "), "%s", out);
   cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
 }
 #endif
