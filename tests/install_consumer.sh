@@ -29,6 +29,9 @@ cmake -S "$here/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >
 cmake --build "$work/cmake-build" >/dev/null
 "$work/cmake-build/consumer" "$work/s.sock" "$kernel"
 # the consumers use the installed shared library, not a copy of it
-ldd "$work/consumer-pc" | grep -q "$prefix/lib/libvxc.so.0"
-ldd "$work/cmake-build/consumer" | grep -q "libvxc.so.0"
+# (ldd's output first: grep -q stopping early would break ldd's pipe under pipefail)
+libs_pc=$(ldd "$work/consumer-pc")
+libs_cmake=$(ldd "$work/cmake-build/consumer")
+grep -q "$prefix/lib/libvxc.so.0" <<<"$libs_pc"
+grep -q "libvxc.so.0" <<<"$libs_cmake"
 echo "install_consumer: pkg-config and find_package consumers built and ran"
