@@ -46,19 +46,22 @@
 #define VXR_ARENA_DEFAULT (64u << 20)
 #define VXR_ALIGN 64u
 
+typedef struct vxr_function vxr_function;
+
 typedef struct vxr_module {
-  uint8_t digest[32]; /* SHA-256 of the text loaded */
-  vxp_response r;     /* object and kernel records */
-  uint8_t **elf;      /* per kernel: linked image, built on first launch */
+  uint8_t digest[32];      /* SHA-256 of the text loaded */
+  vxr_function *functions; /* one per kernel: what mgpuModuleGetFunction returns */
+  vxp_response r;          /* object and kernel records */
+  uint8_t **elf;           /* per kernel: linked image, built on first launch */
   size_t *elf_size;
   int refs;
   struct vxr_module *next;
 } vxr_module;
 
-typedef struct {
+struct vxr_function {
   vxr_module *m;
   uint32_t kernel;
-} vxr_function;
+};
 
 typedef struct vxr_region {
   uint8_t *host; /* registered host memory */
@@ -253,15 +256,19 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
       memcpy(m->digest, d, 32);
       if (vxr__obtain(data, gpuBlobSize, &m->r) != 0 ||
           !(m->elf = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf)) ||
-          !(m->elf_size = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf_size))) {
+          !(m->elf_size = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf_size)) ||
+          !(m->functions = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->functions))) {
         vxp_response_clear(&m->r);
         free(m->elf);
+        free(m->elf_size);
         free(m);
         m = NULL;
         pthread_mutex_unlock(&vxr.mu);
         vxr__maybe_exit();
         return NULL;
       } else {
+        for (uint32_t i = 0; i < m->r.nkernels; i++)
+          m->functions[i] = (vxr_function){m, i};
         m->refs = 1;
         m->next = vxr.modules;
         vxr.modules = m;
@@ -281,11 +288,7 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   if (!m) return NULL; /* the load failed and said why */
   for (uint32_t i = 0; i < m->r.nkernels; i++) {
     const char *kn = m->r.kernels[i].name, *q = strstr(kn, "::");
-    if (strcmp(kn, name) == 0 || (q && strcmp(q + 2, name) == 0)) {
-      vxr_function *f = malloc(sizeof *f);
-      if (f) *f = (vxr_function){m, i};
-      return f;
-    }
+    if (strcmp(kn, name) == 0 || (q && strcmp(q + 2, name) == 0)) return &m->functions[i];
   }
   vxr__fail("the module has no kernel %s", name);
   vxr__maybe_exit();
