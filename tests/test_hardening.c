@@ -912,3 +912,35 @@ Test(hardening, an_llvm_fatal_error_is_a_clean_internal_answer) {
   cr_assert(others_served(d.sock));
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
+
+Test(hardening, log_lines_carry_levels_and_journald_priorities) {
+  char dir[256], log[300];
+  snprintf(dir, sizeof dir, "%.100s/logs", root);
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  snprintf(log, sizeof log, "%s/daemon.log", dir);
+  /* the same run at two levels: notice shows the stop, warning does not */
+  const char *levels[] = {"notice", "warning"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd,
+             "%s --socket %s/s.sock --cache-dir %s/c --workers 1 --log-level %s 2>%s & "
+             "for t in $(seq 100); do test -S %s/s.sock && break; sleep 0.05; done; "
+             "%s --socket %s/s.sock stop >/dev/null; wait; cat %s",
+             VXT_VORTEXD, dir, dir, levels[i], log, dir, VXT_VXC, dir, log);
+    cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+    if (i == 0)
+      cr_assert_not_null(strstr(out, "vortexd: notice: stopping (stop request)"), "%s", out);
+    else
+      cr_assert_null(strstr(out, "notice"), "log_level=warning drops notices: %s", out);
+  }
+  /* stderr that is the journal (JOURNAL_STREAM names its device:inode):
+   * syslog priorities as "<N>" prefixes instead of words */
+  snprintf(cmd, sizeof cmd,
+           ": > %s; export JOURNAL_STREAM=$(stat -c '%%d:%%i' %s); "
+           "%s --socket %s/s.sock --cache-dir %s/c --workers 1 2>>%s & "
+           "for t in $(seq 100); do test -S %s/s.sock && break; sleep 0.05; done; "
+           "%s --socket %s/s.sock stop >/dev/null; wait; cat %s",
+           log, log, VXT_VORTEXD, dir, dir, log, dir, VXT_VXC, dir, log);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "<5>stopping (stop request)"), "%s", out);
+  cr_assert_null(strstr(out, "vortexd: notice"), "%s", out);
+}
