@@ -248,15 +248,16 @@ Test(conformance, upstream_gpu_integration_tests_through_vxc_run) {
  * launch and checking them against C - then again with the daemon stopped
  * (the cache read directly), then with neither (an error, status 1). */
 Test(conformance, hip_host_wrappers_launch_through_vortexd_then_the_cache) {
-  static const char *const names[] = {"vecadd_kernel", "basic_kernel", "relu_kernel", "dotproduct_kernel",
-                                      "metadata_test"};
+  static const char *const names[] = {"vecadd_kernel", "basic_kernel", "relu_kernel",    "dotproduct_kernel",
+                                      "metadata_test", "cta_kernel",   "dogfood_kernel", "sort_kernel",
+                                      "sgemm_kernel",  "conv3_kernel"};
   enum { N = sizeof names / sizeof names[0] };
   char cmd[4096], out[8192], ok[N][64];
   unsetenv("VORTEXD_RUNTIME_ERRORS"); /* a failure must end a program with status 1 */
   for (int i = 0; i < N; i++) {
     snprintf(cmd, sizeof cmd,
              "cd %s && %s --no-spawn --socket %s compile --host -o %s %s/vortex-hip/%s.mlir && "
-             "cc -o %s %s/../hip/%s.c %s.host.o -L%s -lvortexd_runtime -Wl,-rpath,%s 2>&1 && ./%s 2>&1",
+             "cc -o %s %s/../hip/%s.c %s.host.o -L%s -lvortexd_runtime -lm -Wl,-rpath,%s 2>&1 && ./%s 2>&1",
              d.dir, VXT_VXC, d.sock, d.dir, VXT_CORPUS_DIR, names[i], names[i], VXT_KERNELS_DIR, names[i],
              names[i], VXT_RUNTIME_DIR, VXT_RUNTIME_DIR, names[i]);
     cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s: %s", names[i], out);
