@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -284,3 +285,36 @@ Test(conformance, hip_host_wrappers_launch_through_vortexd_then_the_cache) {
   cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
 }
 #endif
+
+Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
+  /* an SDK directory: the emulator's device runtime stands in for Vortex's */
+  char sdk[256], cmd[1024], out[512];
+  snprintf(sdk, sizeof sdk, "%.100s/sdk", d.dir);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && ln -s %s %s/link.ld && ln -s %s/vx_start.o %s/vx_spawn.o %s/vx_print.o %s/", sdk,
+           VXT_DEVICE_LINK_LD, sdk, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR, sdk);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  setenv("VORTEXD_DEVICE", "vortex", 1);
+  setenv("VORTEXD_LIBVORTEX", VXT_STANDIN, 1);
+  setenv("VORTEXD_VORTEX_SDK", sdk, 1);
+  enum { N = 77 };
+  float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i] = 2.0f;
+  memref1d mx = {x, x, 0, N, 1}, my = {y, y, 0, N, 1};
+  mgpuMemHostRegisterMemRef(1, &mx, 4);
+  mgpuMemHostRegisterMemRef(1, &my, 4);
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  cr_assert_not_null(fn);
+  launch_saxpy(fn, N, 0.5f, &mx, &my);
+  for (int i = 0; i < N; i++)
+    cr_assert_float_eq(y[i], 0.5f * (float)i + 2.0f, 1e-6, "y[%d] = %f", i, y[i]);
+  void *lib = dlopen(VXT_STANDIN, RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(lib, "the runtime loaded the stand-in");
+  int (*starts)(void) = (int (*)(void))dlsym(lib, "vx_standin_starts");
+  cr_assert_not_null(starts);
+  cr_assert_eq(starts(), 1, "one kernel started through vx_start");
+  dlclose(lib);
+  free(x);
+  free(y);
+}

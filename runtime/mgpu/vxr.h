@@ -4,7 +4,8 @@
  *
  * Device memory model, shared by the backends: one host-side arena holds
  * every device allocation (mgpuMemAlloc), at device addresses
- * VXR_DEVICE_BASE + (offset in the arena); host memory the program
+ * base + (offset in the arena), base being where the backend placed the
+ * arena (VXR_DEVICE_BASE on the emulated device); host memory the program
  * registered (gpu.host_register) gets a mirror in the arena, copied in
  * before and out after each launch.  A launch runs the whole arena on the
  * device.
@@ -20,23 +21,27 @@
 
 #include "vxp.h"
 
-/* Device address of the arena's first byte (Vortex global memory). */
+/* Device address of the arena's first byte on the emulated device. */
 #define VXR_DEVICE_BASE 0x40000000u
 
 /* One launch: the linked image of the kernel's entry, the arena, where the
  * argument buffer is in it, and the kernel's record (warp size). */
 typedef struct {
-  const uint8_t *elf;
+  const uint8_t *elf; /* the image link made */
   size_t elf_size;
   uint8_t *arena; /* read and written back by the backend */
   uint32_t arena_size;
-  uint32_t args_addr; /* device address of the argument buffer */
+  uint32_t args_addr;   /* device address of the argument buffer */
+  uint32_t device_base; /* device address of the arena */
   const vxp_kernel *kernel;
   uint32_t threads_per_block;
 } vxr_launch;
 
 typedef struct vxr_backend {
   const char *name;
+  /* Opens the device and places an arena of arena_size bytes on it: its
+   * device address in *base.  Returns 0 or -1 with a message. */
+  int (*open)(struct vxr_backend *b, uint32_t arena_size, uint32_t *base, char *err, size_t errcap);
   /* Links the module object with this device's runtime into a loadable
    * image whose main is entry.  Returns 0 and *elf (malloc()) or -1 with a
    * message in err. */
@@ -48,5 +53,9 @@ typedef struct vxr_backend {
 
 /* The emulated device (runtime/simt): VORTEXD_DEVICE=emulated, the default. */
 vxr_backend *vxr_emulated_backend(void);
+
+/* A Vortex device through its runtime API (libvortex.so, loaded with
+ * dlopen): VORTEXD_DEVICE=vortex. */
+vxr_backend *vxr_vortex_backend(void);
 
 #endif /* VXR_H */

@@ -143,7 +143,13 @@ static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t e
   return 0;
 }
 
+static int vxr__emu_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, char *err, size_t errcap) {
+  (void)b, (void)arena_size, (void)err, (void)errcap;
+  *base = VXR_DEVICE_BASE;
+  return 0;
+}
+
 vxr_backend *vxr_emulated_backend(void) {
-  static vxr_backend b = {"emulated", vxr__emu_link, vxr__emu_run};
+  static vxr_backend b = {"emulated", vxr__emu_open, vxr__emu_link, vxr__emu_run};
   return &b;
 }

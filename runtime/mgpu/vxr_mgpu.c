@@ -79,6 +79,7 @@ typedef struct vxr_block {
 static struct {
   pthread_mutex_t mu;
   vxr_backend *backend;
+  uint32_t base; /* device address of the arena */
   uint8_t *arena;
   uint32_t arena_cap, arena_top;
   vxr_block *free_blocks;
@@ -111,8 +112,10 @@ static int vxr__init(void) {
   const char *dev = getenv("VORTEXD_DEVICE");
   if (!dev || !*dev || strcmp(dev, "emulated") == 0)
     vxr.backend = vxr_emulated_backend();
+  else if (strcmp(dev, "vortex") == 0)
+    vxr.backend = vxr_vortex_backend();
   else {
-    vxr__fail("VORTEXD_DEVICE=%s: unknown device backend (this build has: emulated)", dev);
+    vxr__fail("VORTEXD_DEVICE=%s: unknown device backend (emulated or vortex)", dev);
     return -1;
   }
   const char *mem = getenv("VORTEXD_DEVICE_MEMORY");
@@ -122,6 +125,11 @@ static int vxr__init(void) {
     return -1;
   }
   vxr.arena_cap = (uint32_t)cap;
+  char err[512] = "";
+  if (vxr.backend->open(vxr.backend, vxr.arena_cap, &vxr.base, err, sizeof err) != 0) {
+    vxr__fail("device %s: %s", vxr.backend->name, err);
+    return -1;
+  }
   vxr.arena = calloc(1, vxr.arena_cap);
   if (!vxr.arena) vxr__fail("cannot allocate %u bytes of device memory", vxr.arena_cap);
   return vxr.arena ? 0 : -1;
@@ -157,9 +165,9 @@ static void vxr__free(uint32_t off, uint32_t size) {
 /* The device address of host pointer p (inside the arena or a registered
  * region), or 0 when the device cannot see it. */
 static uint32_t vxr__device_address(const uint8_t *p) {
-  if (p >= vxr.arena && p < vxr.arena + vxr.arena_cap) return VXR_DEVICE_BASE + (uint32_t)(p - vxr.arena);
+  if (p >= vxr.arena && p < vxr.arena + vxr.arena_cap) return vxr.base + (uint32_t)(p - vxr.arena);
   for (vxr_region *r = vxr.regions; r; r = r->next)
-    if (p >= r->host && p <= r->host + r->size) return VXR_DEVICE_BASE + r->mirror + (uint32_t)(p - r->host);
+    if (p >= r->host && p <= r->host + r->size) return vxr.base + r->mirror + (uint32_t)(p - r->host);
   return 0;
 }
 
@@ -343,7 +351,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
         if (off >= 0) {
           *reg = (vxr_region){(uint8_t *)host, span * a->elem_size, (uint32_t)off, 1, vxr.regions};
           vxr.regions = reg;
-          addrs[i] = VXR_DEVICE_BASE + (uint32_t)off;
+          addrs[i] = vxr.base + (uint32_t)off;
         } else
           free(reg);
       }
@@ -378,13 +386,14 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   if (!err[0]) {
     vxr__sync_regions(1);
     uint32_t top = vxr.arena_top < 4096 ? 4096 : (vxr.arena_top + 4095u) & ~4095u;
-    vxr_launch l = {m->elf[f->kernel],
-                    m->elf_size[f->kernel],
-                    vxr.arena,
-                    top,
-                    VXR_DEVICE_BASE + (uint32_t)argbuf,
-                    k,
-                    block[0] * block[1] * block[2]};
+    vxr_launch l = {.elf = m->elf[f->kernel],
+                    .elf_size = m->elf_size[f->kernel],
+                    .arena = vxr.arena,
+                    .arena_size = top,
+                    .args_addr = vxr.base + (uint32_t)argbuf,
+                    .device_base = vxr.base,
+                    .kernel = k,
+                    .threads_per_block = block[0] * block[1] * block[2]};
     if (vxr.backend->run(vxr.backend, &l, err, sizeof err) == 0) vxr__sync_regions(0);
   }
   if (argbuf >= 0) vxr__free((uint32_t)argbuf, k->buffer_size);

@@ -370,6 +370,21 @@ out:
   return rc;
 }
 
+int vxs_load_image(vxs_device *d, uint32_t addr, const void *image, uint32_t size) {
+  if (d->loaded_image || !size || addr % VXS_PAGE || size > (256u << 20)) return -EINVAL;
+  uint32_t mapped = (size + VXS_PAGE - 1) & ~(uint32_t)(VXS_PAGE - 1);
+  int rc = vxs_mem_map(d, addr, mapped);
+  if (rc != 0) return rc;
+  d->image_init = calloc(1, mapped);
+  if (!d->image_init) return -ENOMEM;
+  memcpy(d->image_init, image, size);
+  d->image_addr = addr;
+  d->image_size = mapped;
+  d->entry = addr;
+  d->loaded_image = true;
+  return 0;
+}
+
 /* ---- reports ---- */
 
 /* The compile unit whose code holds pc.  .debug_aranges, when an image has

@@ -102,6 +102,12 @@ int vxs_mem_read(vxs_device *dev, uint32_t addr, void *dst, uint32_t size);
  * -ENOMEM. */
 int vxs_load_elf(vxs_device *dev, const void *elf, size_t size, const char **why);
 
+/* Loads a flat image (a .vxbin's payload: the bytes from addr on, memory
+ * past them zeroed up to the page) at addr, a multiple of 4096, which is
+ * also where execution starts; no symbols (reports name addresses only).
+ * One image per device.  Returns 0, -EINVAL, -ENOMEM. */
+int vxs_load_image(vxs_device *dev, uint32_t addr, const void *image, uint32_t size);
+
 /* Resets every hart and runs the image from its entry point on warp 0,
  * thread 0 of each core, with CSR mscratch = argument_buffer, until every
  * warp has halted, an error or max_steps.  The console output of

@@ -1,0 +1,251 @@
+/*
+ * vxr_vortex.c - the Vortex device backend of libvortexd_runtime: a real
+ * device (or Vortex's own simulators) through the Vortex runtime API of
+ * libvortex.so, loaded with dlopen ($VORTEXD_LIBVORTEX, else
+ * "libvortex.so"; libvortex itself picks its driver from VORTEX_DRIVER).
+ *
+ * Kernels are linked with the Vortex kernel SDK in $VORTEXD_VORTEX_SDK: a
+ * directory holding the link script link.ld and the objects and archives
+ * of the device runtime (every *.o, then every *.a, in name order), by
+ * ld.lld-22 with the kernel's entry as main; the image is converted to a
+ * .vxbin (u64 min_vma, u64 max_vma, then the bytes of [min_vma, max_vma),
+ * the Vortex loader's format) and uploaded with vx_upload_kernel_bytes.
+ * The arena is one device buffer (vx_mem_alloc), copied in and out around
+ * each launch; the argument buffer is uploaded with vx_upload_bytes.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vxr.h"
+
+typedef void *vx_device_h;
+typedef void *vx_buffer_h;
+
+/* The entry points used, as runtime/include/vortex.h declares them. */
+typedef struct {
+  void *lib;
+  int (*dev_open)(vx_device_h *);
+  int (*mem_alloc)(vx_device_h, uint64_t, int, vx_buffer_h *);
+  int (*mem_address)(vx_buffer_h, uint64_t *);
+  int (*mem_free)(vx_buffer_h);
+  int (*copy_to_dev)(vx_buffer_h, const void *, uint64_t, uint64_t);
+  int (*copy_from_dev)(void *, vx_buffer_h, uint64_t, uint64_t);
+  int (*upload_kernel_bytes)(vx_device_h, const void *, uint64_t, vx_buffer_h *);
+  int (*upload_bytes)(vx_device_h, const void *, uint64_t, vx_buffer_h *);
+  int (*start)(vx_device_h, vx_buffer_h, vx_buffer_h);
+  int (*ready_wait)(vx_device_h, uint64_t);
+  vx_device_h dev;
+  vx_buffer_h arena;
+} vxr__vortex;
+
+static vxr__vortex vxr__vx;
+
+/* Flags of vx_mem_alloc: read and write. */
+#define VXR__MEM_READ_WRITE 0x3
+
+static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, char *err, size_t errcap) {
+  (void)b;
+  vxr__vortex *v = &vxr__vx;
+  const char *path = getenv("VORTEXD_LIBVORTEX");
+  v->lib = dlopen(path && *path ? path : "libvortex.so", RTLD_NOW | RTLD_LOCAL);
+  if (!v->lib) {
+    snprintf(err, errcap, "cannot load the Vortex runtime (%s); set VORTEXD_LIBVORTEX", dlerror());
+    return -1;
+  }
+  struct {
+    void **fn;
+    const char *name;
+  } syms[] = {{(void **)&v->dev_open, "vx_dev_open"},
+              {(void **)&v->mem_alloc, "vx_mem_alloc"},
+              {(void **)&v->mem_address, "vx_mem_address"},
+              {(void **)&v->copy_to_dev, "vx_copy_to_dev"},
+              {(void **)&v->copy_from_dev, "vx_copy_from_dev"},
+              {(void **)&v->upload_kernel_bytes, "vx_upload_kernel_bytes"},
+              {(void **)&v->upload_bytes, "vx_upload_bytes"},
+              {(void **)&v->start, "vx_start"},
+              {(void **)&v->ready_wait, "vx_ready_wait"}};
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+    if (!(*syms[i].fn = dlsym(v->lib, syms[i].name))) {
+      snprintf(err, errcap, "the Vortex runtime has no %s", syms[i].name);
+      return -1;
+    }
+  *(void **)&v->mem_free = dlsym(v->lib, "vx_mem_free"); /* optional */
+  uint64_t addr = 0;
+  if (v->dev_open(&v->dev) != 0 || v->mem_alloc(v->dev, arena_size, VXR__MEM_READ_WRITE, &v->arena) != 0 ||
+      v->mem_address(v->arena, &addr) != 0 || addr + arena_size > (1ull << 32)) {
+    snprintf(err, errcap, "cannot open the Vortex device or allocate %u bytes on it", arena_size);
+    return -1;
+  }
+  *base = (uint32_t)addr;
+  return 0;
+}
+
+static int vxr__name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The .o files, then the .a files, of dir, in name order, into argv (at
+ * most cap entries, strdup()ed).  Returns the count. */
+static int vxr__sdk_inputs(const char *dir, char **argv, int cap) {
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    DIR *d = opendir(dir);
+    if (!d) return n;
+    int first = n;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+      size_t l = strlen(e->d_name);
+      if (l > 2 && strcmp(e->d_name + l - 2, pass ? ".a" : ".o") == 0 &&
+          asprintf(&argv[n], "%s/%s", dir, e->d_name) > 0)
+        n++;
+    }
+    closedir(d);
+    qsort(argv + first, (size_t)(n - first), sizeof *argv, vxr__name_cmp);
+  }
+  return n;
+}
+
+/* An ELF executable as a .vxbin: u64 min_vma, u64 max_vma over its PT_LOAD
+ * segments, then the memory image of [min_vma, max_vma).  0 or -1. */
+static int vxr__to_vxbin(const uint8_t *elf, size_t size, uint8_t **out, size_t *out_size) {
+  elf_version(EV_CURRENT);
+  Elf *e = elf_memory((char *)elf, size);
+  size_t nph = 0;
+  int rc = -1;
+  if (!e || elf_getphdrnum(e, &nph) != 0) goto done;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < nph; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz) continue;
+    if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset || ph.p_filesz > ph.p_memsz) goto done;
+    if (ph.p_vaddr < lo) lo = ph.p_vaddr;
+    if (ph.p_vaddr + ph.p_memsz > hi) hi = ph.p_vaddr + ph.p_memsz;
+  }
+  if (lo >= hi || hi - lo > (256u << 20)) goto done;
+  *out_size = 16 + (size_t)(hi - lo);
+  *out = calloc(1, *out_size);
+  if (!*out) goto done;
+  for (int i = 0; i < 8; i++)
+    (*out)[i] = (uint8_t)(lo >> (8 * i)), (*out)[8 + i] = (uint8_t)(hi >> (8 * i));
+  for (size_t i = 0; i < nph; i++) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_memsz)
+      memcpy(*out + 16 + (ph.p_vaddr - lo), elf + ph.p_offset, ph.p_filesz);
+  }
+  rc = 0;
+done:
+  if (e) elf_end(e);
+  return rc;
+}
+
+static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry,
+                        uint8_t **image, size_t *image_size, char *err, size_t errcap) {
+  (void)b;
+  const char *sdk = getenv("VORTEXD_VORTEX_SDK");
+  if (!sdk || !*sdk) {
+    snprintf(err, errcap,
+             "VORTEXD_VORTEX_SDK is not set (the Vortex kernel SDK: link.ld and the device runtime)");
+    return -1;
+  }
+  char dir[] = "/tmp/vortexd-vx-XXXXXX";
+  if (!mkdtemp(dir)) {
+    snprintf(err, errcap, "cannot create a temporary directory: %s", strerror(errno));
+    return -1;
+  }
+  char objp[64], exe[64], defsym[256], script[4200];
+  snprintf(objp, sizeof objp, "%s/kernel.o", dir);
+  snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
+  snprintf(defsym, sizeof defsym, "--defsym=main=%s", entry);
+  snprintf(script, sizeof script, "%s/link.ld", sdk);
+  char *inputs[64];
+  int ninputs = vxr__sdk_inputs(sdk, inputs, 64);
+  int rc = -1;
+  FILE *f = fopen(objp, "wb");
+  int wrote = f && fwrite(obj, 1, obj_size, f) == obj_size;
+  if (f && fclose(f) != 0) wrote = 0;
+  if (!wrote) {
+    snprintf(err, errcap, "cannot write %s", objp);
+  } else {
+    const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
+    char *argv[80];
+    int a = 0;
+    argv[a++] = (char *)lld, argv[a++] = (char *)"-T", argv[a++] = script, argv[a++] = defsym;
+    argv[a++] = objp;
+    for (int i = 0; i < ninputs; i++)
+      argv[a++] = inputs[i];
+    argv[a++] = (char *)VXR_LIBC, argv[a++] = (char *)VXR_LIBGCC;
+    argv[a++] = (char *)"-o", argv[a++] = exe, argv[a] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+      execv(lld, argv);
+      _exit(127);
+    }
+    int st = 0;
+    if (pid > 0) waitpid(pid, &st, 0);
+    uint8_t *elf = NULL;
+    size_t elf_size = 0;
+    FILE *in = NULL;
+    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+      snprintf(err, errcap, "linking kernel %s with the Vortex SDK in %s failed", entry, sdk);
+    else if ((in = fopen(exe, "rb"))) {
+      fseek(in, 0, SEEK_END);
+      long n = ftell(in);
+      fseek(in, 0, SEEK_SET);
+      elf = n > 0 ? malloc((size_t)n) : NULL;
+      if (elf && fread(elf, 1, (size_t)n, in) == (size_t)n) elf_size = (size_t)n;
+      fclose(in);
+    }
+    if (!err[0] && (!elf_size || vxr__to_vxbin(elf, elf_size, image, image_size) != 0))
+      snprintf(err, errcap, "cannot make a .vxbin of kernel %s", entry);
+    else if (!err[0])
+      rc = 0;
+    free(elf);
+  }
+  for (int i = 0; i < ninputs; i++)
+    free(inputs[i]);
+  unlink(objp);
+  unlink(exe);
+  rmdir(dir);
+  return rc;
+}
+
+static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t errcap) {
+  (void)b;
+  vxr__vortex *v = &vxr__vx;
+  vx_buffer_h kernel = NULL, args = NULL;
+  /* the argument buffer lives in the arena; vx_start takes its own copy */
+  uint32_t off = l->args_addr - l->device_base;
+  int rc = v->copy_to_dev(v->arena, l->arena, 0, l->arena_size) != 0                     ? 1
+           : v->upload_kernel_bytes(v->dev, l->elf, l->elf_size, &kernel) != 0           ? 2
+           : v->upload_bytes(v->dev, l->arena + off, l->kernel->buffer_size, &args) != 0 ? 3
+           : v->start(v->dev, kernel, args) != 0                                         ? 4
+           : v->ready_wait(v->dev, 60000) != 0                                           ? 5
+           : v->copy_from_dev(l->arena, v->arena, 0, l->arena_size) != 0                 ? 6
+                                                                                         : 0;
+  static const char *const what[] = {"",
+                                     "copying device memory in",
+                                     "uploading the kernel",
+                                     "uploading the argument buffer",
+                                     "starting the kernel",
+                                     "waiting for the kernel",
+                                     "copying device memory back"};
+  if (rc) snprintf(err, errcap, "Vortex runtime: %s failed", what[rc]);
+  if (v->mem_free) {
+    if (kernel) v->mem_free(kernel);
+    if (args) v->mem_free(args);
+  }
+  return rc ? -1 : 0;
+}
+
+vxr_backend *vxr_vortex_backend(void) {
+  static vxr_backend b = {"vortex", vxr__vx_open, vxr__vx_link, vxr__vx_run};
+  return &b;
+}

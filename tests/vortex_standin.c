@@ -1,0 +1,148 @@
+/*
+ * vortex_standin.c - a stand-in for libvortex.so, the Vortex runtime API,
+ * for testing libvortexd_runtime's Vortex backend without hardware: the
+ * same entry points (runtime/include/vortex.h), with buffers in host
+ * memory and kernels (.vxbin: u64 min_vma, u64 max_vma, image) run on the
+ * lockstep SIMT emulator.  vx_standin_starts() says how many kernels ran.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vxs.h"
+
+typedef struct buffer {
+  uint32_t addr, size;
+  uint8_t *bytes;
+  int is_kernel;
+  uint32_t entry; /* a kernel's min_vma */
+  struct buffer *next;
+} buffer;
+
+typedef struct {
+  buffer *buffers;
+  uint32_t next_addr;
+} device;
+
+static int starts;
+
+int vx_standin_starts(void);
+int vx_standin_starts(void) { return starts; }
+
+int vx_dev_open(void **out);
+int vx_dev_open(void **out) {
+  device *d = calloc(1, sizeof *d);
+  if (!d) return -1;
+  d->next_addr = 0x10000000u;
+  *out = d;
+  return 0;
+}
+
+static buffer *add(device *d, uint32_t size) {
+  buffer *b = calloc(1, sizeof *b);
+  if (!b || !(b->bytes = calloc(1, size ? size : 1))) {
+    free(b);
+    return NULL;
+  }
+  b->addr = d->next_addr;
+  b->size = size;
+  d->next_addr += (size + 4095u) & ~4095u;
+  b->next = d->buffers;
+  d->buffers = b;
+  return b;
+}
+
+int vx_mem_alloc(void *dev, uint64_t size, int flags, void **out);
+int vx_mem_alloc(void *dev, uint64_t size, int flags, void **out) {
+  (void)flags;
+  buffer *b = size < (1u << 30) ? add(dev, (uint32_t)size) : NULL;
+  *out = b;
+  return b ? 0 : -1;
+}
+
+int vx_mem_address(void *buf, uint64_t *addr);
+int vx_mem_address(void *buf, uint64_t *addr) {
+  *addr = ((buffer *)buf)->addr;
+  return 0;
+}
+
+int vx_mem_free(void *buf);
+int vx_mem_free(void *buf) {
+  (void)buf; /* kept until the process ends: a stand-in */
+  return 0;
+}
+
+int vx_copy_to_dev(void *buf, const void *host, uint64_t off, uint64_t size);
+int vx_copy_to_dev(void *buf, const void *host, uint64_t off, uint64_t size) {
+  buffer *b = buf;
+  if (off + size > b->size) return -1;
+  memcpy(b->bytes + off, host, size);
+  return 0;
+}
+
+int vx_copy_from_dev(void *host, void *buf, uint64_t off, uint64_t size);
+int vx_copy_from_dev(void *host, void *buf, uint64_t off, uint64_t size) {
+  buffer *b = buf;
+  if (off + size > b->size) return -1;
+  memcpy(host, b->bytes + off, size);
+  return 0;
+}
+
+int vx_upload_bytes(void *dev, const void *bytes, uint64_t size, void **out);
+int vx_upload_bytes(void *dev, const void *bytes, uint64_t size, void **out) {
+  if (vx_mem_alloc(dev, size, 3, out) != 0) return -1;
+  return vx_copy_to_dev(*out, bytes, 0, size);
+}
+
+int vx_upload_kernel_bytes(void *dev, const void *bytes, uint64_t size, void **out);
+int vx_upload_kernel_bytes(void *dev, const void *bytes, uint64_t size, void **out) {
+  const uint8_t *p = bytes;
+  if (size < 16) return -1;
+  uint64_t lo = 0, hi = 0;
+  for (int i = 7; i >= 0; i--)
+    lo = lo << 8 | p[i], hi = hi << 8 | p[8 + i];
+  if (hi <= lo || hi - lo != size - 16) return -1;
+  buffer *b = calloc(1, sizeof *b);
+  if (!b || !(b->bytes = malloc(size - 16))) return -1;
+  memcpy(b->bytes, p + 16, size - 16);
+  b->size = (uint32_t)(size - 16);
+  b->is_kernel = 1;
+  b->entry = (uint32_t)lo;
+  (void)dev;
+  *out = b;
+  return 0;
+}
+
+int vx_start(void *dev, void *kernel, void *args);
+int vx_start(void *dev, void *kernel, void *args) {
+  device *d = dev;
+  buffer *k = kernel, *a = args;
+  vxs_config c;
+  vxs_config_default(&c);
+  c.warps_per_core = 8;
+  c.barriers = 0;
+  c.ipdom_depth = 0;
+  c.local_mem_bytes = 8u * 65536u;
+  vxs_device *emu = NULL;
+  vxs_report rep;
+  memset(&rep, 0, sizeof rep);
+  int rc = vxs_device_create(&c, &emu) != 0 || vxs_load_image(emu, k->entry, k->bytes, k->size) != 0;
+  for (buffer *b = d->buffers; !rc && b; b = b->next)
+    rc = vxs_mem_map(emu, b->addr, (b->size + 4095u) & ~4095u) != 0 ||
+         vxs_mem_write(emu, b->addr, b->bytes, b->size);
+  if (!rc) rc = vxs_run(emu, a->addr, &rep) != 0;
+  if (!rc)
+    for (buffer *b = d->buffers; !rc && b; b = b->next)
+      rc = vxs_mem_read(emu, b->addr, b->bytes, b->size) != 0;
+  if (rc && rep.error[0]) fprintf(stderr, "vortex stand-in: %s\n", rep.error);
+  if (emu) vxs_device_destroy(emu);
+  starts += !rc;
+  return rc ? -1 : 0;
+}
+
+int vx_ready_wait(void *dev, uint64_t timeout_ms);
+int vx_ready_wait(void *dev, uint64_t timeout_ms) {
+  (void)dev, (void)timeout_ms; /* vx_start ran the kernel to completion */
+  return 0;
+}
