@@ -41,6 +41,8 @@ typedef struct {
   unsigned crash_memory_s;      /* an input that crashed a worker is refused at
                                    once for this long */
   gid_t allowed_gid;            /* clients of this group may connect too; (gid_t)-1: none */
+  char vortex_sdk[4096];        /* Vortex kernel SDK: kernels also linked into .vxbin
+                                   images (cached with the object); "" = none */
   int verbose;
   int log_level; /* lines above this priority are dropped (VXD_LOG_*; syslog's) */
 } vxd_config;
@@ -57,7 +59,7 @@ int vxd_server_run(const vxd_config *cfg);
 /* Runs a compile worker on stdin/stdout until EOF with compiler c (which
  * it owns from then on: a forked copy of the daemon's template).  Returns
  * the exit status.  The worker process's only thread. */
-int vxd_worker_serve(vxl_compiler *c);
+int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg);
 
 /* The lowering options of a compile request: what the worker compiles
  * with and what the daemon's cache key fingerprints (vxl_fingerprint), so
@@ -66,12 +68,14 @@ void vxd_options_from_request(const vxp_request *req, vxl_options *o);
 
 /* The cache key of source compiled with options o: SHA-256 (vxk_key) over
  * this daemon's version, the lowering's fingerprint of o (everything that
- * changes a compile's output, which only the lowering knows) and the
- * source bytes.  The source name is left out on purpose: it changes
+ * changes a compile's output, which only the lowering knows), the Vortex
+ * SDK's directory when cfg has one (entries then hold .vxbin images) and
+ * the source bytes.  The source name is left out on purpose: it changes
  * diagnostics only (not cached), and keeping it out lets the same kernel
  * under two paths share one entry (ccache's path problem).  Returns 0 or
  * a VXK error.  Any thread. */
-int vxd_cache_key(const vxl_options *o, const uint8_t *source, size_t len, char key[VXK_KEY_HEX + 1]);
+int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const uint8_t *source, size_t len,
+                  char key[VXK_KEY_HEX + 1]);
 
 /* ---- vxd_store.c: the cache's write path on its own thread ---- */
 

@@ -109,6 +109,9 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
     else
       return vxd__bad(pc, VXP_CONF_allow_group, "no such group");
   }
+  if (strlen(pc->value[VXP_CONF_vortex_sdk]) >= sizeof cfg->vortex_sdk)
+    return vxd__bad(pc, VXP_CONF_vortex_sdk, "path too long");
+  memcpy(cfg->vortex_sdk, pc->value[VXP_CONF_vortex_sdk], strlen(pc->value[VXP_CONF_vortex_sdk]) + 1);
   static const char *const levels[] = {"error", "warning", "notice", "info", "debug"};
   cfg->log_level = -1;
   for (int i = 0; i < 5; i++)

@@ -337,7 +337,7 @@ static void vxd__worker_child(vxd_server *s, int in, int out) {
   signal(SIGTERM, SIG_DFL);
   signal(SIGHUP, SIG_DFL);
   vxd__limit_memory(s->cfg->worker_memory);
-  _exit(vxd_worker_serve(s->pool.template_compiler));
+  _exit(vxd_worker_serve(s->pool.template_compiler, s->cfg));
 }
 
 void vxd__spawn(vxd_server *s, vxd_slot *slot) {

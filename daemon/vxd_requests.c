@@ -203,10 +203,10 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_INTERNAL, "cache read failed", 0);
 }
 
-static int vxd__key(const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
+static int vxd__key(const vxd_server *s, const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
   vxl_options o;
   vxd_options_from_request(req, &o);
-  return vxd_cache_key(&o, req->source, req->source_len, key);
+  return vxd_cache_key(s->cfg, &o, req->source, req->source_len, key);
 }
 
 static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
@@ -219,7 +219,7 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
     return;
   }
   char key[VXK_KEY_HEX + 1];
-  if (vxd__key(req, key) != VXK_OK) {
+  if (vxd__key(s, req, key) != VXK_OK) {
     vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
     return;
   }

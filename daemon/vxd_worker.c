@@ -25,6 +25,7 @@
 #include "vxd_wire.h"
 #include "vxl.h"
 #include "vxp.h"
+#include "vxr_vxbin.h"
 
 #define VXD_WORKER_RECYCLE 2000
 
@@ -104,16 +105,15 @@ static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *
 /* The lowering's key callback: the key vortexd gives a device module's text
  * compiled with default options, as libvortexd_runtime compiles it. */
 static int vxd__module_key(void *ud, const char *text, size_t len, char key[65]) {
-  (void)ud;
   vxl_options o = {.opt_level = 2};
-  return vxd_cache_key(&o, (const uint8_t *)text, len, key);
+  return vxd_cache_key(ud, &o, (const uint8_t *)text, len, key);
 }
 
 /* Lowers a program's host side into resp. */
-static void vxd__host(vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
+static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request *req, vxp_response *resp) {
   vxl_host_result h;
   int rc = vxl_lower_host(c, (const char *)req->source, req->source_len,
-                          req->source_name ? req->source_name : "<source>", vxd__module_key, NULL, &h);
+                          req->source_name ? req->source_name : "<source>", vxd__module_key, (void *)cfg, &h);
   resp->op = VXP_OP_HOST;
   resp->id = req->id;
   resp->status = rc ? VXP_STATUS_INTERNAL : h.ok ? VXP_STATUS_OK : VXP_STATUS_COMPILE_ERROR;
@@ -131,11 +131,31 @@ static void vxd__host(vxl_compiler *c, const vxp_request *req, vxp_response *res
   }
 }
 
-int vxd_cache_key(const vxl_options *o, const uint8_t *source, size_t len, char key[VXK_KEY_HEX + 1]) {
-  char fp[2048];
+int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const uint8_t *source, size_t len,
+                  char key[VXK_KEY_HEX + 1]) {
+  char fp[2048], sdk[4200];
   if (vxl_fingerprint(o, fp, sizeof fp) < 0) return VXK_EINVAL;
-  const char *parts[] = {VXD_SERVER_NAME, fp};
-  return vxk_key(source, len, parts, sizeof parts / sizeof parts[0], key);
+  snprintf(sdk, sizeof sdk, "vortex-sdk=%s", cfg && cfg->vortex_sdk[0] ? cfg->vortex_sdk : "");
+  const char *parts[] = {VXD_SERVER_NAME, fp, sdk};
+  return vxk_key(source, len, parts, cfg && cfg->vortex_sdk[0] ? 3 : 2, key);
+}
+
+/* With a Vortex SDK configured: each kernel of a successful compile also
+ * as a .vxbin image, cached with it.  A link failure fails the compile
+ * (internal: the SDK, not the source, is at fault). */
+static void vxd__link_images(const vxd_config *cfg, vxp_response *resp) {
+  if (!cfg || !cfg->vortex_sdk[0] || resp->status != VXP_STATUS_OK) return;
+  for (uint32_t i = 0; i < resp->nkernels; i++) {
+    vxp_kernel *k = &resp->kernels[i];
+    char err[512];
+    if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, VXD_LIBC, VXD_LIBGCC, resp->object, resp->object_size,
+                       k->entry, &k->image, &k->image_size, err, sizeof err) != 0) {
+      resp->status = VXP_STATUS_INTERNAL;
+      free(resp->message);
+      resp->message = strdup(err);
+      return;
+    }
+  }
 }
 
 void vxd_options_from_request(const vxp_request *req, vxl_options *o) {
@@ -164,7 +184,7 @@ static void vxd__fatal(const char *reason) {
   _exit(VXD_WORKER_EXIT_FATAL);
 }
 
-int vxd_worker_serve(vxl_compiler *c) {
+int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg) {
   signal(SIGPIPE, SIG_IGN);
   vxl_install_fatal_error_handler(vxd__fatal);
   signal(SIGINT, SIG_IGN); /* the daemon decides when workers stop */
@@ -194,9 +214,11 @@ int vxd_worker_serve(vxl_compiler *c) {
       }
       vxd__current_id = id;
       if (req.op == VXP_OP_HOST)
-        vxd__host(c, &req, &resp);
-      else
+        vxd__host(c, cfg, &req, &resp);
+      else {
         vxd__compile(c, &req, &resp);
+        vxd__link_images(cfg, &resp);
+      }
     }
     vxp_request_clear(&req);
     uint8_t *frame = NULL;

@@ -55,6 +55,7 @@ void vxp_kernel_clear(vxp_kernel *k) {
     free(k->args[i].type);
   free(k->args);
   free(k->entry);
+  free(k->image);
   memset(k, 0, sizeof *k);
 }
 
@@ -92,6 +93,12 @@ int vxp_kernel_copy(vxp_kernel *dst, const vxp_kernel *src) {
   dst->args = NULL;
   dst->entry = NULL;
   dst->nargs = 0;
+  dst->image = NULL;
+  if (src->image) {
+    dst->image = malloc(src->image_size ? src->image_size : 1);
+    if (!dst->image) goto fail;
+    memcpy(dst->image, src->image, src->image_size);
+  }
   dst->name = strdup(src->name ? src->name : "");
   dst->entry = strdup(src->entry ? src->entry : "");
   dst->args = calloc(src->nargs ? src->nargs : 1, sizeof *dst->args);
@@ -138,7 +145,7 @@ static void vxp__kv_bin(msgpack_packer *pk, const char *k, const uint8_t *p, siz
 }
 
 static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
-  msgpack_pack_map(pk, 10);
+  msgpack_pack_map(pk, 10 + (k->image != NULL));
   vxp__kv_str(pk, "name", k->name ? k->name : "");
   vxp__kv_str(pk, "entry", k->entry ? k->entry : "");
   vxp__str(pk, "args");
@@ -157,6 +164,7 @@ static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
       vxp__kv_u64(pk, "elem_size", a->elem_size);
     }
   }
+  if (k->image) vxp__kv_bin(pk, "image", k->image, k->image_size);
   vxp__kv_u64(pk, "args_size", k->args_size);
   vxp__kv_u64(pk, "launch_offset", k->launch_offset);
   vxp__kv_u64(pk, "buffer_size", k->buffer_size);
@@ -525,7 +533,12 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
       rc = vxp__u32(v, &k->subgroup_size);
     else if (vxp__key(key, "entry"))
       rc = vxp__strdup(v, &k->entry), have_entry = true;
-    else if (vxp__key(key, "known_block")) {
+    else if (vxp__key(key, "image")) {
+      if (k->image)
+        rc = VXP_EFORMAT;
+      else
+        rc = vxp__bindup(v, &k->image, &k->image_size);
+    } else if (vxp__key(key, "known_block")) {
       if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 3) rc = VXP_ETYPE;
       for (int j = 0; j < 3 && rc == VXP_OK; j++)
         rc = vxp__u32(&v->via.array.ptr[j], &k->known_block[j]);
@@ -603,6 +616,7 @@ int vxp_kernel_check(const vxp_kernel *k) {
       k->buffer_size > VXP_MAX_BUFFER_SIZE)
     return VXP_ELAYOUT;
   if (k->grid_dims < 1 || k->grid_dims > 3) return VXP_ELAYOUT;
+  if (k->image && (k->image_size < 16 || k->image_size > (256u << 20) + 16)) return VXP_ELAYOUT;
   if (k->subgroup_size && (!vxp__pow2(k->subgroup_size) || k->subgroup_size > 64)) return VXP_ELAYOUT;
   return VXP_OK;
 }
@@ -624,6 +638,9 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
   int rc = vxp__unpack(payload, len, &u);
   bool have_id = false, have_op = false, have_proto = false, have_src = false, have_key = false,
        have_max = false;
+  /* which op's fields the map holds: 1 hello, 2 compile/host, 4 fetch,
+   * 8 host only, 16 prune; a field of another op is refused as unknown */
+  unsigned groups = 0;
   const msgpack_object_map *m = &u.data.via.map;
   /* the id first, so that any later error can still be answered by id */
   for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++)
@@ -637,32 +654,41 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
     else if (vxp__key(k, "proto"))
       rc = vxp__u32(v, &r->proto_version), have_proto = true;
     else if (vxp__key(k, "client"))
-      rc = vxp__strdup(v, &r->client);
+      rc = vxp__strdup(v, &r->client), groups |= 1;
     else if (vxp__key(k, "source"))
-      rc = vxp__bindup(v, &r->source, &r->source_len), have_src = true;
+      rc = vxp__bindup(v, &r->source, &r->source_len), have_src = true, groups |= 2;
     else if (vxp__key(k, "source_name"))
-      rc = vxp__strdup(v, &r->source_name);
+      rc = vxp__strdup(v, &r->source_name), groups |= 2;
     else if (vxp__key(k, "opt_level")) {
-      rc = vxp__u32(v, &r->opt_level);
+      rc = vxp__u32(v, &r->opt_level), groups |= 2;
       if (rc == VXP_OK && r->opt_level > 3) rc = VXP_ETYPE;
     } else if (vxp__key(k, "emit_ir"))
-      rc = vxp__bool(v, &r->emit_ir);
+      rc = vxp__bool(v, &r->emit_ir), groups |= 2;
     else if (vxp__key(k, "shuffle_insns"))
-      rc = vxp__bool(v, &r->shuffle_insns);
+      rc = vxp__bool(v, &r->shuffle_insns), groups |= 2;
     else if (vxp__key(k, "host_object"))
-      rc = vxp__bool(v, &r->host_object);
+      rc = vxp__bool(v, &r->host_object), groups |= 8;
     else if (vxp__key(k, "warp_size")) {
-      rc = vxp__u32(v, &r->warp_size);
+      rc = vxp__u32(v, &r->warp_size), groups |= 2;
       if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))
         rc = VXP_ETYPE;
     } else if (vxp__key(k, "key"))
-      rc = vxp__strdup(v, &r->key), have_key = true;
+      rc = vxp__strdup(v, &r->key), have_key = true, groups |= 4;
     else if (vxp__key(k, "kernel"))
-      rc = vxp__strdup(v, &r->kernel);
+      rc = vxp__strdup(v, &r->kernel), groups |= 4;
     else if (vxp__key(k, "max_size"))
-      rc = vxp__u64(v, &r->max_size), have_max = true;
+      rc = vxp__u64(v, &r->max_size), have_max = true, groups |= 16;
     else
       rc = VXP_EUNKNOWNKEY;
+  }
+  if (rc == VXP_OK) {
+    unsigned allowed = r->op == VXP_OP_HELLO     ? 1u
+                       : r->op == VXP_OP_COMPILE ? 2u
+                       : r->op == VXP_OP_HOST    ? 2u | 8u
+                       : r->op == VXP_OP_FETCH   ? 4u
+                       : r->op == VXP_OP_PRUNE   ? 16u
+                                                 : 0u;
+    if (groups & ~allowed) rc = VXP_EUNKNOWNKEY;
   }
   if (rc == VXP_OK) {
     if (!have_id || !have_op)

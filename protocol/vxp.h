@@ -98,10 +98,15 @@ typedef struct {
   uint32_t grid_dims;      /* highest grid dimension the kernel reads, 1..3 */
   uint32_t known_block[3]; /* gpu.known_block_size, or {0,0,0} */
   uint32_t shared_bytes;   /* static workgroup (shared) memory per block */
-  uint32_t subgroup_size;  /* threads per warp the kernel was compiled for:
-                              its gpu.lane_id / shuffle / subgroup_reduce
-                              assume exactly this many (0 in records
-                              written before it existed) */
+  uint8_t *image;          /* a loadable Vortex image of this kernel (.vxbin:
+                              u64 min_vma, u64 max_vma, the bytes), when the
+                              daemon has a Vortex kernel SDK; else NULL;
+                              malloc() */
+  size_t image_size;
+  uint32_t subgroup_size; /* threads per warp the kernel was compiled for:
+                             its gpu.lane_id / shuffle / subgroup_reduce
+                             assume exactly this many (0 in records
+                             written before it existed) */
 } vxp_kernel;
 
 /* Bounds on a kernel record and a response, beyond which a decoder

@@ -39,6 +39,8 @@
   X(crash_memory, "VORTEXD_CRASH_MEMORY", "300",                                                             \
     "seconds an input that crashed a worker is answered at once instead of compiled")                        \
   X(allow_group, "VORTEXD_ALLOW_GROUP", "", "group whose members may use the daemon too")                    \
+  X(vortex_sdk, "VORTEXD_VORTEX_SDK", "",                                                                    \
+    "Vortex kernel SDK directory (link.ld, device runtime): each kernel also as a cached .vxbin image")      \
   X(log_level, "VORTEXD_LOG_LEVEL", "notice", "error, warning, notice, info or debug")
 
 typedef enum {

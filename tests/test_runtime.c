@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vxc.h"
 #include "vxt.h"
 
 /* The ABI, as MLIR's runtime wrappers declare it. */
@@ -286,17 +287,20 @@ Test(conformance, hip_host_wrappers_launch_through_vortexd_then_the_cache) {
 }
 #endif
 
-Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
-  /* an SDK directory: the emulator's device runtime stands in for Vortex's */
-  char sdk[256], cmd[1024], out[512];
-  snprintf(sdk, sizeof sdk, "%.100s/sdk", d.dir);
+/* An SDK directory in dir/sdk: the emulator's device runtime stands in for
+ * Vortex's kernel SDK (link.ld and the device runtime's objects). */
+static void make_sdk(const char *dir, char *sdk, size_t cap) {
+  char cmd[1024], out[512];
+  snprintf(sdk, cap, "%.100s/sdk", dir);
   snprintf(cmd, sizeof cmd,
            "mkdir -p %s && ln -s %s %s/link.ld && ln -s %s/vx_start.o %s/vx_spawn.o %s/vx_print.o %s/", sdk,
            VXT_DEVICE_LINK_LD, sdk, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR, sdk);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  setenv("VORTEXD_DEVICE", "vortex", 1);
-  setenv("VORTEXD_LIBVORTEX", VXT_STANDIN, 1);
-  setenv("VORTEXD_VORTEX_SDK", sdk, 1);
+}
+
+/* Launches saxpy over 77 elements through the current device backend,
+ * checks y = 0.5 x + 2, and returns how many kernels the stand-in ran. */
+static int saxpy_on_standin(void) {
   enum { N = 77 };
   float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
   for (int i = 0; i < N; i++)
@@ -309,12 +313,47 @@ Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
   launch_saxpy(fn, N, 0.5f, &mx, &my);
   for (int i = 0; i < N; i++)
     cr_assert_float_eq(y[i], 0.5f * (float)i + 2.0f, 1e-6, "y[%d] = %f", i, y[i]);
+  free(x);
+  free(y);
   void *lib = dlopen(VXT_STANDIN, RTLD_NOW | RTLD_NOLOAD);
   cr_assert_not_null(lib, "the runtime loaded the stand-in");
   int (*starts)(void) = (int (*)(void))dlsym(lib, "vx_standin_starts");
   cr_assert_not_null(starts);
-  cr_assert_eq(starts(), 1, "one kernel started through vx_start");
+  int n = starts();
   dlclose(lib);
-  free(x);
-  free(y);
+  return n;
+}
+
+Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
+  char sdk[256];
+  make_sdk(d.dir, sdk, sizeof sdk);
+  setenv("VORTEXD_DEVICE", "vortex", 1);
+  setenv("VORTEXD_LIBVORTEX", VXT_STANDIN, 1);
+  setenv("VORTEXD_VORTEX_SDK", sdk, 1); /* no image from vortexd: the runtime links */
+  cr_assert_eq(saxpy_on_standin(), 1, "one kernel started through vx_start");
+}
+
+Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
+  /* the daemon has the SDK, the runtime does not: the image comes from vortexd */
+  char sdk[256];
+  make_sdk(d.dir, sdk, sizeof sdk);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  char opt[300];
+  snprintf(opt, sizeof opt, "--vortex-sdk=%s", sdk);
+  cr_assert_eq(vxt_daemon_start(&d, opt), 0);
+  unsetenv("VORTEXD_VORTEX_SDK");
+  setenv("VORTEXD_DEVICE", "vortex", 1);
+  setenv("VORTEXD_LIBVORTEX", VXT_STANDIN, 1);
+  cr_assert_eq(saxpy_on_standin(), 1, "the image vortexd linked ran");
+  /* the image is part of the cached entry */
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d.sock, &c), 0);
+  vxp_response r;
+  cr_assert_eq(vxc_compile(c, saxpy, saxpy_len, "saxpy.mlir", NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_OK);
+  cr_assert(r.cached, "a hit");
+  cr_assert_not_null(r.kernels[0].image);
+  cr_assert_gt(r.kernels[0].image_size, 16);
+  vxp_response_clear(&r);
+  vxc_close(c);
 }

@@ -26,6 +26,7 @@ typedef struct {
 } device;
 
 static int starts;
+static device *the_device;
 
 int vx_standin_starts(void);
 int vx_standin_starts(void) { return starts; }
@@ -35,6 +36,7 @@ int vx_dev_open(void **out) {
   device *d = calloc(1, sizeof *d);
   if (!d) return -1;
   d->next_addr = 0x10000000u;
+  the_device = d;
   *out = d;
   return 0;
 }
@@ -69,7 +71,15 @@ int vx_mem_address(void *buf, uint64_t *addr) {
 
 int vx_mem_free(void *buf);
 int vx_mem_free(void *buf) {
-  (void)buf; /* kept until the process ends: a stand-in */
+  buffer *b = buf;
+  if (!b->is_kernel && the_device)
+    for (buffer **pp = &the_device->buffers; *pp; pp = &(*pp)->next)
+      if (*pp == b) {
+        *pp = b->next;
+        break;
+      }
+  free(b->bytes);
+  free(b);
   return 0;
 }
 

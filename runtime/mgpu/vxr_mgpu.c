@@ -378,6 +378,13 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
       vxc_pack_args(k, values, grid, block, (uint32_t)smem, vxr.arena + argbuf, k->buffer_size) != 0)
     snprintf(err, sizeof err, "cannot pack the arguments of kernel %s", k->name);
   vxr_module *m = f->m;
+  /* a Vortex device takes the .vxbin vortexd linked and cached, when it
+   * has an SDK; otherwise the backend links the object itself */
+  if (!err[0] && !m->elf[f->kernel] && k->image && strcmp(vxr.backend->name, "vortex") == 0 &&
+      (m->elf[f->kernel] = malloc(k->image_size))) {
+    memcpy(m->elf[f->kernel], k->image, k->image_size);
+    m->elf_size[f->kernel] = k->image_size;
+  }
   if (!err[0] && !m->elf[f->kernel] &&
       vxr.backend->link(vxr.backend, m->r.object, m->r.object_size, k->entry, &m->elf[f->kernel],
                         &m->elf_size[f->kernel], err, sizeof err) != 0 &&

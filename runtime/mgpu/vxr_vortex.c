@@ -14,17 +14,15 @@
  * each launch; the argument buffer is uploaded with vx_upload_bytes.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vxr.h"
+#include "vxr_vxbin.h"
 
 typedef void *vx_device_h;
 typedef void *vx_buffer_h;
@@ -88,133 +86,18 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
   return 0;
 }
 
-static int vxr__name_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The .o files, then the .a files, of dir, in name order, into argv (at
- * most cap entries, strdup()ed).  Returns the count. */
-static int vxr__sdk_inputs(const char *dir, char **argv, int cap) {
-  int n = 0;
-  for (int pass = 0; pass < 2; pass++) {
-    DIR *d = opendir(dir);
-    if (!d) return n;
-    int first = n;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < cap) {
-      size_t l = strlen(e->d_name);
-      if (l > 2 && strcmp(e->d_name + l - 2, pass ? ".a" : ".o") == 0 &&
-          asprintf(&argv[n], "%s/%s", dir, e->d_name) > 0)
-        n++;
-    }
-    closedir(d);
-    qsort(argv + first, (size_t)(n - first), sizeof *argv, vxr__name_cmp);
-  }
-  return n;
-}
-
-/* An ELF executable as a .vxbin: u64 min_vma, u64 max_vma over its PT_LOAD
- * segments, then the memory image of [min_vma, max_vma).  0 or -1. */
-static int vxr__to_vxbin(const uint8_t *elf, size_t size, uint8_t **out, size_t *out_size) {
-  elf_version(EV_CURRENT);
-  Elf *e = elf_memory((char *)elf, size);
-  size_t nph = 0;
-  int rc = -1;
-  if (!e || elf_getphdrnum(e, &nph) != 0) goto done;
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (size_t i = 0; i < nph; i++) {
-    GElf_Phdr ph;
-    if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz) continue;
-    if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset || ph.p_filesz > ph.p_memsz) goto done;
-    if (ph.p_vaddr < lo) lo = ph.p_vaddr;
-    if (ph.p_vaddr + ph.p_memsz > hi) hi = ph.p_vaddr + ph.p_memsz;
-  }
-  if (lo >= hi || hi - lo > (256u << 20)) goto done;
-  *out_size = 16 + (size_t)(hi - lo);
-  *out = calloc(1, *out_size);
-  if (!*out) goto done;
-  for (int i = 0; i < 8; i++)
-    (*out)[i] = (uint8_t)(lo >> (8 * i)), (*out)[8 + i] = (uint8_t)(hi >> (8 * i));
-  for (size_t i = 0; i < nph; i++) {
-    GElf_Phdr ph;
-    if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_memsz)
-      memcpy(*out + 16 + (ph.p_vaddr - lo), elf + ph.p_offset, ph.p_filesz);
-  }
-  rc = 0;
-done:
-  if (e) elf_end(e);
-  return rc;
-}
-
 static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry,
                         uint8_t **image, size_t *image_size, char *err, size_t errcap) {
   (void)b;
   const char *sdk = getenv("VORTEXD_VORTEX_SDK");
   if (!sdk || !*sdk) {
     snprintf(err, errcap,
-             "VORTEXD_VORTEX_SDK is not set (the Vortex kernel SDK: link.ld and the device runtime)");
+             "no .vxbin image from vortexd and VORTEXD_VORTEX_SDK is not set (the Vortex kernel SDK: link.ld "
+             "and the device runtime)");
     return -1;
   }
-  char dir[] = "/tmp/vortexd-vx-XXXXXX";
-  if (!mkdtemp(dir)) {
-    snprintf(err, errcap, "cannot create a temporary directory: %s", strerror(errno));
-    return -1;
-  }
-  char objp[64], exe[64], defsym[256], script[4200];
-  snprintf(objp, sizeof objp, "%s/kernel.o", dir);
-  snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
-  snprintf(defsym, sizeof defsym, "--defsym=main=%s", entry);
-  snprintf(script, sizeof script, "%s/link.ld", sdk);
-  char *inputs[64];
-  int ninputs = vxr__sdk_inputs(sdk, inputs, 64);
-  int rc = -1;
-  FILE *f = fopen(objp, "wb");
-  int wrote = f && fwrite(obj, 1, obj_size, f) == obj_size;
-  if (f && fclose(f) != 0) wrote = 0;
-  if (!wrote) {
-    snprintf(err, errcap, "cannot write %s", objp);
-  } else {
-    const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
-    char *argv[80];
-    int a = 0;
-    argv[a++] = (char *)lld, argv[a++] = (char *)"-T", argv[a++] = script, argv[a++] = defsym;
-    argv[a++] = objp;
-    for (int i = 0; i < ninputs; i++)
-      argv[a++] = inputs[i];
-    argv[a++] = (char *)VXR_LIBC, argv[a++] = (char *)VXR_LIBGCC;
-    argv[a++] = (char *)"-o", argv[a++] = exe, argv[a] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-      execv(lld, argv);
-      _exit(127);
-    }
-    int st = 0;
-    if (pid > 0) waitpid(pid, &st, 0);
-    uint8_t *elf = NULL;
-    size_t elf_size = 0;
-    FILE *in = NULL;
-    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      snprintf(err, errcap, "linking kernel %s with the Vortex SDK in %s failed", entry, sdk);
-    else if ((in = fopen(exe, "rb"))) {
-      fseek(in, 0, SEEK_END);
-      long n = ftell(in);
-      fseek(in, 0, SEEK_SET);
-      elf = n > 0 ? malloc((size_t)n) : NULL;
-      if (elf && fread(elf, 1, (size_t)n, in) == (size_t)n) elf_size = (size_t)n;
-      fclose(in);
-    }
-    if (!err[0] && (!elf_size || vxr__to_vxbin(elf, elf_size, image, image_size) != 0))
-      snprintf(err, errcap, "cannot make a .vxbin of kernel %s", entry);
-    else if (!err[0])
-      rc = 0;
-    free(elf);
-  }
-  for (int i = 0; i < ninputs; i++)
-    free(inputs[i]);
-  unlink(objp);
-  unlink(exe);
-  rmdir(dir);
-  return rc;
+  const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
+  return vxr_link_vxbin(sdk, lld, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, image, image_size, err, errcap);
 }
 
 static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t errcap) {
