@@ -706,6 +706,77 @@ static int vxl__resolve_polygeist(vxl_compiler *c, MlirOperation top, vxl__diags
   }
 }
 
+/* The host string constant a launch operand points to (through
+ * llvm.getelementptr of it), as the llvm.mlir.global's value, or a null
+ * attribute. */
+static MlirAttribute vxl__launch_string(MlirOperation top, MlirValue v) {
+  MlirAttribute none = {NULL};
+  for (int hops = 0; hops < 4 && mlirValueIsAOpResult(v); hops++) {
+    MlirOperation def = mlirOpResultGetOwner(v);
+    if (vxl__op_is(def, "llvm.getelementptr") && mlirOperationGetNumOperands(def) >= 1) {
+      v = mlirOperationGetOperand(def, 0);
+      continue;
+    }
+    if (!vxl__op_is(def, "llvm.mlir.addressof")) return none;
+    MlirAttribute name = mlirOperationGetAttributeByName(def, vxl__str("global_name"));
+    if (mlirAttributeIsNull(name)) return none;
+    MlirOperation g = mlirSymbolTableLookup(mlirSymbolTableCreate(top), mlirFlatSymbolRefAttrGetValue(name));
+    if (mlirOperationIsNull(g) || !vxl__op_is(g, "llvm.mlir.global") ||
+        mlirAttributeIsNull(mlirOperationGetAttributeByName(g, vxl__str("constant"))))
+      return none;
+    MlirAttribute value = mlirOperationGetAttributeByName(g, vxl__str("value"));
+    return !mlirAttributeIsNull(value) && mlirAttributeIsAString(value) ? value : none;
+  }
+  return none;
+}
+
+/* A launch may pass a pointer to a host string constant (cgeist passes a
+ * printf format this way): before the launch, the program tells the
+ * runtime its size, so the device gets a read-only copy
+ * (vortexdRegisterConstant in libvortexd_runtime).  Returns 0 or -ENOMEM. */
+static int vxl__register_launch_strings(vxl_compiler *c, MlirOperation top) {
+  vxl__ops launches = {0};
+  vxl__ops all = {0};
+  vxl__collect_ops(top, &all);
+  for (size_t i = 0; i < all.n; i++)
+    if (vxl__op_is(all.v[i], "gpu.launch_func")) vxl__ops_push(&launches, all.v[i]);
+  free(all.v);
+  int declared = 0, rc = launches.oom ? -ENOMEM : 0;
+  MlirType i64 = mlirIntegerTypeGet(c->ctx, 64);
+  for (size_t i = 0; rc == 0 && i < launches.n; i++) {
+    MlirOperation l = launches.v[i];
+    for (intptr_t k = 0; k < mlirOperationGetNumOperands(l); k++) {
+      MlirValue v = mlirOperationGetOperand(l, k);
+      if (!mlirTypeIsALLVMPointerType(mlirValueGetType(v))) continue;
+      MlirAttribute s = vxl__launch_string(top, v);
+      if (mlirAttributeIsNull(s)) continue;
+      if (!declared) {
+        MlirModule wrap = mlirModuleCreateParse(
+            c->ctx, vxl__str("module {\n  func.func private @vortexdRegisterConstant(!llvm.ptr, i64)\n}\n"));
+        if (mlirModuleIsNull(wrap)) return -ENOMEM;
+        MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
+        mlirOperationRemoveFromParent(decl);
+        mlirModuleDestroy(wrap);
+        mlirBlockAppendOwnedOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0)), decl);
+        declared = 1;
+      }
+      MlirLocation loc = mlirOperationGetLocation(l);
+      MlirBlock blk = mlirOperationGetBlock(l);
+      MlirOperationState st = mlirOperationStateGet(vxl__str("arith.constant"), loc);
+      MlirNamedAttribute a =
+          vxl__named(c->ctx, "value", mlirIntegerAttrGet(i64, (int64_t)mlirStringAttrGetValue(s).length));
+      mlirOperationStateAddAttributes(&st, 1, &a);
+      mlirOperationStateAddResults(&st, 1, &i64);
+      MlirOperation size = mlirOperationCreate(&st);
+      mlirBlockInsertOwnedOperationBefore(blk, l, size);
+      MlirValue args[2] = {v, mlirOperationGetResult(size, 0)};
+      vxl__call(c->ctx, loc, blk, l, "vortexdRegisterConstant", 2, args, 0, NULL);
+    }
+  }
+  free(launches.v);
+  return rc;
+}
+
 static MlirWalkResult vxl__async_or_shared_cb(MlirOperation op, void *ud) {
   int *found = ud;
   if (vxl__op_is(op, "gpu.alloc") &&
@@ -740,6 +811,7 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
   rc = vxl__check_sizes(top, d);
   if (rc == 0) rc = vxl__outline(c, top, source_name, d); /* 3 */
   if (rc == 0) rc = vxl__resolve_polygeist(c, top, d);
+  if (rc == 0) rc = vxl__register_launch_strings(c, top);
   /* cgeist's DLTI spec describes the host; the host's own llvm.data_layout
    * (or the target machine's) is what LLVM uses */
   mlirOperationRemoveAttributeByName(top, vxl__str("dlti.dl_spec"));

@@ -252,7 +252,7 @@ Test(conformance, upstream_gpu_integration_tests_through_vxc_run) {
 Test(conformance, hip_host_wrappers_launch_through_vortexd_then_the_cache) {
   static const char *const names[] = {"vecadd_kernel", "basic_kernel", "relu_kernel",    "dotproduct_kernel",
                                       "metadata_test", "cta_kernel",   "dogfood_kernel", "sort_kernel",
-                                      "sgemm_kernel",  "conv3_kernel"};
+                                      "sgemm_kernel",  "conv3_kernel", "printf_kernel"};
   enum { N = sizeof names / sizeof names[0] };
   char cmd[4096], out[8192], ok[N][64];
   unsetenv("VORTEXD_RUNTIME_ERRORS"); /* a failure must end a program with status 1 */
@@ -264,6 +264,12 @@ Test(conformance, hip_host_wrappers_launch_through_vortexd_then_the_cache) {
              names[i], VXT_RUNTIME_DIR, VXT_RUNTIME_DIR, names[i]);
     cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s: %s", names[i], out);
     cr_assert_not_null(strstr(out, " elements ok\n"), "%s: %s", names[i], out);
+    if (strcmp(names[i], "printf_kernel") == 0) /* the device's printf, through the runtime */
+      for (int t = 0; t < 5; t++) {
+        char line[32];
+        snprintf(line, sizeof line, "task=%d, value=%c\n", t, "ABCZH"[t]);
+        cr_assert_not_null(strstr(out, line), "%s missing from: %s", line, out);
+      }
     const char *line = strstr(out, " elements ok\n");
     while (line > out && line[-1] != '\n')
       line--;

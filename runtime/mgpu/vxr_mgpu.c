@@ -68,6 +68,7 @@ typedef struct vxr_region {
   uint64_t size;
   uint32_t mirror; /* its arena offset */
   int launch_only; /* mirrored for one launch (a memref never registered) */
+  int read_only;   /* a host constant: copied to the device, never back */
   struct vxr_region *next;
 } vxr_region;
 
@@ -310,7 +311,7 @@ static void vxr__sync_regions(int to_device) {
   for (vxr_region *r = vxr.regions; r; r = r->next) {
     if (to_device)
       memcpy(vxr.arena + r->mirror, r->host, r->size);
-    else
+    else if (!r->read_only)
       memcpy(r->host, vxr.arena + r->mirror, r->size);
   }
 }
@@ -349,7 +350,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
         vxr_region *reg = span ? calloc(1, sizeof *reg) : NULL;
         int64_t off = reg ? vxr__alloc(span * a->elem_size) : -1;
         if (off >= 0) {
-          *reg = (vxr_region){(uint8_t *)host, span * a->elem_size, (uint32_t)off, 1, vxr.regions};
+          *reg = (vxr_region){(uint8_t *)host, span * a->elem_size, (uint32_t)off, 1, 0, vxr.regions};
           vxr.regions = reg;
           addrs[i] = vxr.base + (uint32_t)off;
         } else
@@ -491,7 +492,7 @@ void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
     vxr__fail("cannot mirror %llu bytes of host memory in device memory", (unsigned long long)sizeBytes);
     free(r);
   } else {
-    *r = (vxr_region){ptr, sizeBytes, (uint32_t)off, 0, vxr.regions};
+    *r = (vxr_region){ptr, sizeBytes, (uint32_t)off, 0, 0, vxr.regions};
     vxr.regions = r;
   }
   pthread_mutex_unlock(&vxr.mu);
@@ -528,4 +529,24 @@ void mgpuMemHostUnregister(void *ptr) {
 void mgpuMemHostUnregisterMemRef(int64_t rank, vxr_memref *d, int64_t elementSizeBytes) {
   (void)rank;
   mgpuMemHostUnregister((char *)d->aligned + d->offset * elementSizeBytes);
+}
+
+/* Called by lowered host code before a launch that passes a pointer to a
+ * host constant (a printf format, say): the device gets a read-only copy
+ * of those size bytes, from then on.  Registering the same constant again
+ * does nothing. */
+void vortexdRegisterConstant(void *ptr, int64_t size);
+void vortexdRegisterConstant(void *ptr, int64_t size) {
+  pthread_mutex_lock(&vxr.mu);
+  int known = 0;
+  for (vxr_region *r = vxr.regions; r && !known; r = r->next)
+    known = r->host == ptr;
+  vxr_region *r = !known && size > 0 && vxr__init() == 0 ? calloc(1, sizeof *r) : NULL;
+  int64_t off = r ? vxr__alloc((uint64_t)size) : -1;
+  if (off >= 0) {
+    *r = (vxr_region){ptr, (uint64_t)size, (uint32_t)off, 0, 1, vxr.regions};
+    vxr.regions = r;
+  } else
+    free(r);
+  pthread_mutex_unlock(&vxr.mu);
 }
