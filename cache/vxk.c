@@ -38,6 +38,7 @@ struct vxk_cache {
   /* keys read since the last flush, their LRU time written then (one
    * transaction, not one write per hit); seen finds a key among them */
   char (*touched)[VXK_KEY_HEX + 1]; /* malloc(), grows to VXK_TOUCH_MAX */
+  uint32_t *reads;                  /* per touched key: reads since the flush */
   uint32_t ntouched, touched_cap;
   uint64_t touched_us; /* time of the latest pending read */
   uint32_t *seen;      /* open addressing over touched: index + 1, 0 = free */
@@ -167,7 +168,7 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
   if (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
       vxk__prepare(c, "SELECT object, checksum, nkernels FROM entries WHERE key=?1", &c->get_object) ||
       vxk__prepare(c, "DELETE FROM entries WHERE key=?1", &c->drop) ||
-      vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+1 WHERE key=?1", &c->touch) ||
+      vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+?3 WHERE key=?1", &c->touch) ||
       vxk__prepare(c, "SELECT bytes FROM entries WHERE key=?1", &c->put_old) ||
       vxk__prepare(
           c,
@@ -225,6 +226,7 @@ int vxk_touch(vxk_cache *c, const vxk_touches *t) {
   for (uint32_t i = 0; rc == SQLITE_OK && i < t->n; i++) {
     sqlite3_bind_text(c->touch, 1, t->keys[i], -1, SQLITE_STATIC);
     sqlite3_bind_int64(c->touch, 2, (sqlite3_int64)t->used_us);
+    sqlite3_bind_int64(c->touch, 3, t->reads ? t->reads[i] : 1);
     rc = sqlite3_step(c->touch) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
     sqlite3_reset(c->touch);
   }
@@ -241,8 +243,14 @@ int vxk_touch_take(vxk_cache *c, vxk_touches *out) {
   *out = (vxk_touches){.used_us = c->touched_us};
   if (c->ntouched == 0) return VXK_OK;
   out->keys = malloc(c->ntouched * sizeof *out->keys);
-  if (!out->keys) return VXK_ENOMEM;
+  out->reads = malloc(c->ntouched * sizeof *out->reads);
+  if (!out->keys || !out->reads) {
+    free(out->keys), free(out->reads);
+    out->keys = NULL, out->reads = NULL;
+    return VXK_ENOMEM;
+  }
   memcpy(out->keys, c->touched, c->ntouched * sizeof *out->keys);
+  memcpy(out->reads, c->reads, c->ntouched * sizeof *out->reads);
   out->n = c->ntouched;
   c->ntouched = 0;
   if (c->seen) memset(c->seen, 0, c->seen_cap * sizeof *c->seen);
@@ -254,6 +262,7 @@ int vxk_flush(vxk_cache *c) {
   int rc = vxk_touch_take(c, &t);
   if (rc == VXK_OK) rc = vxk_touch(c, &t);
   free(t.keys);
+  free(t.reads);
   return rc;
 }
 
@@ -271,9 +280,11 @@ static void vxk__touched_add(vxk_cache *c, const char *key) {
     if (c->ntouched >= VXK_TOUCH_MAX) return;
     uint32_t cap = c->touched_cap ? 2 * c->touched_cap : 64;
     char(*keys)[VXK_KEY_HEX + 1] = realloc(c->touched, cap * sizeof *keys);
-    uint32_t *seen = calloc(2 * cap, sizeof *seen);
     if (keys) c->touched = keys;
-    if (!keys || !seen) {
+    uint32_t *reads = keys ? realloc(c->reads, cap * sizeof *reads) : NULL;
+    if (reads) c->reads = reads;
+    uint32_t *seen = calloc(2 * cap, sizeof *seen);
+    if (!keys || !reads || !seen) {
       free(seen);
       return;
     }
@@ -290,8 +301,12 @@ static void vxk__touched_add(vxk_cache *c, const char *key) {
   }
   size_t h = vxk_key_hash(key) & (c->seen_cap - 1);
   for (; c->seen[h]; h = (h + 1) & (c->seen_cap - 1))
-    if (memcmp(c->touched[c->seen[h] - 1], key, VXK_KEY_HEX) == 0) return;
+    if (memcmp(c->touched[c->seen[h] - 1], key, VXK_KEY_HEX) == 0) {
+      c->reads[c->seen[h] - 1]++;
+      return;
+    }
   memcpy(c->touched[c->ntouched], key, VXK_KEY_HEX + 1);
+  c->reads[c->ntouched] = 1;
   c->seen[h] = ++c->ntouched;
 }
 
@@ -299,6 +314,7 @@ void vxk_close(vxk_cache *c) {
   if (!c) return;
   if (c->touch) vxk_flush(c);
   free(c->touched);
+  free(c->reads);
   free(c->seen);
   sqlite3_finalize(c->get_all);
   sqlite3_finalize(c->drop);

@@ -151,6 +151,7 @@ void vxk_entry_clear(vxk_entry *e);
 /* Keys read, and when: what vxk_touch writes. */
 typedef struct {
   char (*keys)[VXK_KEY_HEX + 1]; /* n keys; malloc() */
+  uint32_t *reads;               /* per key: reads recorded; malloc() */
   uint32_t n;
   uint64_t used_us; /* time of the latest read (microseconds, realtime) */
 } vxk_touches;
@@ -170,7 +171,8 @@ void vxk_mark_used(vxk_cache *c, const char *key);
  * Returns 0 or VXK_ENOMEM (nothing moved). */
 int vxk_touch_take(vxk_cache *c, vxk_touches *out);
 
-/* Writes the LRU times (and hit counts) of t's keys in one transaction.
+/* Writes the LRU times of t's keys, and adds their reads to the entries'
+ * hit counts, in one transaction.
  * Returns 0 or VXK_EIO/VXK_EFULL. */
 int vxk_touch(vxk_cache *c, const vxk_touches *t);
 

@@ -83,6 +83,7 @@ static void vxd__pending_free(vxd_pending *p) {
   free(p->kernels);
   free(p->object);
   free(p->touches.keys);
+  free(p->touches.reads);
   free(p);
 }
 
