@@ -39,6 +39,7 @@ typedef struct {
 
 typedef struct vxr_backend {
   const char *name;
+  int runs_vxbin; /* loads .vxbin images: takes the one vortexd cached */
   /* Opens the device and places an arena of arena_size bytes on it: its
    * device address in *base.  Returns 0 or -1 with a message. */
   int (*open)(struct vxr_backend *b, uint32_t arena_size, uint32_t *base, char *err, size_t errcap);

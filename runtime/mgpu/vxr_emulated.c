@@ -15,84 +15,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vxr.h"
+#include "vxr_vxbin.h"
 #include "vxs.h"
-
-/* Writes n bytes to path; 0 or -1. */
-static int vxr__write_file(const char *path, const uint8_t *p, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  int ok = fwrite(p, 1, n, f) == n;
-  return fclose(f) == 0 && ok ? 0 : -1;
-}
-
-static uint8_t *vxr__read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *p = len > 0 ? malloc((size_t)len) : NULL;
-  if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
-    free(p);
-    p = NULL;
-  }
-  fclose(f);
-  *n = p ? (size_t)len : 0;
-  return p;
-}
 
 static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry,
                          uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   (void)b;
-  char dir[] = "/tmp/vortexd-rt-XXXXXX";
-  if (!mkdtemp(dir)) {
-    snprintf(err, errcap, "cannot create a temporary directory: %s", strerror(errno));
-    return -1;
-  }
-  char objp[64], exe[64], defsym[256], script[4200], objs[3][4200];
-  snprintf(objp, sizeof objp, "%s/kernel.o", dir);
-  snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
-  snprintf(defsym, sizeof defsym, "--defsym=main=%s", entry);
+  err[0] = '\0';
   const char *ddir = getenv("VORTEXD_DEVICE_DIR");
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
   static const char *const names[3] = {"vx_start.o", "vx_spawn.o", "vx_print.o"};
-  if (ddir && *ddir) {
+  const char *dir = ddir && *ddir ? ddir : VXR_DEVICE_OBJ_DIR;
+  char script[4200], objs[3][4200], *inputs[3];
+  if (ddir && *ddir)
     snprintf(script, sizeof script, "%s/link.ld", ddir);
-    for (int i = 0; i < 3; i++)
-      snprintf(objs[i], sizeof objs[i], "%s/%s", ddir, names[i]);
-  } else {
+  else
     snprintf(script, sizeof script, "%s", VXR_LINKER_SCRIPT);
-    snprintf(objs[0], sizeof objs[0], "%s/vx_start.o", VXR_DEVICE_OBJ_DIR);
-    snprintf(objs[1], sizeof objs[1], "%s/vx_spawn.o", VXR_DEVICE_OBJ_DIR);
-    snprintf(objs[2], sizeof objs[2], "%s/vx_print.o", VXR_DEVICE_OBJ_DIR);
+  for (int i = 0; i < 3; i++) {
+    snprintf(objs[i], sizeof objs[i], "%s/%s", dir, names[i]);
+    inputs[i] = objs[i];
   }
-  int rc = -1;
-  if (vxr__write_file(objp, obj, obj_size) != 0) {
-    snprintf(err, errcap, "cannot write %s", objp);
-  } else {
-    pid_t pid = fork();
-    if (pid == 0) {
-      execl(lld, lld, "-T", script, defsym, objs[0], objs[1], objs[2], objp, VXR_LIBC, VXR_LIBGCC, "-o", exe,
-            (char *)NULL);
-      _exit(127);
-    }
-    int st = 0;
-    if (pid > 0) waitpid(pid, &st, 0);
-    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      snprintf(err, errcap, "linking kernel %s with the device runtime (%s) failed", entry, lld);
-    else if (!(*elf = vxr__read_file(exe, elf_size)))
-      snprintf(err, errcap, "cannot read the linked image");
-    else
-      rc = 0;
-  }
-  unlink(objp);
-  unlink(exe);
-  rmdir(dir);
-  return rc;
+  return vxr_link_elf(lld, script, inputs, 3, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, elf, elf_size, err,
+                      errcap);
 }
 
 static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t errcap) {
@@ -150,6 +97,6 @@ static int vxr__emu_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, ch
 }
 
 vxr_backend *vxr_emulated_backend(void) {
-  static vxr_backend b = {"emulated", vxr__emu_open, vxr__emu_link, vxr__emu_run};
+  static vxr_backend b = {"emulated", 0, vxr__emu_open, vxr__emu_link, vxr__emu_run};
   return &b;
 }

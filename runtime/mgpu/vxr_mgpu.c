@@ -381,7 +381,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   vxr_module *m = f->m;
   /* a Vortex device takes the .vxbin vortexd linked and cached, when it
    * has an SDK; otherwise the backend links the object itself */
-  if (!err[0] && !m->elf[f->kernel] && k->image && strcmp(vxr.backend->name, "vortex") == 0 &&
+  if (!err[0] && !m->elf[f->kernel] && k->image && vxr.backend->runs_vxbin &&
       (m->elf[f->kernel] = malloc(k->image_size))) {
     memcpy(m->elf[f->kernel], k->image, k->image_size);
     m->elf_size[f->kernel] = k->image_size;

@@ -129,6 +129,6 @@ static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t er
 }
 
 vxr_backend *vxr_vortex_backend(void) {
-  static vxr_backend b = {"vortex", vxr__vx_open, vxr__vx_link, vxr__vx_run};
+  static vxr_backend b = {"vortex", 1, vxr__vx_open, vxr__vx_link, vxr__vx_run};
   return &b;
 }

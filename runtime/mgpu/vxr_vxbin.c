@@ -73,32 +73,30 @@ done:
   return rc;
 }
 
-int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
-                   size_t obj_size, const char *entry, uint8_t **image, size_t *image_size, char *err,
-                   size_t errcap) {
-  err[0] = '\0';
-  char dir[] = "/tmp/vortexd-vx-XXXXXX";
+int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int ninputs, const char *libc,
+                 const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
+                 size_t *elf_size, char *err, size_t errcap) {
+  *elf = NULL;
+  *elf_size = 0;
+  char dir[] = "/tmp/vortexd-link-XXXXXX";
   if (!mkdtemp(dir)) {
     snprintf(err, errcap, "cannot create a temporary directory: %s", strerror(errno));
     return -1;
   }
-  char objp[64], exe[64], defsym[256], script[4200];
+  char objp[64], exe[64], defsym[256];
   snprintf(objp, sizeof objp, "%s/kernel.o", dir);
   snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
   snprintf(defsym, sizeof defsym, "--defsym=main=%s", entry);
-  snprintf(script, sizeof script, "%s/link.ld", sdk);
-  char *inputs[64];
-  int ninputs = vxr__sdk_inputs(sdk, inputs, 64);
   int rc = -1;
   FILE *f = fopen(objp, "wb");
   int wrote = f && fwrite(obj, 1, obj_size, f) == obj_size;
   if (f && fclose(f) != 0) wrote = 0;
-  if (!wrote) {
+  if (!wrote || ninputs > 64) {
     snprintf(err, errcap, "cannot write %s", objp);
   } else {
     char *argv[80];
     int a = 0;
-    argv[a++] = (char *)lld, argv[a++] = (char *)"-T", argv[a++] = script, argv[a++] = defsym;
+    argv[a++] = (char *)lld, argv[a++] = (char *)"-T", argv[a++] = (char *)script, argv[a++] = defsym;
     argv[a++] = objp;
     for (int i = 0; i < ninputs; i++)
       argv[a++] = inputs[i];
@@ -111,29 +109,43 @@ int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const cha
     }
     int st = 0;
     if (pid > 0) waitpid(pid, &st, 0);
-    uint8_t *elf = NULL;
-    size_t elf_size = 0;
     FILE *in = NULL;
     if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      snprintf(err, errcap, "linking kernel %s with the Vortex SDK in %s failed", entry, sdk);
+      snprintf(err, errcap, "linking kernel %s with %s (%s) failed", entry, script, lld);
     else if ((in = fopen(exe, "rb"))) {
       fseek(in, 0, SEEK_END);
       long n = ftell(in);
       fseek(in, 0, SEEK_SET);
-      elf = n > 0 ? malloc((size_t)n) : NULL;
-      if (elf && fread(elf, 1, (size_t)n, in) == (size_t)n) elf_size = (size_t)n;
+      *elf = n > 0 ? malloc((size_t)n) : NULL;
+      if (*elf && fread(*elf, 1, (size_t)n, in) == (size_t)n) *elf_size = (size_t)n, rc = 0;
       fclose(in);
     }
-    if (!err[0] && (!elf_size || vxr__to_vxbin(elf, elf_size, image, image_size) != 0))
-      snprintf(err, errcap, "cannot make a .vxbin of kernel %s", entry);
-    else if (!err[0])
-      rc = 0;
-    free(elf);
+    if (rc != 0 && !err[0]) snprintf(err, errcap, "cannot read the linked image of kernel %s", entry);
+    if (rc != 0) free(*elf), *elf = NULL;
   }
-  for (int i = 0; i < ninputs; i++)
-    free(inputs[i]);
   unlink(objp);
   unlink(exe);
   rmdir(dir);
+  return rc;
+}
+
+int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
+                   size_t obj_size, const char *entry, uint8_t **image, size_t *image_size, char *err,
+                   size_t errcap) {
+  err[0] = '\0';
+  char script[4200], *inputs[64];
+  snprintf(script, sizeof script, "%s/link.ld", sdk);
+  int ninputs = vxr__sdk_inputs(sdk, inputs, 64);
+  uint8_t *elf = NULL;
+  size_t elf_size = 0;
+  int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, &elf, &elf_size,
+                        err, errcap);
+  if (rc == 0 && vxr__to_vxbin(elf, elf_size, image, image_size) != 0) {
+    snprintf(err, errcap, "cannot make a .vxbin of kernel %s", entry);
+    rc = -1;
+  }
+  free(elf);
+  for (int i = 0; i < ninputs; i++)
+    free(inputs[i]);
   return rc;
 }
