@@ -12,6 +12,7 @@
  * An entry and all its kernels are written in one IMMEDIATE transaction.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,8 +482,8 @@ static int vxk__checksum_end(EVP_MD_CTX *h, uint8_t out[VXK_CHECKSUM_SIZE]) {
   return ok ? VXK_OK : VXK_ENOMEM;
 }
 
-static int vxk__checksum_in(const char *key, const uint8_t *object, size_t object_size,
-                            const vxk_kernel_in *ks, uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]) {
+int vxk_checksum(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
+                 uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]) {
   EVP_MD_CTX *h = vxk__checksum_begin(key, object, object_size);
   if (!h) return VXK_ENOMEM;
   for (uint32_t i = 0; i < n; i++) {
@@ -518,7 +519,7 @@ int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_
   for (uint32_t i = 0; i < n; i++)
     bytes += ks[i].metadata_size;
   uint8_t sum[VXK_CHECKSUM_SIZE];
-  if (vxk__checksum_in(key, object, object_size, ks, n, sum) != VXK_OK) return VXK_ENOMEM;
+  if (vxk_checksum(key, object, object_size, ks, n, sum) != VXK_OK) return VXK_ENOMEM;
   int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "begin");
   uint64_t replaced = 0; /* bytes of an entry this put replaces */
@@ -797,6 +798,24 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
       out->evictions = v;
     else if (strcmp(n, "corrupt") == 0)
       out->corrupt = v;
+    else if (strncmp(n, "l2_", 3) == 0) {
+      static const struct {
+        const char *name;
+        size_t off;
+      } l2[] = {
+          {"l2_hits", offsetof(vxk_stats, l2_hits)},
+          {"l2_misses", offsetof(vxk_stats, l2_misses)},
+          {"l2_errors", offsetof(vxk_stats, l2_errors)},
+          {"l2_timeouts", offsetof(vxk_stats, l2_timeouts)},
+          {"l2_corrupt", offsetof(vxk_stats, l2_corrupt)},
+          {"l2_writes", offsetof(vxk_stats, l2_writes)},
+          {"l2_dropped", offsetof(vxk_stats, l2_dropped)},
+          {"l2_bytes_down", offsetof(vxk_stats, l2_bytes_down)},
+          {"l2_bytes_up", offsetof(vxk_stats, l2_bytes_up)},
+      };
+      for (size_t i = 0; i < sizeof l2 / sizeof *l2; i++)
+        if (strcmp(n, l2[i].name) == 0) memcpy((char *)out + l2[i].off, &v, sizeof v);
+    }
   }
   sqlite3_finalize(st);
   return VXK_OK;

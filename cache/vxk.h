@@ -76,6 +76,10 @@ typedef struct {
   uint64_t saved_us;  /* compile time the hits on present entries saved:
                          SUM(hits x the entry's compile time), microseconds */
   uint64_t max_bytes; /* the size limit in force */
+  /* the remote level's persistent counters (vxk_remote.h), kept here:
+   * "l2_hits", "l2_misses", ... as vxk_counter_add names them */
+  uint64_t l2_hits, l2_misses, l2_errors, l2_timeouts, l2_corrupt, l2_writes, l2_dropped, l2_bytes_down,
+      l2_bytes_up;
 } vxk_stats;
 
 /* Opens (creating as needed, mode 0700) the directory dir and its cache.db.
@@ -177,7 +181,7 @@ int vxk_touch_take(vxk_cache *c, vxk_touches *out);
 int vxk_touch(vxk_cache *c, const vxk_touches *t);
 
 /* Adds delta to a persistent counter: "hits", "misses", "compile_errors",
- * "corrupt". */
+ * "corrupt", or one of the remote level's "l2_*" (vxk_stats). */
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta);
 
 int vxk_stats_get(vxk_cache *c, vxk_stats *out);
@@ -190,6 +194,14 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out);
  * digits and a NUL to out.  Any thread.  Returns 0 or VXK_ENOMEM. */
 int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t nparts,
             char out[VXK_KEY_HEX + 1]);
+
+/* The checksum vxk_put stores with an entry and every read recomputes:
+ * SHA-256 over a domain tag, key, the object and each kernel's name and
+ * metadata, each preceded by its length (docs/remote-cache.md).  The remote
+ * level (vxk_remote.h) stores the same one.  Writes VXK_CHECKSUM_SIZE
+ * bytes to out.  Any thread.  Returns 0 or VXK_ENOMEM. */
+int vxk_checksum(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
+                 uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]);
 
 /* True when s is 64 lowercase hex digits. */
 int vxk_key_valid(const char *s);

@@ -83,6 +83,7 @@ void vxp_response_clear(vxp_response *r) {
   free(r->diags);
   free(r->host_ir);
   free(r->lowered_ir);
+  free(r->stats.remote);
   memset(r, 0, sizeof *r);
 }
 
@@ -312,7 +313,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
     vxp__str(&pk, "stats");
-    msgpack_pack_map(&pk, 15);
+    msgpack_pack_map(&pk, 24 + (s->remote ? 1 : 0));
     vxp__kv_u64(&pk, "hits", s->hits);
     vxp__kv_u64(&pk, "misses", s->misses);
     vxp__kv_u64(&pk, "compile_errors", s->compile_errors);
@@ -328,6 +329,16 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     vxp__kv_u64(&pk, "saved_ms", s->saved_ms);
     vxp__kv_u64(&pk, "refused", s->refused);
     vxp__kv_u64(&pk, "timeouts", s->timeouts);
+    if (s->remote) vxp__kv_str(&pk, "remote", s->remote);
+    vxp__kv_u64(&pk, "l2_hits", s->l2_hits);
+    vxp__kv_u64(&pk, "l2_misses", s->l2_misses);
+    vxp__kv_u64(&pk, "l2_errors", s->l2_errors);
+    vxp__kv_u64(&pk, "l2_timeouts", s->l2_timeouts);
+    vxp__kv_u64(&pk, "l2_corrupt", s->l2_corrupt);
+    vxp__kv_u64(&pk, "l2_writes", s->l2_writes);
+    vxp__kv_u64(&pk, "l2_dropped", s->l2_dropped);
+    vxp__kv_u64(&pk, "l2_bytes_down", s->l2_bytes_down);
+    vxp__kv_u64(&pk, "l2_bytes_up", s->l2_bytes_up);
   }
   if (admin) {
     vxp__kv_u64(&pk, "checked", r->checked);
@@ -424,7 +435,7 @@ static uint64_t vxp__be(const uint8_t *p, int n) {
  * from the counts a payload declares, so without this a 5-byte frame that
  * claims a 2^32-element array would make it allocate 128 GiB.  Format:
  * github.com/msgpack/msgpack/blob/master/spec.md. */
-static int vxp__precheck(const uint8_t *buf, size_t len) {
+int vxp_msgpack_precheck(const uint8_t *buf, size_t len) {
   size_t pos = 0;
   uint64_t pending = 1; /* objects still to read; each takes >= 1 byte */
   while (pending > 0) {
@@ -504,7 +515,7 @@ static int vxp__precheck(const uint8_t *buf, size_t len) {
 static int vxp__unpack(const uint8_t *buf, size_t len, msgpack_unpacked *u) {
   size_t off = 0;
   msgpack_unpacked_init(u);
-  if (vxp__precheck(buf, len) != VXP_OK) return VXP_EFORMAT;
+  if (vxp_msgpack_precheck(buf, len) != VXP_OK) return VXP_EFORMAT;
   msgpack_unpack_return ret = msgpack_unpack_next(u, (const char *)buf, len, &off);
   if (ret != MSGPACK_UNPACK_SUCCESS) return ret == MSGPACK_UNPACK_NOMEM_ERROR ? VXP_ENOMEM : VXP_EFORMAT;
   if (off != len || u->data.type != MSGPACK_OBJECT_MAP) return VXP_EFORMAT;
@@ -746,6 +757,26 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
       rc = vxp__u64(v, &s->refused);
     else if (vxp__key(k, "timeouts"))
       rc = vxp__u64(v, &s->timeouts);
+    else if (vxp__key(k, "remote"))
+      rc = vxp__strdup(v, &s->remote);
+    else if (vxp__key(k, "l2_hits"))
+      rc = vxp__u64(v, &s->l2_hits);
+    else if (vxp__key(k, "l2_misses"))
+      rc = vxp__u64(v, &s->l2_misses);
+    else if (vxp__key(k, "l2_errors"))
+      rc = vxp__u64(v, &s->l2_errors);
+    else if (vxp__key(k, "l2_timeouts"))
+      rc = vxp__u64(v, &s->l2_timeouts);
+    else if (vxp__key(k, "l2_corrupt"))
+      rc = vxp__u64(v, &s->l2_corrupt);
+    else if (vxp__key(k, "l2_writes"))
+      rc = vxp__u64(v, &s->l2_writes);
+    else if (vxp__key(k, "l2_dropped"))
+      rc = vxp__u64(v, &s->l2_dropped);
+    else if (vxp__key(k, "l2_bytes_down"))
+      rc = vxp__u64(v, &s->l2_bytes_down);
+    else if (vxp__key(k, "l2_bytes_up"))
+      rc = vxp__u64(v, &s->l2_bytes_up);
   }
   return rc;
 }

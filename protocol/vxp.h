@@ -221,6 +221,20 @@ typedef struct {
                                credentials, connection limit) */
   uint64_t timeouts;        /* connections closed since start for a stalled
                                frame or idleness */
+  /* the second cache level, a remote storage shared by several daemons
+   * (persistent; all 0 without one) */
+  char *remote;           /* where it is, password masked, and its state
+                             ("redis://h:6379/0, up"); NULL: none; malloc() */
+  uint64_t l2_hits;       /* compiles/fetches answered from it (in hits too) */
+  uint64_t l2_misses;     /* looked up there and not found */
+  uint64_t l2_errors;     /* reads and writes that failed (connection,
+                             protocol, a value failing its checksum) */
+  uint64_t l2_timeouts;   /* reads and writes over remote_timeout */
+  uint64_t l2_corrupt;    /* values refused by their checksum (in l2_errors) */
+  uint64_t l2_writes;     /* entries written to it */
+  uint64_t l2_dropped;    /* writes dropped: queue full or storage down */
+  uint64_t l2_bytes_down; /* value bytes read from it */
+  uint64_t l2_bytes_up;   /* value bytes written to it */
 } vxp_stats;
 
 typedef struct {
@@ -253,6 +267,15 @@ typedef struct {
   char *host_ir; /* the program's host side in the LLVM dialect, its
                     gpu.modules as gpu.binary ops; malloc() */
 } vxp_response;
+
+/* Checks, without building anything, that [buf, buf+len) is exactly one
+ * msgpack object whose every declared length and element count fits in the
+ * bytes that are there: what must hold before msgpack-c unpacks bytes from
+ * outside the process, since it sizes its memory from the declared counts
+ * (a 5-byte input can claim a 2^32-element array).  Every decoder here calls
+ * it; so does the cache's remote level for values read from Redis.
+ * Returns VXP_OK or VXP_EFORMAT.  Any thread. */
+int vxp_msgpack_precheck(const uint8_t *buf, size_t len);
 
 /* Release the fields of a request / response (not the struct).  NULL-safe. */
 void vxp_request_clear(vxp_request *r);

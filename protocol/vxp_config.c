@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <ini.h>
 
@@ -151,4 +152,13 @@ int vxp_config_size(const char *s, uint64_t *out) {
   if (shift && v > (UINT64_MAX >> shift)) return -EINVAL;
   *out = (uint64_t)v << shift;
   return 0;
+}
+
+int vxp_config_bool(const char *s, int *out) {
+  static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+  for (int i = 0; s && i < 4; i++) {
+    if (strcasecmp(s, yes[i]) == 0) return *out = 1, 0;
+    if (strcasecmp(s, no[i]) == 0) return *out = 0, 0;
+  }
+  return -EINVAL;
 }

@@ -41,7 +41,21 @@
   X(allow_group, "VORTEXD_ALLOW_GROUP", "", "group whose members may use the daemon too")                    \
   X(vortex_sdk, "VORTEXD_VORTEX_SDK", "",                                                                    \
     "Vortex kernel SDK directory (link.ld, device runtime): each kernel also as a cached .vxbin image")      \
-  X(log_level, "VORTEXD_LOG_LEVEL", "notice", "error, warning, notice, info or debug")
+  X(log_level, "VORTEXD_LOG_LEVEL", "notice", "error, warning, notice, info or debug")                       \
+  X(remote_storage, "VORTEXD_REMOTE_STORAGE", "",                                                            \
+    "shared second-level cache: redis://[USER:PASSWORD@]HOST[:PORT][/DB] or redis+unix:///PATH[?db=N]")      \
+  X(remote_read_only, "VORTEXD_REMOTE_READ_ONLY", "false",                                                   \
+    "read the remote storage, never write to it (true or false)")                                            \
+  X(remote_prefix, "VORTEXD_REMOTE_PREFIX", "vortexd",                                                       \
+    "namespace of this farm's keys in the remote storage")                                                   \
+  X(remote_ttl, "VORTEXD_REMOTE_TTL", "0",                                                                   \
+    "seconds an entry written to the remote storage lives (0 = until the server evicts it)")                 \
+  X(remote_connect_timeout, "VORTEXD_REMOTE_CONNECT_TIMEOUT", "100",                                         \
+    "milliseconds a connection to the remote storage may take")                                              \
+  X(remote_timeout, "VORTEXD_REMOTE_TIMEOUT", "250",                                                         \
+    "milliseconds a remote read or write may take; then the daemon goes on without it for a while")          \
+  X(remote_write_queue, "VORTEXD_REMOTE_WRITE_QUEUE", "64M",                                                 \
+    "bytes of entries waiting to be written to the remote storage; entries past that are dropped")
 
 typedef enum {
 #define VXP__CONF_ENUM(name, env, def, help) VXP_CONF_##name,
@@ -81,5 +95,37 @@ int vxp_config_size(const char *s, uint64_t *out);
 
 /* Parses a non-negative integer (seconds, counts).  0 or -EINVAL. */
 int vxp_config_uint(const char *s, uint64_t *out);
+
+/* Parses a boolean: true/false, yes/no, on/off, 1/0 (any case).  Returns
+ * 0 and *out, or -EINVAL. */
+int vxp_config_bool(const char *s, int *out);
+
+/* Where a remote storage (Redis) is, as remote_storage names it. */
+typedef struct {
+  int is_unix;        /* redis+unix: path set, host/port unused */
+  char host[256];     /* name or address (IPv6 without brackets) */
+  unsigned port;      /* default 6379 */
+  char path[108];     /* Unix socket (sun_path size) */
+  char user[256];     /* "" = none (AUTH with the password alone) */
+  char password[256]; /* "" = no AUTH */
+  unsigned db;        /* SELECT db; default 0 */
+} vxp_remote_url;
+
+/* Parses remote_storage (RFC 3986, with uriparser):
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+ *   redis+unix://[[USER]:PASSWORD@]/PATH[?db=DB]   (also redis+unix:/PATH)
+ * user and password are percent-decoded.  The same URL syntax as ccache's
+ * and sccache's Redis backends, less their attributes (here separate keys).
+ * Returns 0 and *out, or -EINVAL with a message in err (errcap bytes)
+ * that never contains the password.  Any thread. */
+int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t errcap);
+
+/* Writes u as a URL with the password replaced by "***" (for logs, stats
+ * and `vxc config`) into out (cap bytes, truncated, NUL-terminated). */
+void vxp_remote_url_show(const vxp_remote_url *u, char *out, size_t cap);
+
+/* remote_storage's value fit to show: "" stays "", a URL that does not
+ * parse becomes "(invalid URL)", any other has its password masked. */
+void vxp_remote_url_redact(const char *url, char *out, size_t cap);
 
 #endif /* VXP_CONFIG_H */

@@ -23,6 +23,8 @@ pkgs=(build-essential cmake pkg-config
       libclang-rt-22-dev  # libFuzzer for the fuzz targets (tests/fuzz)
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps clang-format libjansson-dev libinih-dev
+      libhiredis-dev liburiparser-dev  # the shared second cache level (Redis) and its URL
+      redis-server  # test_remote starts its own on a private socket
       systemd  # systemd-analyze checks the installed units
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
       gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # libgcc and libm the emulated kernels link

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "vxk.h"
+#include "vxk_remote.h"
 
 static char dir[64];
 
@@ -329,4 +330,61 @@ Test(cache, every_read_counts_as_a_hit_of_its_entry) {
   cr_assert_eq(st.saved_us, 4 * 5000, "four reads of a 5 ms compile: %llu us",
                (unsigned long long)st.saved_us);
   vxk_close(c);
+}
+
+Test(cache, a_remote_value_round_trips_and_any_damage_is_refused) {
+  char key[VXK_KEY_HEX + 1], other[VXK_KEY_HEX + 1];
+  key_for("remote", key);
+  key_for("another", other);
+  uint8_t obj[300];
+  for (size_t i = 0; i < sizeof obj; i++)
+    obj[i] = (uint8_t)(i * 7);
+  vxk_kernel_in ks[2] = {{"first", (const uint8_t *)"meta-1", 6}, {"second", (const uint8_t *)"m2", 2}};
+  uint8_t *v = NULL;
+  size_t len = 0;
+  cr_assert_eq(vxk_remote_encode(key, obj, sizeof obj, ks, 2, 1234, &v, &len), VXK_OK);
+  vxk_entry e;
+  uint64_t us = 0;
+  cr_assert_eq(vxk_remote_decode(key, v, len, &e, &us), VXK_OK);
+  cr_assert_eq(us, 1234);
+  cr_assert_eq(e.object_size, sizeof obj);
+  cr_assert_eq(memcmp(e.object, obj, sizeof obj), 0);
+  cr_assert_eq(e.nkernels, 2);
+  cr_assert_str_eq(e.kernels[1].name, "second");
+  cr_assert_eq(e.kernels[0].metadata_size, 6);
+  cr_assert_eq(memcmp(e.kernels[0].metadata, "meta-1", 6), 0);
+  vxk_entry_clear(&e);
+  /* the same checksum the local cache stores: an L1 entry and its remote
+   * value are checked alike */
+  uint8_t sum[VXK_CHECKSUM_SIZE];
+  cr_assert_eq(vxk_checksum(key, obj, sizeof obj, ks, 2, sum), VXK_OK);
+  cr_assert_eq(memcmp(v + len - VXK_CHECKSUM_SIZE, sum, sizeof sum), 0, "the checksum ends the value");
+  /* under another key: refused (a value copied to the wrong key) */
+  cr_assert_eq(vxk_remote_decode(other, v, len, &e, &us), VXK_ECORRUPT);
+  /* every single flipped bit and every truncation: refused, or (a bit of
+   * the compile time, which the checksum does not cover) the same entry */
+  for (size_t i = 0; i < len; i++)
+    for (int bit = 0; bit < 8; bit++) {
+      v[i] ^= (uint8_t)(1u << bit);
+      int rc = vxk_remote_decode(key, v, len, &e, &us);
+      if (rc == VXK_OK) {
+        cr_assert_eq(e.object_size, sizeof obj, "byte %zu bit %d", i, bit);
+        cr_assert_eq(memcmp(e.object, obj, sizeof obj), 0, "byte %zu bit %d", i, bit);
+        cr_assert_eq(e.nkernels, 2);
+        cr_assert_str_eq(e.kernels[0].name, "first");
+        cr_assert_str_eq(e.kernels[1].name, "second");
+        vxk_entry_clear(&e);
+      } else {
+        cr_assert_eq(rc, VXK_ECORRUPT, "byte %zu bit %d", i, bit);
+      }
+      v[i] ^= (uint8_t)(1u << bit);
+    }
+  for (size_t n = 0; n < len; n++)
+    cr_assert_eq(vxk_remote_decode(key, v, n, &e, &us), VXK_ECORRUPT, "truncated to %zu", n);
+  free(v);
+  cr_assert_eq(vxk_remote_decode(key, (const uint8_t *)"\xc0", 1, &e, &us), VXK_ECORRUPT, "nil");
+  cr_assert(vxk_remote_prefix_valid("farm-1.ci:x"));
+  cr_assert(!vxk_remote_prefix_valid(""));
+  cr_assert(!vxk_remote_prefix_valid("a b"));
+  cr_assert(!vxk_remote_prefix_valid("a*"));
 }

@@ -1,10 +1,12 @@
 /* test_protocol.c - protocol/ round trips and malformed input. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vxp.h"
+#include "vxp_config.h"
 
 static vxp_kernel make_kernel(void) {
   vxp_kernel k = {0};
@@ -162,7 +164,17 @@ Test(protocol, stats_response_round_trip) {
                                .max_bytes = 8,
                                .saved_ms = 9,
                                .refused = 11,
-                               .timeouts = 12}};
+                               .timeouts = 12,
+                               .remote = "redis://farm:6379/0, up",
+                               .l2_hits = 13,
+                               .l2_misses = 14,
+                               .l2_errors = 15,
+                               .l2_timeouts = 16,
+                               .l2_corrupt = 17,
+                               .l2_writes = 18,
+                               .l2_dropped = 19,
+                               .l2_bytes_down = 1ull << 40,
+                               .l2_bytes_up = 21}};
   vxp_response out;
   response_round_trip(&in, &out);
   cr_assert_eq(out.stats.hits, 10);
@@ -175,6 +187,13 @@ Test(protocol, stats_response_round_trip) {
   cr_assert_eq(out.stats.saved_ms, 9);
   cr_assert_eq(out.stats.refused, 11);
   cr_assert_eq(out.stats.timeouts, 12);
+  cr_assert_str_eq(out.stats.remote, "redis://farm:6379/0, up");
+  uint64_t l2[] = {out.stats.l2_hits,     out.stats.l2_misses,     out.stats.l2_errors,
+                   out.stats.l2_timeouts, out.stats.l2_corrupt,    out.stats.l2_writes,
+                   out.stats.l2_dropped,  out.stats.l2_bytes_down, out.stats.l2_bytes_up};
+  uint64_t want[] = {13, 14, 15, 16, 17, 18, 19, 1ull << 40, 21};
+  for (int i = 0; i < 9; i++)
+    cr_assert_eq(l2[i], want[i], "field %d", i);
   vxp_response_clear(&out);
 }
 
@@ -483,4 +502,56 @@ Test(protocol, one_encoded_response_serves_every_waiter) {
   cr_assert_eq(vxp_frame_set_id(frame, 3, 1), VXP_EFORMAT);
   free(copy);
   free(frame);
+}
+
+Test(config, remote_storage_urls_parse_as_ccache_and_sccache_write_them) {
+  vxp_remote_url u;
+  char err[256];
+  cr_assert_eq(vxp_remote_url_parse("redis://cache.farm:6380/3", &u, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(u.host, "cache.farm");
+  cr_assert_eq(u.port, 6380);
+  cr_assert_eq(u.db, 3);
+  cr_assert_eq(u.is_unix, 0);
+  cr_assert_str_eq(u.password, "");
+  cr_assert_eq(vxp_remote_url_parse("redis://bob:s%40cr%3At@10.0.0.7", &u, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(u.user, "bob");
+  cr_assert_str_eq(u.password, "s@cr:t", "percent-decoded");
+  cr_assert_eq(u.port, 6379, "default port");
+  cr_assert_eq(u.db, 0);
+  cr_assert_eq(vxp_remote_url_parse("redis://:pw@[::1]:7000/1", &u, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(u.host, "::1");
+  cr_assert_str_eq(u.user, "");
+  cr_assert_str_eq(u.password, "pw");
+  cr_assert_eq(u.port, 7000);
+  char shown[512];
+  vxp_remote_url_show(&u, shown, sizeof shown);
+  cr_assert_str_eq(shown, "redis://:***@[::1]:7000/1");
+  cr_assert_eq(vxp_remote_url_parse("redis+unix:///run/redis/redis.sock?db=2", &u, err, sizeof err), 0, "%s",
+               err);
+  cr_assert_eq(u.is_unix, 1);
+  cr_assert_str_eq(u.path, "/run/redis/redis.sock");
+  cr_assert_eq(u.db, 2);
+  cr_assert_eq(vxp_remote_url_parse("redis+unix:/tmp/r.sock", &u, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(u.path, "/tmp/r.sock");
+  /* refused, each with a message that does not echo the password */
+  const char *bad[] = {"http://host",       "redis://",         "redis://host:0",   "redis://host:99999",
+                       "redis://host/abc",  "redis://host?x=1", "redis+unix://",    "redis+unix://host/x",
+                       "redis://user@host", "redis://host/1#f", "not a url at all", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err[0] = 0;
+    cr_assert_eq(vxp_remote_url_parse(bad[i], &u, err, sizeof err), -EINVAL, "%s", bad[i]);
+    cr_assert_neq(err[0], 0, "%s has a message", bad[i]);
+  }
+  cr_assert_eq(vxp_remote_url_parse("redis://u:hunter2@host:x", &u, err, sizeof err), -EINVAL);
+  cr_assert_null(strstr(err, "hunter2"), "%s", err);
+  vxp_remote_url_redact("redis://u:hunter2@host", shown, sizeof shown);
+  cr_assert_str_eq(shown, "redis://u:***@host:6379/0");
+  vxp_remote_url_redact("redis://u:hunter2@host:x", shown, sizeof shown);
+  cr_assert_str_eq(shown, "(invalid URL)");
+  int b = -1;
+  cr_assert_eq(vxp_config_bool("Yes", &b), 0);
+  cr_assert_eq(b, 1);
+  cr_assert_eq(vxp_config_bool("off", &b), 0);
+  cr_assert_eq(b, 0);
+  cr_assert_eq(vxp_config_bool("maybe", &b), -EINVAL);
 }

@@ -1,0 +1,391 @@
+/*
+ * vxk_remote.c - the cache's Redis level (vxk_remote.h).
+ *
+ * hiredis runs non-blocking here: this file polls the socket itself so that
+ * each exchange has one deadline for all of it.  hiredis's blocking mode
+ * only sets SO_RCVTIMEO, which bounds each recv(), not the reply.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <msgpack.h>
+
+#include "vxk_remote.h"
+#include "vxp.h"
+
+struct vxk_remote {
+  redisContext *ctx; /* NULL once closed after a failure */
+  unsigned op_ms;
+  uint64_t max_value;
+  unsigned ttl_s;
+  char prefix[VXK_REMOTE_PREFIX_MAX + 1];
+};
+
+int vxk_remote_prefix_valid(const char *prefix) {
+  size_t n = prefix ? strlen(prefix) : 0;
+  if (n == 0 || n > VXK_REMOTE_PREFIX_MAX) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = prefix[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+          ch == '.' || ch == ':' || ch == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+static uint64_t vxk__now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Closes r's connection after a failure: its state is unknown. */
+static int vxk__fail(vxk_remote *r, int rc, char *err, size_t errcap, const char *what, const char *detail) {
+  snprintf(err, errcap, "%s: %s", what, detail);
+  if (r->ctx) redisFree(r->ctx);
+  r->ctx = NULL;
+  return rc;
+}
+
+/* Waits until fd is ready for events or the deadline passes. */
+static int vxk__wait(int fd, short events, uint64_t deadline) {
+  for (;;) {
+    uint64_t now = vxk__now_ms();
+    if (now >= deadline) return VXK_ETIMEDOUT;
+    struct pollfd p = {.fd = fd, .events = events};
+    int n = poll(&p, 1, (int)(deadline - now));
+    if (n > 0) return (p.revents & (POLLERR | POLLNVAL)) && !(p.revents & POLLIN) ? VXK_EIO : VXK_OK;
+    if (n == 0) return VXK_ETIMEDOUT;
+    if (errno != EINTR) return VXK_EIO;
+  }
+}
+
+/* Writes hiredis's output buffer (the commands appended) by the deadline. */
+static int vxk__flush(vxk_remote *r, uint64_t deadline, char *err, size_t errcap) {
+  int done = 0;
+  while (!done) {
+    if (redisBufferWrite(r->ctx, &done) != REDIS_OK)
+      return vxk__fail(r, VXK_EIO, err, errcap, "write", r->ctx->errstr);
+    if (done) break;
+    int rc = vxk__wait(r->ctx->fd, POLLOUT, deadline);
+    if (rc != VXK_OK)
+      return vxk__fail(r, rc, err, errcap, "write", rc == VXK_ETIMEDOUT ? "timed out" : "socket error");
+  }
+  return VXK_OK;
+}
+
+/* Reads the next reply by the deadline; at most limit bytes are buffered
+ * for it.  *out: caller frees with freeReplyObject. */
+static int vxk__reply(vxk_remote *r, uint64_t deadline, uint64_t limit, redisReply **out, char *err,
+                      size_t errcap) {
+  for (;;) {
+    void *reply = NULL;
+    if (redisGetReplyFromReader(r->ctx, &reply) != REDIS_OK)
+      return vxk__fail(r, VXK_EIO, err, errcap, "read", r->ctx->errstr);
+    if (reply) {
+      *out = reply;
+      return VXK_OK;
+    }
+    redisReader *rd = r->ctx->reader;
+    if (rd->len > rd->pos && rd->len - rd->pos > limit)
+      return vxk__fail(r, VXK_EIO, err, errcap, "read", "reply larger than the largest value accepted");
+    int rc = vxk__wait(r->ctx->fd, POLLIN, deadline);
+    if (rc != VXK_OK)
+      return vxk__fail(r, rc, err, errcap, "read", rc == VXK_ETIMEDOUT ? "timed out" : "socket error");
+    if (redisBufferRead(r->ctx) != REDIS_OK)
+      return vxk__fail(r, VXK_EIO, err, errcap, "read", r->ctx->errstr);
+  }
+}
+
+/* Runs one command (argv) and checks its reply is not an error. */
+static int vxk__command(vxk_remote *r, int argc, const char **argv, const size_t *lens, uint64_t deadline,
+                        char *err, size_t errcap, const char *what) {
+  if (!r->ctx) {
+    snprintf(err, errcap, "not connected");
+    return VXK_EIO;
+  }
+  if (redisAppendCommandArgv(r->ctx, argc, argv, lens) != REDIS_OK)
+    return vxk__fail(r, VXK_ENOMEM, err, errcap, what, "out of memory");
+  int rc = vxk__flush(r, deadline, err, errcap);
+  redisReply *reply = NULL;
+  if (rc == VXK_OK) rc = vxk__reply(r, deadline, 1u << 16, &reply, err, errcap);
+  if (rc != VXK_OK) return rc;
+  if (reply->type == REDIS_REPLY_ERROR) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%.*s", (int)(reply->len < 200 ? reply->len : 200), reply->str);
+    freeReplyObject(reply);
+    return vxk__fail(r, VXK_EIO, err, errcap, what, msg);
+  }
+  freeReplyObject(reply);
+  return VXK_OK;
+}
+
+int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, size_t errcap) {
+  *out = NULL;
+  if (!vxk_remote_prefix_valid(cfg->prefix)) {
+    snprintf(err, errcap, "prefix must be 1 to %d of [A-Za-z0-9_.:-]", VXK_REMOTE_PREFIX_MAX);
+    return VXK_EINVAL;
+  }
+  vxk_remote *r = calloc(1, sizeof *r);
+  if (!r) {
+    snprintf(err, errcap, "out of memory");
+    return VXK_ENOMEM;
+  }
+  r->op_ms = cfg->op_ms ? cfg->op_ms : 1;
+  r->max_value = cfg->max_value;
+  r->ttl_s = cfg->ttl_s;
+  snprintf(r->prefix, sizeof r->prefix, "%s", cfg->prefix);
+  uint64_t deadline = vxk__now_ms() + (cfg->connect_ms ? cfg->connect_ms : 1);
+  int unix_socket = cfg->path && cfg->path[0];
+  r->ctx =
+      unix_socket ? redisConnectUnixNonBlock(cfg->path) : redisConnectNonBlock(cfg->host, (int)cfg->port);
+  int rc = VXK_OK;
+  if (!r->ctx) {
+    snprintf(err, errcap, "out of memory");
+    rc = VXK_ENOMEM;
+  } else if (r->ctx->err) {
+    rc = vxk__fail(r, VXK_EIO, err, errcap, "connect", r->ctx->errstr);
+  } else {
+    /* a TCP connect completes when the socket turns writable */
+    rc = vxk__wait(r->ctx->fd, POLLOUT, deadline);
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    if (rc == VXK_OK && getsockopt(r->ctx->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr) {
+      rc = vxk__fail(r, VXK_EIO, err, errcap, "connect", strerror(soerr));
+    } else if (rc != VXK_OK) {
+      rc = vxk__fail(r, rc, err, errcap, "connect", rc == VXK_ETIMEDOUT ? "timed out" : "socket error");
+    }
+  }
+  if (rc == VXK_OK && cfg->password && cfg->password[0]) {
+    int user = cfg->user && cfg->user[0];
+    const char *argv[3] = {"AUTH", user ? cfg->user : cfg->password, cfg->password};
+    size_t lens[3] = {4, strlen(argv[1]), strlen(cfg->password)};
+    rc = vxk__command(r, user ? 3 : 2, argv, lens, deadline, err, errcap, "AUTH");
+  }
+  if (rc == VXK_OK && cfg->db) {
+    char db[16];
+    snprintf(db, sizeof db, "%u", cfg->db);
+    const char *argv[2] = {"SELECT", db};
+    size_t lens[2] = {6, strlen(db)};
+    rc = vxk__command(r, 2, argv, lens, deadline, err, errcap, "SELECT");
+  }
+  if (rc != VXK_OK) {
+    vxk_remote_close(r);
+    return rc;
+  }
+  *out = r;
+  return VXK_OK;
+}
+
+void vxk_remote_close(vxk_remote *r) {
+  if (!r) return;
+  if (r->ctx) redisFree(r->ctx);
+  free(r);
+}
+
+/* "<prefix>:v<format>:<key>" into out. */
+static void vxk__redis_key(const vxk_remote *r, const char *key, char out[VXK_REMOTE_PREFIX_MAX + 80]) {
+  snprintf(out, VXK_REMOTE_PREFIX_MAX + 80, "%s:v%d:%s", r->prefix, VXK_REMOTE_FORMAT, key);
+}
+
+int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
+                   size_t errcap) {
+  memset(out, 0, n * sizeof *out);
+  if (n > 256) {
+    snprintf(err, errcap, "too many keys");
+    return VXK_EINVAL;
+  }
+  if (!r->ctx) {
+    snprintf(err, errcap, "not connected");
+    return VXK_EIO;
+  }
+  uint64_t deadline = vxk__now_ms() + r->op_ms;
+  /* GETRANGE, not GET: the server sends at most max_value + 1 bytes, so a
+   * huge value costs no more than that to refuse */
+  char end[24];
+  snprintf(end, sizeof end, "%llu", (unsigned long long)r->max_value);
+  for (size_t i = 0; i < n; i++) {
+    char rk[VXK_REMOTE_PREFIX_MAX + 80];
+    vxk__redis_key(r, keys[i], rk);
+    const char *argv[4] = {"GETRANGE", rk, "0", end};
+    size_t lens[4] = {8, strlen(rk), 1, strlen(end)};
+    if (redisAppendCommandArgv(r->ctx, 4, argv, lens) != REDIS_OK)
+      return vxk__fail(r, VXK_ENOMEM, err, errcap, "get", "out of memory");
+  }
+  int rc = vxk__flush(r, deadline, err, errcap);
+  for (size_t i = 0; i < n && rc == VXK_OK; i++) {
+    redisReply *reply = NULL;
+    rc = vxk__reply(r, deadline, r->max_value + 4096, &reply, err, errcap);
+    if (rc != VXK_OK) break;
+    if (reply->type == REDIS_REPLY_STRING && reply->len == 0) {
+      out[i].rc = VXK_ENOTFOUND; /* GETRANGE of a missing key: "" */
+    } else if (reply->type != REDIS_REPLY_STRING || (uint64_t)reply->len > r->max_value) {
+      out[i].rc = VXK_EIO; /* another type under our key, or too large */
+    } else {
+      out[i].value = malloc(reply->len);
+      out[i].size = reply->len;
+      out[i].rc = out[i].value ? VXK_OK : VXK_ENOMEM;
+      if (out[i].value) memcpy(out[i].value, reply->str, reply->len);
+    }
+    freeReplyObject(reply);
+  }
+  if (rc != VXK_OK)
+    for (size_t i = 0; i < n; i++) {
+      free(out[i].value);
+      out[i] = (vxk_remote_value){.rc = rc};
+    }
+  return rc;
+}
+
+int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, char *err,
+                   size_t errcap) {
+  char rk[VXK_REMOTE_PREFIX_MAX + 80], ttl[24];
+  vxk__redis_key(r, key, rk);
+  snprintf(ttl, sizeof ttl, "%u", r->ttl_s);
+  const char *argv[5] = {"SET", rk, (const char *)value, "EX", ttl};
+  size_t lens[5] = {3, strlen(rk), size, 2, strlen(ttl)};
+  return vxk__command(r, r->ttl_s ? 5 : 3, argv, lens, vxk__now_ms() + r->op_ms, err, errcap, "SET");
+}
+
+int vxk_remote_del(vxk_remote *r, const char *key, char *err, size_t errcap) {
+  char rk[VXK_REMOTE_PREFIX_MAX + 80];
+  vxk__redis_key(r, key, rk);
+  const char *argv[2] = {"DEL", rk};
+  size_t lens[2] = {3, strlen(rk)};
+  return vxk__command(r, 2, argv, lens, vxk__now_ms() + r->op_ms, err, errcap, "DEL");
+}
+
+/* ---- the value format ---- */
+
+static const char vxk__tag[] = "vortexd-entry";
+
+/* The msgpack-c packers return 0 or -1 (the buffer could not grow): the
+ * results are or'ed and checked once. */
+static int vxk__pack_str(msgpack_packer *pk, const char *s, size_t n) {
+  return msgpack_pack_str(pk, n) | msgpack_pack_str_body(pk, s, n);
+}
+
+static int vxk__pack_bin(msgpack_packer *pk, const uint8_t *p, size_t n) {
+  return msgpack_pack_bin(pk, n) | msgpack_pack_bin_body(pk, p, n);
+}
+
+int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
+                      uint32_t n, uint64_t compile_us, uint8_t **out, size_t *len) {
+  *out = NULL;
+  *len = 0;
+  if (!vxk_key_valid(key) || object_size > UINT32_MAX) return VXK_EINVAL;
+  uint8_t sum[VXK_CHECKSUM_SIZE];
+  int rc = vxk_checksum(key, object, object_size, ks, n, sum);
+  if (rc != VXK_OK) return rc;
+  msgpack_sbuffer sb;
+  msgpack_sbuffer_init(&sb);
+  msgpack_packer pk;
+  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+  /* [tag, format, key, compile_us, object, [[name, metadata]...], checksum] */
+  int bad = msgpack_pack_array(&pk, 7);
+  bad |= vxk__pack_str(&pk, vxk__tag, sizeof vxk__tag - 1);
+  bad |= msgpack_pack_uint32(&pk, VXK_REMOTE_FORMAT);
+  bad |= vxk__pack_str(&pk, key, strlen(key));
+  bad |= msgpack_pack_uint64(&pk, compile_us);
+  bad |= vxk__pack_bin(&pk, object, object_size);
+  bad |= msgpack_pack_array(&pk, n);
+  for (uint32_t i = 0; i < n; i++) {
+    bad |= msgpack_pack_array(&pk, 2);
+    bad |= vxk__pack_str(&pk, ks[i].name, strlen(ks[i].name));
+    bad |= vxk__pack_bin(&pk, ks[i].metadata, ks[i].metadata_size);
+  }
+  bad |= vxk__pack_bin(&pk, sum, sizeof sum);
+  if (bad || !sb.data) {
+    msgpack_sbuffer_destroy(&sb);
+    return VXK_ENOMEM;
+  }
+  *out = (uint8_t *)sb.data;
+  *len = sb.size;
+  return VXK_OK;
+}
+
+static int vxk__is_str(const msgpack_object *o, const char *s, size_t n) {
+  return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && memcmp(o->via.str.ptr, s, n) == 0;
+}
+
+/* A copy of a msgpack str without NUL bytes, or NULL. */
+static char *vxk__name(const msgpack_object *o) {
+  if (o->type != MSGPACK_OBJECT_STR || memchr(o->via.str.ptr, '\0', o->via.str.size)) return NULL;
+  char *s = malloc(o->via.str.size + 1);
+  if (s) {
+    memcpy(s, o->via.str.ptr, o->via.str.size);
+    s[o->via.str.size] = '\0';
+  }
+  return s;
+}
+
+int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_entry *e, uint64_t *compile_us) {
+  memset(e, 0, sizeof *e);
+  *compile_us = 0;
+  if (!vxk_key_valid(key)) return VXK_EINVAL;
+  msgpack_unpacked u;
+  msgpack_unpacked_init(&u);
+  size_t off = 0;
+  int rc = VXK_ECORRUPT;
+  if (vxp_msgpack_precheck(value, len) != VXP_OK ||
+      msgpack_unpack_next(&u, (const char *)value, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
+    goto out;
+  const msgpack_object *o = &u.data;
+  if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 7) goto out;
+  const msgpack_object *f = o->via.array.ptr;
+  if (!vxk__is_str(&f[0], vxk__tag, sizeof vxk__tag - 1) || f[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+      f[1].via.u64 != VXK_REMOTE_FORMAT || !vxk__is_str(&f[2], key, strlen(key)) ||
+      f[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f[4].type != MSGPACK_OBJECT_BIN ||
+      f[5].type != MSGPACK_OBJECT_ARRAY || f[6].type != MSGPACK_OBJECT_BIN ||
+      f[6].via.bin.size != VXK_CHECKSUM_SIZE)
+    goto out;
+  uint32_t n = f[5].via.array.size;
+  vxk_kernel_in *ks = calloc(n ? n : 1, sizeof *ks);
+  e->kernels = calloc(n ? n : 1, sizeof *e->kernels);
+  e->object = malloc(f[4].via.bin.size ? f[4].via.bin.size : 1);
+  if (!ks || !e->kernels || !e->object) {
+    free(ks);
+    rc = VXK_ENOMEM;
+    goto out;
+  }
+  memcpy(e->object, f[4].via.bin.ptr, f[4].via.bin.size);
+  e->object_size = f[4].via.bin.size;
+  for (uint32_t i = 0; i < n; i++) {
+    const msgpack_object *k = &f[5].via.array.ptr[i];
+    if (k->type != MSGPACK_OBJECT_ARRAY || k->via.array.size != 2 ||
+        k->via.array.ptr[1].type != MSGPACK_OBJECT_BIN)
+      break;
+    const msgpack_object_bin *meta = &k->via.array.ptr[1].via.bin;
+    vxk_kernel_out *ko = &e->kernels[i];
+    ko->name = vxk__name(&k->via.array.ptr[0]);
+    ko->metadata = malloc(meta->size ? meta->size : 1);
+    if (!ko->name || !ko->metadata) {
+      free(ko->name);
+      free(ko->metadata);
+      *ko = (vxk_kernel_out){0};
+      break;
+    }
+    memcpy(ko->metadata, meta->ptr, meta->size);
+    ko->metadata_size = meta->size;
+    ks[i] = (vxk_kernel_in){ko->name, ko->metadata, ko->metadata_size};
+    e->nkernels = i + 1;
+  }
+  uint8_t sum[VXK_CHECKSUM_SIZE];
+  if (e->nkernels == n && vxk_checksum(key, e->object, e->object_size, ks, n, sum) == VXK_OK &&
+      memcmp(sum, f[6].via.bin.ptr, sizeof sum) == 0) {
+    *compile_us = f[3].via.u64;
+    rc = VXK_OK;
+  }
+  free(ks);
+out:
+  msgpack_unpacked_destroy(&u);
+  if (rc != VXK_OK) vxk_entry_clear(e);
+  return rc;
+}

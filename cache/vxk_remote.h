@@ -1,0 +1,101 @@
+/*
+ * vxk_remote.h - the cache's second level: entries in a Redis server shared
+ * by several daemons (a build farm), through hiredis.
+ *
+ * A value in Redis is one entry as the local cache holds it (object, kernel
+ * records, compile time) plus its checksum, encoded with msgpack behind a
+ * format tag and version (docs/remote-cache.md).  Its Redis key is
+ * "<prefix>:v<format>:<cache key>", so farms (prefixes) and entry formats
+ * never mix; the cache key itself already names the daemon's version and
+ * the toolchain.  Nothing read back is trusted before its checksum and key
+ * match: a value that fails is VXK_ECORRUPT, never an entry.
+ *
+ * Every call blocks, bounded by deadlines: a connection by connect_ms, a
+ * read or write by op_ms over the whole exchange (not per system call, so a
+ * server sending a byte at a time still times out), and a reply's size by
+ * max_value.  After any failure the connection is closed and the caller
+ * reconnects (vxk_remote_open) when it sees fit.
+ *
+ * THREAD NOTES: a vxk_remote is used by one thread at a time; the codec
+ * functions are reentrant.
+ *
+ * Errors: the cache's convention (vxk.h), plus VXK_ETIMEDOUT.
+ */
+#ifndef VXK_REMOTE_H
+#define VXK_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vxk.h"
+
+/* The entry format version in values and in their Redis keys. */
+#define VXK_REMOTE_FORMAT 1
+/* Longest key prefix (bytes). */
+#define VXK_REMOTE_PREFIX_MAX 128
+
+enum { VXK_ETIMEDOUT = -ETIMEDOUT }; /* a deadline passed; the connection is closed */
+
+typedef struct {
+  /* where: a Unix socket when path[0], else host:port */
+  const char *host;
+  unsigned port;
+  const char *path;
+  const char *user;     /* "" or NULL: AUTH with the password alone */
+  const char *password; /* "" or NULL: no AUTH */
+  unsigned db;          /* SELECT'ed when not 0 */
+  const char *prefix;   /* key namespace, [A-Za-z0-9_.:-]{1,128} */
+  unsigned connect_ms;  /* connection (and AUTH/SELECT) deadline, milliseconds */
+  unsigned op_ms;       /* deadline of one get/set exchange, milliseconds */
+  uint64_t max_value;   /* largest value read (bytes); larger is an error */
+  unsigned ttl_s;       /* expiry of written values, seconds; 0 = none */
+} vxk_remote_config;
+
+typedef struct vxk_remote vxk_remote;
+
+/* True when prefix may name a namespace (see vxk_remote_config). */
+int vxk_remote_prefix_valid(const char *prefix);
+
+/* Connects to the server cfg names (copied), authenticates and selects the
+ * database.  Returns 0 and *out (caller closes it), VXK_ETIMEDOUT, VXK_EIO
+ * (refused, AUTH or SELECT failed), VXK_ENOMEM, VXK_EINVAL (bad prefix),
+ * with a message in err (errcap bytes; never the password). */
+int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, size_t errcap);
+void vxk_remote_close(vxk_remote *r);
+
+/* One value read back by vxk_remote_get. */
+typedef struct {
+  int rc;         /* 0, VXK_ENOTFOUND, VXK_EIO (reply too large or not a string) */
+  uint8_t *value; /* rc 0: malloc(), caller frees */
+  size_t size;    /* bytes */
+} vxk_remote_value;
+
+/* Reads the values of n cache keys in one pipelined exchange (n <= 256),
+ * filling out[0..n).  Returns 0 when the exchange completed (each out[i].rc
+ * says what its key gave), else VXK_ETIMEDOUT / VXK_EIO / VXK_ENOMEM for
+ * all of them (values already read are freed), message in err. */
+int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
+                   size_t errcap);
+
+/* Writes value (size bytes) under key, replacing what is there, with the
+ * configured expiry.  Returns 0, VXK_ETIMEDOUT, VXK_EIO, VXK_ENOMEM. */
+int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, char *err,
+                   size_t errcap);
+
+/* Deletes keys' values (tests and `clear` of a namespace use it).
+ * Returns 0, VXK_ETIMEDOUT, VXK_EIO. */
+int vxk_remote_del(vxk_remote *r, const char *key, char *err, size_t errcap);
+
+/* Encodes an entry (as vxk_put takes it) with its checksum (vxk_checksum)
+ * into one value: *out from malloc(), *len bytes.  Returns 0, VXK_ENOMEM,
+ * VXK_EINVAL (invalid key). */
+int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
+                      uint32_t n, uint64_t compile_us, uint8_t **out, size_t *len);
+
+/* Decodes a value read under key: checks the format tag and version, that
+ * it names key, every field's type, and the checksum over it all.  Fills
+ * *e (caller clears it with vxk_entry_clear) and *compile_us.  Returns 0,
+ * VXK_ECORRUPT (anything wrong: never served), VXK_ENOMEM. */
+int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_entry *e, uint64_t *compile_us);
+
+#endif /* VXK_REMOTE_H */

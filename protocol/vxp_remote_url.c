@@ -1,0 +1,153 @@
+/*
+ * vxp_remote_url.c - remote_storage URLs (vxp_config.h), parsed with
+ * uriparser (RFC 3986).  Kept apart from vxp_config.c so that what reads
+ * only the configuration (the launch-time runtime) does not link uriparser.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <uriparser/Uri.h>
+
+#include "vxp_config.h"
+
+/* Copies a text range into out (cap bytes), percent-decoded when unescape.
+ * Returns 0 or -EINVAL when it does not fit. */
+static int vxp__range(const UriTextRangeA *r, int unescape, char *out, size_t cap) {
+  size_t n = r->first ? (size_t)(r->afterLast - r->first) : 0;
+  if (n >= cap) return -EINVAL;
+  memcpy(out, r->first ? r->first : "", n);
+  out[n] = '\0';
+  if (unescape) uriUnescapeInPlaceA(out);
+  return 0;
+}
+
+/* A decimal number in [0, max] from text; 0 or -EINVAL. */
+static int vxp__small_uint(const char *s, unsigned max, unsigned *out) {
+  uint64_t v;
+  if (vxp_config_uint(s, &v) != 0 || v > max) return -EINVAL;
+  *out = (unsigned)v;
+  return 0;
+}
+
+int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t errcap) {
+  memset(out, 0, sizeof *out);
+  out->port = 6379;
+  UriUriA u;
+  const char *at = NULL;
+  if (uriParseSingleUriA(&u, url, &at) != URI_SUCCESS) {
+    snprintf(err, errcap,
+             "not a URL (at column %ld); expected redis://HOST[:PORT][/DB] or redis+unix:///PATH",
+             at ? (long)(at - url) + 1 : 1L);
+    return -EINVAL;
+  }
+  int rc = -EINVAL;
+  char scheme[16], text[512];
+  if (vxp__range(&u.scheme, 0, scheme, sizeof scheme) != 0 ||
+      (strcasecmp(scheme, "redis") != 0 && strcasecmp(scheme, "redis+unix") != 0)) {
+    snprintf(err, errcap, "unsupported scheme (redis:// or redis+unix:// only; no TLS: use a local proxy)");
+    goto out;
+  }
+  out->is_unix = strcasecmp(scheme, "redis+unix") == 0;
+  if (u.userInfo.first) {
+    if (vxp__range(&u.userInfo, 0, text, sizeof text) != 0) {
+      snprintf(err, errcap, "user information too long");
+      goto out;
+    }
+    char *colon = strchr(text, ':'); /* user:password, or a password alone after ':' */
+    if (!colon) {
+      snprintf(err, errcap, "user information without a password (write [USER]:PASSWORD@)");
+      goto out;
+    }
+    *colon = '\0';
+    if (strlen(text) >= sizeof out->user || strlen(colon + 1) >= sizeof out->password) {
+      snprintf(err, errcap, "user name or password too long");
+      goto out;
+    }
+    memcpy(out->user, text, strlen(text) + 1); /* lengths checked above */
+    memcpy(out->password, colon + 1, strlen(colon + 1) + 1);
+    uriUnescapeInPlaceA(out->user);
+    uriUnescapeInPlaceA(out->password);
+  }
+  /* the path, segments joined with '/' */
+  char path[1024] = "";
+  size_t pn = 0;
+  for (const UriPathSegmentA *seg = u.pathHead; seg; seg = seg->next) {
+    char part[512];
+    if (vxp__range(&seg->text, 1, part, sizeof part) != 0 || pn + strlen(part) + 2 >= sizeof path) {
+      snprintf(err, errcap, "path too long");
+      goto out;
+    }
+    pn += (size_t)snprintf(path + pn, sizeof path - pn, "%s%s", seg == u.pathHead ? "" : "/", part);
+  }
+  if (out->is_unix) {
+    if (u.hostText.first && u.hostText.afterLast != u.hostText.first) {
+      snprintf(err, errcap, "redis+unix takes a path, not a host (redis+unix:///PATH)");
+      goto out;
+    }
+    if (!path[0] || strlen(path) + 2 > sizeof out->path) {
+      snprintf(err, errcap, "redis+unix needs an absolute socket path of under %zu bytes",
+               sizeof out->path - 1);
+      goto out;
+    }
+    out->path[0] = '/'; /* length checked above */
+    memcpy(out->path + 1, path, strlen(path) + 1);
+    if (u.query.first) {
+      if (vxp__range(&u.query, 0, text, sizeof text) != 0 || strncmp(text, "db=", 3) != 0 ||
+          vxp__small_uint(text + 3, 1u << 20, &out->db) != 0) {
+        snprintf(err, errcap, "the query may only be db=NUMBER");
+        goto out;
+      }
+    }
+  } else {
+    if (vxp__range(&u.hostText, 1, out->host, sizeof out->host) != 0 || !out->host[0]) {
+      snprintf(err, errcap, "no host (redis://HOST[:PORT][/DB])");
+      goto out;
+    }
+    if (u.portText.first && u.portText.first != u.portText.afterLast &&
+        (vxp__range(&u.portText, 0, text, sizeof text) != 0 ||
+         vxp__small_uint(text, 65535, &out->port) != 0 || out->port == 0)) {
+      snprintf(err, errcap, "port must be a number from 1 to 65535");
+      goto out;
+    }
+    if (path[0] && vxp__small_uint(path, 1u << 20, &out->db) != 0) {
+      snprintf(err, errcap, "the path may only be a database number (redis://HOST:PORT/DB)");
+      goto out;
+    }
+    if (u.query.first) {
+      snprintf(err, errcap, "redis:// takes no query");
+      goto out;
+    }
+  }
+  if (u.fragment.first) {
+    snprintf(err, errcap, "a fragment (#...) has no meaning here");
+    goto out;
+  }
+  rc = 0;
+out:
+  uriFreeUriMembersA(&u);
+  return rc;
+}
+
+void vxp_remote_url_show(const vxp_remote_url *u, char *out, size_t cap) {
+  char auth[300] = "";
+  if (u->password[0]) snprintf(auth, sizeof auth, "%s:***@", u->user);
+  if (u->is_unix)
+    snprintf(out, cap, "redis+unix://%s%s?db=%u", auth, u->path, u->db);
+  else
+    snprintf(out, cap, "redis://%s%s%s%s:%u/%u", auth, strchr(u->host, ':') ? "[" : "", u->host,
+             strchr(u->host, ':') ? "]" : "", u->port, u->db);
+}
+
+void vxp_remote_url_redact(const char *url, char *out, size_t cap) {
+  vxp_remote_url u;
+  char err[256];
+  if (!url[0])
+    snprintf(out, cap, "%s", "");
+  else if (vxp_remote_url_parse(url, &u, err, sizeof err) != 0)
+    snprintf(out, cap, "(invalid URL)");
+  else
+    vxp_remote_url_show(&u, out, cap);
+}
