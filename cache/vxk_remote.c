@@ -220,15 +220,20 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_
       return vxk__fail(r, VXK_ENOMEM, err, errcap, "get", "out of memory");
   }
   int rc = vxk__flush(r, deadline, err, errcap);
+  uint64_t kept = 0; /* value bytes held: at most twice max_value */
   for (size_t i = 0; i < n && rc == VXK_OK; i++) {
     redisReply *reply = NULL;
     rc = vxk__reply(r, deadline, r->max_value + 4096, &reply, err, errcap);
     if (rc != VXK_OK) break;
     if (reply->type == REDIS_REPLY_STRING && reply->len == 0) {
       out[i].rc = VXK_ENOTFOUND; /* GETRANGE of a missing key: "" */
-    } else if (reply->type != REDIS_REPLY_STRING || (uint64_t)reply->len > r->max_value) {
-      out[i].rc = VXK_EIO; /* another type under our key, or too large */
+    } else if (reply->type != REDIS_REPLY_STRING || (uint64_t)reply->len > r->max_value ||
+               kept + reply->len > 2 * r->max_value) {
+      /* another type under our key, too large, or more than the batch may
+       * hold at once: the caller compiles that one */
+      out[i].rc = VXK_EIO;
     } else {
+      kept += reply->len;
       out[i].value = malloc(reply->len);
       out[i].size = reply->len;
       out[i].rc = out[i].value ? VXK_OK : VXK_ENOMEM;

@@ -71,7 +71,8 @@ typedef struct {
 } vxk_remote_value;
 
 /* Reads the values of n cache keys in one pipelined exchange (n <= 256),
- * filling out[0..n).  Returns 0 when the exchange completed (each out[i].rc
+ * filling out[0..n); the values kept total at most twice max_value bytes
+ * (the ones past that are VXK_EIO).  Returns 0 when the exchange completed (each out[i].rc
  * says what its key gave), else VXK_ETIMEDOUT / VXK_EIO / VXK_ENOMEM for
  * all of them (values already read are freed), message in err. */
 int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
