@@ -22,6 +22,7 @@
 #include "vxk.h"
 #include "vxl.h"
 #include "vxp.h"
+#include "vxp_config.h"
 
 typedef struct {
   char socket_path[108]; /* Unix socket address (sun_path size) */
@@ -45,7 +46,30 @@ typedef struct {
                                    images (cached with the object); "" = none */
   int verbose;
   int log_level; /* lines above this priority are dropped (VXD_LOG_*; syslog's) */
+  /* the second cache level: a Redis server several daemons share */
+  int remote_on;               /* remote_storage was set */
+  vxp_remote_url remote;       /* where */
+  int remote_read_only;        /* look up there, never write */
+  char remote_prefix[129];     /* key namespace (vxk_remote_prefix_valid) */
+  unsigned remote_ttl_s;       /* expiry of written values; 0 = none */
+  unsigned remote_connect_ms;  /* connection deadline (milliseconds) */
+  unsigned remote_timeout_ms;  /* deadline of one read or write (milliseconds) */
+  uint64_t remote_write_queue; /* bytes of writes queued at most; more are dropped */
 } vxd_config;
+
+/* The persistent counters, by their names in the cache (vxk_counter_add):
+ * what the loop counts and hands to the store thread every second. */
+#define VXD_COUNTERS(X)                                                                                      \
+  X(hits)                                                                                                    \
+  X(misses)                                                                                                  \
+  X(compile_errors) X(l2_hits) X(l2_misses) X(l2_errors) X(l2_timeouts) X(l2_corrupt) X(l2_writes)           \
+      X(l2_dropped) X(l2_bytes_down) X(l2_bytes_up)
+
+typedef struct {
+#define VXD__COUNT_FIELD(name) int64_t name;
+  VXD_COUNTERS(VXD__COUNT_FIELD)
+#undef VXD__COUNT_FIELD
+} vxd_counts;
 
 /* Runs the daemon until SIGINT/SIGTERM (or the idle timeout).  Returns the
  * process exit status: 0 clean, 1 start-up failure, 2 already running. */
@@ -92,8 +116,21 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes,
 
 /* Queues r's object and kernel records (copied) for storing under key
  * (compile_us: what compiling took, microseconds), and returns at once.
+ * Once written, the entry is handed to the written hook (to be shared).
  * Returns 0, or -1 when out of memory (nothing queued). */
 int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us);
+
+/* Queues entry e (moved: e is left empty) for storing under key, as
+ * vxd_store_put, but not handed to the written hook: an entry that came
+ * from the remote level.  Returns 0, or -1 when out of memory (e kept). */
+int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us);
+
+/* Called on the loop thread after each entry queued by vxd_store_put was
+ * written to the cache (or failed to be): the entry's bytes, borrowed for
+ * the call. */
+typedef void (*vxd_store_written_fn)(void *ud, const char *key, const uint8_t *object, size_t object_size,
+                                     const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us);
+void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud);
 
 /* Queues the deletion of key's entry, which failed its checksum on a read,
  * and counts it as corrupt.  Out of memory: not queued (every read keeps
@@ -123,7 +160,7 @@ int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
 
 /* Queues the persistent counter deltas and the LRU times of the entries
  * `reader` (the loop's read handle) recorded as read (taken from it now). */
-void vxd_store_flush(vxd_store *st, vxk_cache *reader, int64_t hits, int64_t misses, int64_t errors);
+void vxd_store_flush(vxd_store *st, vxk_cache *reader, const vxd_counts *delta);
 
 /* A queued, not yet written entry for key, as vxk_get would return it
  * (kernel NULL: all).  Returns VXK_OK (caller clears *out), VXK_ENOTFOUND,
@@ -133,6 +170,11 @@ int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, 
 /* Waits until everything queued so far is written (stats answer from the
  * database after this).  Blocks the loop thread meanwhile. */
 void vxd_store_drain(vxd_store *st);
+
+/* Finishes the jobs the store thread has done, now rather than when the
+ * loop next runs its async callback: logs failures, runs the admin
+ * callbacks and the written hook.  Loop thread. */
+void vxd_store_reap(vxd_store *st);
 
 /* Waits until everything queued is written and keeps the store thread
  * parked (waiting, holding no lock) until vxd_store_resume: what a fork
@@ -144,6 +186,69 @@ void vxd_store_resume(vxd_store *st);
 /* Writes what is queued, stops the thread, closes its handle; st is freed
  * once the loop has run the async handle's close.  Loop thread. */
 void vxd_store_close(vxd_store *st);
+
+/* ---- vxd_remote.c: the shared second level, on threads of its own ---- */
+
+typedef struct vxd_remote vxd_remote;
+
+/* What a lookup in the remote level gave. */
+typedef enum {
+  VXD_L2_HIT,     /* a value that passed its checksum: entry filled */
+  VXD_L2_MISS,    /* no value under the key */
+  VXD_L2_ERROR,   /* connection or protocol failure, or a value failing its
+                     checksum (never served) */
+  VXD_L2_TIMEOUT, /* no answer within remote_timeout */
+} vxd_l2_outcome;
+
+/* A lookup's completion, on the loop thread: e is filled on a hit and the
+ * callee may move its contents out (the caller clears what is left). */
+typedef void (*vxd_remote_done_fn)(void *ud, const char *key, vxd_l2_outcome outcome, vxk_entry *e,
+                                   uint64_t compile_us);
+
+/* Starts the remote level's reader and writer threads for cfg (remote_on
+ * set; copied), without connecting yet (the first lookup or write does).
+ * log(ud, level, line) reports state changes on the loop thread: one line
+ * when the storage becomes unreachable, one when it is back, not one per
+ * request.  Returns 0 and *out, or -1 with a message in err. Loop thread. */
+int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, int, const char *), void *ud,
+                    vxd_remote **out, char *err, size_t errcap);
+
+/* Queues a lookup of key; done(ud, ...) runs later on the loop thread.
+ * Returns 0 when queued, or -1 when the storage is backing off after a
+ * failure, or too many lookups are waiting: the caller goes on without it
+ * (a compile, not a wait).  Loop thread. */
+int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, void *ud);
+
+/* Queues writing an entry (copied) to the storage, and returns at once.
+ * In read-only mode nothing is written; past remote_write_queue bytes, or
+ * while the storage is backing off, the write is dropped and counted.
+ * Loop thread. */
+void vxd_remote_put(vxd_remote *rm, const char *key, const uint8_t *object, size_t object_size,
+                    const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us);
+
+/* Waits (blocking the loop) until the writes queued so far are done, for
+ * at most timeout_ms milliseconds: what `stats` does to report them. */
+void vxd_remote_drain(vxd_remote *rm, unsigned timeout_ms);
+
+/* As vxd_store_pause/resume, for a fork: both threads finish what is
+ * queued and park, holding no lock, until vxd_remote_resume.  With the
+ * storage unreachable this takes at most about two remote_timeouts (the
+ * first failure answers or drops the rest at once).  Loop thread. */
+void vxd_remote_pause(vxd_remote *rm);
+void vxd_remote_resume(vxd_remote *rm);
+
+/* Adds the counts (l2_*) since the last call to *delta and restarts them. */
+void vxd_remote_take_counts(vxd_remote *rm, vxd_counts *delta);
+
+/* Writes where the storage is (password masked) and its state into out:
+ * "redis://h:6379/0, up", "..., read-only, down: connect: Connection
+ * refused (retry in 4 s)". */
+void vxd_remote_describe(vxd_remote *rm, char *out, size_t cap);
+
+/* Finishes the lookups in flight (their callbacks run), writes what is
+ * queued within one remote_timeout each, stops the threads.  rm is freed
+ * once the loop has closed its handle.  Loop thread. */
+void vxd_remote_close(vxd_remote *rm);
 
 /* ---- vxd_hot.c: encoded replies of recent compile hits ---- */
 

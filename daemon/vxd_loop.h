@@ -104,6 +104,8 @@ typedef struct {
   uv_signal_t sigchld;              /* reaps workers */
   vxd_job *queue_head, *queue_tail; /* waiting for a worker */
   vxd_job *inflight;                /* on a worker */
+  vxd_job *lookups;                 /* waiting for the remote level's answer
+                                       (at most one per key) */
   uint64_t next_job_id;
   vxd_slot slots[VXD_MAX_WORKERS];
   unsigned nslots;
@@ -129,7 +131,8 @@ struct vxd_server {
    * stopped) */
   vxk_cache *cache;
   vxd_store *store;
-  vxd_hot *hot; /* encoded replies of recent compile hits; NULL: none kept */
+  vxd_hot *hot;       /* encoded replies of recent compile hits; NULL: none kept */
+  vxd_remote *remote; /* the shared second level; NULL: none (or no cache) */
   /* clients (vxd_conn.c) */
   vxd_conn *conns;
   unsigned nconns;
@@ -137,9 +140,9 @@ struct vxd_server {
   uint64_t refused, refused_logged_ms; /* connections refused (peer credentials, limit) */
   uint64_t timeouts;                   /* connections closed for a stalled frame or idleness */
   vxd_pool pool;
-  /* counters: requests since start; hits/misses/errors not yet flushed */
+  /* counters: requests since start; persistent counts not yet flushed */
   uint64_t requests;
-  int64_t pending_hits, pending_misses, pending_errors;
+  vxd_counts pending;
 };
 
 /* ---- vxd_server.c ---- */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "vxd.h"
+#include "vxk_remote.h"
 #include "vxl.h"
 #include "vxp.h"
 #include "vxp_config.h"
@@ -117,6 +118,30 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   for (int i = 0; i < 5; i++)
     if (strcasecmp(pc->value[VXP_CONF_log_level], levels[i]) == 0) cfg->log_level = 3 + i;
   if (cfg->log_level < 0) return vxd__bad(pc, VXP_CONF_log_level, "error, warning, notice, info or debug");
+  const char *remote = pc->value[VXP_CONF_remote_storage];
+  char err[256];
+  cfg->remote_on = remote[0] != '\0';
+  if (cfg->remote_on && vxp_remote_url_parse(remote, &cfg->remote, err, sizeof err) != 0) {
+    /* the message names no password, and neither may the report */
+    fprintf(stderr, "vortexd: remote_storage (from the %s%s%s): %s\n",
+            vxd__origins[pc->origin[VXP_CONF_remote_storage]],
+            pc->origin[VXP_CONF_remote_storage] == VXP_FROM_FILE ? " " : "",
+            pc->origin[VXP_CONF_remote_storage] == VXP_FROM_FILE ? pc->file : "", err);
+    return 64;
+  }
+  if (vxp_config_bool(pc->value[VXP_CONF_remote_read_only], &cfg->remote_read_only) != 0)
+    return vxd__bad(pc, VXP_CONF_remote_read_only, "true or false");
+  const char *prefix = pc->value[VXP_CONF_remote_prefix];
+  if (!vxk_remote_prefix_valid(prefix))
+    return vxd__bad(pc, VXP_CONF_remote_prefix, "1 to 128 of [A-Za-z0-9_.:-]");
+  memcpy(cfg->remote_prefix, prefix, strlen(prefix) + 1); /* valid: at most 128 bytes */
+  if (vxd__num(pc, VXP_CONF_remote_ttl, 0, 0, 86400ull * 3650, &v)) return 64;
+  cfg->remote_ttl_s = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_remote_connect_timeout, 0, 1, 60000, &v)) return 64;
+  cfg->remote_connect_ms = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_remote_timeout, 0, 1, 60000, &v)) return 64;
+  cfg->remote_timeout_ms = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_remote_write_queue, 1, 0, UINT64_MAX, &cfg->remote_write_queue)) return 64;
   return 0;
 }
 

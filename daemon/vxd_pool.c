@@ -12,7 +12,7 @@
  * compiler.  A worker is ready in about a millisecond, warm, where
  * executing a new program would load libMLIR and libLLVM again (tens of
  * milliseconds).  The fork happens on the loop thread with the store
- * thread parked (vxd_store_pause: its queue written, waiting on a
+ * and remote threads parked (vxd_store_pause: its queue written, waiting on a
  * condition, holding no lock), so the child inherits no lock taken
  * mid-operation; it closes every inherited descriptor, uses only the
  * compiler and its pipes, and ends with _exit.  Workers are reaped on
@@ -202,11 +202,11 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
     vxd__fail_job(s, j, "compile worker sent a malformed result");
   } else {
     if (j->op == VXP_OP_COMPILE) { /* a host lowering is neither a miss nor cached */
-      s->pending_misses++;
+      s->pending.misses++;
       if (r.status == VXP_STATUS_OK)
         vxd__store(s, j->key, &r, (uv_hrtime() - j->started_ns) / 1000u);
       else if (r.status == VXP_STATUS_COMPILE_ERROR)
-        s->pending_errors++;
+        s->pending.compile_errors++;
     }
     if (r.status == VXP_STATUS_INTERNAL && r.message && !j->emit_ir)
       snprintf(w->last_message, sizeof w->last_message, "%s", r.message);
@@ -355,9 +355,12 @@ void vxd__spawn(vxd_server *s, vxd_slot *slot) {
   pid_t pid = -1;
   if (pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0) {
     fflush(NULL);
-    if (s->store) vxd_store_pause(s->store); /* the loop is then the only thread running */
+    /* the loop is then the only thread running */
+    if (s->store) vxd_store_pause(s->store);
+    if (s->remote) vxd_remote_pause(s->remote);
     pid = fork();
     if (pid == 0) vxd__worker_child(s, in[0], out[1]);
+    if (s->remote) vxd_remote_resume(s->remote);
     if (s->store) vxd_store_resume(s->store);
   }
   int err = errno;

@@ -51,6 +51,11 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   vxd_server *s = c->srv;
   vxk_stats ks = {0};
   /* counters and entries as of now: what is queued is written first */
+  if (s->store && s->remote) { /* entries written here are shared first */
+    vxd_store_drain(s->store);
+    vxd_store_reap(s->store);
+    vxd_remote_drain(s->remote, s->cfg->remote_timeout_ms);
+  }
   vxd__flush_counters(s);
   if (s->store) vxd_store_drain(s->store);
   if (s->cache && vxk_stats_get(s->cache, &ks) != VXK_OK) {
@@ -58,9 +63,9 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
     return;
   }
   if (!s->cache) { /* serving without a cache: this run's counts */
-    ks.hits = (uint64_t)s->pending_hits;
-    ks.misses = (uint64_t)s->pending_misses;
-    ks.compile_errors = (uint64_t)s->pending_errors;
+    ks.hits = (uint64_t)s->pending.hits;
+    ks.misses = (uint64_t)s->pending.misses;
+    ks.compile_errors = (uint64_t)s->pending.compile_errors;
   }
   vxp_response r = {.id = req->id, .op = VXP_OP_STATS, .status = VXP_STATUS_OK};
   r.stats.hits = ks.hits;
@@ -78,6 +83,20 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   r.stats.saved_ms = ks.saved_us / 1000u;
   r.stats.refused = s->refused;
   r.stats.timeouts = s->timeouts;
+  char remote[900];
+  if (s->remote) {
+    vxd_remote_describe(s->remote, remote, sizeof remote);
+    r.stats.remote = remote; /* borrowed: r is not cleared */
+  }
+  r.stats.l2_hits = ks.l2_hits;
+  r.stats.l2_misses = ks.l2_misses;
+  r.stats.l2_errors = ks.l2_errors;
+  r.stats.l2_timeouts = ks.l2_timeouts;
+  r.stats.l2_corrupt = ks.l2_corrupt;
+  r.stats.l2_writes = ks.l2_writes;
+  r.stats.l2_dropped = ks.l2_dropped;
+  r.stats.l2_bytes_down = ks.l2_bytes_down;
+  r.stats.l2_bytes_up = ks.l2_bytes_up;
   vxd__send(c, &r, 0);
 }
 
@@ -125,7 +144,8 @@ static void vxd__on_admin(vxd_conn *c, const vxp_request *req) {
   vxd__admin_wait *w = calloc(1, sizeof *w);
   if (w) *w = (vxd__admin_wait){s, c->id, req->id, req->op};
   if (op == VXD_ADMIN_ZERO) { /* counters not yet flushed go too */
-    s->pending_hits = s->pending_misses = s->pending_errors = 0;
+    if (s->remote) vxd_remote_take_counts(s->remote, &s->pending);
+    s->pending = (vxd_counts){0};
   } else
     vxd__flush_counters(s); /* reads so far count as use */
   if (!w || vxd_store_admin(s->store, op, req->max_size, vxd__admin_done, w) != 0) {
@@ -147,7 +167,7 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
     memcpy(copy, hframe, hlen);
     vxp_frame_set_id(copy, hlen, req->id);
     if (s->cache) vxk_mark_used(s->cache, key); /* for eviction, as a read would */
-    s->pending_hits++;
+    s->pending.hits++;
     vxd__send_frame(c, copy, hlen, 0);
     return 0;
   }
@@ -175,7 +195,7 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
     return VXK_EIO;
   }
   r.key = (char *)key;
-  s->pending_hits++;
+  s->pending.hits++;
   uint8_t *frame = NULL;
   size_t len = 0;
   if (vxd__encode(&r, &frame, &len) != 0) {
@@ -189,13 +209,14 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   return 0;
 }
 
-static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
-  if (!vxk_key_valid(req->key)) {
-    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_BAD_REQUEST,
-                    "key must be 64 lowercase hexadecimal digits", 0);
-    return;
-  }
-  int rc = vxd__serve_cached(c, req, req->key, req->kernel);
+/* An entry the remote level answered with: into the local cache (the
+ * store's pending list serves it at once), not shared back.  Returns 0,
+ * or -1 (out of memory: the caller treats the lookup as a miss). */
+static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, uint64_t compile_us) {
+  return s->store && vxd_store_put_entry(s->store, key, e, compile_us) == 0 ? 0 : -1;
+}
+
+static void vxd__fetch_answer(vxd_conn *c, const vxp_request *req, int rc) {
   if (rc == VXK_ENOTFOUND)
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_NOT_FOUND,
                     req->kernel ? "no such kernel under that key" : "no cache entry with that key", 0);
@@ -203,10 +224,100 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_INTERNAL, "cache read failed", 0);
 }
 
+/* A fetch waiting for the remote level. */
+typedef struct {
+  vxd_server *srv;
+  uint64_t conn_id, req_id;
+  char *kernel; /* NULL: all */
+} vxd__fetch_wait;
+
+static void vxd__fetch_remote_done(void *ud, const char *key, vxd_l2_outcome outcome, vxk_entry *e,
+                                   uint64_t compile_us) {
+  vxd__fetch_wait *fw = ud;
+  vxd_server *s = fw->srv;
+  vxd_conn *c = s->stopping ? NULL : vxd__conn_find(s, fw->conn_id);
+  if (c) {
+    vxp_request req = {.id = fw->req_id, .op = VXP_OP_FETCH, .kernel = fw->kernel};
+    int rc = VXK_ENOTFOUND;
+    if (outcome == VXD_L2_HIT && vxd__adopt(s, key, e, compile_us) == 0) {
+      rc = vxd__serve_cached(c, &req, key, fw->kernel);
+      if (rc == 0) s->pending.l2_hits++;
+    }
+    vxd__fetch_answer(c, &req, rc);
+  }
+  free(fw->kernel);
+  free(fw);
+}
+
+static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
+  vxd_server *s = c->srv;
+  if (!vxk_key_valid(req->key)) {
+    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_BAD_REQUEST,
+                    "key must be 64 lowercase hexadecimal digits", 0);
+    return;
+  }
+  int rc = vxd__serve_cached(c, req, req->key, req->kernel);
+  if (rc == VXK_ENOTFOUND && s->remote) { /* then the shared level */
+    vxd__fetch_wait *fw = calloc(1, sizeof *fw);
+    if (fw) {
+      *fw = (vxd__fetch_wait){s, c->id, req->id, req->kernel ? strdup(req->kernel) : NULL};
+      if ((!req->kernel || fw->kernel) &&
+          vxd_remote_lookup(s->remote, req->key, vxd__fetch_remote_done, fw) == 0)
+        return;
+      free(fw->kernel);
+      free(fw);
+    }
+  }
+  vxd__fetch_answer(c, req, rc);
+}
+
 static int vxd__key(const vxd_server *s, const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
   vxl_options o;
   vxd_options_from_request(req, &o);
   return vxd_cache_key(s->cfg, &o, req->source, req->source_len, key);
+}
+
+static void vxd__queue_job(vxd_server *s, vxd_job *j) {
+  j->next = NULL;
+  if (s->pool.queue_tail)
+    s->pool.queue_tail->next = j;
+  else
+    s->pool.queue_head = j;
+  s->pool.queue_tail = j;
+  vxd__dispatch(s);
+}
+
+/* The remote level answered a compile's lookup of key (ud: the server):
+ * a hit answers every waiter from it, anything else compiles. */
+static void vxd__compile_remote_done(void *ud, const char *key, vxd_l2_outcome outcome, vxk_entry *e,
+                                     uint64_t compile_us) {
+  vxd_server *s = ud;
+  vxd_job *j = NULL;
+  for (vxd_job **pp = &s->pool.lookups; *pp; pp = &(*pp)->next)
+    if (strcmp((*pp)->key, key) == 0) {
+      j = *pp;
+      *pp = j->next;
+      break;
+    }
+  if (!j) return;
+  if (s->stopping) {
+    vxd__job_free(j);
+    return;
+  }
+  if (outcome == VXD_L2_HIT && vxd__adopt(s, key, e, compile_us) == 0) {
+    for (vxd_waiter *w = j->waiters; w; w = w->next) {
+      vxd_conn *c = vxd__conn_find(s, w->conn_id);
+      if (!c) continue;
+      vxp_request req = {.id = w->req_id, .op = VXP_OP_COMPILE};
+      if (vxd__serve_cached(c, &req, key, NULL) == 0)
+        s->pending.l2_hits++;
+      else
+        vxd__send_error(c, w->req_id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "cache read failed", 0);
+    }
+    vxd__job_free(j);
+    return;
+  }
+  vxd__queue_job(s, j);
 }
 
 static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
@@ -246,10 +357,11 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   }
   wt->conn_id = c->id;
   wt->req_id = req->id;
-  /* the same source already compiling or queued: wait for that compile */
+  /* the same source already compiling, queued or looked up remotely: wait
+   * for that */
   if (!req->emit_ir && !host) {
-    vxd_job *lists[2] = {s->pool.inflight, s->pool.queue_head};
-    for (int l = 0; l < 2; l++)
+    vxd_job *lists[3] = {s->pool.inflight, s->pool.queue_head, s->pool.lookups};
+    for (int l = 0; l < 3; l++)
       for (vxd_job *j = lists[l]; j; j = j->next)
         if (!j->emit_ir && strcmp(j->key, key) == 0) {
           wt->next = j->waiters;
@@ -275,12 +387,14 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
     vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "could not queue the compile", 0);
     return;
   }
-  if (s->pool.queue_tail)
-    s->pool.queue_tail->next = j;
-  else
-    s->pool.queue_head = j;
-  s->pool.queue_tail = j;
-  vxd__dispatch(s);
+  /* not in the local cache: the shared level next, when it is there and
+   * answering (else compile now) */
+  if (!j->emit_ir && s->remote && vxd_remote_lookup(s->remote, key, vxd__compile_remote_done, s) == 0) {
+    j->next = s->pool.lookups;
+    s->pool.lookups = j;
+    return;
+  }
+  vxd__queue_job(s, j);
 }
 
 void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {

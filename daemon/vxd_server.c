@@ -78,12 +78,22 @@ void vxd__store(vxd_server *s, const char *key, const vxp_response *r, uint64_t 
     vxd__log(s, "not cached %s: out of memory", key);
 }
 
+/* The store thread wrote a compiled entry: share it (written hook). */
+static void vxd__share(void *ud, const char *key, const uint8_t *object, size_t object_size,
+                       const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us) {
+  vxd_server *s = ud;
+  if (s->remote) vxd_remote_put(s->remote, key, object, object_size, ks, n, compile_us);
+}
+
+static void vxd__remote_log(void *ud, int level, const char *line) { vxd__log_at(ud, level, "%s", line); }
+
 /* Hands the counters and the LRU times of the entries read to the store
  * thread (every second, and when stopping). */
 void vxd__flush_counters(vxd_server *s) {
+  if (s->remote) vxd_remote_take_counts(s->remote, &s->pending);
   if (!s->store) return; /* without a cache the counts stay here (stats) */
-  vxd_store_flush(s->store, s->cache, s->pending_hits, s->pending_misses, s->pending_errors);
-  s->pending_hits = s->pending_misses = s->pending_errors = 0;
+  vxd_store_flush(s->store, s->cache, &s->pending);
+  s->pending = (vxd_counts){0};
 }
 
 static void vxd__flush_cb(uv_timer_t *t) { vxd__flush_counters(t->data); }
@@ -117,8 +127,10 @@ void vxd__stop(vxd_server *s, const char *why) {
   vxd__close_if_open((uv_handle_t *)&s->flush);
   vxd__close_if_open((uv_handle_t *)&s->watchdog);
   vxd__flush_counters(s);
-  vxd_store_close(s->store); /* writes what is queued first */
+  vxd_store_close(s->store); /* writes what is queued first (and shares it) */
   s->store = NULL;
+  vxd_remote_close(s->remote); /* answers its lookups, then writes its queue */
+  s->remote = NULL;
   while (s->pool.queue_head) { /* queued jobs will not run */
     vxd_job *j = s->pool.queue_head;
     s->pool.queue_head = j->next;
@@ -261,12 +273,26 @@ int vxd_server_run(const vxd_config *cfg) {
     s->pool.slots[i].respawn.data = &s->pool.slots[i];
     vxd__spawn(s, &s->pool.slots[i]);
   }
+  if (cfg->remote_on && !s->store) {
+    vxd__log_at(s, VXD_LOG_WARNING,
+                "remote storage not used: it sits behind a local cache, and there is none");
+  } else if (cfg->remote_on) {
+    if (vxd_remote_open(s->loop, cfg, vxd__remote_log, s, &s->remote, err, sizeof err) != 0) {
+      vxd__log_at(s, VXD_LOG_WARNING, "remote storage not used: %s", err);
+    } else {
+      char where[800];
+      vxd_remote_describe(s->remote, where, sizeof where);
+      vxd__log_at(s, VXD_LOG_INFO, "remote storage %s", where);
+      vxd_store_on_written(s->store, vxd__share, s);
+    }
+  }
   int status = vxd__listen(s);
   if (status != 0) {
     for (unsigned i = 0; i < s->pool.nslots; i++)
       uv_close((uv_handle_t *)&s->pool.slots[i].respawn, NULL);
     vxd__pool_stop(s);
     vxd_store_close(s->store);
+    vxd_remote_close(s->remote);
     vxd__close_if_open((uv_handle_t *)&s->listener);
     uv_run(s->loop, UV_RUN_DEFAULT);
     uv_loop_close(s->loop);

@@ -40,6 +40,7 @@ struct vxd_pending {
   vxk_kernel_in *kernels; /* names and metadata owned here */
   uint32_t nkernels;
   uint64_t compile_us;
+  int share; /* handed to the written hook once written */
   /* admin */
   vxd_admin_op admin;
   uint64_t arg;
@@ -48,7 +49,7 @@ struct vxd_pending {
   void *done_ud;
   /* flush */
   vxk_touches touches;
-  int64_t hits, misses, errors;
+  vxd_counts counts;
   /* written by the store thread, read by the loop after completion */
   int rc;
   char err[256];
@@ -72,6 +73,8 @@ struct vxd_store {
   vxd_pending *pending; /* loop side: queued or running, not yet reaped */
   void (*log)(void *ud, const char *msg);
   void *log_ud;
+  vxd_store_written_fn written;
+  void *written_ud;
 };
 
 static void vxd__pending_free(vxd_pending *p) {
@@ -107,11 +110,11 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
     if (p->rc != VXK_OK) snprintf(r->err, sizeof r->err, "%s", vxk_errmsg(st->cache));
   } else {
     /* the first failure is the one reported */
-    const char *names[3] = {"hits", "misses", "compile_errors"};
-    int64_t deltas[3] = {p->hits, p->misses, p->errors};
     p->rc = VXK_OK;
-    for (int i = 0; i < 3 && p->rc == VXK_OK; i++)
-      if (deltas[i]) p->rc = vxk_counter_add(st->cache, names[i], deltas[i]);
+#define VXD__ADD_COUNT(name)                                                                                 \
+  if (p->rc == VXK_OK && p->counts.name) p->rc = vxk_counter_add(st->cache, #name, p->counts.name);
+    VXD_COUNTERS(VXD__ADD_COUNT)
+#undef VXD__ADD_COUNT
     if (p->rc == VXK_OK) p->rc = vxk_touch(st->cache, &p->touches);
   }
   if (p->rc != VXK_OK) snprintf(p->err, sizeof p->err, "%s", vxk_errmsg(st->cache));
@@ -164,8 +167,7 @@ void vxd_store_drain(vxd_store *st) {
   vxd_store_resume(st);
 }
 
-/* Loop thread: reaps finished jobs, logging failures. */
-static void vxd__store_reap(vxd_store *st) {
+void vxd_store_reap(vxd_store *st) {
   uv_mutex_lock(&st->mu);
   vxd_pending *done = st->done;
   st->done = NULL;
@@ -184,6 +186,8 @@ static void vxd__store_reap(vxd_store *st) {
         snprintf(msg, sizeof msg, "cache bookkeeping not written: %s", p->err);
       st->log(st->log_ud, msg);
     }
+    if (p->kind == VXD__STORE_PUT && p->share && st->written)
+      st->written(st->written_ud, p->key, p->object, p->object_size, p->kernels, p->nkernels, p->compile_us);
     if (p->prev)
       p->prev->next = p->next;
     else
@@ -193,7 +197,7 @@ static void vxd__store_reap(vxd_store *st) {
   }
 }
 
-static void vxd__store_done_cb(uv_async_t *a) { vxd__store_reap(a->data); }
+static void vxd__store_done_cb(uv_async_t *a) { vxd_store_reap(a->data); }
 
 int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes,
                    void (*log)(void *, const char *), void *log_ud, vxd_store **out, char *err,
@@ -270,6 +274,7 @@ int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_
   if (!p) return -1;
   p->kind = VXD__STORE_PUT;
   p->compile_us = compile_us;
+  p->share = 1;
   snprintf(p->key, sizeof p->key, "%s", key);
   p->object = malloc(r->object_size ? r->object_size : 1);
   p->kernels = calloc(r->nkernels ? r->nkernels : 1, sizeof *p->kernels);
@@ -292,15 +297,42 @@ int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_
   return 0;
 }
 
-void vxd_store_flush(vxd_store *st, vxk_cache *reader, int64_t hits, int64_t misses, int64_t errors) {
+int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us) {
+  vxd_pending *p = calloc(1, sizeof *p);
+  vxk_kernel_in *ks = calloc(e->nkernels ? e->nkernels : 1, sizeof *ks);
+  if (!p || !ks) {
+    free(p);
+    free(ks);
+    return -1;
+  }
+  p->kind = VXD__STORE_PUT;
+  p->compile_us = compile_us;
+  snprintf(p->key, sizeof p->key, "%s", key);
+  for (uint32_t i = 0; i < e->nkernels; i++) /* moved */
+    ks[i] = (vxk_kernel_in){e->kernels[i].name, e->kernels[i].metadata, e->kernels[i].metadata_size};
+  p->kernels = ks;
+  p->nkernels = e->nkernels;
+  p->object = e->object;
+  p->object_size = e->object_size;
+  free(e->kernels);
+  *e = (vxk_entry){0};
+  vxd__store_queue(st, p);
+  return 0;
+}
+
+void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud) {
+  st->written = fn;
+  st->written_ud = ud;
+}
+
+void vxd_store_flush(vxd_store *st, vxk_cache *reader, const vxd_counts *delta) {
   vxd_pending *p = calloc(1, sizeof *p);
   if (!p) return;
   p->kind = VXD__STORE_FLUSH;
-  p->hits = hits;
-  p->misses = misses;
-  p->errors = errors;
+  p->counts = *delta;
   if (vxk_touch_take(reader, &p->touches) != VXK_OK) p->touches = (vxk_touches){0};
-  if (!p->hits && !p->misses && !p->errors && !p->touches.n) {
+  static const vxd_counts none;
+  if (memcmp(&p->counts, &none, sizeof none) == 0 && !p->touches.n) {
     vxd__pending_free(p);
     return;
   }
@@ -349,7 +381,7 @@ void vxd_store_close(vxd_store *st) {
   uv_cond_signal(&st->cv);
   uv_mutex_unlock(&st->mu);
   uv_thread_join(&st->thread); /* the queue is drained first */
-  vxd__store_reap(st);
+  vxd_store_reap(st);
   uv_cond_destroy(&st->cv);
   uv_cond_destroy(&st->idle_cv);
   uv_mutex_destroy(&st->mu);

@@ -1,0 +1,534 @@
+/*
+ * vxd_remote.c - the cache's shared second level (a Redis server), on two
+ * threads of its own so that the loop never waits for the network.
+ *
+ * The reader thread answers lookups: it takes up to VXD__BATCH queued keys,
+ * reads them in one pipelined exchange (vxk_remote_get), checks each value
+ * (vxk_remote_decode: format, key, checksum) and hands the results to the
+ * loop through a uv_async.  The writer thread writes entries the store
+ * thread has just written locally, one at a time, from a queue bounded in
+ * bytes; past the bound a write is dropped and counted.  Each thread has
+ * its own connection, so a slow write never delays a lookup.
+ *
+ * A failure (refused, timed out, garbage) closes that thread's connection
+ * and marks its side down for a backoff period (1 s, doubling to 60 s):
+ * meanwhile lookups are refused at once (the daemon compiles) and writes
+ * are dropped.  The first attempt after the period reconnects.  Going down
+ * and coming back are logged once each.
+ *
+ * THREAD NOTES: vxd_remote_* run on the loop thread; queues, link states
+ * and counters are shared under mu; a connection belongs to its thread.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "vxd_loop.h"
+#include "vxk_remote.h"
+
+#define VXD__BATCH 64            /* lookups read in one exchange */
+#define VXD__MAX_LOOKUPS 4096    /* lookups waiting; more are refused */
+#define VXD__BACKOFF_MIN_MS 1000 /* first pause after a failure */
+#define VXD__BACKOFF_MAX_MS 60000
+#define VXD__CLOSE_WRITE_MS 2000 /* what stopping may spend on queued writes */
+/* The largest value read: an entry is bounded by what a worker may send. */
+#define VXD__MAX_VALUE ((uint64_t)VXP_MAX_FRAME_DEFAULT)
+
+typedef struct vxd__lookup {
+  char key[VXK_KEY_HEX + 1];
+  vxd_remote_done_fn done;
+  void *ud;
+  vxd_l2_outcome outcome;
+  vxk_entry entry;
+  uint64_t compile_us;
+  struct vxd__lookup *next;
+} vxd__lookup;
+
+typedef struct vxd__write {
+  char key[VXK_KEY_HEX + 1];
+  uint8_t *object;
+  size_t object_size;
+  vxk_kernel_in *ks; /* names and metadata owned here */
+  uint32_t n;
+  uint64_t compile_us;
+  uint64_t bytes; /* counted against the queue bound */
+  struct vxd__write *next;
+} vxd__write;
+
+typedef struct vxd__note {
+  int level;
+  char msg[512];
+  struct vxd__note *next;
+} vxd__note;
+
+/* One side's connection and health. */
+typedef struct {
+  const char *name;  /* "reads", "writes" */
+  vxk_remote *conn;  /* its thread only */
+  int down;          /* under mu */
+  uint64_t retry_ms; /* under mu: uv_hrtime()/1e6 when down ends */
+  unsigned backoff_ms;
+  char why[256]; /* under mu: the last failure */
+} vxd__link;
+
+struct vxd_remote {
+  uv_loop_t *loop;
+  uv_async_t async;
+  vxk_remote_config kcfg; /* strings point into cfg */
+  const vxd_config *cfg;
+  char shown[700]; /* the URL, password masked */
+  void (*log)(void *, int, const char *);
+  void *log_ud;
+
+  uv_mutex_t mu;
+  uv_cond_t read_cv, write_cv, idle_cv;
+  uv_thread_t reader, writer;
+  int stopping;
+  int rd_parked, wr_parked;   /* waiting on their condition, holding no lock */
+  uint64_t close_deadline_ms; /* writes queued past this when stopping are dropped */
+  vxd__lookup *lookups, *lookups_tail, *answered;
+  unsigned nlookups;
+  vxd__write *writes, *writes_tail;
+  uint64_t queued_bytes;
+  int writing;
+  vxd__note *events, *events_tail;
+  vxd__link rd, wr;
+  vxd_counts counts; /* l2_* since the last vxd_remote_take_counts */
+};
+
+static uint64_t vxd__ms(void) { return uv_hrtime() / 1000000u; }
+
+static void vxd__write_free(vxd__write *w) {
+  for (uint32_t i = 0; i < w->n; i++) {
+    free((char *)w->ks[i].name);
+    free((uint8_t *)w->ks[i].metadata);
+  }
+  free(w->ks);
+  free(w->object);
+  free(w);
+}
+
+/* Queues a log line for the loop (under mu). */
+static void vxd__post(vxd_remote *rm, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void vxd__post(vxd_remote *rm, int level, const char *fmt, ...) {
+  vxd__note *e = calloc(1, sizeof *e);
+  if (!e) return;
+  e->level = level;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+  va_end(ap);
+  if (rm->events_tail)
+    rm->events_tail->next = e;
+  else
+    rm->events = e;
+  rm->events_tail = e;
+  uv_async_send(&rm->async);
+}
+
+/* Records a failure of link l (under mu): down for its backoff, logged
+ * once when it goes down. */
+static void vxd__link_failed(vxd_remote *rm, vxd__link *l, const char *why) {
+  l->backoff_ms = l->backoff_ms ? l->backoff_ms * 2 : VXD__BACKOFF_MIN_MS;
+  if (l->backoff_ms > VXD__BACKOFF_MAX_MS) l->backoff_ms = VXD__BACKOFF_MAX_MS;
+  l->retry_ms = vxd__ms() + l->backoff_ms;
+  snprintf(l->why, sizeof l->why, "%s", why);
+  if (!l->down)
+    vxd__post(rm, VXD_LOG_WARNING,
+              "remote storage %s: %s failed (%s); going on with the local cache alone, retrying in %u s",
+              rm->shown, l->name, why, l->backoff_ms / 1000u);
+  l->down = 1;
+}
+
+static void vxd__link_ok(vxd_remote *rm, vxd__link *l) {
+  if (l->down) vxd__post(rm, VXD_LOG_NOTICE, "remote storage %s: %s work again", rm->shown, l->name);
+  l->down = 0;
+  l->backoff_ms = 0;
+}
+
+/* Connects l when it has no connection (its thread, outside mu). */
+static int vxd__connect(vxd_remote *rm, vxd__link *l, char *err, size_t errcap) {
+  if (l->conn) return VXK_OK;
+  return vxk_remote_open(&rm->kcfg, &l->conn, err, errcap);
+}
+
+static void vxd__drop_conn(vxd__link *l) {
+  vxk_remote_close(l->conn);
+  l->conn = NULL;
+}
+
+static void vxd__reader(void *arg) {
+  vxd_remote *rm = arg;
+  uv_mutex_lock(&rm->mu);
+  for (;;) {
+    while (!rm->lookups && !rm->stopping) {
+      rm->rd_parked = 1;
+      uv_cond_broadcast(&rm->idle_cv);
+      uv_cond_wait(&rm->read_cv, &rm->mu);
+      rm->rd_parked = 0;
+    }
+    if (!rm->lookups) break;
+    vxd__lookup *batch[VXD__BATCH];
+    size_t n = 0;
+    while (rm->lookups && n < VXD__BATCH) {
+      batch[n++] = rm->lookups;
+      rm->lookups = rm->lookups->next;
+      rm->nlookups--;
+    }
+    if (!rm->lookups) rm->lookups_tail = NULL;
+    uv_mutex_unlock(&rm->mu);
+
+    const char *keys[VXD__BATCH];
+    vxk_remote_value vals[VXD__BATCH];
+    for (size_t i = 0; i < n; i++)
+      keys[i] = batch[i]->key;
+    char err[256] = "";
+    int rc = vxd__connect(rm, &rm->rd, err, sizeof err);
+    if (rc == VXK_OK) rc = vxk_remote_get(rm->rd.conn, keys, n, vals, err, sizeof err);
+    if (rc != VXK_OK) vxd__drop_conn(&rm->rd);
+    uint64_t down_bytes = 0, misses = 0, corrupt = 0, errors = 0;
+    for (size_t i = 0; i < n; i++) {
+      vxd__lookup *lk = batch[i];
+      if (rc != VXK_OK) {
+        lk->outcome = rc == VXK_ETIMEDOUT ? VXD_L2_TIMEOUT : VXD_L2_ERROR;
+        continue;
+      }
+      down_bytes += vals[i].size;
+      if (vals[i].rc == VXK_ENOTFOUND) {
+        lk->outcome = VXD_L2_MISS;
+        misses++;
+      } else if (vals[i].rc != VXK_OK) {
+        lk->outcome = VXD_L2_ERROR;
+        errors++;
+      } else {
+        int drc = vxk_remote_decode(lk->key, vals[i].value, vals[i].size, &lk->entry, &lk->compile_us);
+        lk->outcome = drc == VXK_OK ? VXD_L2_HIT : VXD_L2_ERROR;
+        if (drc != VXK_OK) {
+          errors++;
+          corrupt += drc == VXK_ECORRUPT;
+        }
+      }
+      free(vals[i].value);
+    }
+
+    uv_mutex_lock(&rm->mu);
+    if (rc != VXK_OK) {
+      /* one failed exchange counts once, whatever the batch size */
+      if (rc == VXK_ETIMEDOUT)
+        rm->counts.l2_timeouts++;
+      else
+        rm->counts.l2_errors++;
+      vxd__link_failed(rm, &rm->rd, err);
+      /* the lookups still queued would wait for the same failure */
+      while (rm->lookups && rm->rd.down) {
+        vxd__lookup *lk = rm->lookups;
+        rm->lookups = lk->next;
+        rm->nlookups--;
+        lk->outcome = VXD_L2_ERROR;
+        lk->next = rm->answered;
+        rm->answered = lk;
+      }
+      if (!rm->lookups) rm->lookups_tail = NULL;
+    } else {
+      vxd__link_ok(rm, &rm->rd);
+      /* hits are counted by the loop, per request answered */
+      rm->counts.l2_misses += (int64_t)misses;
+      rm->counts.l2_errors += (int64_t)errors;
+      rm->counts.l2_corrupt += (int64_t)corrupt;
+      rm->counts.l2_bytes_down += (int64_t)down_bytes;
+      if (corrupt)
+        vxd__post(rm, VXD_LOG_WARNING,
+                  "remote storage %s: %llu value(s) failed their checksum; not used, compiled again",
+                  rm->shown, (unsigned long long)corrupt);
+    }
+    for (size_t i = 0; i < n; i++) {
+      batch[i]->next = rm->answered;
+      rm->answered = batch[i];
+    }
+    uv_async_send(&rm->async);
+  }
+  uv_mutex_unlock(&rm->mu);
+  vxd__drop_conn(&rm->rd);
+}
+
+static void vxd__writer(void *arg) {
+  vxd_remote *rm = arg;
+  uv_mutex_lock(&rm->mu);
+  for (;;) {
+    while (!rm->writes && !rm->stopping) {
+      rm->wr_parked = 1;
+      uv_cond_broadcast(&rm->idle_cv);
+      uv_cond_wait(&rm->write_cv, &rm->mu);
+      rm->wr_parked = 0;
+    }
+    vxd__write *w = rm->writes;
+    if (!w) break;
+    rm->writes = w->next;
+    if (!rm->writes) rm->writes_tail = NULL;
+    int late = rm->stopping && vxd__ms() > rm->close_deadline_ms;
+    if (late || (rm->wr.down && vxd__ms() < rm->wr.retry_ms)) {
+      rm->counts.l2_dropped++;
+      rm->queued_bytes -= w->bytes;
+      vxd__write_free(w);
+      uv_cond_broadcast(&rm->idle_cv);
+      continue;
+    }
+    rm->writing = 1;
+    uv_mutex_unlock(&rm->mu);
+
+    char err[256] = "";
+    uint8_t *value = NULL;
+    size_t len = 0;
+    int rc = vxk_remote_encode(w->key, w->object, w->object_size, w->ks, w->n, w->compile_us, &value, &len);
+    if (rc != VXK_OK) snprintf(err, sizeof err, "encoding an entry: out of memory");
+    if (rc == VXK_OK) rc = vxd__connect(rm, &rm->wr, err, sizeof err);
+    if (rc == VXK_OK) rc = vxk_remote_set(rm->wr.conn, w->key, value, len, err, sizeof err);
+    if (rc != VXK_OK) vxd__drop_conn(&rm->wr);
+    free(value);
+
+    uv_mutex_lock(&rm->mu);
+    rm->writing = 0;
+    rm->queued_bytes -= w->bytes;
+    if (rc == VXK_OK) {
+      vxd__link_ok(rm, &rm->wr);
+      rm->counts.l2_writes++;
+      rm->counts.l2_bytes_up += (int64_t)len;
+    } else {
+      if (rc == VXK_ETIMEDOUT)
+        rm->counts.l2_timeouts++;
+      else
+        rm->counts.l2_errors++;
+      vxd__link_failed(rm, &rm->wr, err);
+    }
+    vxd__write_free(w);
+    uv_cond_broadcast(&rm->idle_cv);
+  }
+  uv_cond_broadcast(&rm->idle_cv);
+  uv_mutex_unlock(&rm->mu);
+  vxd__drop_conn(&rm->wr);
+}
+
+/* Loop thread: logs queued events, runs the callbacks of answered lookups. */
+static void vxd__remote_reap(vxd_remote *rm) {
+  uv_mutex_lock(&rm->mu);
+  vxd__note *ev = rm->events;
+  rm->events = rm->events_tail = NULL;
+  vxd__lookup *done = rm->answered;
+  rm->answered = NULL;
+  uv_mutex_unlock(&rm->mu);
+  while (ev) {
+    vxd__note *next = ev->next;
+    if (rm->log) rm->log(rm->log_ud, ev->level, ev->msg);
+    free(ev);
+    ev = next;
+  }
+  /* answered in the order asked */
+  vxd__lookup *rev = NULL;
+  while (done) {
+    vxd__lookup *next = done->next;
+    done->next = rev;
+    rev = done;
+    done = next;
+  }
+  while (rev) {
+    vxd__lookup *lk = rev;
+    rev = lk->next;
+    lk->done(lk->ud, lk->key, lk->outcome, &lk->entry, lk->compile_us);
+    vxk_entry_clear(&lk->entry);
+    free(lk);
+  }
+}
+
+static void vxd__remote_async_cb(uv_async_t *a) { vxd__remote_reap(a->data); }
+
+static void vxd__remote_closed_cb(uv_handle_t *h) { free(h->data); }
+
+int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, int, const char *), void *ud,
+                    vxd_remote **out, char *err, size_t errcap) {
+  *out = NULL;
+  if (!vxk_remote_prefix_valid(cfg->remote_prefix)) {
+    snprintf(err, errcap, "remote_prefix must be 1 to %d of [A-Za-z0-9_.:-]", VXK_REMOTE_PREFIX_MAX);
+    return -1;
+  }
+  vxd_remote *rm = calloc(1, sizeof *rm);
+  if (!rm) {
+    snprintf(err, errcap, "out of memory");
+    return -1;
+  }
+  rm->loop = loop;
+  rm->cfg = cfg;
+  rm->log = log;
+  rm->log_ud = ud;
+  const vxp_remote_url *u = &cfg->remote;
+  rm->kcfg = (vxk_remote_config){.host = u->host,
+                                 .port = u->port,
+                                 .path = u->is_unix ? u->path : "",
+                                 .user = u->user,
+                                 .password = u->password,
+                                 .db = u->db,
+                                 .prefix = cfg->remote_prefix,
+                                 .connect_ms = cfg->remote_connect_ms,
+                                 .op_ms = cfg->remote_timeout_ms,
+                                 .max_value = VXD__MAX_VALUE,
+                                 .ttl_s = cfg->remote_ttl_s};
+  vxp_remote_url_show(u, rm->shown, sizeof rm->shown);
+  rm->rd.name = "reads";
+  rm->wr.name = "writes";
+  uv_mutex_init(&rm->mu);
+  uv_cond_init(&rm->read_cv);
+  uv_cond_init(&rm->write_cv);
+  uv_cond_init(&rm->idle_cv);
+  uv_async_init(loop, &rm->async, vxd__remote_async_cb);
+  rm->async.data = rm;
+  int started = uv_thread_create(&rm->reader, vxd__reader, rm) == 0;
+  if (started && uv_thread_create(&rm->writer, vxd__writer, rm) != 0) {
+    uv_mutex_lock(&rm->mu);
+    rm->stopping = 1;
+    uv_cond_broadcast(&rm->read_cv);
+    uv_mutex_unlock(&rm->mu);
+    uv_thread_join(&rm->reader);
+    started = 0;
+  }
+  if (!started) {
+    snprintf(err, errcap, "cannot start the remote storage's threads");
+    uv_close((uv_handle_t *)&rm->async, vxd__remote_closed_cb);
+    return -1;
+  }
+  *out = rm;
+  return 0;
+}
+
+int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, void *ud) {
+  vxd__lookup *lk = calloc(1, sizeof *lk);
+  if (!lk) return -1;
+  snprintf(lk->key, sizeof lk->key, "%s", key);
+  lk->done = done;
+  lk->ud = ud;
+  uv_mutex_lock(&rm->mu);
+  int refuse =
+      rm->stopping || rm->nlookups >= VXD__MAX_LOOKUPS || (rm->rd.down && vxd__ms() < rm->rd.retry_ms);
+  if (!refuse) {
+    if (rm->lookups_tail)
+      rm->lookups_tail->next = lk;
+    else
+      rm->lookups = lk;
+    rm->lookups_tail = lk;
+    rm->nlookups++;
+    uv_cond_signal(&rm->read_cv);
+  }
+  uv_mutex_unlock(&rm->mu);
+  if (refuse) free(lk);
+  return refuse ? -1 : 0;
+}
+
+void vxd_remote_put(vxd_remote *rm, const char *key, const uint8_t *object, size_t object_size,
+                    const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us) {
+  if (rm->cfg->remote_read_only) return;
+  uint64_t bytes = object_size;
+  for (uint32_t i = 0; i < n; i++)
+    bytes += ks[i].metadata_size + strlen(ks[i].name);
+  uv_mutex_lock(&rm->mu);
+  int drop = rm->stopping || rm->queued_bytes + bytes > rm->cfg->remote_write_queue ||
+             (rm->wr.down && vxd__ms() < rm->wr.retry_ms);
+  if (drop) rm->counts.l2_dropped++;
+  uv_mutex_unlock(&rm->mu);
+  if (drop) return;
+  vxd__write *w = calloc(1, sizeof *w);
+  int ok =
+      w && (w->object = malloc(object_size ? object_size : 1)) && (w->ks = calloc(n ? n : 1, sizeof *w->ks));
+  if (ok) {
+    snprintf(w->key, sizeof w->key, "%s", key);
+    memcpy(w->object, object, object_size);
+    w->object_size = object_size;
+    w->compile_us = compile_us;
+    w->bytes = bytes;
+    for (uint32_t i = 0; ok && i < n; i++) {
+      char *name = strdup(ks[i].name);
+      uint8_t *meta = malloc(ks[i].metadata_size ? ks[i].metadata_size : 1);
+      w->ks[i] = (vxk_kernel_in){name, meta, ks[i].metadata_size};
+      w->n = i + 1;
+      ok = name && meta;
+      if (ok) memcpy(meta, ks[i].metadata, ks[i].metadata_size);
+    }
+  }
+  uv_mutex_lock(&rm->mu);
+  if (!ok) {
+    rm->counts.l2_dropped++;
+  } else {
+    if (rm->writes_tail)
+      rm->writes_tail->next = w;
+    else
+      rm->writes = w;
+    rm->writes_tail = w;
+    rm->queued_bytes += bytes;
+    uv_cond_signal(&rm->write_cv);
+  }
+  uv_mutex_unlock(&rm->mu);
+  if (!ok && w) vxd__write_free(w);
+}
+
+void vxd_remote_take_counts(vxd_remote *rm, vxd_counts *delta) {
+  uv_mutex_lock(&rm->mu);
+  delta->l2_hits += rm->counts.l2_hits;
+  delta->l2_misses += rm->counts.l2_misses;
+  delta->l2_errors += rm->counts.l2_errors;
+  delta->l2_timeouts += rm->counts.l2_timeouts;
+  delta->l2_corrupt += rm->counts.l2_corrupt;
+  delta->l2_writes += rm->counts.l2_writes;
+  delta->l2_dropped += rm->counts.l2_dropped;
+  delta->l2_bytes_down += rm->counts.l2_bytes_down;
+  delta->l2_bytes_up += rm->counts.l2_bytes_up;
+  rm->counts = (vxd_counts){0};
+  uv_mutex_unlock(&rm->mu);
+}
+
+void vxd_remote_drain(vxd_remote *rm, unsigned timeout_ms) {
+  uint64_t deadline = uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
+  uv_mutex_lock(&rm->mu);
+  while (rm->writes || rm->writing) {
+    uint64_t now = uv_hrtime();
+    if (now >= deadline || uv_cond_timedwait(&rm->idle_cv, &rm->mu, deadline - now) != 0) break;
+  }
+  uv_mutex_unlock(&rm->mu);
+}
+
+void vxd_remote_pause(vxd_remote *rm) {
+  uv_mutex_lock(&rm->mu);
+  while (!rm->rd_parked || !rm->wr_parked)
+    uv_cond_wait(&rm->idle_cv, &rm->mu);
+}
+
+void vxd_remote_resume(vxd_remote *rm) { uv_mutex_unlock(&rm->mu); }
+
+void vxd_remote_describe(vxd_remote *rm, char *out, size_t cap) {
+  uv_mutex_lock(&rm->mu);
+  const vxd__link *l = rm->rd.down ? &rm->rd : &rm->wr;
+  uint64_t now = vxd__ms();
+  if (l->down)
+    snprintf(out, cap, "%s%s, down: %s (%s)", rm->shown, rm->cfg->remote_read_only ? ", read-only" : "",
+             l->why, now < l->retry_ms ? "retrying later" : "retrying on the next request");
+  else
+    snprintf(out, cap, "%s%s, up", rm->shown, rm->cfg->remote_read_only ? ", read-only" : "");
+  uv_mutex_unlock(&rm->mu);
+}
+
+void vxd_remote_close(vxd_remote *rm) {
+  if (!rm) return;
+  uv_mutex_lock(&rm->mu);
+  rm->stopping = 1;
+  rm->close_deadline_ms = vxd__ms() + VXD__CLOSE_WRITE_MS;
+  uv_cond_broadcast(&rm->read_cv);
+  uv_cond_broadcast(&rm->write_cv);
+  uv_mutex_unlock(&rm->mu);
+  uv_thread_join(&rm->reader); /* lookups queued are answered first */
+  uv_thread_join(&rm->writer);
+  vxd__remote_reap(rm);
+  uv_cond_destroy(&rm->read_cv);
+  uv_cond_destroy(&rm->write_cv);
+  uv_cond_destroy(&rm->idle_cv);
+  uv_mutex_destroy(&rm->mu);
+  uv_close((uv_handle_t *)&rm->async, vxd__remote_closed_cb);
+}

@@ -1,0 +1,661 @@
+/*
+ * test_remote.c - the shared second cache level against a real redis-server
+ * (Debian's), started by each test on a private Unix socket and stopped by
+ * pid: daemons sharing it, values damaged in it, the server killed or
+ * hanging, read-only consumers, namespaces, expiry, the write bound.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "vxc.h"
+#include "vxk.h"
+#include "vxk_remote.h"
+#include "vxt.h"
+
+static char root[128]; /* this test's directory: redis socket, daemons */
+/* what a failed test leaves running is stopped by teardown */
+static pid_t children[32];
+static void child_started(pid_t pid) {
+  for (int i = 0; i < 32; i++)
+    if (children[i] <= 0) {
+      children[i] = pid;
+      return;
+    }
+}
+
+typedef struct {
+  pid_t pid;
+  char sock[256];
+} redis;
+
+static void redis_start(redis *r) {
+  snprintf(r->sock, sizeof r->sock, "%s/redis.sock", root);
+  r->pid = fork();
+  cr_assert_geq(r->pid, 0);
+  if (r->pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", r->sock, "--unixsocketperm", "700",
+           "--save", "", "--appendonly", "no", "--dir", root, (char *)NULL);
+    _exit(127);
+  }
+  child_started(r->pid);
+  for (int i = 0; i < 500; i++) { /* up to 5 s */
+    redisContext *c = redisConnectUnix(r->sock);
+    int up = c && !c->err;
+    if (c) redisFree(c);
+    if (up) return;
+    int st;
+    cr_assert_eq(waitpid(r->pid, &st, WNOHANG), 0,
+                 "redis-server exited (installed? tests/bootstrap.sh does)");
+    usleep(10000);
+  }
+  cr_assert_fail("redis-server did not start");
+}
+
+static void redis_kill(redis *r) {
+  if (r->pid <= 0) return;
+  kill(r->pid, SIGKILL);
+  waitpid(r->pid, NULL, 0);
+  r->pid = 0;
+}
+
+/* A command's reply from the test's own connection (hiredis). */
+static redisReply *redis_cmd(const redis *r, const char *fmt, ...) {
+  redisContext *c = redisConnectUnix(r->sock);
+  cr_assert(c && !c->err, "connect to redis");
+  va_list ap;
+  va_start(ap, fmt);
+  redisReply *reply = redisvCommand(c, fmt, ap);
+  va_end(ap);
+  redisFree(c);
+  cr_assert_not_null(reply);
+  return reply;
+}
+
+static long long redis_int(const redis *r, const char *fmt, const char *arg) {
+  redisReply *reply = redis_cmd(r, fmt, arg);
+  cr_assert_eq(reply->type, REDIS_REPLY_INTEGER, "%s", fmt);
+  long long v = reply->integer;
+  freeReplyObject(reply);
+  return v;
+}
+
+typedef struct {
+  pid_t pid;
+  char dir[256], sock[300], log[300];
+} daemon_t;
+
+/* Starts a vortexd with its own socket and cache in root/name; env is a
+ * NULL-terminated list of "VAR=value" settings for it (the remote_* keys). */
+static void daemon_start(daemon_t *d, const char *name, const char *const *env) {
+  snprintf(d->dir, sizeof d->dir, "%s/%s", root, name);
+  mkdir(d->dir, 0700);
+  snprintf(d->sock, sizeof d->sock, "%s/s", d->dir);
+  snprintf(d->log, sizeof d->log, "%s/log", d->dir);
+  char cache[300];
+  snprintf(cache, sizeof cache, "%s/cache", d->dir);
+  d->pid = fork();
+  cr_assert_geq(d->pid, 0);
+  if (d->pid == 0) {
+    int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    for (const char *const *e = env; e && *e; e++)
+      putenv((char *)*e);
+    execl(VXT_VORTEXD, VXT_VORTEXD, "--socket", d->sock, "--cache-dir", cache, "--workers", "1",
+          "--log-level", "info", (char *)NULL);
+    _exit(127);
+  }
+  child_started(d->pid);
+  for (int i = 0; i < 1000; i++) {
+    vxc_conn *c = NULL;
+    if (vxc_connect(d->sock, &c) == 0) {
+      int answered = vxc_server_info(c) != NULL;
+      vxc_close(c);
+      if (answered) return;
+    }
+    cr_assert_eq(waitpid(d->pid, NULL, WNOHANG), 0, "vortexd exited at start-up");
+    usleep(10000);
+  }
+  cr_assert_fail("vortexd did not start");
+}
+
+static void daemon_stop(daemon_t *d) {
+  if (d->pid <= 0) return;
+  kill(d->pid, SIGTERM);
+  int st = 0;
+  waitpid(d->pid, &st, 0);
+  d->pid = 0;
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clean exit");
+}
+
+/* A kernel source; n makes distinct ones (a different constant). */
+static char *kernel_source(int n, size_t *len) {
+  char *s = NULL;
+  int k = asprintf(&s,
+                   "module attributes {gpu.container_module} {\n"
+                   "  gpu.module @m {\n"
+                   "    gpu.func @scale(%%x: memref<?xi32>) kernel {\n"
+                   "      %%i = gpu.thread_id x\n"
+                   "      %%v = memref.load %%x[%%i] : memref<?xi32>\n"
+                   "      %%c = arith.constant %d : i32\n"
+                   "      %%r = arith.muli %%v, %%c : i32\n"
+                   "      memref.store %%r, %%x[%%i] : memref<?xi32>\n"
+                   "      gpu.return\n"
+                   "    }\n"
+                   "  }\n"
+                   "}\n",
+                   n);
+  cr_assert_gt(k, 0);
+  *len = (size_t)k;
+  return s;
+}
+
+/* Compiles kernel n through d; the reply in *r (caller clears). */
+static void compile_n(const daemon_t *d, int n, vxp_response *r) {
+  size_t len;
+  char *src = kernel_source(n, &len);
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d->sock, &c), 0);
+  cr_assert_eq(vxc_compile(c, src, len, "k.mlir", NULL, r), 0);
+  cr_assert_eq(r->status, VXP_STATUS_OK, "%s", r->message ? r->message : "");
+  vxc_close(c);
+  free(src);
+}
+
+static vxp_stats stats_of(const daemon_t *d) {
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d->sock, &c), 0);
+  vxp_response r;
+  cr_assert_eq(vxc_stats(c, &r), 0);
+  vxc_close(c);
+  vxp_stats s = r.stats;
+  s.remote = NULL; /* the test keeps no pointer into r */
+  static char remote[1024];
+  snprintf(remote, sizeof remote, "%s", r.stats.remote ? r.stats.remote : "");
+  s.remote = remote;
+  vxp_response_clear(&r);
+  return s;
+}
+
+static int log_count(const daemon_t *d, const char *needle) {
+  size_t len = 0;
+  char *text = vxt_read_file(d->log, &len);
+  int n = 0;
+  for (const char *p = text; p && (p = strstr(p, needle)); p++)
+    n++;
+  free(text);
+  return n;
+}
+
+static char env_url[400];
+
+static void setup(void) {
+  snprintf(root, sizeof root, "/tmp/vxt-remote-XXXXXX");
+  cr_assert_not_null(mkdtemp(root));
+}
+
+static void teardown(void) {
+  for (int i = 0; i < 32; i++)
+    if (children[i] > 0 && kill(children[i], SIGKILL) == 0) waitpid(children[i], NULL, 0);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  (void)!system(cmd);
+}
+
+TestSuite(remote, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(remote, two_daemons_share_one_redis_the_second_compiles_nothing) {
+  redis rd;
+  redis_start(&rd);
+  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
+  const char *env[] = {env_url, NULL};
+  daemon_t a, b, f;
+  daemon_start(&a, "a", env);
+  daemon_start(&b, "b", env);
+  vxp_response ra, rb;
+  compile_n(&a, 7, &ra);
+  cr_assert_eq(ra.cached, false);
+  vxp_stats sa = stats_of(&a); /* waits for the write to the shared level */
+  cr_assert_eq(sa.misses, 1);
+  cr_assert_eq(sa.l2_misses, 1, "looked up there first");
+  cr_assert_eq(sa.l2_writes, 1);
+  cr_assert_gt(sa.l2_bytes_up, ra.object_size);
+
+  compile_n(&b, 7, &rb);
+  cr_assert_eq(rb.cached, true);
+  vxp_stats sb = stats_of(&b);
+  cr_assert_eq(sb.misses, 0, "the second daemon compiled nothing");
+  cr_assert_eq(sb.l2_hits, 1);
+  cr_assert_eq(sb.hits, 1);
+  cr_assert_eq(sb.l2_writes, 0, "an entry from the shared level is not written back");
+  cr_assert_str_eq(rb.key, ra.key);
+  cr_assert_eq(rb.object_size, ra.object_size);
+  cr_assert_eq(memcmp(rb.object, ra.object, ra.object_size), 0, "byte-identical object");
+  cr_assert_eq(rb.nkernels, ra.nkernels);
+  cr_assert_str_eq(rb.kernels[0].name, ra.kernels[0].name);
+  cr_assert_eq(rb.kernels[0].buffer_size, ra.kernels[0].buffer_size);
+
+  /* it is in b's own cache now: the next one is an L1 hit */
+  vxp_response rb2;
+  compile_n(&b, 7, &rb2);
+  sb = stats_of(&b);
+  cr_assert_eq(sb.hits, 2);
+  cr_assert_eq(sb.l2_hits, 1, "L1 answered");
+
+  /* a fetch by key reaches the shared level too (a runtime on a third
+   * machine loading a module another one compiled) */
+  daemon_start(&f, "f", env);
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(f.sock, &c), 0);
+  vxp_response rf;
+  cr_assert_eq(vxc_fetch(c, ra.key, NULL, &rf), 0);
+  cr_assert_eq(rf.status, VXP_STATUS_OK, "%s", rf.message ? rf.message : "");
+  cr_assert_eq(memcmp(rf.object, ra.object, ra.object_size), 0);
+  vxp_response_clear(&rf);
+  cr_assert_eq(vxc_fetch(c, ra.key, "no_such_kernel", &rf), 0);
+  cr_assert_eq(rf.status, VXP_STATUS_NOT_FOUND);
+  vxp_response_clear(&rf);
+  char absent[VXK_KEY_HEX + 1];
+  memset(absent, 'a', VXK_KEY_HEX);
+  absent[VXK_KEY_HEX] = 0;
+  cr_assert_eq(vxc_fetch(c, absent, NULL, &rf), 0);
+  cr_assert_eq(rf.status, VXP_STATUS_NOT_FOUND);
+  vxp_response_clear(&rf);
+  vxc_close(c);
+  vxp_stats sf = stats_of(&f);
+  cr_assert_eq(sf.l2_hits, 1);
+  cr_assert_eq(sf.misses, 0);
+  cr_assert_not_null(strstr(sf.remote, ", up"), "%s", sf.remote);
+
+  vxp_response_clear(&ra);
+  vxp_response_clear(&rb);
+  vxp_response_clear(&rb2);
+  daemon_stop(&a);
+  daemon_stop(&b);
+  daemon_stop(&f);
+  redis_kill(&rd);
+}
+
+/* Rewrites the value under the only key of the namespace with fn. */
+static void damage_values(const redis *rd, void (*fn)(redisContext *, const char *key, redisReply *value)) {
+  redisReply *keys = redis_cmd(rd, "KEYS vortexd:v%d:*", VXK_REMOTE_FORMAT);
+  cr_assert_eq(keys->type, REDIS_REPLY_ARRAY);
+  cr_assert_eq(keys->elements, 1);
+  redisContext *c = redisConnectUnix(rd->sock);
+  redisReply *v = redisCommand(c, "GET %s", keys->element[0]->str);
+  cr_assert_eq(v->type, REDIS_REPLY_STRING);
+  fn(c, keys->element[0]->str, v);
+  freeReplyObject(v);
+  redisFree(c);
+  freeReplyObject(keys);
+}
+
+static void flip_object_byte(redisContext *c, const char *key, redisReply *v) {
+  v->str[v->len / 2] ^= 0x10; /* inside the object */
+  freeReplyObject(redisCommand(c, "SET %s %b", key, v->str, v->len));
+}
+
+static void truncate_value(redisContext *c, const char *key, redisReply *v) {
+  freeReplyObject(redisCommand(c, "SET %s %b", key, v->str, v->len - 7));
+}
+
+static void garbage_value(redisContext *c, const char *key, redisReply *v) {
+  (void)v;
+  freeReplyObject(redisCommand(c, "SET %s %s", key, "not an entry at all"));
+}
+
+static void list_value(redisContext *c, const char *key, redisReply *v) {
+  (void)v;
+  freeReplyObject(redisCommand(c, "DEL %s", key));
+  freeReplyObject(redisCommand(c, "RPUSH %s a b", key));
+}
+
+/* Another daemon's value for the same key, moved under this key. */
+static void other_key_value(redisContext *c, const char *key, redisReply *v) {
+  (void)v;
+  redisReply *keys = redisCommand(c, "KEYS vortexd:v%d:*", VXK_REMOTE_FORMAT);
+  for (size_t i = 0; i < keys->elements; i++)
+    if (strcmp(keys->element[i]->str, key) != 0)
+      freeReplyObject(redisCommand(c, "COPY %s %s REPLACE", keys->element[i]->str, key));
+  freeReplyObject(keys);
+}
+
+Test(remote, a_damaged_value_is_detected_recompiled_and_replaced_never_served) {
+  redis rd;
+  redis_start(&rd);
+  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
+  const char *env[] = {env_url, NULL};
+  void (*damages[])(redisContext *, const char *, redisReply *) = {flip_object_byte, truncate_value,
+                                                                   garbage_value, list_value};
+  const char *names[] = {"flipped byte", "truncated", "garbage", "a list"};
+  for (int i = 0; i < 4; i++) {
+    freeReplyObject(redis_cmd(&rd, "FLUSHALL"));
+    char an[16], bn[16];
+    snprintf(an, sizeof an, "a%d", i);
+    snprintf(bn, sizeof bn, "b%d", i);
+    daemon_t a, b;
+    daemon_start(&a, an, env);
+    vxp_response ra, rb;
+    compile_n(&a, 11, &ra);
+    (void)stats_of(&a); /* written */
+    damage_values(&rd, damages[i]);
+    daemon_start(&b, bn, env);
+    compile_n(&b, 11, &rb);
+    cr_assert_eq(rb.cached, false, "%s: compiled, not served", names[i]);
+    cr_assert_eq(memcmp(rb.object, ra.object, ra.object_size), 0, "%s", names[i]);
+    vxp_stats sb = stats_of(&b);
+    cr_assert_eq(sb.misses, 1, "%s", names[i]);
+    cr_assert_eq(sb.l2_hits, 0, "%s", names[i]);
+    cr_assert_eq(sb.l2_errors, 1, "%s", names[i]);
+    cr_assert_eq(sb.l2_corrupt, i < 3 ? 1 : 0, "%s: a value of another type is an error, not a bad checksum",
+                 names[i]);
+    cr_assert_eq(sb.l2_writes, 1, "%s: the good entry replaced it", names[i]);
+    /* a third daemon now gets the repaired value */
+    daemon_t c;
+    char cn[16];
+    snprintf(cn, sizeof cn, "c%d", i);
+    daemon_start(&c, cn, env);
+    vxp_response rc;
+    compile_n(&c, 11, &rc);
+    cr_assert_eq(rc.cached, true, "%s", names[i]);
+    cr_assert_eq(memcmp(rc.object, ra.object, ra.object_size), 0);
+    vxp_response_clear(&ra);
+    vxp_response_clear(&rb);
+    vxp_response_clear(&rc);
+    daemon_stop(&a);
+    daemon_stop(&b);
+    daemon_stop(&c);
+  }
+  /* a valid value of another key, copied under this one: its checksum is
+   * over its own key, so it is refused */
+  freeReplyObject(redis_cmd(&rd, "FLUSHALL"));
+  daemon_t a, b;
+  daemon_start(&a, "ka", env);
+  vxp_response r1, r2, r3;
+  compile_n(&a, 1, &r1);
+  compile_n(&a, 2, &r2);
+  (void)stats_of(&a);
+  redisContext *c = redisConnectUnix(rd.sock);
+  char k1[200];
+  snprintf(k1, sizeof k1, "vortexd:v%d:%s", VXK_REMOTE_FORMAT, r1.key);
+  redisReply *v = redisCommand(c, "GET %s", k1);
+  other_key_value(c, k1, v);
+  freeReplyObject(v);
+  redisFree(c);
+  daemon_start(&b, "kb", env);
+  compile_n(&b, 1, &r3);
+  cr_assert_eq(r3.cached, false);
+  cr_assert_eq(memcmp(r3.object, r1.object, r1.object_size), 0);
+  cr_assert_eq(stats_of(&b).l2_corrupt, 1);
+  vxp_response_clear(&r1);
+  vxp_response_clear(&r2);
+  vxp_response_clear(&r3);
+  daemon_stop(&a);
+  daemon_stop(&b);
+  redis_kill(&rd);
+}
+
+Test(remote, redis_killed_mid_run_compiles_go_on_logged_once_and_it_reconnects) {
+  redis rd;
+  redis_start(&rd);
+  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
+  const char *env[] = {env_url, NULL};
+  daemon_t a;
+  daemon_start(&a, "a", env);
+  vxp_response r;
+  compile_n(&a, 1, &r);
+  vxp_response_clear(&r);
+  cr_assert_eq(stats_of(&a).l2_writes, 1);
+  redis_kill(&rd);
+  for (int n = 2; n < 12; n++) { /* every compile succeeds */
+    compile_n(&a, n, &r);
+    cr_assert_eq(r.cached, false);
+    vxp_response_clear(&r);
+  }
+  vxp_stats s = stats_of(&a);
+  cr_assert_eq(s.misses, 11);
+  cr_assert_geq(s.l2_errors + s.l2_timeouts, 1);
+  cr_assert_lt(s.l2_errors + s.l2_timeouts, 4, "backing off: not one failure per request");
+  cr_assert_not_null(strstr(s.remote, "down"), "%s", s.remote);
+  cr_assert_eq(log_count(&a, "failed"), log_count(&a, "reads failed") + log_count(&a, "writes failed"));
+  cr_assert_leq(log_count(&a, "reads failed"), 1, "logged once, not per request");
+  cr_assert_leq(log_count(&a, "writes failed"), 1, "logged once, not per request");
+  cr_assert_geq(log_count(&a, "failed"), 1);
+  /* back: after the backoff (1 s), the next request reconnects */
+  redis_start(&rd);
+  usleep(1200 * 1000);
+  compile_n(&a, 1, &r); /* an L1 hit: needs no lookup */
+  vxp_response_clear(&r);
+  compile_n(&a, 100, &r); /* a miss: looked up, compiled, written */
+  vxp_response_clear(&r);
+  s = stats_of(&a);
+  cr_assert_not_null(strstr(s.remote, ", up"), "%s", s.remote);
+  cr_assert_eq(redis_int(&rd, "DBSIZE", NULL), 1, "written again once reachable");
+  cr_assert_geq(log_count(&a, "work again"), 1);
+  daemon_stop(&a);
+  redis_kill(&rd);
+}
+
+/* A "Redis" that accepts connections and never answers, or answers junk. */
+typedef struct {
+  int fd;
+  int junk;
+} fake_server;
+
+static void *fake_serve(void *arg) {
+  fake_server *f = arg;
+  for (;;) {
+    int c = accept(f->fd, NULL, NULL);
+    if (c < 0) return NULL;
+    char buf[4096];
+    if (f->junk) {
+      (void)!read(c, buf, sizeof buf);
+      (void)!write(c, "$-7\r\n!!junk\r\n", 13);
+    }
+    /* else: keep it open, read nothing, answer nothing */
+  }
+}
+
+static void fake_start(fake_server *f, const char *path, int junk) {
+  f->junk = junk;
+  f->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  cr_assert_lt(strlen(path), sizeof a.sun_path);
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  cr_assert_eq(bind(f->fd, (struct sockaddr *)&a, sizeof a), 0);
+  cr_assert_eq(listen(f->fd, 64), 0);
+  pthread_t t;
+  pthread_create(&t, NULL, fake_serve, f);
+  pthread_detach(t);
+}
+
+Test(remote, a_hanging_or_garbage_server_never_stalls_or_fails_a_compile) {
+  for (int junk = 0; junk < 2; junk++) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/fake%d.sock", root, junk);
+    fake_server f;
+    fake_start(&f, path, junk);
+    static char url[400];
+    snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", path);
+    const char *env[] = {url, "VORTEXD_REMOTE_TIMEOUT=200", NULL};
+    daemon_t a;
+    daemon_start(&a, junk ? "junk" : "hang", env);
+    for (int n = 1; n <= 6; n++) {
+      vxp_response r;
+      compile_n(&a, n, &r);
+      cr_assert_eq(r.cached, false);
+      vxp_response_clear(&r);
+    }
+    vxp_stats s = stats_of(&a);
+    cr_assert_eq(s.misses, 6);
+    if (junk) {
+      cr_assert_geq(s.l2_errors, 1);
+      cr_assert_eq(s.l2_timeouts, 0);
+    } else {
+      cr_assert_geq(s.l2_timeouts, 1, "%s", s.remote);
+    }
+    cr_assert_leq(s.l2_errors + s.l2_timeouts, 2, "backed off after the first failure of each side");
+    cr_assert_eq(s.l2_hits, 0);
+    daemon_stop(&a);
+  }
+}
+
+Test(remote, read_only_mode_reads_and_never_writes) {
+  redis rd;
+  redis_start(&rd);
+  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
+  const char *ro_env[] = {env_url, "VORTEXD_REMOTE_READ_ONLY=true", NULL};
+  const char *rw_env[] = {env_url, NULL};
+  daemon_t ro, rw;
+  daemon_start(&ro, "ro", ro_env);
+  vxp_response r;
+  for (int n = 1; n <= 3; n++) {
+    compile_n(&ro, n, &r);
+    vxp_response_clear(&r);
+  }
+  vxp_stats s = stats_of(&ro);
+  cr_assert_eq(s.misses, 3);
+  cr_assert_eq(s.l2_misses, 3);
+  cr_assert_eq(s.l2_writes, 0);
+  cr_assert_eq(s.l2_dropped, 0);
+  cr_assert_not_null(strstr(s.remote, "read-only"), "%s", s.remote);
+  cr_assert_eq(redis_int(&rd, "DBSIZE", NULL), 0, "nothing written");
+  /* what a writer shares, the read-only consumer gets */
+  daemon_start(&rw, "rw", rw_env);
+  compile_n(&rw, 50, &r);
+  vxp_response_clear(&r);
+  (void)stats_of(&rw);
+  compile_n(&ro, 50, &r);
+  cr_assert_eq(r.cached, true);
+  vxp_response_clear(&r);
+  cr_assert_eq(stats_of(&ro).l2_hits, 1);
+  cr_assert_eq(redis_int(&rd, "DBSIZE", NULL), 1);
+  daemon_stop(&ro);
+  daemon_stop(&rw);
+  redis_kill(&rd);
+}
+
+Test(remote, namespaces_do_not_mix_and_ttl_and_write_bound_apply) {
+  redis rd;
+  redis_start(&rd);
+  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
+  const char *env_a[] = {env_url, "VORTEXD_REMOTE_PREFIX=farm-a", "VORTEXD_REMOTE_TTL=600", NULL};
+  const char *env_b[] = {env_url, "VORTEXD_REMOTE_PREFIX=farm-b", NULL};
+  const char *env_a2[] = {env_url, "VORTEXD_REMOTE_PREFIX=farm-a", NULL};
+  daemon_t a, b, a2;
+  daemon_start(&a, "a", env_a);
+  daemon_start(&b, "b", env_b);
+  daemon_start(&a2, "a2", env_a2);
+  vxp_response r;
+  compile_n(&a, 5, &r);
+  char key[VXK_KEY_HEX + 1];
+  snprintf(key, sizeof key, "%s", r.key);
+  vxp_response_clear(&r);
+  (void)stats_of(&a);
+  compile_n(&b, 5, &r);
+  cr_assert_eq(r.cached, false, "another namespace: not shared");
+  vxp_response_clear(&r);
+  (void)stats_of(&b);
+  compile_n(&a2, 5, &r);
+  cr_assert_eq(r.cached, true, "the same namespace: shared");
+  vxp_response_clear(&r);
+  char ka[200], kb[200];
+  snprintf(ka, sizeof ka, "farm-a:v%d:%s", VXK_REMOTE_FORMAT, key);
+  snprintf(kb, sizeof kb, "farm-b:v%d:%s", VXK_REMOTE_FORMAT, key);
+  cr_assert_eq(redis_int(&rd, "EXISTS %s", ka), 1);
+  cr_assert_eq(redis_int(&rd, "EXISTS %s", kb), 1);
+  cr_assert_eq(redis_int(&rd, "DBSIZE", NULL), 2);
+  long long ttl = redis_int(&rd, "TTL %s", ka);
+  cr_assert(ttl > 0 && ttl <= 600, "remote_ttl applied: %lld", ttl);
+  cr_assert_eq(redis_int(&rd, "TTL %s", kb), -1, "no expiry by default");
+  daemon_stop(&a);
+  daemon_stop(&b);
+  daemon_stop(&a2);
+
+  /* a write queue of one byte holds nothing: every write is dropped */
+  const char *env_q[] = {env_url, "VORTEXD_REMOTE_PREFIX=tiny", "VORTEXD_REMOTE_WRITE_QUEUE=1", NULL};
+  daemon_t q;
+  daemon_start(&q, "q", env_q);
+  compile_n(&q, 6, &r);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&q);
+  cr_assert_eq(s.l2_dropped, 1);
+  cr_assert_eq(s.l2_writes, 0);
+  daemon_stop(&q);
+  redis_kill(&rd);
+}
+
+Test(remote, a_password_is_used_and_never_shown) {
+  redis rd;
+  redis_start(&rd);
+  freeReplyObject(redis_cmd(&rd, "CONFIG SET requirepass %s", "s3cret-pw"));
+  static char good[400], bad[400];
+  snprintf(good, sizeof good, "VORTEXD_REMOTE_STORAGE=redis+unix://:s3cret-pw@%s?db=3", rd.sock);
+  snprintf(bad, sizeof bad, "VORTEXD_REMOTE_STORAGE=redis+unix://:wrong-pw@%s", rd.sock);
+  const char *env_good[] = {good, NULL}, *env_bad[] = {bad, NULL};
+  daemon_t a, b;
+  daemon_start(&a, "a", env_good);
+  daemon_start(&b, "b", env_bad);
+  vxp_response r;
+  compile_n(&a, 9, &r);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&a);
+  cr_assert_eq(s.l2_writes, 1);
+  cr_assert_null(strstr(s.remote, "s3cret"), "%s", s.remote);
+  cr_assert_not_null(strstr(s.remote, ":***@"), "%s", s.remote);
+  compile_n(&b, 9, &r); /* refused by AUTH: compiled here all the same */
+  cr_assert_eq(r.cached, false);
+  vxp_response_clear(&r);
+  s = stats_of(&b);
+  cr_assert_geq(s.l2_errors, 1);
+  cr_assert_eq(log_count(&a, "s3cret"), 0);
+  cr_assert_eq(log_count(&b, "wrong-pw"), 0);
+  cr_assert_geq(log_count(&b, "AUTH"), 1, "the failure is named");
+  /* the value went to database 3 */
+  redisContext *c = redisConnectUnix(rd.sock);
+  freeReplyObject(redisCommand(c, "AUTH s3cret-pw"));
+  freeReplyObject(redisCommand(c, "SELECT 3"));
+  redisReply *n = redisCommand(c, "DBSIZE");
+  cr_assert_eq(n->integer, 1);
+  freeReplyObject(n);
+  redisFree(c);
+  daemon_stop(&a);
+  daemon_stop(&b);
+  redis_kill(&rd);
+}
+
+Test(remote, a_bad_remote_setting_stops_the_daemon_at_start_naming_it) {
+  char out[4096];
+  const char *cases[][2] = {
+      {"VORTEXD_REMOTE_STORAGE='http://u:hunter2@h'", "remote_storage"},
+      {"VORTEXD_REMOTE_STORAGE=redis://h VORTEXD_REMOTE_PREFIX='a b'", "remote_prefix"},
+      {"VORTEXD_REMOTE_STORAGE=redis://h VORTEXD_REMOTE_READ_ONLY=perhaps", "remote_read_only"},
+      {"VORTEXD_REMOTE_STORAGE=redis://h VORTEXD_REMOTE_TIMEOUT=0", "remote_timeout"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s --socket %s/s%zu --cache-dir %s/c 2>&1; echo rc=$?", cases[i][0],
+             VXT_VORTEXD, root, i, root);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, cases[i][1]), "%s", out);
+    cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+    cr_assert_null(strstr(out, "hunter2"), "%s", out);
+  }
+}
