@@ -420,7 +420,8 @@ static void print_stats(const vxp_stats *s, const char *server, int json) {
                              (json_int_t)s->l2_corrupt, "writes", (json_int_t)s->l2_writes, "dropped",
                              (json_int_t)s->l2_dropped, "bytes_down", (json_int_t)s->l2_bytes_down,
                              "bytes_up", (json_int_t)s->l2_bytes_up);
-      json_object_set_new(o, "l1_hits", json_integer((json_int_t)(s->hits - s->l2_hits)));
+      json_object_set_new(o, "l1_hits",
+                          json_integer((json_int_t)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0)));
       json_object_set_new(o, "remote", l2);
     }
     if (o) json_dumpf(o, stdout, JSON_COMPACT);
@@ -445,8 +446,8 @@ static void print_stats(const vxp_stats *s, const char *server, int json) {
            "  L1 hits         %llu\n  L2 hits         %llu\n  L2 misses       %llu\n"
            "  L2 errors       %llu (corrupt values %llu)\n  L2 timeouts     %llu\n"
            "  L2 writes       %llu (dropped %llu)\n  L2 bytes        %llu down, %llu up\n",
-           s->remote, (unsigned long long)(s->hits - s->l2_hits), (unsigned long long)s->l2_hits,
-           (unsigned long long)s->l2_misses, (unsigned long long)s->l2_errors,
+           s->remote, (unsigned long long)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0),
+           (unsigned long long)s->l2_hits, (unsigned long long)s->l2_misses, (unsigned long long)s->l2_errors,
            (unsigned long long)s->l2_corrupt, (unsigned long long)s->l2_timeouts,
            (unsigned long long)s->l2_writes, (unsigned long long)s->l2_dropped,
            (unsigned long long)s->l2_bytes_down, (unsigned long long)s->l2_bytes_up);

@@ -5,9 +5,11 @@
  * hanging, read-only consumers, namespaces, expiry, the write bound.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -67,6 +69,44 @@ static void redis_start(redis *r) {
     usleep(10000);
   }
   cr_assert_fail("redis-server did not start");
+}
+
+/* A free TCP port on 127.0.0.1 (the kernel's pick, released again). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t al = sizeof a;
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+/* redis-server on 127.0.0.1:port only. */
+static void redis_start_tcp(redis *r, int port) {
+  char p[16];
+  snprintf(p, sizeof p, "%d", port);
+  r->sock[0] = 0;
+  r->pid = fork();
+  cr_assert_geq(r->pid, 0);
+  if (r->pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "", "--appendonly",
+           "no", "--dir", root, (char *)NULL);
+    _exit(127);
+  }
+  child_started(r->pid);
+  for (int i = 0; i < 500; i++) {
+    redisContext *c = redisConnect("127.0.0.1", port);
+    int up = c && !c->err;
+    if (c) redisFree(c);
+    if (up) return;
+    cr_assert_eq(waitpid(r->pid, NULL, WNOHANG), 0, "redis-server exited");
+    usleep(10000);
+  }
+  cr_assert_fail("redis-server did not start on port %d", port);
 }
 
 static void redis_kill(redis *r) {
@@ -658,4 +698,51 @@ Test(remote, a_bad_remote_setting_stops_the_daemon_at_start_naming_it) {
     cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
     cr_assert_null(strstr(out, "hunter2"), "%s", out);
   }
+  /* `vxc config` shows where the storage is, never its password */
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "VORTEXD_REMOTE_STORAGE=redis://ci:hunter2@cache.farm:6380/2 %s config --json",
+           VXT_VXC);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "redis://ci:***@cache.farm:6380/2"), "%s", out);
+  cr_assert_null(strstr(out, "hunter2"), "%s", out);
+}
+
+Test(remote, a_tcp_url_with_a_database_number_reaches_that_database) {
+  int port = free_port();
+  redis rd;
+  redis_start_tcp(&rd, port);
+  static char url[128];
+  snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=redis://127.0.0.1:%d/2", port);
+  const char *env[] = {url, NULL};
+  daemon_t a, b;
+  daemon_start(&a, "a", env);
+  daemon_start(&b, "b", env);
+  vxp_response r;
+  compile_n(&a, 3, &r);
+  vxp_response_clear(&r);
+  cr_assert_eq(stats_of(&a).l2_writes, 1);
+  compile_n(&b, 3, &r);
+  cr_assert_eq(r.cached, true);
+  vxp_response_clear(&r);
+  redisContext *c = redisConnect("127.0.0.1", port);
+  redisReply *n = redisCommand(c, "DBSIZE");
+  cr_assert_eq(n->integer, 0, "nothing in database 0");
+  freeReplyObject(n);
+  freeReplyObject(redisCommand(c, "SELECT 2"));
+  n = redisCommand(c, "DBSIZE");
+  cr_assert_eq(n->integer, 1);
+  freeReplyObject(n);
+  redisFree(c);
+  daemon_stop(&a);
+  daemon_stop(&b);
+  redis_kill(&rd);
+  /* nothing listening there any more: refused at once, compiled */
+  daemon_start(&a, "c", env);
+  compile_n(&a, 4, &r);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&a);
+  cr_assert_eq(s.misses, 1);
+  cr_assert_geq(s.l2_errors, 1);
+  cr_assert_not_null(strstr(s.remote, "down"), "%s", s.remote);
+  daemon_stop(&a);
 }
