@@ -59,11 +59,22 @@ typedef struct {
 
 /* The persistent counters, by their names in the cache (vxk_counter_add):
  * what the loop counts and hands to the store thread every second. */
+/* clang-format off: one counter per line (clang-format 14 keeps re-wrapping
+ * a list of invocations) */
 #define VXD_COUNTERS(X)                                                                                      \
   X(hits)                                                                                                    \
   X(misses)                                                                                                  \
-  X(compile_errors) X(l2_hits) X(l2_misses) X(l2_errors) X(l2_timeouts) X(l2_corrupt) X(l2_writes)           \
-      X(l2_dropped) X(l2_bytes_down) X(l2_bytes_up)
+  X(compile_errors)                                                                                          \
+  X(l2_hits)                                                                                                 \
+  X(l2_misses)                                                                                               \
+  X(l2_errors)                                                                                               \
+  X(l2_timeouts)                                                                                             \
+  X(l2_corrupt)                                                                                              \
+  X(l2_writes)                                                                                               \
+  X(l2_dropped)                                                                                              \
+  X(l2_bytes_down)                                                                                           \
+  X(l2_bytes_up)
+/* clang-format on */
 
 typedef struct {
 #define VXD__COUNT_FIELD(name) int64_t name;
