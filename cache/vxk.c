@@ -683,13 +683,20 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
 
 int vxk_drop(vxk_cache *c, const char *key) {
   if (!vxk_key_valid(key)) return VXK_EINVAL;
+  /* only while it still fails: a put may have replaced it since it was
+   * found damaged, or an earlier drop of the same damage may have run */
+  vxk_entry e;
+  int rc = vxk__read_entry(c, key, &e);
+  if (rc == VXK_OK) vxk_entry_clear(&e);
+  if (rc == VXK_OK) return VXK_ENOTFOUND;
+  if (rc != VXK_ECORRUPT) return rc;
   uint64_t bytes = 0;
   sqlite3_bind_text(c->put_old, 1, key, -1, SQLITE_STATIC);
   if (sqlite3_step(c->put_old) == SQLITE_ROW) bytes = (uint64_t)sqlite3_column_int64(c->put_old, 0);
   sqlite3_reset(c->put_old);
   sqlite3_clear_bindings(c->put_old);
   sqlite3_bind_text(c->drop, 1, key, -1, SQLITE_STATIC);
-  int rc = vxk__step_done(c, c->drop);
+  rc = vxk__step_done(c, c->drop);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "drop");
   if (sqlite3_changes(c->db) == 0) return VXK_ENOTFOUND;
   c->total_bytes -= bytes < c->total_bytes ? bytes : c->total_bytes;

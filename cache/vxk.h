@@ -135,8 +135,9 @@ int vxk_zero_counters(vxk_cache *c);
  * VXK_ENOTFOUND, VXK_ECORRUPT, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
 int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out);
 
-/* Deletes the entry for key (one that failed its checksum).  Returns 0,
- * VXK_ENOTFOUND, VXK_EIO, VXK_EINVAL. */
+/* Deletes the entry for key if it still fails its checksum (it may have
+ * been replaced, or dropped, since a read found it damaged).  Returns 0
+ * (deleted), VXK_ENOTFOUND (absent, or intact: kept), VXK_EIO, VXK_EINVAL. */
 int vxk_drop(vxk_cache *c, const char *key);
 
 /* Reads every entry and checks its checksum; with drop, deletes the ones

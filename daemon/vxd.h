@@ -144,9 +144,11 @@ typedef void (*vxd_store_written_fn)(void *ud, const char *key, const uint8_t *o
 void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud);
 
 /* Queues the deletion of key's entry, which failed its checksum on a read,
- * and counts it as corrupt.  Out of memory: not queued (every read keeps
+ * and counts it as corrupt (once: the store thread deletes it only while it
+ * still fails).  Returns 1 when queued, 0 when a deletion of key is already
+ * queued (the same damage read twice) or out of memory (every read keeps
  * refusing the entry). */
-void vxd_store_drop(vxd_store *st, const char *key);
+int vxd_store_drop(vxd_store *st, const char *key);
 
 /* Whole-cache operations, run on the store thread in queue order. */
 typedef enum {

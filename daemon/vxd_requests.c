@@ -178,8 +178,8 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
     rc = vxd_store_pending(s->store, key, kernel, &e); /* not written yet */
   if (rc == VXK_ECORRUPT) {
     /* never served: dropped, counted, and (for a compile) compiled again */
-    vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s fails its checksum; dropping it", key);
-    if (s->store) vxd_store_drop(s->store, key);
+    if (s->store && vxd_store_drop(s->store, key))
+      vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s fails its checksum; dropping it", key);
     return VXK_ENOTFOUND;
   }
   if (rc != VXK_OK) {

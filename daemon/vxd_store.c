@@ -95,9 +95,13 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
   if (p->kind == VXD__STORE_PUT) {
     p->rc = vxk_put(st->cache, p->key, p->object, p->object_size, p->kernels, p->nkernels, p->compile_us);
   } else if (p->kind == VXD__STORE_DROP) {
+    /* counted once per damaged entry: a second report of the same damage
+     * (read again before this ran) finds it gone */
     p->rc = vxk_drop(st->cache, p->key);
-    if (p->rc == VXK_ENOTFOUND) p->rc = VXK_OK; /* replaced or dropped meanwhile */
-    if (p->rc == VXK_OK) p->rc = vxk_counter_add(st->cache, "corrupt", 1);
+    if (p->rc == VXK_OK)
+      p->rc = vxk_counter_add(st->cache, "corrupt", 1);
+    else if (p->rc == VXK_ENOTFOUND)
+      p->rc = VXK_OK; /* replaced or dropped meanwhile */
   } else if (p->kind == VXD__STORE_ADMIN) {
     vxd_admin_result *r = &p->result;
     switch (p->admin) {
@@ -248,12 +252,15 @@ static void vxd__store_queue(vxd_store *st, vxd_pending *p) {
   uv_mutex_unlock(&st->mu);
 }
 
-void vxd_store_drop(vxd_store *st, const char *key) {
+int vxd_store_drop(vxd_store *st, const char *key) {
+  for (const vxd_pending *q = st->pending; q; q = q->next)
+    if (q->kind == VXD__STORE_DROP && strcmp(q->key, key) == 0) return 0;
   vxd_pending *p = calloc(1, sizeof *p);
-  if (!p) return; /* the entry stays refused on every read */
+  if (!p) return 0; /* the entry stays refused on every read */
   p->kind = VXD__STORE_DROP;
   snprintf(p->key, sizeof p->key, "%s", key);
   vxd__store_queue(st, p);
+  return 1;
 }
 
 int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,

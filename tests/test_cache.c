@@ -257,6 +257,13 @@ Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
   cr_assert_eq(st.entries, 1);
   cr_assert_eq(vxk_verify(c, 1, &checked, &corrupt), VXK_OK);
   cr_assert_eq(corrupt, 0, "the cache is clean again");
+  /* a drop is for damage only: a second report of it finds nothing, and an
+   * entry written again in between is kept */
+  cr_assert_eq(vxk_drop(c, key), VXK_ENOTFOUND);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0), VXK_OK);
+  cr_assert_eq(vxk_drop(c, key), VXK_ENOTFOUND, "intact: kept");
+  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
+  vxk_entry_clear(&e);
   vxk_close(c);
 }
 
