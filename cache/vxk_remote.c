@@ -22,6 +22,10 @@
 
 struct vxk_remote {
   redisContext *ctx; /* NULL once closed after a failure */
+  /* hiredis's reply constructors, and ours: the same but for arrays, whose
+   * declared size hiredis would allocate before a single element arrived */
+  const redisReplyObjectFunctions *hiredis_fn;
+  redisReplyObjectFunctions fn;
   unsigned op_ms;
   uint64_t max_value;
   unsigned ttl_s;
@@ -127,6 +131,16 @@ static int vxk__command(vxk_remote *r, int argc, const char **argv, const size_t
   return VXK_OK;
 }
 
+/* The largest array a reply may declare: the daemon's commands get no
+ * arrays back, so this only stops "*2147483647" from costing 16 GiB. */
+#define VXK__MAX_ARRAY 1024
+
+static void *vxk__create_array(const redisReadTask *task, int elements) {
+  const vxk_remote *r = task->privdata;
+  if (elements < 0 || elements > VXK__MAX_ARRAY) return NULL; /* the reader reports "out of memory" */
+  return r->hiredis_fn->createArray(task, elements);
+}
+
 int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, size_t errcap) {
   *out = NULL;
   if (!vxk_remote_prefix_valid(cfg->prefix)) {
@@ -153,6 +167,11 @@ int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, s
   } else if (r->ctx->err) {
     rc = vxk__fail(r, VXK_EIO, err, errcap, "connect", r->ctx->errstr);
   } else {
+    r->hiredis_fn = r->ctx->reader->fn;
+    r->fn = *r->hiredis_fn;
+    r->fn.createArray = vxk__create_array;
+    r->ctx->reader->fn = &r->fn;
+    r->ctx->reader->privdata = r; /* each read task carries it */
     /* a TCP connect completes when the socket turns writable */
     rc = vxk__wait(r->ctx->fd, POLLOUT, deadline);
     int soerr = 0;

@@ -505,9 +505,12 @@ static void *fake_serve(void *arg) {
     int c = accept(f->fd, NULL, NULL);
     if (c < 0) return NULL;
     char buf[4096];
-    if (f->junk) {
+    if (f->junk == 1) {
       (void)!read(c, buf, sizeof buf);
       (void)!write(c, "$-7\r\n!!junk\r\n", 13);
+    } else if (f->junk == 2) { /* an array hiredis would allocate 16 GiB for */
+      (void)!read(c, buf, sizeof buf);
+      (void)!write(c, "*2147483647\r\n", 14);
     }
     /* else: keep it open, read nothing, answer nothing */
   }
@@ -527,7 +530,7 @@ static void fake_start(fake_server *f, const char *path, int junk) {
 }
 
 Test(remote, a_hanging_or_garbage_server_never_stalls_or_fails_a_compile) {
-  for (int junk = 0; junk < 2; junk++) {
+  for (int junk = 0; junk < 3; junk++) {
     char path[300];
     snprintf(path, sizeof path, "%s/fake%d.sock", root, junk);
     fake_server f;
@@ -536,7 +539,8 @@ Test(remote, a_hanging_or_garbage_server_never_stalls_or_fails_a_compile) {
     snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", path);
     const char *env[] = {url, "VORTEXD_REMOTE_TIMEOUT=200", NULL};
     daemon_t a;
-    daemon_start(&a, junk ? "junk" : "hang", env);
+    const char *names[] = {"hang", "junk", "huge-array"};
+    daemon_start(&a, names[junk], env);
     for (int n = 1; n <= 6; n++) {
       vxp_response r;
       compile_n(&a, n, &r);
