@@ -324,6 +324,18 @@ Test(remote, two_daemons_share_one_redis_the_second_compiles_nothing) {
   cr_assert_eq(sf.misses, 0);
   cr_assert_not_null(strstr(sf.remote, ", up"), "%s", sf.remote);
 
+  /* what vxc shows of it, as a table and as JSON */
+  char cmd[1024], out[8192];
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats", VXT_VXC, b.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "L1 hits         1\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "L2 hits         1\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "redis+unix://"), "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, b.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"l1_hits\":1,"), "%s", out);
+  cr_assert_not_null(strstr(out, "\"remote\":{\"storage\":"), "%s", out);
+  cr_assert_not_null(strstr(out, "\"hits\":1,\"misses\":0,"), "%s", out);
   vxp_response_clear(&ra);
   vxp_response_clear(&rb);
   vxp_response_clear(&rb2);
