@@ -278,14 +278,6 @@ int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t 
   return vxk__command(r, r->ttl_s ? 5 : 3, argv, lens, vxk__now_ms() + r->op_ms, err, errcap, "SET");
 }
 
-int vxk_remote_del(vxk_remote *r, const char *key, char *err, size_t errcap) {
-  char rk[VXK_REMOTE_PREFIX_MAX + 80];
-  vxk__redis_key(r, key, rk);
-  const char *argv[2] = {"DEL", rk};
-  size_t lens[2] = {3, strlen(rk)};
-  return vxk__command(r, 2, argv, lens, vxk__now_ms() + r->op_ms, err, errcap, "DEL");
-}
-
 /* ---- the value format ---- */
 
 static const char vxk__tag[] = "vortexd-entry";

@@ -83,10 +83,6 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_
 int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, char *err,
                    size_t errcap);
 
-/* Deletes keys' values (tests and `clear` of a namespace use it).
- * Returns 0, VXK_ETIMEDOUT, VXK_EIO. */
-int vxk_remote_del(vxk_remote *r, const char *key, char *err, size_t errcap);
-
 /* Encodes an entry (as vxk_put takes it) with its checksum (vxk_checksum)
  * into one value: *out from malloc(), *len bytes.  Returns 0, VXK_ENOMEM,
  * VXK_EINVAL (invalid key). */

@@ -137,10 +137,10 @@ int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_
 int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us);
 
 /* Called on the loop thread after each entry queued by vxd_store_put was
- * written to the cache (or failed to be): the entry's bytes, borrowed for
- * the call. */
-typedef void (*vxd_store_written_fn)(void *ud, const char *key, const uint8_t *object, size_t object_size,
-                                     const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us);
+ * written to the cache (or failed to be), handing over the entry's bytes:
+ * the callee owns object and ks (array, names and metadata) from then on. */
+typedef void (*vxd_store_written_fn)(void *ud, const char *key, uint8_t *object, size_t object_size,
+                                     vxk_kernel_in *ks, uint32_t n, uint64_t compile_us);
 void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud);
 
 /* Queues the deletion of key's entry, which failed its checksum on a read,
@@ -204,19 +204,11 @@ void vxd_store_close(vxd_store *st);
 
 typedef struct vxd_remote vxd_remote;
 
-/* What a lookup in the remote level gave. */
-typedef enum {
-  VXD_L2_HIT,     /* a value that passed its checksum: entry filled */
-  VXD_L2_MISS,    /* no value under the key */
-  VXD_L2_ERROR,   /* connection or protocol failure, or a value failing its
-                     checksum (never served) */
-  VXD_L2_TIMEOUT, /* no answer within remote_timeout */
-} vxd_l2_outcome;
-
-/* A lookup's completion, on the loop thread: e is filled on a hit and the
- * callee may move its contents out (the caller clears what is left). */
-typedef void (*vxd_remote_done_fn)(void *ud, const char *key, vxd_l2_outcome outcome, vxk_entry *e,
-                                   uint64_t compile_us);
+/* A lookup's completion, on the loop thread: e is the entry found (a
+ * value that passed its checksum), which the callee may move out of (the
+ * caller clears what is left), or NULL when there was none to use (a miss,
+ * a failure, a damaged value: each counted where it happened). */
+typedef void (*vxd_remote_done_fn)(void *ud, const char *key, vxk_entry *e, uint64_t compile_us);
 
 /* Starts the remote level's reader and writer threads for cfg (remote_on
  * set; copied), without connecting yet (the first lookup or write does).
@@ -232,12 +224,13 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
  * (a compile, not a wait).  Loop thread. */
 int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, void *ud);
 
-/* Queues writing an entry (copied) to the storage, and returns at once.
- * In read-only mode nothing is written; past remote_write_queue bytes, or
- * while the storage is backing off, the write is dropped and counted.
- * Loop thread. */
-void vxd_remote_put(vxd_remote *rm, const char *key, const uint8_t *object, size_t object_size,
-                    const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us);
+/* Queues writing an entry to the storage, and returns at once; takes
+ * ownership of object and ks (array, names and metadata), as the store's
+ * written hook hands them over.  In read-only mode nothing is written;
+ * past remote_write_queue bytes, or while the storage is backing off, the
+ * write is dropped and counted.  Loop thread. */
+void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,
+                    uint32_t n, uint64_t compile_us);
 
 /* Waits (blocking the loop) until the writes queued so far are done, for
  * at most timeout_ms milliseconds: what `stats` does to report them. */

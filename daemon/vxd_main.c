@@ -40,11 +40,13 @@ static void vxd__usage(FILE *f) {
 
 static const char *const vxd__origins[] = {"default", "configuration file", "environment", "flag"};
 
-/* Reports a bad value of key k (naming where it came from); returns 64. */
+/* Reports a bad value of key k (naming where it came from); returns 64.
+ * remote_storage's value is not repeated: it may hold a password. */
 static int vxd__bad(const vxp_config *pc, vxp_conf_key k, const char *want) {
-  fprintf(stderr, "vortexd: %s = '%s' (from the %s%s%s): %s\n", vxp_config_name(k), pc->value[k],
-          vxd__origins[pc->origin[k]], pc->origin[k] == VXP_FROM_FILE ? " " : "",
-          pc->origin[k] == VXP_FROM_FILE ? pc->file : "", want);
+  int secret = k == VXP_CONF_remote_storage;
+  fprintf(stderr, "vortexd: %s%s%s%s (from the %s%s%s): %s\n", vxp_config_name(k), secret ? "" : " = '",
+          secret ? "" : pc->value[k], secret ? "" : "'", vxd__origins[pc->origin[k]],
+          pc->origin[k] == VXP_FROM_FILE ? " " : "", pc->origin[k] == VXP_FROM_FILE ? pc->file : "", want);
   return 64;
 }
 
@@ -121,14 +123,8 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   const char *remote = pc->value[VXP_CONF_remote_storage];
   char err[256];
   cfg->remote_on = remote[0] != '\0';
-  if (cfg->remote_on && vxp_remote_url_parse(remote, &cfg->remote, err, sizeof err) != 0) {
-    /* the message names no password, and neither may the report */
-    fprintf(stderr, "vortexd: remote_storage (from the %s%s%s): %s\n",
-            vxd__origins[pc->origin[VXP_CONF_remote_storage]],
-            pc->origin[VXP_CONF_remote_storage] == VXP_FROM_FILE ? " " : "",
-            pc->origin[VXP_CONF_remote_storage] == VXP_FROM_FILE ? pc->file : "", err);
-    return 64;
-  }
+  if (cfg->remote_on && vxp_remote_url_parse(remote, &cfg->remote, err, sizeof err) != 0)
+    return vxd__bad(pc, VXP_CONF_remote_storage, err); /* err names no password */
   if (vxp_config_bool(pc->value[VXP_CONF_remote_read_only], &cfg->remote_read_only) != 0)
     return vxd__bad(pc, VXP_CONF_remote_read_only, "true or false");
   const char *prefix = pc->value[VXP_CONF_remote_prefix];

@@ -41,7 +41,7 @@ typedef struct vxd__lookup {
   char key[VXK_KEY_HEX + 1];
   vxd_remote_done_fn done;
   void *ud;
-  vxd_l2_outcome outcome;
+  int hit; /* entry holds a value that passed its checksum */
   vxk_entry entry;
   uint64_t compile_us;
   struct vxd__lookup *next;
@@ -101,13 +101,18 @@ struct vxd_remote {
 
 static uint64_t vxd__ms(void) { return uv_hrtime() / 1000000u; }
 
-static void vxd__write_free(vxd__write *w) {
+/* Frees the entry a write holds (not the record). */
+static void vxd__write_clear(vxd__write *w) {
   for (uint32_t i = 0; i < w->n; i++) {
     free((char *)w->ks[i].name);
     free((uint8_t *)w->ks[i].metadata);
   }
   free(w->ks);
   free(w->object);
+}
+
+static void vxd__write_free(vxd__write *w) {
+  vxd__write_clear(w);
   free(w);
 }
 
@@ -147,6 +152,14 @@ static void vxd__link_ok(vxd_remote *rm, vxd__link *l) {
   if (l->down) vxd__post(rm, VXD_LOG_NOTICE, "remote storage %s: %s work again", rm->shown, l->name);
   l->down = 0;
   l->backoff_ms = 0;
+}
+
+/* Counts a failed exchange once, whatever it carried (under mu). */
+static void vxd__count_failure(vxd_remote *rm, int rc) {
+  if (rc == VXK_ETIMEDOUT)
+    rm->counts.l2_timeouts++;
+  else
+    rm->counts.l2_errors++;
 }
 
 /* Connects l when it has no connection (its thread, outside mu). */
@@ -190,44 +203,31 @@ static void vxd__reader(void *arg) {
     if (rc == VXK_OK) rc = vxk_remote_get(rm->rd.conn, keys, n, vals, err, sizeof err);
     if (rc != VXK_OK) vxd__drop_conn(&rm->rd);
     uint64_t down_bytes = 0, misses = 0, corrupt = 0, errors = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; rc == VXK_OK && i < n; i++) {
       vxd__lookup *lk = batch[i];
-      if (rc != VXK_OK) {
-        lk->outcome = rc == VXK_ETIMEDOUT ? VXD_L2_TIMEOUT : VXD_L2_ERROR;
-        continue;
-      }
       down_bytes += vals[i].size;
       if (vals[i].rc == VXK_ENOTFOUND) {
-        lk->outcome = VXD_L2_MISS;
         misses++;
       } else if (vals[i].rc != VXK_OK) {
-        lk->outcome = VXD_L2_ERROR;
         errors++;
       } else {
         int drc = vxk_remote_decode(lk->key, vals[i].value, vals[i].size, &lk->entry, &lk->compile_us);
-        lk->outcome = drc == VXK_OK ? VXD_L2_HIT : VXD_L2_ERROR;
-        if (drc != VXK_OK) {
-          errors++;
-          corrupt += drc == VXK_ECORRUPT;
-        }
+        lk->hit = drc == VXK_OK;
+        errors += drc != VXK_OK;
+        corrupt += drc == VXK_ECORRUPT;
       }
       free(vals[i].value);
     }
 
     uv_mutex_lock(&rm->mu);
     if (rc != VXK_OK) {
-      /* one failed exchange counts once, whatever the batch size */
-      if (rc == VXK_ETIMEDOUT)
-        rm->counts.l2_timeouts++;
-      else
-        rm->counts.l2_errors++;
+      vxd__count_failure(rm, rc);
       vxd__link_failed(rm, &rm->rd, err);
       /* the lookups still queued would wait for the same failure */
       while (rm->lookups && rm->rd.down) {
         vxd__lookup *lk = rm->lookups;
         rm->lookups = lk->next;
         rm->nlookups--;
-        lk->outcome = VXD_L2_ERROR;
         lk->next = rm->answered;
         rm->answered = lk;
       }
@@ -297,10 +297,7 @@ static void vxd__writer(void *arg) {
       rm->counts.l2_writes++;
       rm->counts.l2_bytes_up += (int64_t)len;
     } else {
-      if (rc == VXK_ETIMEDOUT)
-        rm->counts.l2_timeouts++;
-      else
-        rm->counts.l2_errors++;
+      vxd__count_failure(rm, rc);
       vxd__link_failed(rm, &rm->wr, err);
     }
     vxd__write_free(w);
@@ -336,7 +333,7 @@ static void vxd__remote_reap(vxd_remote *rm) {
   while (rev) {
     vxd__lookup *lk = rev;
     rev = lk->next;
-    lk->done(lk->ud, lk->key, lk->outcome, &lk->entry, lk->compile_us);
+    lk->done(lk->ud, lk->key, lk->hit ? &lk->entry : NULL, lk->compile_us);
     vxk_entry_clear(&lk->entry);
     free(lk);
   }
@@ -349,10 +346,6 @@ static void vxd__remote_closed_cb(uv_handle_t *h) { free(h->data); }
 int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, int, const char *), void *ud,
                     vxd_remote **out, char *err, size_t errcap) {
   *out = NULL;
-  if (!vxk_remote_prefix_valid(cfg->remote_prefix)) {
-    snprintf(err, errcap, "remote_prefix must be 1 to %d of [A-Za-z0-9_.:-]", VXK_REMOTE_PREFIX_MAX);
-    return -1;
-  }
   vxd_remote *rm = calloc(1, sizeof *rm);
   if (!rm) {
     snprintf(err, errcap, "out of memory");
@@ -424,63 +417,42 @@ int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, 
   return refuse ? -1 : 0;
 }
 
-void vxd_remote_put(vxd_remote *rm, const char *key, const uint8_t *object, size_t object_size,
-                    const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us) {
-  if (rm->cfg->remote_read_only) return;
-  uint64_t bytes = object_size;
+void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,
+                    uint32_t n, uint64_t compile_us) {
+  vxd__write e = {.object = object, .object_size = object_size, .ks = ks, .n = n, .compile_us = compile_us};
+  snprintf(e.key, sizeof e.key, "%s", key);
+  e.bytes = object_size;
   for (uint32_t i = 0; i < n; i++)
-    bytes += ks[i].metadata_size + strlen(ks[i].name);
+    e.bytes += ks[i].metadata_size + strlen(ks[i].name);
+  int read_only = rm->cfg->remote_read_only;
+  vxd__write *w = read_only ? NULL : malloc(sizeof *w);
   uv_mutex_lock(&rm->mu);
-  int drop = rm->stopping || rm->queued_bytes + bytes > rm->cfg->remote_write_queue ||
-             (rm->wr.down && vxd__ms() < rm->wr.retry_ms);
-  if (drop) rm->counts.l2_dropped++;
-  uv_mutex_unlock(&rm->mu);
-  if (drop) return;
-  vxd__write *w = calloc(1, sizeof *w);
-  int ok =
-      w && (w->object = malloc(object_size ? object_size : 1)) && (w->ks = calloc(n ? n : 1, sizeof *w->ks));
-  if (ok) {
-    snprintf(w->key, sizeof w->key, "%s", key);
-    memcpy(w->object, object, object_size);
-    w->object_size = object_size;
-    w->compile_us = compile_us;
-    w->bytes = bytes;
-    for (uint32_t i = 0; ok && i < n; i++) {
-      char *name = strdup(ks[i].name);
-      uint8_t *meta = malloc(ks[i].metadata_size ? ks[i].metadata_size : 1);
-      w->ks[i] = (vxk_kernel_in){name, meta, ks[i].metadata_size};
-      w->n = i + 1;
-      ok = name && meta;
-      if (ok) memcpy(meta, ks[i].metadata, ks[i].metadata_size);
-    }
-  }
-  uv_mutex_lock(&rm->mu);
-  if (!ok) {
-    rm->counts.l2_dropped++;
-  } else {
+  int queue = w && !rm->stopping && rm->queued_bytes + e.bytes <= rm->cfg->remote_write_queue &&
+              !(rm->wr.down && vxd__ms() < rm->wr.retry_ms);
+  if (queue) {
+    *w = e;
     if (rm->writes_tail)
       rm->writes_tail->next = w;
     else
       rm->writes = w;
     rm->writes_tail = w;
-    rm->queued_bytes += bytes;
+    rm->queued_bytes += e.bytes;
     uv_cond_signal(&rm->write_cv);
+  } else if (!read_only) {
+    rm->counts.l2_dropped++;
   }
   uv_mutex_unlock(&rm->mu);
-  if (!ok && w) vxd__write_free(w);
+  if (!queue) {
+    vxd__write_clear(&e);
+    free(w);
+  }
 }
 
 void vxd_remote_take_counts(vxd_remote *rm, vxd_counts *delta) {
   uv_mutex_lock(&rm->mu);
-  delta->l2_hits += rm->counts.l2_hits;
-  delta->l2_misses += rm->counts.l2_misses;
-  delta->l2_errors += rm->counts.l2_errors;
-  delta->l2_timeouts += rm->counts.l2_timeouts;
-  delta->l2_corrupt += rm->counts.l2_corrupt;
-  delta->l2_writes += rm->counts.l2_writes;
-  delta->l2_dropped += rm->counts.l2_dropped;
-  delta->l2_bytes_down += rm->counts.l2_bytes_down;
-  delta->l2_bytes_up += rm->counts.l2_bytes_up;
+#define VXD__TAKE(name) delta->name += rm->counts.name;
+  VXD_COUNTERS(VXD__TAKE)
+#undef VXD__TAKE
   rm->counts = (vxd_counts){0};
   uv_mutex_unlock(&rm->mu);
 }

@@ -231,15 +231,14 @@ typedef struct {
   char *kernel; /* NULL: all */
 } vxd__fetch_wait;
 
-static void vxd__fetch_remote_done(void *ud, const char *key, vxd_l2_outcome outcome, vxk_entry *e,
-                                   uint64_t compile_us) {
+static void vxd__fetch_remote_done(void *ud, const char *key, vxk_entry *e, uint64_t compile_us) {
   vxd__fetch_wait *fw = ud;
   vxd_server *s = fw->srv;
   vxd_conn *c = s->stopping ? NULL : vxd__conn_find(s, fw->conn_id);
   if (c) {
     vxp_request req = {.id = fw->req_id, .op = VXP_OP_FETCH, .kernel = fw->kernel};
     int rc = VXK_ENOTFOUND;
-    if (outcome == VXD_L2_HIT && vxd__adopt(s, key, e, compile_us) == 0) {
+    if (e && vxd__adopt(s, key, e, compile_us) == 0) {
       rc = vxd__serve_cached(c, &req, key, fw->kernel);
       if (rc == 0) s->pending.l2_hits++;
     }
@@ -289,8 +288,7 @@ static void vxd__queue_job(vxd_server *s, vxd_job *j) {
 
 /* The remote level answered a compile's lookup of key (ud: the server):
  * a hit answers every waiter from it, anything else compiles. */
-static void vxd__compile_remote_done(void *ud, const char *key, vxd_l2_outcome outcome, vxk_entry *e,
-                                     uint64_t compile_us) {
+static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, uint64_t compile_us) {
   vxd_server *s = ud;
   vxd_job *j = NULL;
   for (vxd_job **pp = &s->pool.lookups; *pp; pp = &(*pp)->next)
@@ -304,7 +302,7 @@ static void vxd__compile_remote_done(void *ud, const char *key, vxd_l2_outcome o
     vxd__job_free(j);
     return;
   }
-  if (outcome == VXD_L2_HIT && vxd__adopt(s, key, e, compile_us) == 0) {
+  if (e && vxd__adopt(s, key, e, compile_us) == 0) {
     for (vxd_waiter *w = j->waiters; w; w = w->next) {
       vxd_conn *c = vxd__conn_find(s, w->conn_id);
       if (!c) continue;

@@ -79,10 +79,9 @@ void vxd__store(vxd_server *s, const char *key, const vxp_response *r, uint64_t 
 }
 
 /* The store thread wrote a compiled entry: share it (written hook). */
-static void vxd__share(void *ud, const char *key, const uint8_t *object, size_t object_size,
-                       const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us) {
-  vxd_server *s = ud;
-  if (s->remote) vxd_remote_put(s->remote, key, object, object_size, ks, n, compile_us);
+static void vxd__share(void *ud, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,
+                       uint32_t n, uint64_t compile_us) {
+  vxd_remote_put(((vxd_server *)ud)->remote, key, object, object_size, ks, n, compile_us);
 }
 
 static void vxd__remote_log(void *ud, int level, const char *line) { vxd__log_at(ud, level, "%s", line); }

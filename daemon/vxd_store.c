@@ -190,8 +190,12 @@ void vxd_store_reap(vxd_store *st) {
         snprintf(msg, sizeof msg, "cache bookkeeping not written: %s", p->err);
       st->log(st->log_ud, msg);
     }
-    if (p->kind == VXD__STORE_PUT && p->share && st->written)
+    if (p->kind == VXD__STORE_PUT && p->share && st->written) { /* handed over, not copied */
       st->written(st->written_ud, p->key, p->object, p->object_size, p->kernels, p->nkernels, p->compile_us);
+      p->object = NULL;
+      p->kernels = NULL;
+      p->nkernels = 0;
+    }
     if (p->prev)
       p->prev->next = p->next;
     else

@@ -45,32 +45,6 @@ typedef struct {
   char sock[256];
 } redis;
 
-static void redis_start(redis *r) {
-  snprintf(r->sock, sizeof r->sock, "%s/redis.sock", root);
-  r->pid = fork();
-  cr_assert_geq(r->pid, 0);
-  if (r->pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", r->sock, "--unixsocketperm", "700",
-           "--save", "", "--appendonly", "no", "--dir", root, (char *)NULL);
-    _exit(127);
-  }
-  child_started(r->pid);
-  for (int i = 0; i < 500; i++) { /* up to 5 s */
-    redisContext *c = redisConnectUnix(r->sock);
-    int up = c && !c->err;
-    if (c) redisFree(c);
-    if (up) return;
-    int st;
-    cr_assert_eq(waitpid(r->pid, &st, WNOHANG), 0,
-                 "redis-server exited (installed? tests/bootstrap.sh does)");
-    usleep(10000);
-  }
-  cr_assert_fail("redis-server did not start");
-}
-
 /* A free TCP port on 127.0.0.1 (the kernel's pick, released again). */
 static int free_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -82,32 +56,40 @@ static int free_port(void) {
   return ntohs(a.sin_port);
 }
 
-/* redis-server on 127.0.0.1:port only. */
-static void redis_start_tcp(redis *r, int port) {
+/* Starts redis-server on a Unix socket in root (port 0), or on
+ * 127.0.0.1:port only, and waits until it answers. */
+static void redis_start_on(redis *r, int port) {
   char p[16];
   snprintf(p, sizeof p, "%d", port);
-  r->sock[0] = 0;
+  snprintf(r->sock, sizeof r->sock, "%s/redis.sock", root);
   r->pid = fork();
   cr_assert_geq(r->pid, 0);
   if (r->pid == 0) {
     int null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
     dup2(null, 2);
-    execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "", "--appendonly",
-           "no", "--dir", root, (char *)NULL);
+    if (port)
+      execlp("redis-server", "redis-server", "--port", p, "--bind", "127.0.0.1", "--save", "", "--appendonly",
+             "no", "--dir", root, (char *)NULL);
+    else
+      execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", r->sock, "--unixsocketperm",
+             "700", "--save", "", "--appendonly", "no", "--dir", root, (char *)NULL);
     _exit(127);
   }
   child_started(r->pid);
-  for (int i = 0; i < 500; i++) {
-    redisContext *c = redisConnect("127.0.0.1", port);
+  for (int i = 0; i < 500; i++) { /* up to 5 s */
+    redisContext *c = port ? redisConnect("127.0.0.1", port) : redisConnectUnix(r->sock);
     int up = c && !c->err;
     if (c) redisFree(c);
     if (up) return;
-    cr_assert_eq(waitpid(r->pid, NULL, WNOHANG), 0, "redis-server exited");
+    cr_assert_eq(waitpid(r->pid, NULL, WNOHANG), 0,
+                 "redis-server exited (installed? tests/bootstrap.sh does)");
     usleep(10000);
   }
-  cr_assert_fail("redis-server did not start on port %d", port);
+  cr_assert_fail("redis-server did not start");
 }
+
+static void redis_start(redis *r) { redis_start_on(r, 0); }
 
 static void redis_kill(redis *r) {
   if (r->pid <= 0) return;
@@ -163,17 +145,7 @@ static void daemon_start(daemon_t *d, const char *name, const char *const *env) 
     _exit(127);
   }
   child_started(d->pid);
-  for (int i = 0; i < 1000; i++) {
-    vxc_conn *c = NULL;
-    if (vxc_connect(d->sock, &c) == 0) {
-      int answered = vxc_server_info(c) != NULL;
-      vxc_close(c);
-      if (answered) return;
-    }
-    cr_assert_eq(waitpid(d->pid, NULL, WNOHANG), 0, "vortexd exited at start-up");
-    usleep(10000);
-  }
-  cr_assert_fail("vortexd did not start");
+  cr_assert_eq(vxt_daemon_wait(d->sock, d->pid), 0, "vortexd did not start (see %s)", d->log);
 }
 
 static void daemon_stop(daemon_t *d) {
@@ -735,7 +707,7 @@ Test(remote, a_bad_remote_setting_stops_the_daemon_at_start_naming_it) {
 Test(remote, a_tcp_url_with_a_database_number_reaches_that_database) {
   int port = free_port();
   redis rd;
-  redis_start_tcp(&rd, port);
+  redis_start_on(&rd, port);
   static char url[128];
   snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=redis://127.0.0.1:%d/2", port);
   const char *env[] = {url, NULL};

@@ -55,6 +55,10 @@ typedef struct {
  * answers.  extra may be NULL or one more argument.  Returns 0 or -1. */
 int vxt_daemon_start(vxt_daemon *d, const char *extra);
 
+/* Waits until the vortexd started as pid answers hello on sock (up to
+ * 10 s).  Returns 0, or -1 when it exited or never answered. */
+int vxt_daemon_wait(const char *sock, pid_t pid);
+
 /* SIGTERM, then waits; returns the daemon's exit status (0 = clean). */
 int vxt_daemon_stop(vxt_daemon *d);
 

@@ -27,14 +27,18 @@ int vxt_daemon_start(vxt_daemon *d, const char *extra) {
     execv(VXT_VORTEXD, args);
     _exit(127);
   }
+  return vxt_daemon_wait(d->sock, d->pid);
+}
+
+int vxt_daemon_wait(const char *sock, pid_t pid) {
   for (int i = 0; i < 1000; i++) { /* up to 10 s */
     vxc_conn *c = NULL;
-    if (vxc_connect(d->sock, &c) == 0) { /* listening; answering once hello is */
+    if (vxc_connect(sock, &c) == 0) { /* listening; answering once hello is */
       int answered = vxc_server_info(c) != NULL;
       vxc_close(c);
       if (answered) return 0;
     }
-    if (waitpid(d->pid, NULL, WNOHANG) == d->pid) return -1;
+    if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
