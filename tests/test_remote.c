@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,13 +491,33 @@ typedef struct {
   int junk;
 } fake_server;
 
+/* Mode 3, one connection: every GETRANGE answered "not there", every SET
+ * left unanswered (a server that accepts reads and stalls writes). */
+static volatile int fake_sets_seen; /* SET commands mode 3 received */
+
+static void *fake_reads_only(void *arg) {
+  int c = (int)(intptr_t)arg;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(c, buf, sizeof buf)) > 0) {
+    for (const char *p = buf; (p = memmem(p, (size_t)(buf + n - p), "GETRANGE", 8)) != NULL; p += 8)
+      (void)!write(c, "$0\r\n\r\n", 6);
+    if (memmem(buf, (size_t)n, "\r\nSET\r\n", 7)) __atomic_add_fetch(&fake_sets_seen, 1, __ATOMIC_SEQ_CST);
+  }
+  return NULL;
+}
+
 static void *fake_serve(void *arg) {
   fake_server *f = arg;
   for (;;) {
     int c = accept(f->fd, NULL, NULL);
     if (c < 0) return NULL;
     char buf[4096];
-    if (f->junk == 1) {
+    if (f->junk == 3) {
+      pthread_t t;
+      pthread_create(&t, NULL, fake_reads_only, (void *)(intptr_t)c);
+      pthread_detach(t);
+    } else if (f->junk == 1) {
       (void)!read(c, buf, sizeof buf);
       (void)!write(c, "$-7\r\n!!junk\r\n", 13);
     } else if (f->junk == 2) { /* an array hiredis would allocate 16 GiB for */
@@ -552,6 +573,31 @@ Test(remote, a_hanging_or_garbage_server_never_stalls_or_fails_a_compile) {
     cr_assert_eq(s.l2_hits, 0);
     daemon_stop(&a);
   }
+}
+
+/* Writes to the shared level hang for a minute each; the test's own limit
+ * is 30 s, so it can only pass if no reply waits for a write. */
+Test(remote, no_reply_waits_for_its_shared_write, .timeout = 30) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/stalled-writes.sock", root);
+  fake_server f;
+  fake_start(&f, path, 3);
+  static char url[400];
+  snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", path);
+  const char *env[] = {url, "VORTEXD_REMOTE_TIMEOUT=60000", NULL};
+  daemon_t a;
+  daemon_start(&a, "w", env);
+  for (int n = 1; n <= 3; n++) {
+    vxp_response r;
+    compile_n(&a, n, &r); /* looked up (a miss), compiled, answered */
+    cr_assert_eq(r.cached, false);
+    vxp_response_clear(&r);
+  }
+  /* a write was sent and is still unanswered (so the replies above came
+   * while it hung); not stopped cleanly: teardown kills the daemon */
+  for (int i = 0; i < 100 && !__atomic_load_n(&fake_sets_seen, __ATOMIC_SEQ_CST); i++)
+    usleep(10000);
+  cr_assert_geq(__atomic_load_n(&fake_sets_seen, __ATOMIC_SEQ_CST), 1, "a write reached the server");
 }
 
 Test(remote, read_only_mode_reads_and_never_writes) {
