@@ -600,6 +600,45 @@ Test(remote, no_reply_waits_for_its_shared_write, .timeout = 30) {
   cr_assert_geq(__atomic_load_n(&fake_sets_seen, __ATOMIC_SEQ_CST), 1, "a write reached the server");
 }
 
+/* A TCP listener whose accept queue is full: a connect to it hangs (the
+ * kernel drops the SYNs) until the client gives up. */
+static int full_listener(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t al = sizeof a;
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  cr_assert_eq(listen(fd, 0), 0);
+  cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+  *port = ntohs(a.sin_port);
+  for (int i = 0; i < 4; i++) { /* fill the queue, never accepted */
+    int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void)!connect(c, (struct sockaddr *)&a, sizeof a);
+  }
+  usleep(100 * 1000);
+  return fd;
+}
+
+/* Without the connect deadline a connect here waits a minute and more
+ * for TCP's retries; the test's limit is 30 s. */
+Test(remote, a_connection_that_hangs_gives_up_at_the_connect_timeout, .timeout = 30) {
+  int port;
+  (void)full_listener(&port);
+  static char url[128];
+  snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=redis://127.0.0.1:%d", port);
+  const char *env[] = {url, "VORTEXD_REMOTE_CONNECT_TIMEOUT=300", "VORTEXD_REMOTE_TIMEOUT=60000", NULL};
+  daemon_t a;
+  daemon_start(&a, "c", env);
+  vxp_response r;
+  compile_n(&a, 1, &r);
+  cr_assert_eq(r.cached, false);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&a);
+  cr_assert_eq(s.misses, 1);
+  cr_assert_geq(s.l2_timeouts, 1, "%s", s.remote);
+  cr_assert_not_null(strstr(s.remote, "connect: timed out"), "%s", s.remote);
+  daemon_stop(&a);
+}
+
 Test(remote, read_only_mode_reads_and_never_writes) {
   redis rd;
   redis_start(&rd);
