@@ -380,7 +380,7 @@ static int show_config(const vxp_config *pc, int json) {
     const char *from = origins[pc->origin[k]];
     char shown[800];
     if (k == VXP_CONF_remote_storage) { /* never print its password */
-      vxp_remote_url_redact(v, shown, sizeof shown);
+      vxp_config_mask_url(v, shown, sizeof shown);
       v = shown;
     }
     if (json)

@@ -165,8 +165,10 @@ int main(int argc, char **argv) {
   int c, verbose = 0;
   while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
     if (c >= 0 && c < VXP_CONF_COUNT) {
-      if (vxp_config_set(&pc, vxp_config_name((vxp_conf_key)c), optarg, VXP_FROM_FLAG) != 0) {
-        fprintf(stderr, "vortexd: --%s: value too long\n", names[c]);
+      int rc = vxp_config_set(&pc, vxp_config_name((vxp_conf_key)c), optarg, VXP_FROM_FLAG);
+      if (rc != 0) {
+        fprintf(stderr, "vortexd: --%s: %s\n", names[c],
+                rc == -E2BIG ? "configuration values too long in all" : "value too long");
         return 64;
       }
       continue;

@@ -35,11 +35,24 @@ const char *vxp_config_name(vxp_conf_key k) { return k < VXP_CONF_COUNT ? vxp__c
 const char *vxp_config_env(vxp_conf_key k) { return k < VXP_CONF_COUNT ? vxp__conf_envs[k] : NULL; }
 const char *vxp_config_help(vxp_conf_key k) { return k < VXP_CONF_COUNT ? vxp__conf_help[k] : NULL; }
 
+/* Copies text into cfg's arena; NULL when it would not fit. */
+static const char *vxp__conf_keep(vxp_config *cfg, const char *text, size_t n) {
+  if (n > VXP_CONF_VALUE_MAX || n + 1 > sizeof cfg->text - cfg->text_used) return NULL;
+  char *kept = cfg->text + cfg->text_used;
+  memcpy(kept, text, n);
+  kept[n] = '\0';
+  cfg->text_used += n + 1;
+  return kept;
+}
+
 int vxp_config_set(vxp_config *cfg, const char *name, const char *value, vxp_conf_origin origin) {
   for (int k = 0; k < VXP_CONF_COUNT; k++) {
     if (strcmp(name, vxp__conf_names[k]) != 0) continue;
-    if (strlen(value) >= sizeof cfg->value[k]) return -EINVAL;
-    snprintf(cfg->value[k], sizeof cfg->value[k], "%s", value);
+    size_t n = strlen(value);
+    if (n > VXP_CONF_VALUE_MAX) return -EINVAL;
+    const char *kept = vxp__conf_keep(cfg, value, n);
+    if (!kept) return -E2BIG;
+    cfg->value[k] = kept;
     cfg->origin[k] = origin;
     return 0;
   }
@@ -49,22 +62,62 @@ int vxp_config_set(vxp_config *cfg, const char *name, const char *value, vxp_con
 typedef struct {
   vxp_config *cfg;
   char bad[128]; /* the first key refused */
+  int rc;        /* why: -EINVAL unknown key or long value, -E2BIG all text */
+  FILE *f;
+  int line;      /* lines read */
+  int long_line; /* the first line over VXP_CONF_LINE_MAX bytes, or 0 */
 } vxp__ini_state;
+
+/* inih's line reader: fgets, except that a line over num - 1 bytes is read
+ * to its end and handed over as a line inih refuses, at its own number. */
+static char *vxp__ini_read(char *str, int num, void *stream) {
+  vxp__ini_state *st = stream;
+  if (!fgets(str, num, st->f)) return NULL;
+  st->line++;
+  size_t n = strlen(str);
+  if (n + 1 == (size_t)num && str[n - 1] != '\n') {
+    int c;
+    while ((c = fgetc(st->f)) != EOF && c != '\n') {
+    }
+    if (!st->long_line) st->long_line = st->line;
+    snprintf(str, (size_t)num, "%s", "?\n"); /* not `key = value` */
+  }
+  return str;
+}
+
+/* The message for a value vxp_config_set refused (rc) under a known key. */
+static const char *vxp__set_error(int rc) {
+  return rc == -E2BIG ? "configuration values too long in all" : "value too long";
+}
 
 /* inih handler: 1 to go on, 0 makes ini_parse report this line. */
 static int vxp__ini_line(void *user, const char *section, const char *name, const char *value) {
   vxp__ini_state *st = user;
-  if (section[0] || vxp_config_set(st->cfg, name, value, VXP_FROM_FILE) != 0) {
+  int rc = section[0] ? -EINVAL : vxp_config_set(st->cfg, name, value, VXP_FROM_FILE);
+  if (rc != 0) {
     if (!st->bad[0]) snprintf(st->bad, sizeof st->bad, "%s%s%s", section, section[0] ? "." : "", name);
+    st->rc = rc;
     return 0;
   }
   return 1;
 }
 
-int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
-  memset(cfg, 0, sizeof *cfg);
+/* Whether name is a key. */
+static int vxp__conf_known(const char *name) {
   for (int k = 0; k < VXP_CONF_COUNT; k++)
-    snprintf(cfg->value[k], sizeof cfg->value[k], "%s", vxp__conf_defaults[k]);
+    if (strcmp(name, vxp__conf_names[k]) == 0) return 1;
+  return 0;
+}
+
+int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
+  /* not a memset of the whole: text[] stays untouched until used */
+  for (int k = 0; k < VXP_CONF_COUNT; k++) {
+    cfg->value[k] = vxp__conf_defaults[k];
+    cfg->origin[k] = VXP_FROM_DEFAULT;
+  }
+  cfg->file_found = 0;
+  cfg->file[0] = '\0';
+  cfg->text_used = 0;
   /* the file's own place: $VORTEXD_CONFIG, else the XDG config home */
   const char *env = getenv("VORTEXD_CONFIG"), *home = getenv("HOME");
   int n;
@@ -81,11 +134,22 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
   FILE *f = fopen(cfg->file, "r");
   if (f) {
     cfg->file_found = 1;
-    vxp__ini_state st = {.cfg = cfg};
-    int line = ini_parse_file(f, vxp__ini_line, &st);
+    vxp__ini_state st = {.cfg = cfg, .f = f};
+    /* inih reads lines of at most 200 bytes unless told otherwise (its
+     * run-time settings, process-wide: hence "load once, on one thread") */
+    ini_use_stack = false;
+    ini_allow_realloc = false;
+    ini_max_line = ini_initial_alloc = VXP_CONF_LINE_MAX + 3; /* with "\r\n\0" */
+    int line = ini_parse_stream(vxp__ini_read, &st, vxp__ini_line, &st);
     fclose(f);
     if (line != 0) {
-      if (st.bad[0])
+      if (st.long_line == line)
+        snprintf(err, errcap, "%s:%d: line longer than %d bytes", cfg->file, line, VXP_CONF_LINE_MAX);
+      else if (line < 0)
+        snprintf(err, errcap, "%s: out of memory", cfg->file);
+      else if (st.bad[0] && vxp__conf_known(st.bad))
+        snprintf(err, errcap, "%s:%d: %s: %s", cfg->file, line, st.bad, vxp__set_error(st.rc));
+      else if (st.bad[0])
         snprintf(err, errcap, "%s:%d: unknown key '%s' (`vxc config` lists the keys)", cfg->file, line,
                  st.bad);
       else
@@ -99,24 +163,33 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
   for (int k = 0; k < VXP_CONF_COUNT; k++) {
     const char *v = getenv(vxp__conf_envs[k]);
     if (v && *v) {
-      if (vxp_config_set(cfg, vxp__conf_names[k], v, VXP_FROM_ENV) != 0) {
-        snprintf(err, errcap, "%s: value too long", vxp__conf_envs[k]);
-        return -EINVAL;
+      int rc = vxp_config_set(cfg, vxp__conf_names[k], v, VXP_FROM_ENV);
+      if (rc != 0) {
+        snprintf(err, errcap, "%s: %s", vxp__conf_envs[k], vxp__set_error(rc));
+        return rc;
       }
     }
   }
   /* derived defaults: where client and daemon meet (vxp_paths.h) */
-  if (!cfg->value[VXP_CONF_socket][0] &&
-      vxp_default_socket_path(cfg->value[VXP_CONF_socket], sizeof cfg->value[VXP_CONF_socket]) != 0) {
-    snprintf(err, errcap, "default socket path too long for a Unix socket");
-    return -EINVAL;
+  char derived[4096];
+  if (!cfg->value[VXP_CONF_socket][0]) {
+    if (vxp_default_socket_path(derived, sizeof derived) != 0) {
+      snprintf(err, errcap, "default socket path too long for a Unix socket");
+      return -EINVAL;
+    }
+    if (!(cfg->value[VXP_CONF_socket] = vxp__conf_keep(cfg, derived, strlen(derived)))) goto full;
   }
-  if (!cfg->value[VXP_CONF_cache_dir][0] &&
-      vxp_default_cache_dir(cfg->value[VXP_CONF_cache_dir], sizeof cfg->value[VXP_CONF_cache_dir]) != 0) {
-    snprintf(err, errcap, "default cache directory path too long");
-    return -EINVAL;
+  if (!cfg->value[VXP_CONF_cache_dir][0]) {
+    if (vxp_default_cache_dir(derived, sizeof derived) != 0) {
+      snprintf(err, errcap, "default cache directory path too long");
+      return -EINVAL;
+    }
+    if (!(cfg->value[VXP_CONF_cache_dir] = vxp__conf_keep(cfg, derived, strlen(derived)))) goto full;
   }
   return 0;
+full:
+  snprintf(err, errcap, "configuration values over %d bytes in all", VXP_CONF_TEXT_MAX);
+  return -E2BIG;
 }
 
 int vxp_config_uint(const char *s, uint64_t *out) {
@@ -161,4 +234,18 @@ int vxp_config_bool(const char *s, int *out) {
     if (strcasecmp(s, no[i]) == 0) return *out = 0, 0;
   }
   return -EINVAL;
+}
+
+void vxp_config_mask_url(const char *url, char *out, size_t cap) {
+  if (!cap) return;
+  const char *at = strrchr(url, '@');
+  if (!at) {
+    snprintf(out, cap, "%s", url);
+    return;
+  }
+  const char *scheme_end = strstr(url, "://");
+  const char *info = scheme_end && scheme_end < at ? scheme_end + 3 : url;
+  const char *colon = memchr(info, ':', (size_t)(at - info));
+  const char *keep_end = colon ? colon + 1 : info; /* the user name and its ':' stay */
+  snprintf(out, cap, "%.*s***%s", (int)(keep_end - url), url, at);
 }

@@ -67,11 +67,23 @@ typedef enum {
 /* Where a value came from. */
 typedef enum { VXP_FROM_DEFAULT, VXP_FROM_FILE, VXP_FROM_ENV, VXP_FROM_FLAG } vxp_conf_origin;
 
+/* One value's longest text, and all values' text together (bytes, with
+ * their NULs): a bound on what a configuration file or the environment can
+ * make a process hold. */
+#define VXP_CONF_VALUE_MAX 4095
+#define VXP_CONF_LINE_MAX (VXP_CONF_VALUE_MAX + 100) /* a file's line, key and all */
+#define VXP_CONF_TEXT_MAX 65536
+
+/* Values point at built-in defaults or into text[], which is filled from
+ * its start: a process touches only the pages its configuration uses (vxc
+ * starts once per compile, and each page it touches costs a fault). */
 typedef struct {
-  char value[VXP_CONF_COUNT][4096];
+  const char *value[VXP_CONF_COUNT];
   vxp_conf_origin origin[VXP_CONF_COUNT];
-  char file[4096]; /* the configuration file looked at ("" when none) */
   int file_found;  /* it exists and was read */
+  char file[4096]; /* the configuration file looked at ("" when none) */
+  size_t text_used;
+  char text[VXP_CONF_TEXT_MAX];
 } vxp_config;
 
 /* Fills cfg: defaults (socket and cache directory from vxp_paths.h), then
@@ -80,8 +92,9 @@ typedef struct {
  * -EIO with a message in err (errcap bytes). */
 int vxp_config_load(vxp_config *cfg, char *err, size_t errcap);
 
-/* Sets key (by name) from a command-line flag.  Returns 0 or -EINVAL (no
- * such key, or value too long). */
+/* Sets key (by name) from a command-line flag.  Returns 0, -EINVAL (no
+ * such key, or value over VXP_CONF_VALUE_MAX bytes) or -E2BIG (all values
+ * together over VXP_CONF_TEXT_MAX bytes). */
 int vxp_config_set(vxp_config *cfg, const char *name, const char *value, vxp_conf_origin origin);
 
 /* The name, environment variable and meaning of key k. */
@@ -124,8 +137,13 @@ int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t
  * and `vxc config`) into out (cap bytes, truncated, NUL-terminated). */
 void vxp_remote_url_show(const vxp_remote_url *u, char *out, size_t cap);
 
-/* remote_storage's value fit to show: "" stays "", a URL that does not
- * parse becomes "(invalid URL)", any other has its password masked. */
-void vxp_remote_url_redact(const char *url, char *out, size_t cap);
+/* remote_storage's value fit to print (`vxc config`) without parsing it,
+ * for programs that do not link uriparser: whatever lies between "://" (or
+ * the start) and the last '@' is the user information; its part after the
+ * first ':', or all of it when it has no ':', becomes "***".  Never shows
+ * more than vxp_remote_url_show would; shows an invalid URL as written,
+ * masked (the daemon refuses it at start).  Writes into out (cap bytes,
+ * truncated, NUL-terminated).  Any thread. */
+void vxp_config_mask_url(const char *url, char *out, size_t cap);
 
 #endif /* VXP_CONFIG_H */

@@ -1,7 +1,9 @@
 /*
  * vxp_remote_url.c - remote_storage URLs (vxp_config.h), parsed with
  * uriparser (RFC 3986).  Kept apart from vxp_config.c so that what reads
- * only the configuration (the launch-time runtime) does not link uriparser.
+ * only the configuration (vxc, the launch-time runtime) does not link
+ * uriparser: Debian ships it without a static archive, and vxc is linked
+ * statically.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -139,15 +141,4 @@ void vxp_remote_url_show(const vxp_remote_url *u, char *out, size_t cap) {
   else
     snprintf(out, cap, "redis://%s%s%s%s:%u/%u", auth, strchr(u->host, ':') ? "[" : "", u->host,
              strchr(u->host, ':') ? "]" : "", u->port, u->db);
-}
-
-void vxp_remote_url_redact(const char *url, char *out, size_t cap) {
-  vxp_remote_url u;
-  char err[256];
-  if (!url[0])
-    snprintf(out, cap, "%s", "");
-  else if (vxp_remote_url_parse(url, &u, err, sizeof err) != 0)
-    snprintf(out, cap, "(invalid URL)");
-  else
-    vxp_remote_url_show(&u, out, cap);
 }

@@ -544,14 +544,89 @@ Test(config, remote_storage_urls_parse_as_ccache_and_sccache_write_them) {
   }
   cr_assert_eq(vxp_remote_url_parse("redis://u:hunter2@host:x", &u, err, sizeof err), -EINVAL);
   cr_assert_null(strstr(err, "hunter2"), "%s", err);
-  vxp_remote_url_redact("redis://u:hunter2@host", shown, sizeof shown);
-  cr_assert_str_eq(shown, "redis://u:***@host:6379/0");
-  vxp_remote_url_redact("redis://u:hunter2@host:x", shown, sizeof shown);
-  cr_assert_str_eq(shown, "(invalid URL)");
+  /* vxc's mask, without a parser: never less than the parser would hide */
+  const char *masked[][2] = {
+      {"redis://u:hunter2@host", "redis://u:***@host"},
+      {"redis://u:hunter2@host:x", "redis://u:***@host:x"},
+      {"redis://:hunter2@[::1]:6380/2", "redis://:***@[::1]:6380/2"},
+      {"redis://hunter2@host", "redis://***@host"},
+      {"redis://u:hun@ter2@host", "redis://u:***@host"},
+      {"redis+unix://u:hunter2@/run/r.sock?db=1", "redis+unix://u:***@/run/r.sock?db=1"},
+      {"u:hunter2@host", "u:***@host"},
+      {"hunter2@host", "***@host"},
+      {"redis://host:6379/0", "redis://host:6379/0"},
+      {"", ""},
+  };
+  for (size_t i = 0; i < sizeof masked / sizeof *masked; i++) {
+    vxp_config_mask_url(masked[i][0], shown, sizeof shown);
+    cr_assert_str_eq(shown, masked[i][1], "%s", masked[i][0]);
+  }
+  vxp_config_mask_url("redis://u:hunter2@host", shown, 12);
+  cr_assert_str_eq(shown, "redis://u:*", "truncated, never past the mask");
   int b = -1;
   cr_assert_eq(vxp_config_bool("Yes", &b), 0);
   cr_assert_eq(b, 1);
   cr_assert_eq(vxp_config_bool("off", &b), 0);
   cr_assert_eq(b, 0);
   cr_assert_eq(vxp_config_bool("maybe", &b), -EINVAL);
+}
+
+/* Writes text to a fresh configuration file and points VORTEXD_CONFIG at it. */
+static void config_file(const char *text) {
+  char path[] = "/tmp/vxt-conf-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  setenv("VORTEXD_CONFIG", path, 1);
+}
+
+Test(config, values_are_bounded_one_by_one_and_in_all) {
+  static vxp_config cfg;
+  static char text[200000], err[4200];
+  static char value[VXP_CONF_LINE_MAX + 2];
+  unsetenv("VORTEXD_SOCKET");
+  unsetenv("VORTEXD_CACHE_DIR");
+  /* the longest value is kept whole, from the file (past inih's 200-byte default) */
+  memset(value, 'a', sizeof value - 1);
+  snprintf(text, sizeof text, "# long\nvortex_sdk = /%.*s\n", VXP_CONF_VALUE_MAX - 1, value);
+  config_file(text);
+  cr_assert_eq(vxp_config_load(&cfg, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(strlen(cfg.value[VXP_CONF_vortex_sdk]), VXP_CONF_VALUE_MAX);
+  cr_assert_eq(cfg.origin[VXP_CONF_vortex_sdk], VXP_FROM_FILE);
+  cr_assert_neq(cfg.value[VXP_CONF_socket][0], '\0', "derived defaults still filled in");
+  /* one byte more is refused at its line, as too long (not as an unknown key) */
+  snprintf(text, sizeof text, "workers = 1\nvortex_sdk = /%.*s\n", VXP_CONF_VALUE_MAX, value);
+  config_file(text);
+  cr_assert_eq(vxp_config_load(&cfg, err, sizeof err), -EINVAL);
+  cr_assert_not_null(strstr(err, ":2: vortex_sdk: value too long"), "%s", err);
+  /* a line past the line bound is named as such, at its number */
+  snprintf(text, sizeof text, "workers = 1\n\n# %s\nworkers = 2\n", value);
+  config_file(text);
+  cr_assert_eq(vxp_config_load(&cfg, err, sizeof err), -EINVAL);
+  cr_assert_not_null(strstr(err, ":3: line longer than"), "%s", err);
+  /* from the environment, with the variable named */
+  config_file("");
+  snprintf(text, sizeof text, "%.*s", VXP_CONF_VALUE_MAX, value);
+  setenv("VORTEXD_VORTEX_SDK", text, 1);
+  cr_assert_eq(vxp_config_load(&cfg, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(cfg.origin[VXP_CONF_vortex_sdk], VXP_FROM_ENV);
+  cr_assert_eq(vxp_config_set(&cfg, "vortex_sdk", "/flag", VXP_FROM_FLAG), 0);
+  cr_assert_str_eq(cfg.value[VXP_CONF_vortex_sdk], "/flag");
+  cr_assert_eq(cfg.origin[VXP_CONF_vortex_sdk], VXP_FROM_FLAG);
+  snprintf(text, sizeof text, "%.*s", VXP_CONF_VALUE_MAX + 1, value);
+  setenv("VORTEXD_VORTEX_SDK", text, 1);
+  cr_assert_eq(vxp_config_load(&cfg, err, sizeof err), -EINVAL);
+  cr_assert_not_null(strstr(err, "VORTEXD_VORTEX_SDK: value too long"), "%s", err);
+  unsetenv("VORTEXD_VORTEX_SDK");
+  /* all values together are bounded: 17 of 4000 bytes do not fit in 64 KiB */
+  snprintf(text, sizeof text, "%.4000s", value);
+  int set = 0;
+  for (int k = 0; k < VXP_CONF_COUNT && set < 17; k++, set++)
+    setenv(vxp_config_env((vxp_conf_key)k), text, 1);
+  cr_assert_eq(set, 17);
+  cr_assert_eq(vxp_config_load(&cfg, err, sizeof err), -E2BIG);
+  cr_assert_not_null(strstr(err, "too long in all"), "%s", err);
 }
