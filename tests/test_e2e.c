@@ -2,11 +2,13 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -611,6 +613,63 @@ Test(e2e, vxc_cli_json_table_and_objects) {
            d.dir, VXT_VXC, d.sock, d.dir, d.dir);
   cr_assert_eq(run(cmd, out, sizeof out), 1, "a compile error exits 1: %s", out);
   cr_assert_not_null(strstr(out, "x.mlir:1:"), "%s", out);
+}
+
+/* stat of path, asserted to exist */
+static struct stat stat_of(const char *path) {
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0, "%s: %s", path, strerror(errno));
+  return st;
+}
+
+Test(e2e, an_identical_object_stays_in_place_anything_else_is_replaced) {
+  static char out[65536];
+  char cmd[1024], obj[512], other[512];
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile -o %s/same %s", VXT_VXC, d.sock, d.dir, POLYGEIST_STYLE);
+  snprintf(obj, sizeof obj, "%s/same/polygeist_style.o", d.dir);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  size_t len, len2;
+  char *want = vxt_read_file(obj, &len);
+  cr_assert_not_null(want);
+  /* the same bytes again: same file, its modification time brought to now */
+  struct timespec old[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+  cr_assert_eq(utimensat(AT_FDCWD, obj, old, 0), 0);
+  struct stat before = stat_of(obj);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  struct stat after = stat_of(obj);
+  cr_assert_eq(after.st_ino, before.st_ino, "left in place");
+  cr_assert_gt(after.st_mtime, before.st_mtime + 1000000, "make sees it as new");
+  /* a different object of the same size: replaced */
+  FILE *f = fopen(obj, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, (long)len / 2, SEEK_SET);
+  fputc(want[len / 2] ^ 0x5a, f);
+  fclose(f);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  char *got = vxt_read_file(obj, &len2);
+  cr_assert(len2 == len && memcmp(got, want, len) == 0, "the damaged object was rewritten");
+  free(got);
+  /* identical bytes, but a second link, a symbolic link or another mode: replaced,
+   * and what the links point at is not touched */
+  snprintf(other, sizeof other, "%s/same/elsewhere.o", d.dir);
+  cr_assert_eq(link(obj, other), 0);
+  before = stat_of(obj);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_neq(stat_of(obj).st_ino, before.st_ino, "a hard-linked object is replaced, not shared");
+  cr_assert_eq(stat_of(other).st_nlink, 1);
+  cr_assert_eq(unlink(obj), 0);
+  cr_assert_eq(symlink(other, obj), 0);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  struct stat l;
+  cr_assert_eq(lstat(obj, &l), 0);
+  cr_assert(S_ISREG(l.st_mode), "the symbolic link was replaced by the object");
+  cr_assert_eq(chmod(obj, 0600), 0);
+  before = stat_of(obj);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  after = stat_of(obj);
+  cr_assert_neq(after.st_ino, before.st_ino);
+  cr_assert_neq(after.st_mode & 0777, 0600, "written with the mode a new object gets");
+  free(want);
 }
 
 Test(e2e, many_vxc_at_once_start_exactly_one_daemon) {
