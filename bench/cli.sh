@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A whole `vxc compile` process on a cache hit against a whole ccache hit
-# (`ccache gcc -c` of a small C file), paired: each round times one of each.
-#   bash bench/cli.sh [BUILD_DIR] [FILE.mlir]       (BENCH_ROUNDS=200)
+# (`ccache gcc -c` of a small C file), paired: each round times one of each
+# (bench/vxd_procs.c), with the output already there and with it removed.
+#   bash bench/cli.sh [BUILD_DIR] [FILE.mlir]       (BENCH_ROUNDS=300)
 # Needs ccache (apt-get install ccache).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,23 +18,16 @@ for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
 printf 'int add(int a, int b) { return a + b; }\n' >"$dir/x.c"
 export CCACHE_DIR=$dir/ccache
 vxc=("$build/vxc" --no-spawn --socket "$dir/s.sock" compile -o "$dir/out" "$file")
-cc=(ccache gcc -c "$dir/x.c" -o "$dir/x.o")
+cc=("$(command -v ccache)" gcc -c "$dir/x.c" -o "$dir/x.o")
 "${vxc[@]}" >/dev/null
 "${cc[@]}"
 "${cc[@]}" # the second is a hit
-rounds=${BENCH_ROUNDS:-200}
-: >"$dir/t"
-for _ in $(seq "$rounds"); do
-  t0=$EPOCHREALTIME
-  "${vxc[@]}" >/dev/null
-  t1=$EPOCHREALTIME
-  "${cc[@]}"
-  t2=$EPOCHREALTIME
-  echo "$t0 $t1 $t2" >>"$dir/t"
-done
+rounds=${BENCH_ROUNDS:-300}
+# started as ninja starts a compiler (posix_spawn, no shell): a shell in
+# between would add its own fork to both sides
+echo "== the object already there (a rebuild whose input came out the same)"
+"$build/bench/vxd_procs" "$rounds" /bin/true -- "${vxc[@]}" -- "${cc[@]}"
+echo "== the object removed before each run (a clean build directory)"
+"$build/bench/vxd_procs" "$rounds" --rm "$dir/out/$(basename "${file%.mlir}").o" "${vxc[@]}" \
+  -- --rm "$dir/x.o" "${cc[@]}"
 ccache -s | grep -iE 'hits|direct' | head -3 >&2 || true
-awk '{ v = ($2 - $1) * 1e6; c = ($3 - $2) * 1e6; print v, c, v / c }' "$dir/t" >"$dir/r"
-med() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-printf 'vxc hit process   p50 %8.0f us\n' "$(cut -d' ' -f1 "$dir/r" | med)"
-printf 'ccache hit        p50 %8.0f us\n' "$(cut -d' ' -f2 "$dir/r" | med)"
-printf 'vxc / ccache      %.2f (median of %d paired rounds)\n' "$(cut -d' ' -f3 "$dir/r" | med)" "$rounds"
