@@ -96,8 +96,10 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   cfg->conn_idle_timeout_s = (unsigned)v;
   if (vxd__num(pc, VXP_CONF_max_unsent, 1, 4096, UINT64_MAX, &cfg->max_unsent)) return 64;
   if (vxd__num(pc, VXP_CONF_worker_memory, 1, 0, UINT64_MAX, &cfg->worker_memory)) return 64;
-  if (cfg->worker_memory && cfg->worker_memory < (256ull << 20))
-    return vxd__bad(pc, VXP_CONF_worker_memory, "0 or at least 256M (the compiler itself needs it)");
+  /* a worker maps ~350 MB of address space before it compiles anything
+   * (libLLVM, libMLIR, its heap): a limit under that fails every compile */
+  if (cfg->worker_memory && cfg->worker_memory < (512ull << 20))
+    return vxd__bad(pc, VXP_CONF_worker_memory, "0 or at least 512M (the compiler itself needs it)");
   if (vxd__num(pc, VXP_CONF_crash_memory, 0, 0, 86400, &v)) return 64;
   cfg->crash_memory_s = (unsigned)v;
   cfg->allowed_gid = (gid_t)-1;
