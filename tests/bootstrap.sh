@@ -23,6 +23,7 @@ pkgs=(build-essential cmake pkg-config
       libclang-rt-22-dev  # libFuzzer for the fuzz targets (tests/fuzz)
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps clang-format libjansson-dev libinih-dev
+      libjemalloc-dev  # the daemon's allocator
       libhiredis-dev liburiparser-dev  # the shared second cache level (Redis) and its URL
       redis-server  # test_remote starts its own on a private socket
       systemd  # systemd-analyze checks the installed units
