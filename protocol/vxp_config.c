@@ -138,6 +138,7 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
     /* inih reads lines of at most 200 bytes unless told otherwise (its
      * run-time settings, process-wide: hence "load once, on one thread") */
     ini_use_stack = false;
+    ini_allow_inline_comments = false; /* "a ;b" is a value, not "a" and a comment */
     ini_allow_realloc = false;
     ini_max_line = ini_initial_alloc = VXP_CONF_LINE_MAX + 3; /* with "\r\n\0" */
     int line = ini_parse_stream(vxp__ini_read, &st, vxp__ini_line, &st);

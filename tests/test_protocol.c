@@ -597,6 +597,10 @@ Test(config, values_are_bounded_one_by_one_and_in_all) {
   cr_assert_eq(strlen(cfg.value[VXP_CONF_vortex_sdk]), VXP_CONF_VALUE_MAX);
   cr_assert_eq(cfg.origin[VXP_CONF_vortex_sdk], VXP_FROM_FILE);
   cr_assert_neq(cfg.value[VXP_CONF_socket][0], '\0', "derived defaults still filled in");
+  /* a ';' inside a value is part of it; comments are whole lines */
+  config_file("; a comment\n# another\nvortex_sdk = /opt/a ;b\n");
+  cr_assert_eq(vxp_config_load(&cfg, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(cfg.value[VXP_CONF_vortex_sdk], "/opt/a ;b");
   /* one byte more is refused at its line, as too long (not as an unknown key) */
   snprintf(text, sizeof text, "workers = 1\nvortex_sdk = /%.*s\n", VXP_CONF_VALUE_MAX, value);
   config_file(text);
