@@ -232,8 +232,13 @@ int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, 
 void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,
                     uint32_t n, uint64_t compile_us);
 
+/* Milliseconds stopping may spend on writes still queued (the daemon's
+ * last entries, so that the shared level has them and the cache counts them). */
+#define VXD_REMOTE_STOP_MS 2000
+
 /* Waits (blocking the loop) until the writes queued so far are done, for
- * at most timeout_ms milliseconds: what `stats` does to report them. */
+ * at most timeout_ms milliseconds: what `stats` and stopping do to report
+ * them. */
 void vxd_remote_drain(vxd_remote *rm, unsigned timeout_ms);
 
 /* As vxd_store_pause/resume, for a fork: both threads finish what is

@@ -33,7 +33,6 @@
 #define VXD__MAX_LOOKUPS 4096    /* lookups waiting; more are refused */
 #define VXD__BACKOFF_MIN_MS 1000 /* first pause after a failure */
 #define VXD__BACKOFF_MAX_MS 60000
-#define VXD__CLOSE_WRITE_MS 2000 /* what stopping may spend on queued writes */
 /* The largest value read: an entry is bounded by what a worker may send. */
 #define VXD__MAX_VALUE ((uint64_t)VXP_MAX_FRAME_DEFAULT)
 
@@ -491,7 +490,7 @@ void vxd_remote_close(vxd_remote *rm) {
   if (!rm) return;
   uv_mutex_lock(&rm->mu);
   rm->stopping = 1;
-  rm->close_deadline_ms = vxd__ms() + VXD__CLOSE_WRITE_MS;
+  rm->close_deadline_ms = vxd__ms() + VXD_REMOTE_STOP_MS;
   uv_cond_broadcast(&rm->read_cv);
   uv_cond_broadcast(&rm->write_cv);
   uv_mutex_unlock(&rm->mu);

@@ -125,6 +125,11 @@ void vxd__stop(vxd_server *s, const char *why) {
   vxd__close_if_open((uv_handle_t *)&s->idle);
   vxd__close_if_open((uv_handle_t *)&s->flush);
   vxd__close_if_open((uv_handle_t *)&s->watchdog);
+  if (s->store && s->remote) { /* the last entries shared, as for stats, so that */
+    vxd_store_drain(s->store); /* the counts of those writes reach the cache too */
+    vxd_store_reap(s->store);
+    vxd_remote_drain(s->remote, VXD_REMOTE_STOP_MS);
+  }
   vxd__flush_counters(s);
   vxd_store_close(s->store); /* writes what is queued first (and shares it) */
   s->store = NULL;

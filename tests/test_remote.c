@@ -362,6 +362,30 @@ static void other_key_value(redisContext *c, const char *key, redisReply *v) {
   freeReplyObject(keys);
 }
 
+Test(remote, the_last_shared_writes_are_counted_when_the_daemon_stops) {
+  redis rd;
+  redis_start(&rd);
+  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
+  const char *env[] = {env_url, NULL};
+  daemon_t a;
+  daemon_start(&a, "a", env);
+  vxp_response r;
+  for (int n = 0; n < 3; n++) { /* stopped at once: the writes are still queued */
+    compile_n(&a, 300 + n, &r);
+    vxp_response_clear(&r);
+  }
+  daemon_stop(&a);
+  cr_assert_eq(redis_int(&rd, "DBSIZE", NULL), 3, "every entry was shared before the daemon ended");
+  daemon_start(&a, "a", env); /* the same cache: its counters persisted */
+  vxp_stats s = stats_of(&a);
+  cr_assert_eq(s.misses, 3);
+  cr_assert_eq(s.l2_misses, 3);
+  cr_assert_eq(s.l2_writes, 3, "writes done while stopping are counted too");
+  cr_assert_gt(s.l2_bytes_up, 3000);
+  daemon_stop(&a);
+  redis_kill(&rd);
+}
+
 Test(remote, a_damaged_value_is_detected_recompiled_and_replaced_never_served) {
   redis rd;
   redis_start(&rd);
