@@ -666,7 +666,7 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
       if (strcmp(e.kernels[i].name, kernel) == 0) keep = i;
     if (keep == e.nkernels) {
       vxk_entry_clear(&e);
-      return VXK_ENOTFOUND;
+      return VXK_ENOKERNEL;
     }
     vxk_kernel_out k = e.kernels[keep];
     for (uint32_t i = 0; i < e.nkernels; i++)

@@ -31,7 +31,8 @@
 enum {
   VXK_OK = 0,
   VXK_ENOMEM = -ENOMEM,    /* allocation failed */
-  VXK_ENOTFOUND = -ENOENT, /* no such key (or kernel) */
+  VXK_ENOTFOUND = -ENOENT, /* no such key */
+  VXK_ENOKERNEL = -ESRCH,  /* the entry exists, with no kernel of the name asked for */
   VXK_EIO = -EIO,          /* SQLite or file-system error; see vxk_errmsg */
   VXK_EFULL = -ENOSPC,     /* disk full: nothing was written */
   VXK_EINVAL = -EINVAL,    /* bad argument (key not 64 hex digits, ...) */
@@ -132,7 +133,8 @@ int vxk_zero_counters(vxk_cache *c);
  * vxk_touch_take, by vxk_touch on another (a read never writes).  Up to
  * VXK_TOUCH_MAX distinct keys are recorded between flushes; reads past that
  * are not (their entries only look older to eviction).  Returns 0,
- * VXK_ENOTFOUND, VXK_ECORRUPT, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
+ * VXK_ENOTFOUND, VXK_ENOKERNEL (kernel given, the entry has none of that
+ * name), VXK_ECORRUPT, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
 int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out);
 
 /* Deletes the entry for key if it still fails its checksum (it may have

@@ -176,7 +176,7 @@ int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
 void vxd_store_flush(vxd_store *st, vxk_cache *reader, const vxd_counts *delta);
 
 /* A queued, not yet written entry for key, as vxk_get would return it
- * (kernel NULL: all).  Returns VXK_OK (caller clears *out), VXK_ENOTFOUND,
+ * (kernel NULL: all).  Returns VXK_OK (caller clears *out), VXK_ENOTFOUND, VXK_ENOKERNEL,
  * VXK_ENOMEM. */
 int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, vxk_entry *out);
 

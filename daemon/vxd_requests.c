@@ -183,7 +183,8 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
     return VXK_ENOTFOUND;
   }
   if (rc != VXK_OK) {
-    if (rc != VXK_ENOTFOUND) vxd__log_at(s, VXD_LOG_ERR, "cache read %s: %s", key, vxk_errmsg(s->cache));
+    if (rc != VXK_ENOTFOUND && rc != VXK_ENOKERNEL)
+      vxd__log_at(s, VXD_LOG_ERR, "cache read %s: %s", key, vxk_errmsg(s->cache));
     return rc;
   }
   vxp_response r = {.id = req->id, .op = req->op, .status = VXP_STATUS_OK, .cached = true};
@@ -217,9 +218,10 @@ static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, uint64_t com
 }
 
 static void vxd__fetch_answer(vxd_conn *c, const vxp_request *req, int rc) {
-  if (rc == VXK_ENOTFOUND)
-    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_NOT_FOUND,
-                    req->kernel ? "no such kernel under that key" : "no cache entry with that key", 0);
+  if (rc == VXK_ENOKERNEL || (rc == VXK_ENOTFOUND && req->kernel))
+    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_NOT_FOUND, "no such kernel under that key", 0);
+  else if (rc == VXK_ENOTFOUND)
+    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_NOT_FOUND, "no cache entry with that key", 0);
   else if (rc != 0)
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_INTERNAL, "cache read failed", 0);
 }
@@ -256,7 +258,9 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
     return;
   }
   int rc = vxd__serve_cached(c, req, req->key, req->kernel);
-  if (rc == VXK_ENOTFOUND && s->remote) { /* then the shared level */
+  /* then the shared level; not for a kernel an entry here lacks (a key
+   * names the same entry everywhere) */
+  if (rc == VXK_ENOTFOUND && s->remote) {
     vxd__fetch_wait *fw = calloc(1, sizeof *fw);
     if (fw) {
       *fw = (vxd__fetch_wait){s, c->id, req->id, req->kernel ? strdup(req->kernel) : NULL};

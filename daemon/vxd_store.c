@@ -376,7 +376,7 @@ int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, 
     }
     if (out->nkernels == 0) {
       vxk_entry_clear(out);
-      return VXK_ENOTFOUND;
+      return VXK_ENOKERNEL;
     }
     return VXK_OK;
   }

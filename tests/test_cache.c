@@ -62,7 +62,7 @@ Test(cache, put_get_and_survive_restart) {
   cr_assert_str_eq(out.kernels[0].name, "k1");
   cr_assert_eq(memcmp(out.object, "OBJECT1", 7), 0, "one kernel comes with the module's object");
   vxk_entry_clear(&out);
-  cr_assert_eq(vxk_get(c, key, "nope", &out), VXK_ENOTFOUND);
+  cr_assert_eq(vxk_get(c, key, "nope", &out), VXK_ENOKERNEL, "the entry is there, that kernel is not");
 
   vxk_stats st;
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);

@@ -282,9 +282,14 @@ Test(remote, two_daemons_share_one_redis_the_second_compiles_nothing) {
   cr_assert_eq(rf.status, VXP_STATUS_OK, "%s", rf.message ? rf.message : "");
   cr_assert_eq(memcmp(rf.object, ra.object, ra.object_size), 0);
   vxp_response_clear(&rf);
+  vxp_stats before = stats_of(&f);
   cr_assert_eq(vxc_fetch(c, ra.key, "no_such_kernel", &rf), 0);
   cr_assert_eq(rf.status, VXP_STATUS_NOT_FOUND);
+  cr_assert_not_null(strstr(rf.message, "no such kernel"), "%s", rf.message);
   vxp_response_clear(&rf);
+  vxp_stats after = stats_of(&f);
+  cr_assert_eq(after.l2_bytes_down, before.l2_bytes_down,
+               "a kernel missing from an entry here is not looked for under the same key there");
   char absent[VXK_KEY_HEX + 1];
   memset(absent, 'a', VXK_KEY_HEX);
   absent[VXK_KEY_HEX] = 0;
