@@ -1,5 +1,6 @@
 /* vxp_config.c - configuration file, environment, defaults (vxp_config.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,13 +136,21 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
   if (f) {
     cfg->file_found = 1;
     vxp__ini_state st = {.cfg = cfg, .f = f};
-    /* inih reads lines of at most 200 bytes unless told otherwise (its
-     * run-time settings, process-wide: hence "load once, on one thread") */
+    /* inih reads lines of at most 200 bytes unless told otherwise.  Its
+     * settings are process-wide variables (hence "load on one thread"),
+     * set for this parse and put back after it: the launch-time runtime
+     * loads the configuration inside a host program that may use inih too. */
+    bool use_stack = ini_use_stack, inline_comments = ini_allow_inline_comments;
+    bool allow_realloc = ini_allow_realloc;
+    int max_line = ini_max_line, initial_alloc = ini_initial_alloc;
     ini_use_stack = false;
     ini_allow_inline_comments = false; /* "a ;b" is a value, not "a" and a comment */
     ini_allow_realloc = false;
     ini_max_line = ini_initial_alloc = VXP_CONF_LINE_MAX + 3; /* with "\r\n\0" */
     int line = ini_parse_stream(vxp__ini_read, &st, vxp__ini_line, &st);
+    ini_use_stack = use_stack, ini_allow_inline_comments = inline_comments;
+    ini_allow_realloc = allow_realloc;
+    ini_max_line = max_line, ini_initial_alloc = initial_alloc;
     fclose(f);
     if (line != 0) {
       if (st.long_line == line)

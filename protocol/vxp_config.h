@@ -87,9 +87,13 @@ typedef struct {
 } vxp_config;
 
 /* Fills cfg: defaults (socket and cache directory from vxp_paths.h), then
- * the file, then the environment.  An unknown key or a line that is not
- * `key = value` is an error naming file:line.  Returns 0, or -EINVAL /
- * -EIO with a message in err (errcap bytes). */
+ * the file, then the environment.  An unknown key, a line that is not
+ * `key = value` or one over VXP_CONF_LINE_MAX bytes, or a value over
+ * VXP_CONF_VALUE_MAX is an error naming file:line (or the variable).  The
+ * file's comments are whole lines starting with '#' or ';'.  Returns 0,
+ * or -EINVAL, -E2BIG (values over VXP_CONF_TEXT_MAX in all) or -EIO with
+ * a message in err (errcap bytes).  cfg's values point into cfg itself
+ * and at static defaults: copy them before cfg goes. */
 int vxp_config_load(vxp_config *cfg, char *err, size_t errcap);
 
 /* Sets key (by name) from a command-line flag.  Returns 0, -EINVAL (no
