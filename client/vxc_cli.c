@@ -178,10 +178,13 @@ static void object_file_name(const char *name, char *out, size_t cap) {
  * reading it: a rebuild whose MLIR came out the same hits the cache and
  * finds its object already in place. */
 static int refresh_if_same(const char *path, const uint8_t *data, size_t size, mode_t mode) {
+  struct stat st, named;
+  /* looked at before it is opened: a device or FIFO is never opened */
+  if (lstat(path, &named) != 0 || !S_ISREG(named.st_mode)) return 0;
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return 0;
-  struct stat st;
-  int same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == geteuid() &&
+  int same = fstat(fd, &st) == 0 && st.st_ino == named.st_ino && st.st_dev == named.st_dev &&
+             S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == geteuid() &&
              (st.st_mode & 07777) == mode && st.st_size >= 0 && (uint64_t)st.st_size == size;
   uint8_t buf[16384];
   for (size_t at = 0; same && at < size;) {

@@ -669,6 +669,12 @@ Test(e2e, an_identical_object_stays_in_place_anything_else_is_replaced) {
   after = stat_of(obj);
   cr_assert_neq(after.st_ino, before.st_ino);
   cr_assert_neq(after.st_mode & 0777, 0600, "written with the mode a new object gets");
+  /* a FIFO in its place is neither opened (no reader waits on it) nor kept */
+  cr_assert_eq(unlink(obj), 0);
+  cr_assert_eq(mkfifo(obj, 0644), 0);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(lstat(obj, &l), 0);
+  cr_assert(S_ISREG(l.st_mode), "the FIFO was replaced by the object");
   free(want);
 }
 
