@@ -7,6 +7,7 @@
  *
  *   vxd_procs ROUNDS [--rm PATH]... CMD ARGS... [-- [--rm PATH]... CMD ARGS...]...
  *
+ * CMD is a path (no PATH search: posix_spawnp would time the search too).
  * `--rm PATH` before a command deletes PATH before each of its runs, outside
  * the timed part (an output the command must then write anew).  Prints, per
  * command, the median, 10th and 90th percentiles in microseconds, then each
@@ -41,7 +42,10 @@ int main(int argc, char **argv) {
   command cmds[MAX_CMDS];
   int ncmd = 0;
   for (int i = 2; i < argc;) {
-    if (ncmd == MAX_CMDS) return 64;
+    if (ncmd == MAX_CMDS) {
+      fprintf(stderr, "vxd_procs: at most %d commands\n", MAX_CMDS);
+      return 64;
+    }
     command *c = &cmds[ncmd++];
     c->nrm = 0;
     while (i + 1 < argc && strcmp(argv[i], "--rm") == 0 && c->nrm < MAX_RM) {
