@@ -174,14 +174,15 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   if (!s->cache) return VXK_ENOTFOUND; /* serving without a cache */
   vxk_entry e;
   int rc = vxk_get(s->cache, key, kernel, &e);
-  if (rc == VXK_ENOTFOUND && s->store)
-    rc = vxd_store_pending(s->store, key, kernel, &e); /* not written yet */
   if (rc == VXK_ECORRUPT) {
-    /* never served: dropped, counted, and (for a compile) compiled again */
+    /* never served: dropped (only while still damaged), counted, and, unless
+     * its replacement is already queued below, compiled again */
     if (s->store && vxd_store_drop(s->store, key))
       vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s fails its checksum; dropping it", key);
-    return VXK_ENOTFOUND;
+    rc = VXK_ENOTFOUND;
   }
+  if (rc == VXK_ENOTFOUND && s->store)
+    rc = vxd_store_pending(s->store, key, kernel, &e); /* not written yet */
   if (rc != VXK_OK) {
     if (rc != VXK_ENOTFOUND && rc != VXK_ENOKERNEL)
       vxd__log_at(s, VXD_LOG_ERR, "cache read %s: %s", key, vxk_errmsg(s->cache));
