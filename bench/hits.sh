@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Hit latency (random-key fetches through libvxc) for caches of 10 and
-# 100 000 entries, each against a fresh daemon.
+# 100 000 entries, each against a fresh daemon, at each LRU resolution of
+# BENCH_LRU (default "60 0"): at 60 s (the default) the entries, filled just
+# before, are read without a write; at 0 every read writes its entry's LRU
+# time, as a cache last used more than a minute ago does.
 #   bash bench/hits.sh [BUILD_DIR] [ENTRIES ...]     (BENCH_READS=20000)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -8,14 +11,17 @@ build=${1:-$root/build}
 shift || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10 100000)
+for lru in ${BENCH_LRU:-60 0}; do
+echo "== lru_resolution $lru s"
 for n in "${sizes[@]}"; do
   dir=$(mktemp -d /tmp/vxd-hits-XXXXXX)
   "$build/bench/vxd_hits" --fill "$dir/cache" "$n"
-  "$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" 2>/dev/null &
+  "$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" --lru-resolution "$lru" 2>/dev/null &
   pid=$!
   for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
   "$build/bench/vxd_hits" "$dir/s.sock" "$dir/cache" "${BENCH_READS:-20000}"
   kill -TERM $pid
   wait $pid || true
   rm -rf "$dir"
+done
 done

@@ -39,13 +39,14 @@ struct vxk_cache {
   /* keys read since the last flush, their LRU time written then (one
    * transaction, not one write per hit); seen finds a key among them */
   char (*touched)[VXK_KEY_HEX + 1]; /* malloc(), grows to VXK_TOUCH_MAX */
-  uint32_t *reads;                  /* per touched key: reads since the flush */
   uint32_t ntouched, touched_cap;
   uint64_t touched_us; /* time of the latest pending read */
   uint32_t *seen;      /* open addressing over touched: index + 1, 0 = free */
   uint32_t seen_cap;
-  uint64_t total_bytes; /* SUM(entries.bytes), kept current so
-                           a store does not scan the table */
+  uint64_t total_bytes;       /* SUM(entries.bytes), kept current so
+                                 a store does not scan the table */
+  uint64_t lru_resolution_us; /* a read moves an entry's LRU time only
+                                 when it is older than this */
 };
 
 const char *vxk_errmsg(const vxk_cache *c) { return c ? c->err : "no cache"; }
@@ -85,7 +86,15 @@ static const char vxk__schema[] =
     " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"
     " ordinal INTEGER NOT NULL, name TEXT NOT NULL,"
     " metadata BLOB NOT NULL, PRIMARY KEY(key, ordinal));"
-    "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    /* time saved used to be SUM(hits x compile_us) over the entries, each
+     * read adding to its entry's hits; it is a counter now, so that a read
+     * need not write its entry.  Once per cache, the old figure carries
+     * over (meta remembers it: zeroed counters stay zero). */
+    "INSERT INTO counters(name, value) SELECT 'saved_us', COALESCE(SUM(hits * compile_us), 0) FROM entries"
+    " WHERE NOT EXISTS (SELECT 1 FROM meta WHERE k='saved_counter')"
+    " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value;"
+    "INSERT OR IGNORE INTO meta VALUES('saved_counter', '1');";
 
 static int vxk__load_total(vxk_cache *c);
 
@@ -167,9 +176,10 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     return VXK_EIO;
   }
   if (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
-      vxk__prepare(c, "SELECT object, checksum, nkernels FROM entries WHERE key=?1", &c->get_object) ||
+      vxk__prepare(c, "SELECT object, checksum, nkernels, compile_us FROM entries WHERE key=?1",
+                   &c->get_object) ||
       vxk__prepare(c, "DELETE FROM entries WHERE key=?1", &c->drop) ||
-      vxk__prepare(c, "UPDATE entries SET last_used_us=?2, hits=hits+?3 WHERE key=?1", &c->touch) ||
+      vxk__prepare(c, "UPDATE entries SET last_used_us=?2 WHERE key=?1 AND last_used_us<?3", &c->touch) ||
       vxk__prepare(c, "SELECT bytes FROM entries WHERE key=?1", &c->put_old) ||
       vxk__prepare(
           c,
@@ -207,7 +217,8 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
   }
   if (rc == SQLITE_OK &&
       (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
-       vxk__prepare(c, "SELECT object, checksum, nkernels FROM entries WHERE key=?1", &c->get_object)))
+       vxk__prepare(c, "SELECT object, checksum, nkernels, compile_us FROM entries WHERE key=?1",
+                    &c->get_object)))
     rc = SQLITE_ERROR;
   if (rc != SQLITE_OK) {
     snprintf(errbuf, errcap, "cannot read cache %s: %s", path,
@@ -221,13 +232,15 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
   return VXK_OK;
 }
 
+void vxk_set_lru_resolution(vxk_cache *c, uint64_t us) { c->lru_resolution_us = us; }
+
 int vxk_touch(vxk_cache *c, const vxk_touches *t) {
   if (t->n == 0) return VXK_OK;
   int rc = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
   for (uint32_t i = 0; rc == SQLITE_OK && i < t->n; i++) {
     sqlite3_bind_text(c->touch, 1, t->keys[i], -1, SQLITE_STATIC);
     sqlite3_bind_int64(c->touch, 2, (sqlite3_int64)t->used_us);
-    sqlite3_bind_int64(c->touch, 3, t->reads ? t->reads[i] : 1);
+    sqlite3_bind_int64(c->touch, 3, (sqlite3_int64)(t->used_us - c->lru_resolution_us));
     rc = sqlite3_step(c->touch) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
     sqlite3_reset(c->touch);
   }
@@ -244,14 +257,8 @@ int vxk_touch_take(vxk_cache *c, vxk_touches *out) {
   *out = (vxk_touches){.used_us = c->touched_us};
   if (c->ntouched == 0) return VXK_OK;
   out->keys = malloc(c->ntouched * sizeof *out->keys);
-  out->reads = malloc(c->ntouched * sizeof *out->reads);
-  if (!out->keys || !out->reads) {
-    free(out->keys), free(out->reads);
-    out->keys = NULL, out->reads = NULL;
-    return VXK_ENOMEM;
-  }
+  if (!out->keys) return VXK_ENOMEM;
   memcpy(out->keys, c->touched, c->ntouched * sizeof *out->keys);
-  memcpy(out->reads, c->reads, c->ntouched * sizeof *out->reads);
   out->n = c->ntouched;
   c->ntouched = 0;
   if (c->seen) memset(c->seen, 0, c->seen_cap * sizeof *c->seen);
@@ -263,7 +270,6 @@ int vxk_flush(vxk_cache *c) {
   int rc = vxk_touch_take(c, &t);
   if (rc == VXK_OK) rc = vxk_touch(c, &t);
   free(t.keys);
-  free(t.reads);
   return rc;
 }
 
@@ -282,10 +288,8 @@ static void vxk__touched_add(vxk_cache *c, const char *key) {
     uint32_t cap = c->touched_cap ? 2 * c->touched_cap : 64;
     char(*keys)[VXK_KEY_HEX + 1] = realloc(c->touched, cap * sizeof *keys);
     if (keys) c->touched = keys;
-    uint32_t *reads = keys ? realloc(c->reads, cap * sizeof *reads) : NULL;
-    if (reads) c->reads = reads;
     uint32_t *seen = calloc(2 * cap, sizeof *seen);
-    if (!keys || !reads || !seen) {
+    if (!keys || !seen) {
       free(seen);
       return;
     }
@@ -302,12 +306,8 @@ static void vxk__touched_add(vxk_cache *c, const char *key) {
   }
   size_t h = vxk_key_hash(key) & (c->seen_cap - 1);
   for (; c->seen[h]; h = (h + 1) & (c->seen_cap - 1))
-    if (memcmp(c->touched[c->seen[h] - 1], key, VXK_KEY_HEX) == 0) {
-      c->reads[c->seen[h] - 1]++;
-      return;
-    }
+    if (memcmp(c->touched[c->seen[h] - 1], key, VXK_KEY_HEX) == 0) return;
   memcpy(c->touched[c->ntouched], key, VXK_KEY_HEX + 1);
-  c->reads[c->ntouched] = 1;
   c->seen[h] = ++c->ntouched;
 }
 
@@ -315,7 +315,6 @@ void vxk_close(vxk_cache *c) {
   if (!c) return;
   if (c->touch) vxk_flush(c);
   free(c->touched);
-  free(c->reads);
   free(c->seen);
   sqlite3_finalize(c->get_all);
   sqlite3_finalize(c->drop);
@@ -592,6 +591,7 @@ static int vxk__get_object(vxk_cache *c, const char *key, vxk_entry *e, uint8_t 
     else
       memset(sum, 0, VXK_CHECKSUM_SIZE); /* never matches a SHA-256 */
     *nkernels = sqlite3_column_int64(st, 2);
+    e->compile_us = (uint64_t)sqlite3_column_int64(st, 3);
   } else
     out = rc == SQLITE_DONE ? VXK_ENOTFOUND : vxk__fail(c, rc, "get");
   sqlite3_reset(st);
@@ -779,14 +779,11 @@ int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta) {
 int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(
-      c->db, "SELECT COUNT(*), COALESCE(SUM(bytes),0), COALESCE(SUM(hits * compile_us),0) FROM entries", -1,
-      &st, NULL);
+  int rc = sqlite3_prepare_v2(c->db, "SELECT COUNT(*), COALESCE(SUM(bytes),0) FROM entries", -1, &st, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "stats");
   if (sqlite3_step(st) == SQLITE_ROW) {
     out->entries = (uint64_t)sqlite3_column_int64(st, 0);
     out->bytes = (uint64_t)sqlite3_column_int64(st, 1);
-    out->saved_us = (uint64_t)sqlite3_column_int64(st, 2);
   }
   out->max_bytes = c->max_bytes;
   sqlite3_finalize(st);
@@ -805,6 +802,8 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
       out->evictions = v;
     else if (strcmp(n, "corrupt") == 0)
       out->corrupt = v;
+    else if (strcmp(n, "saved_us") == 0)
+      out->saved_us = v;
     else if (strncmp(n, "l2_", 3) == 0) {
       static const struct {
         const char *name;

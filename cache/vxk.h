@@ -64,6 +64,7 @@ typedef struct {
   size_t object_size;
   vxk_kernel_out *kernels; /* malloc() */
   uint32_t nkernels;
+  uint64_t compile_us; /* what compiling it took (vxk_put): what a hit saves */
 } vxk_entry;
 
 typedef struct {
@@ -74,8 +75,9 @@ typedef struct {
   uint64_t compile_errors;
   uint64_t evictions;
   uint64_t corrupt;   /* entries dropped because they failed their checksum */
-  uint64_t saved_us;  /* compile time the hits on present entries saved:
-                         SUM(hits x the entry's compile time), microseconds */
+  uint64_t saved_us;  /* compile time the hits saved since the counters were
+                         zeroed: the "saved_us" counter, to which whoever
+                         serves a hit adds its entry's compile_us */
   uint64_t max_bytes; /* the size limit in force */
   /* the remote level's persistent counters (vxk_remote.h), kept here:
    * "l2_hits", "l2_misses", ... as vxk_counter_add names them */
@@ -158,7 +160,6 @@ void vxk_entry_clear(vxk_entry *e);
 /* Keys read, and when: what vxk_touch writes. */
 typedef struct {
   char (*keys)[VXK_KEY_HEX + 1]; /* n keys; malloc() */
-  uint32_t *reads;               /* per key: reads recorded; malloc() */
   uint32_t n;
   uint64_t used_us; /* time of the latest read (microseconds, realtime) */
 } vxk_touches;
@@ -178,13 +179,21 @@ void vxk_mark_used(vxk_cache *c, const char *key);
  * Returns 0 or VXK_ENOMEM (nothing moved). */
 int vxk_touch_take(vxk_cache *c, vxk_touches *out);
 
-/* Writes the LRU times of t's keys, and adds their reads to the entries'
- * hit counts, in one transaction.
+/* Writes the LRU time of t's keys, in one transaction, to each entry whose
+ * time is older than the resolution (vxk_set_lru_resolution): an entry read
+ * again and again is written at most once per resolution.
  * Returns 0 or VXK_EIO/VXK_EFULL. */
 int vxk_touch(vxk_cache *c, const vxk_touches *t);
 
+/* How far apart two reads of an entry must be for the second to move its
+ * LRU time again (microseconds; 0, the default: every read moves it).  As
+ * the relatime mount option does for access times: eviction then orders
+ * entries read within one resolution of each other by their older time,
+ * and a cache of entries read again and again writes almost nothing. */
+void vxk_set_lru_resolution(vxk_cache *c, uint64_t us);
+
 /* Adds delta to a persistent counter: "hits", "misses", "compile_errors",
- * "corrupt", or one of the remote level's "l2_*" (vxk_stats). */
+ * "corrupt", "saved_us", or one of the remote level's "l2_*" (vxk_stats). */
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta);
 
 int vxk_stats_get(vxk_cache *c, vxk_stats *out);

@@ -41,6 +41,8 @@ typedef struct {
   uint64_t worker_memory;       /* RLIMIT_AS of a worker (bytes); 0 = none */
   unsigned crash_memory_s;      /* an input that crashed a worker is refused at
                                    once for this long */
+  uint64_t lru_resolution_us;   /* a read moves an entry's LRU time only when
+                                   it is older than this (vxk_set_lru_resolution) */
   gid_t allowed_gid;            /* clients of this group may connect too; (gid_t)-1: none */
   char vortex_sdk[4096];        /* Vortex kernel SDK: kernels also linked into .vxbin
                                    images (cached with the object); "" = none */
@@ -65,6 +67,7 @@ typedef struct {
   X(hits)                                                                                                    \
   X(misses)                                                                                                  \
   X(compile_errors)                                                                                          \
+  X(saved_us)                                                                                                \
   X(l2_hits)                                                                                                 \
   X(l2_misses)                                                                                               \
   X(l2_errors)                                                                                               \
@@ -117,11 +120,12 @@ int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const uint8_t *so
 typedef struct vxd_store vxd_store;
 typedef struct vxd_pending vxd_pending;
 
-/* Opens a second handle on the cache in cache_dir (max_bytes as vxk_open)
- * and starts the store thread; failures of queued jobs are reported to
+/* Opens a second handle on the cache in cache_dir (max_bytes as vxk_open;
+ * LRU times written at lru_resolution_us, vxk_set_lru_resolution) and
+ * starts the store thread; failures of queued jobs are reported to
  * log(log_ud, message) on the loop thread.  Returns 0 and *out, or -1 with
  * a message in err (errcap bytes).  Loop thread. */
-int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes,
+int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, uint64_t lru_resolution_us,
                    void (*log)(void *, const char *), void *log_ud, vxd_store **out, char *err,
                    size_t errcap);
 
@@ -273,10 +277,11 @@ vxd_hot *vxd_hot_create(size_t max_bytes);
 void vxd_hot_destroy(vxd_hot *h);
 /* The encoded compile-hit reply for key (borrowed; valid until the next
  * vxd_hot_put), or NULL; marks it recently used. */
-const uint8_t *vxd_hot_get(vxd_hot *h, const char *key, size_t *len);
-/* Keeps a copy of the encoded reply for key, evicting the least recently
- * used ones to make room.  Out of memory: nothing kept. */
-void vxd_hot_put(vxd_hot *h, const char *key, const uint8_t *frame, size_t len);
+const uint8_t *vxd_hot_get(vxd_hot *h, const char *key, size_t *len, uint64_t *compile_us);
+/* Keeps a copy of the encoded reply for key, and what compiling its entry
+ * took (microseconds, what a hit saves), evicting the least recently used
+ * ones to make room.  Out of memory: nothing kept. */
+void vxd_hot_put(vxd_hot *h, const char *key, const uint8_t *frame, size_t len, uint64_t compile_us);
 /* Forgets every reply (the cache was cleared or pruned). */
 void vxd_hot_clear(vxd_hot *h);
 

@@ -18,6 +18,7 @@ typedef struct vxd__hot_entry {
   char key[VXK_KEY_HEX + 1];
   uint8_t *frame; /* malloc() */
   size_t len;
+  uint64_t compile_us;
   struct vxd__hot_entry *prev, *next; /* LRU list, most recent first */
 } vxd__hot_entry;
 
@@ -104,17 +105,18 @@ static void vxd__hot_remove_slot(vxd_hot *h, size_t i) {
   }
 }
 
-const uint8_t *vxd_hot_get(vxd_hot *h, const char *key, size_t *len) {
+const uint8_t *vxd_hot_get(vxd_hot *h, const char *key, size_t *len, uint64_t *compile_us) {
   size_t i = vxd__hot_find(h, key);
   vxd__hot_entry *e = h->slot[i];
   if (!e) return NULL;
   vxd__hot_unlink(h, e);
   vxd__hot_push_front(h, e);
   *len = e->len;
+  *compile_us = e->compile_us;
   return e->frame;
 }
 
-void vxd_hot_put(vxd_hot *h, const char *key, const uint8_t *frame, size_t len) {
+void vxd_hot_put(vxd_hot *h, const char *key, const uint8_t *frame, size_t len, uint64_t compile_us) {
   if (len > h->max_bytes / 4) return; /* one large entry must not flush the rest */
   size_t i = vxd__hot_find(h, key);
   if (h->slot[i]) return; /* already there: the same bytes */
@@ -129,6 +131,7 @@ void vxd_hot_put(vxd_hot *h, const char *key, const uint8_t *frame, size_t len) 
   memcpy(e->key, key, VXK_KEY_HEX + 1);
   e->frame = copy;
   e->len = len;
+  e->compile_us = compile_us;
   while (h->tail && (h->bytes + len > h->max_bytes || (h->n + 1) * 2 > h->cap))
     vxd__hot_remove_slot(h, vxd__hot_find(h, h->tail->key));
   h->slot[vxd__hot_find(h, key)] = e;

@@ -102,6 +102,8 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
     return vxd__bad(pc, VXP_CONF_worker_memory, "0 or at least 512M (the compiler itself needs it)");
   if (vxd__num(pc, VXP_CONF_crash_memory, 0, 0, 86400, &v)) return 64;
   cfg->crash_memory_s = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_lru_resolution, 0, 0, 86400, &v)) return 64;
+  cfg->lru_resolution_us = v * 1000000u;
   cfg->allowed_gid = (gid_t)-1;
   const char *g = pc->value[VXP_CONF_allow_group];
   if (g[0]) {

@@ -66,6 +66,7 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
     ks.hits = (uint64_t)s->pending.hits;
     ks.misses = (uint64_t)s->pending.misses;
     ks.compile_errors = (uint64_t)s->pending.compile_errors;
+    ks.saved_us = (uint64_t)s->pending.saved_us;
   }
   vxp_response r = {.id = req->id, .op = VXP_OP_STATS, .status = VXP_STATUS_OK};
   r.stats.hits = ks.hits;
@@ -161,13 +162,15 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   /* a compile hit seen lately: its encoded reply, with this request's id */
   int hot = s->hot && req->op == VXP_OP_COMPILE && !kernel;
   size_t hlen = 0;
-  const uint8_t *hframe = hot ? vxd_hot_get(s->hot, key, &hlen) : NULL;
+  uint64_t saved_us = 0;
+  const uint8_t *hframe = hot ? vxd_hot_get(s->hot, key, &hlen, &saved_us) : NULL;
   uint8_t *copy = hframe ? malloc(hlen) : NULL;
   if (copy) {
     memcpy(copy, hframe, hlen);
     vxp_frame_set_id(copy, hlen, req->id);
     if (s->cache) vxk_mark_used(s->cache, key); /* for eviction, as a read would */
     s->pending.hits++;
+    s->pending.saved_us += (int64_t)saved_us;
     vxd__send_frame(c, copy, hlen, 0);
     return 0;
   }
@@ -190,6 +193,7 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   }
   vxp_response r = {.id = req->id, .op = req->op, .status = VXP_STATUS_OK, .cached = true};
   int drc = vxd__kernels_from_cache(&e, &r);
+  saved_us = e.compile_us;
   vxk_entry_clear(&e);
   if (drc != VXP_OK) {
     vxp_response_clear(&r);
@@ -198,12 +202,13 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   }
   r.key = (char *)key;
   s->pending.hits++;
+  s->pending.saved_us += (int64_t)saved_us;
   uint8_t *frame = NULL;
   size_t len = 0;
   if (vxd__encode(&r, &frame, &len) != 0) {
     vxd__conn_close(c);
   } else {
-    if (hot) vxd_hot_put(s->hot, key, frame, len);
+    if (hot) vxd_hot_put(s->hot, key, frame, len, saved_us);
     vxd__send_frame(c, frame, len, 0);
   }
   r.key = NULL; /* borrowed */

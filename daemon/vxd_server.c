@@ -249,7 +249,9 @@ int vxd_server_run(const vxd_config *cfg) {
   s->loop = uv_default_loop();
   s->start_ms = uv_now(s->loop);
   char err[512] = "";
-  if (vxk_open(cfg->cache_dir, cfg->max_cache_bytes, &s->cache, err, sizeof err) != VXK_OK) {
+  if (vxk_open(cfg->cache_dir, cfg->max_cache_bytes, &s->cache, err, sizeof err) == VXK_OK) {
+    vxk_set_lru_resolution(s->cache, cfg->lru_resolution_us);
+  } else {
     /* a read-only or unusable cache directory: compile anyway, as ccache
      * does without its cache, and say so once */
     vxd__log_at(s, VXD_LOG_WARNING, "%s; serving without a cache", err);
@@ -262,8 +264,8 @@ int vxd_server_run(const vxd_config *cfg) {
     free(s);
     return 1;
   }
-  if (s->cache && vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, vxd__log_line, s, &s->store,
-                                 err, sizeof err) != 0) {
+  if (s->cache && vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, cfg->lru_resolution_us,
+                                 vxd__log_line, s, &s->store, err, sizeof err) != 0) {
     vxd__log_at(s, VXD_LOG_WARNING, "%s; serving without a cache", err);
     vxk_close(s->cache);
     s->cache = NULL;

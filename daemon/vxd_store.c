@@ -86,7 +86,6 @@ static void vxd__pending_free(vxd_pending *p) {
   free(p->kernels);
   free(p->object);
   free(p->touches.keys);
-  free(p->touches.reads);
   free(p);
 }
 
@@ -207,7 +206,7 @@ void vxd_store_reap(vxd_store *st) {
 
 static void vxd__store_done_cb(uv_async_t *a) { vxd_store_reap(a->data); }
 
-int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes,
+int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, uint64_t lru_resolution_us,
                    void (*log)(void *, const char *), void *log_ud, vxd_store **out, char *err,
                    size_t errcap) {
   vxd_store *st = calloc(1, sizeof *st);
@@ -222,6 +221,7 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes,
     free(st);
     return -1;
   }
+  vxk_set_lru_resolution(st->cache, lru_resolution_us);
   uv_mutex_init(&st->mu);
   uv_cond_init(&st->cv);
   uv_cond_init(&st->idle_cv);
@@ -362,6 +362,7 @@ int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, 
     }
     memcpy(out->object, p->object, p->object_size);
     out->object_size = p->object_size;
+    out->compile_us = p->compile_us;
     for (uint32_t i = 0; i < p->nkernels; i++) {
       if (kernel && strcmp(kernel, p->kernels[i].name) != 0) continue;
       vxk_kernel_out *k = &out->kernels[out->nkernels++];

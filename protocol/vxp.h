@@ -215,8 +215,8 @@ typedef struct {
   uint64_t corrupt;         /* entries dropped: failed their checksum */
   uint64_t evictions;       /* entries evicted by the size limit or prune */
   uint64_t max_bytes;       /* the cache's size limit (0: no cache) */
-  uint64_t saved_ms;        /* compile time the hits saved (recorded per
-                               entry; persistent) */
+  uint64_t saved_ms;        /* compile time the hits saved: each adds its
+                               entry's compile time (persistent) */
   uint64_t refused;         /* connections refused since start (peer
                                credentials, connection limit) */
   uint64_t timeouts;        /* connections closed since start for a stalled

@@ -38,6 +38,8 @@
   X(worker_memory, "VORTEXD_WORKER_MEMORY", "4G", "address space of a compile worker (bytes; 0 = no limit)") \
   X(crash_memory, "VORTEXD_CRASH_MEMORY", "300",                                                             \
     "seconds an input that crashed a worker is answered at once instead of compiled")                        \
+  X(lru_resolution, "VORTEXD_LRU_RESOLUTION", "60",                                                          \
+    "seconds within which reading an entry again does not move its LRU time (0 = every read)")               \
   X(allow_group, "VORTEXD_ALLOW_GROUP", "", "group whose members may use the daemon too")                    \
   X(vortex_sdk, "VORTEXD_VORTEX_SDK", "",                                                                    \
     "Vortex kernel SDK directory (link.ld, device runtime): each kernel also as a cached .vxbin image")      \

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "vxk.h"
 #include "vxk_remote.h"
 
@@ -319,23 +321,72 @@ Test(cache, random_page_damage_never_serves_different_bytes) {
   vxk_close(c2);
 }
 
-Test(cache, every_read_counts_as_a_hit_of_its_entry) {
+Test(cache, time_saved_is_a_counter_and_old_per_entry_figures_carry_over_once) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("counted", key);
   vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
   cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 5000), VXK_OK); /* compiled in 5 ms */
-  for (int i = 0; i < 3; i++) {
-    vxk_entry e;
-    cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
-    vxk_entry_clear(&e);
-  }
-  vxk_mark_used(c, key); /* a hit served from a copy counts too */
-  cr_assert_eq(vxk_flush(c), VXK_OK);
+  vxk_entry e;
+  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
+  cr_assert_eq(e.compile_us, 5000, "a read says what the hit saves");
+  vxk_entry_clear(&e);
+  cr_assert_eq(vxk_counter_add(c, "saved_us", 5000), VXK_OK); /* what whoever served it adds */
+  cr_assert_eq(vxk_counter_add(c, "saved_us", 5000), VXK_OK);
   vxk_stats st;
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
-  cr_assert_eq(st.saved_us, 4 * 5000, "four reads of a 5 ms compile: %llu us",
-               (unsigned long long)st.saved_us);
+  cr_assert_eq(st.saved_us, 10000);
+  cr_assert_eq(vxk_zero_counters(c), VXK_OK);
+  cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
+  cr_assert_eq(st.saved_us, 0, "zero-stats zeroes it");
+  vxk_close(c);
+  /* a cache written before: hits per entry, no counter; the figure carries
+   * over at the next open, once */
+  char path[128];
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  sqlite3 *db = NULL;
+  cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(db,
+                            "UPDATE entries SET hits=3; DELETE FROM counters;"
+                            " DELETE FROM meta WHERE k='saved_counter';",
+                            NULL, NULL, NULL),
+               SQLITE_OK, "%s", sqlite3_errmsg(db));
+  sqlite3_close(db);
+  c = open_cache(0);
+  cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
+  cr_assert_eq(st.saved_us, 3 * 5000, "three old hits of a 5 ms compile");
+  cr_assert_eq(vxk_zero_counters(c), VXK_OK);
+  vxk_close(c);
+  c = open_cache(0);
+  cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
+  cr_assert_eq(st.saved_us, 0, "carried over once only: zeroed stays zero");
+  vxk_close(c);
+}
+
+Test(cache, a_read_within_the_lru_resolution_leaves_the_entry_unwritten) {
+  vxk_cache *c = open_cache(3000); /* bytes: room for two entries */
+  vxk_set_lru_resolution(c, 60u * 1000000u);
+  uint8_t blob[1000];
+  memset(blob, 7, sizeof blob);
+  char keys[3][VXK_KEY_HEX + 1];
+  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+  vxk_entry o;
+  for (int i = 0; i < 3; i++) {
+    char src[8];
+    snprintf(src, sizeof src, "r%d", i);
+    key_for(src, keys[i]);
+    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1, 0), VXK_OK);
+    usleep(2000);
+    if (i == 1) { /* entry 0 read, but within the minute it was written in */
+      cr_assert_eq(vxk_get(c, keys[0], NULL, &o), VXK_OK);
+      vxk_entry_clear(&o);
+      usleep(2000);
+    }
+  }
+  /* with every read moving it (resolution 0), entry 1 would have gone */
+  cr_assert_eq(vxk_get(c, keys[0], NULL, &o), VXK_ENOTFOUND, "its LRU time did not move: evicted first");
+  cr_assert_eq(vxk_get(c, keys[1], NULL, &o), VXK_OK);
+  vxk_entry_clear(&o);
   vxk_close(c);
 }
 

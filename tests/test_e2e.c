@@ -263,9 +263,14 @@ Test(e2e, repeated_hits_are_served_from_the_encoded_reply) {
   cr_assert_eq(r[0].status, VXP_STATUS_OK);
   vxp_response s0;
   cr_assert_eq(vxc_stats(a, &s0), 0);
-  uint64_t hits0 = s0.stats.hits;
+  uint64_t hits0 = s0.stats.hits, saved0 = s0.stats.saved_ms;
   vxp_response_clear(&s0);
   compile_path(a, KERNELS "sgemm_tiled.mlir", &r[1]);
+  vxp_response s_one;
+  cr_assert_eq(vxc_stats(a, &s_one), 0);
+  uint64_t one_hit_ms = s_one.stats.saved_ms - saved0; /* the compile time one hit saves */
+  vxp_response_clear(&s_one);
+  cr_assert_geq(one_hit_ms, 2, "sgemm_tiled takes milliseconds to compile");
   compile_path(b, KERNELS "sgemm_tiled.mlir", &r[2]); /* other connection, other ids */
   compile_path(a, KERNELS "sgemm_tiled.mlir", &r[3]);
   for (int i = 1; i < 4; i++) {
@@ -281,6 +286,7 @@ Test(e2e, repeated_hits_are_served_from_the_encoded_reply) {
   vxp_response s1;
   cr_assert_eq(vxc_stats(b, &s1), 0);
   cr_assert_eq(s1.stats.hits, hits0 + 3, "each served copy counts as a hit");
+  cr_assert_geq(s1.stats.saved_ms + 2, saved0 + 3 * one_hit_ms, "and saves the compile's time, copies too");
   vxp_response_clear(&s1);
   for (int i = 0; i < 4; i++)
     vxp_response_clear(&r[i]);
