@@ -8,7 +8,9 @@
  * read recomputes it: a flipped bit in the file is refused, never served.
  *   kernels(key, ordinal, name, metadata BLOB)  PRIMARY KEY(key, ordinal)
  *   counters(name TEXT PRIMARY KEY, value INTEGER)
- *   meta(k TEXT PRIMARY KEY, v TEXT)                -- schema_version
+ *   meta(k TEXT PRIMARY KEY, v TEXT)                -- schema_version, saved_counter
+ * entries.hits is no longer written (hits and the time they saved are
+ * counters); a cache that still has counts there carries them over once.
  * An entry and all its kernels are written in one IMMEDIATE transaction.
  */
 #include <errno.h>
