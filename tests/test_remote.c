@@ -218,6 +218,19 @@ static int log_count(const daemon_t *d, const char *needle) {
 }
 
 static char env_url[400];
+static const char *const url_env[] = {env_url, NULL}; /* a daemon's environment: env_url */
+
+/* Points env_url (and url_env) at rd. */
+static void use_redis(const redis *rd) {
+  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd->sock);
+}
+
+/* Starts a Redis on a private socket and daemon name sharing it. */
+static void redis_and_daemon(redis *rd, daemon_t *d, const char *name) {
+  redis_start(rd);
+  use_redis(rd);
+  daemon_start(d, name, url_env);
+}
 
 static void setup(void) {
   snprintf(root, sizeof root, "/tmp/vxt-remote-XXXXXX");
@@ -237,8 +250,8 @@ TestSuite(remote, .init = setup, .fini = teardown, .timeout = 120);
 Test(remote, two_daemons_share_one_redis_the_second_compiles_nothing) {
   redis rd;
   redis_start(&rd);
-  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
-  const char *env[] = {env_url, NULL};
+  use_redis(&rd);
+  const char *const *env = url_env;
   daemon_t a, b, f;
   daemon_start(&a, "a", env);
   daemon_start(&b, "b", env);
@@ -369,11 +382,8 @@ static void other_key_value(redisContext *c, const char *key, redisReply *v) {
 
 Test(remote, the_last_shared_writes_are_counted_when_the_daemon_stops) {
   redis rd;
-  redis_start(&rd);
-  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
-  const char *env[] = {env_url, NULL};
   daemon_t a;
-  daemon_start(&a, "a", env);
+  redis_and_daemon(&rd, &a, "a");
   vxp_response r;
   for (int n = 0; n < 3; n++) { /* stopped at once: the writes are still queued */
     compile_n(&a, 300 + n, &r);
@@ -381,7 +391,7 @@ Test(remote, the_last_shared_writes_are_counted_when_the_daemon_stops) {
   }
   daemon_stop(&a);
   cr_assert_eq(redis_int(&rd, "DBSIZE", NULL), 3, "every entry was shared before the daemon ended");
-  daemon_start(&a, "a", env); /* the same cache: its counters persisted */
+  daemon_start(&a, "a", url_env); /* the same cache: its counters persisted */
   vxp_stats s = stats_of(&a);
   cr_assert_eq(s.misses, 3);
   cr_assert_eq(s.l2_misses, 3);
@@ -394,8 +404,8 @@ Test(remote, the_last_shared_writes_are_counted_when_the_daemon_stops) {
 Test(remote, a_damaged_value_is_detected_recompiled_and_replaced_never_served) {
   redis rd;
   redis_start(&rd);
-  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
-  const char *env[] = {env_url, NULL};
+  use_redis(&rd);
+  const char *const *env = url_env;
   void (*damages[])(redisContext *, const char *, redisReply *) = {flip_object_byte, truncate_value,
                                                                    garbage_value, list_value};
   const char *names[] = {"flipped byte", "truncated", "garbage", "a list"};
@@ -468,11 +478,8 @@ Test(remote, a_damaged_value_is_detected_recompiled_and_replaced_never_served) {
 
 Test(remote, redis_killed_mid_run_compiles_go_on_logged_once_and_it_reconnects) {
   redis rd;
-  redis_start(&rd);
-  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
-  const char *env[] = {env_url, NULL};
   daemon_t a;
-  daemon_start(&a, "a", env);
+  redis_and_daemon(&rd, &a, "a");
   vxp_response r;
   compile_n(&a, 1, &r);
   vxp_response_clear(&r);
@@ -671,7 +678,7 @@ Test(remote, a_connection_that_hangs_gives_up_at_the_connect_timeout, .timeout =
 Test(remote, read_only_mode_reads_and_never_writes) {
   redis rd;
   redis_start(&rd);
-  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
+  use_redis(&rd);
   const char *ro_env[] = {env_url, "VORTEXD_REMOTE_READ_ONLY=true", NULL};
   const char *rw_env[] = {env_url, NULL};
   daemon_t ro, rw;
@@ -706,7 +713,7 @@ Test(remote, read_only_mode_reads_and_never_writes) {
 Test(remote, namespaces_do_not_mix_and_ttl_and_write_bound_apply) {
   redis rd;
   redis_start(&rd);
-  snprintf(env_url, sizeof env_url, "VORTEXD_REMOTE_STORAGE=redis+unix://%s", rd.sock);
+  use_redis(&rd);
   const char *env_a[] = {env_url, "VORTEXD_REMOTE_PREFIX=farm-a", "VORTEXD_REMOTE_TTL=600", NULL};
   const char *env_b[] = {env_url, "VORTEXD_REMOTE_PREFIX=farm-b", NULL};
   const char *env_a2[] = {env_url, "VORTEXD_REMOTE_PREFIX=farm-a", NULL};
