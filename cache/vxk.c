@@ -88,15 +88,32 @@ static const char vxk__schema[] =
     " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"
     " ordinal INTEGER NOT NULL, name TEXT NOT NULL,"
     " metadata BLOB NOT NULL, PRIMARY KEY(key, ordinal));"
-    "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-    /* time saved used to be SUM(hits x compile_us) over the entries, each
-     * read adding to its entry's hits; it is a counter now, so that a read
-     * need not write its entry.  Once per cache, the old figure carries
-     * over (meta remembers it: zeroed counters stay zero). */
-    "INSERT INTO counters(name, value) SELECT 'saved_us', COALESCE(SUM(hits * compile_us), 0) FROM entries"
-    " WHERE NOT EXISTS (SELECT 1 FROM meta WHERE k='saved_counter')"
-    " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value;"
-    "INSERT OR IGNORE INTO meta VALUES('saved_counter', '1');";
+    "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+
+/* Time saved used to be SUM(hits x compile_us) over the entries, each read
+ * adding to its entry's hits; it is a counter now, so that a read need not
+ * write its entry.  The old figure carries over once per cache: meta's
+ * saved_counter says it did (zeroed counters then stay zero), and an open
+ * after that costs one lookup.  0 or an SQLite result code. */
+static int vxk__carry_saved(vxk_cache *c) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "SELECT 1 FROM meta WHERE k='saved_counter'", -1, &st, NULL);
+  if (rc != SQLITE_OK) return rc;
+  int done = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  if (done) return SQLITE_OK;
+  rc = sqlite3_exec(c->db,
+                    "BEGIN IMMEDIATE;"
+                    "INSERT INTO counters(name, value)"
+                    " SELECT 'saved_us', COALESCE(SUM(hits * compile_us), 0) FROM entries"
+                    " WHERE NOT EXISTS (SELECT 1 FROM meta WHERE k='saved_counter')"
+                    " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value;"
+                    "INSERT OR IGNORE INTO meta VALUES('saved_counter', '1');"
+                    "COMMIT;",
+                    NULL, NULL, NULL);
+  if (rc != SQLITE_OK) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
 
 static int vxk__load_total(vxk_cache *c);
 
@@ -119,7 +136,7 @@ static int vxk__open_db(vxk_cache *c, const char *path) {
   rc = sqlite3_step(st);
   int ok = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0;
   sqlite3_finalize(st);
-  return ok ? SQLITE_OK : SQLITE_MISMATCH;
+  return ok ? vxk__carry_saved(c) : SQLITE_MISMATCH;
 }
 
 /* mkdir -p with mode 0700 for what it creates; 0 or -1 with errno. */

@@ -183,9 +183,10 @@ static int refresh_if_same(const char *path, const uint8_t *data, size_t size, m
   if (lstat(path, &named) != 0 || !S_ISREG(named.st_mode)) return 0;
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return 0;
+  /* the same inode as looked at: still that regular file */
   int same = fstat(fd, &st) == 0 && st.st_ino == named.st_ino && st.st_dev == named.st_dev &&
-             S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == geteuid() &&
-             (st.st_mode & 07777) == mode && st.st_size >= 0 && (uint64_t)st.st_size == size;
+             st.st_nlink == 1 && st.st_uid == geteuid() && (st.st_mode & 07777) == mode &&
+             (uint64_t)st.st_size == size;
   uint8_t buf[16384];
   for (size_t at = 0; same && at < size;) {
     ssize_t n = read(fd, buf, size - at < sizeof buf ? size - at : sizeof buf);

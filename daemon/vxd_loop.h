@@ -165,6 +165,9 @@ uint64_t vxd__now_ms(vxd_server *s);
 void vxd__store(vxd_server *s, const char *key, const vxp_response *r, uint64_t compile_us);
 /* Hands counters and LRU times to the store thread. */
 void vxd__flush_counters(vxd_server *s);
+/* Writes the entries queued so far and, with a shared level, waits (at most
+ * timeout_ms) until they are shared: what stats and stopping report. */
+void vxd__share_queued(vxd_server *s, unsigned timeout_ms);
 
 /* ---- vxd_conn.c ---- */
 

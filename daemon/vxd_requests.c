@@ -51,11 +51,7 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   vxd_server *s = c->srv;
   vxk_stats ks = {0};
   /* counters and entries as of now: what is queued is written first */
-  if (s->store && s->remote) { /* entries written here are shared first */
-    vxd_store_drain(s->store);
-    vxd_store_reap(s->store);
-    vxd_remote_drain(s->remote, s->cfg->remote_timeout_ms);
-  }
+  vxd__share_queued(s, s->cfg->remote_timeout_ms); /* entries written here are shared first */
   vxd__flush_counters(s);
   if (s->store) vxd_store_drain(s->store);
   if (s->cache && vxk_stats_get(s->cache, &ks) != VXK_OK) {

@@ -97,6 +97,13 @@ void vxd__flush_counters(vxd_server *s) {
 
 static void vxd__flush_cb(uv_timer_t *t) { vxd__flush_counters(t->data); }
 
+void vxd__share_queued(vxd_server *s, unsigned timeout_ms) {
+  if (!s->store || !s->remote) return;
+  vxd_store_drain(s->store);
+  vxd_store_reap(s->store); /* hands the written entries to the writer */
+  vxd_remote_drain(s->remote, timeout_ms);
+}
+
 static void vxd__watchdog_cb(uv_timer_t *t) {
   (void)t;
   sd_notify(0, "WATCHDOG=1");
@@ -125,11 +132,7 @@ void vxd__stop(vxd_server *s, const char *why) {
   vxd__close_if_open((uv_handle_t *)&s->idle);
   vxd__close_if_open((uv_handle_t *)&s->flush);
   vxd__close_if_open((uv_handle_t *)&s->watchdog);
-  if (s->store && s->remote) { /* the last entries shared, as for stats, so that */
-    vxd_store_drain(s->store); /* the counts of those writes reach the cache too */
-    vxd_store_reap(s->store);
-    vxd_remote_drain(s->remote, VXD_REMOTE_STOP_MS);
-  }
+  vxd__share_queued(s, VXD_REMOTE_STOP_MS); /* so that their counts are flushed too */
   vxd__flush_counters(s);
   vxd_store_close(s->store); /* writes what is queued first (and shares it) */
   s->store = NULL;

@@ -36,9 +36,16 @@ const char *vxp_config_name(vxp_conf_key k) { return k < VXP_CONF_COUNT ? vxp__c
 const char *vxp_config_env(vxp_conf_key k) { return k < VXP_CONF_COUNT ? vxp__conf_envs[k] : NULL; }
 const char *vxp_config_help(vxp_conf_key k) { return k < VXP_CONF_COUNT ? vxp__conf_help[k] : NULL; }
 
-/* Copies text into cfg's arena; NULL when it would not fit. */
+/* The index of the key called name, or -1. */
+static int vxp__conf_find(const char *name) {
+  for (int k = 0; k < VXP_CONF_COUNT; k++)
+    if (strcmp(name, vxp__conf_names[k]) == 0) return k;
+  return -1;
+}
+
+/* Copies text (n bytes) into cfg's arena; NULL when it would not fit. */
 static const char *vxp__conf_keep(vxp_config *cfg, const char *text, size_t n) {
-  if (n > VXP_CONF_VALUE_MAX || n + 1 > sizeof cfg->text - cfg->text_used) return NULL;
+  if (n + 1 > sizeof cfg->text - cfg->text_used) return NULL;
   char *kept = cfg->text + cfg->text_used;
   memcpy(kept, text, n);
   kept[n] = '\0';
@@ -47,17 +54,14 @@ static const char *vxp__conf_keep(vxp_config *cfg, const char *text, size_t n) {
 }
 
 int vxp_config_set(vxp_config *cfg, const char *name, const char *value, vxp_conf_origin origin) {
-  for (int k = 0; k < VXP_CONF_COUNT; k++) {
-    if (strcmp(name, vxp__conf_names[k]) != 0) continue;
-    size_t n = strlen(value);
-    if (n > VXP_CONF_VALUE_MAX) return -EINVAL;
-    const char *kept = vxp__conf_keep(cfg, value, n);
-    if (!kept) return -E2BIG;
-    cfg->value[k] = kept;
-    cfg->origin[k] = origin;
-    return 0;
-  }
-  return -EINVAL;
+  int k = vxp__conf_find(name);
+  size_t n = strlen(value);
+  if (k < 0 || n > VXP_CONF_VALUE_MAX) return -EINVAL;
+  const char *kept = vxp__conf_keep(cfg, value, n);
+  if (!kept) return -E2BIG;
+  cfg->value[k] = kept;
+  cfg->origin[k] = origin;
+  return 0;
 }
 
 typedef struct {
@@ -101,13 +105,6 @@ static int vxp__ini_line(void *user, const char *section, const char *name, cons
     return 0;
   }
   return 1;
-}
-
-/* Whether name is a key. */
-static int vxp__conf_known(const char *name) {
-  for (int k = 0; k < VXP_CONF_COUNT; k++)
-    if (strcmp(name, vxp__conf_names[k]) == 0) return 1;
-  return 0;
 }
 
 int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
@@ -157,7 +154,7 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
         snprintf(err, errcap, "%s:%d: line longer than %d bytes", cfg->file, line, VXP_CONF_LINE_MAX);
       else if (line < 0)
         snprintf(err, errcap, "%s: out of memory", cfg->file);
-      else if (st.bad[0] && vxp__conf_known(st.bad))
+      else if (st.bad[0] && vxp__conf_find(st.bad) >= 0)
         snprintf(err, errcap, "%s:%d: %s: %s", cfg->file, line, st.bad, vxp__set_error(st.rc));
       else if (st.bad[0])
         snprintf(err, errcap, "%s:%d: unknown key '%s' (`vxc config` lists the keys)", cfg->file, line,
@@ -181,25 +178,27 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
     }
   }
   /* derived defaults: where client and daemon meet (vxp_paths.h) */
-  char derived[4096];
-  if (!cfg->value[VXP_CONF_socket][0]) {
-    if (vxp_default_socket_path(derived, sizeof derived) != 0) {
-      snprintf(err, errcap, "default socket path too long for a Unix socket");
+  static const struct {
+    vxp_conf_key key;
+    int (*derive)(char *, size_t);
+    const char *too_long;
+  } derived[] = {
+      {VXP_CONF_socket, vxp_default_socket_path, "default socket path too long for a Unix socket"},
+      {VXP_CONF_cache_dir, vxp_default_cache_dir, "default cache directory path too long"},
+  };
+  for (size_t i = 0; i < sizeof derived / sizeof *derived; i++) {
+    char path[4096];
+    if (cfg->value[derived[i].key][0]) continue;
+    if (derived[i].derive(path, sizeof path) != 0) {
+      snprintf(err, errcap, "%s", derived[i].too_long);
       return -EINVAL;
     }
-    if (!(cfg->value[VXP_CONF_socket] = vxp__conf_keep(cfg, derived, strlen(derived)))) goto full;
-  }
-  if (!cfg->value[VXP_CONF_cache_dir][0]) {
-    if (vxp_default_cache_dir(derived, sizeof derived) != 0) {
-      snprintf(err, errcap, "default cache directory path too long");
-      return -EINVAL;
+    if (!(cfg->value[derived[i].key] = vxp__conf_keep(cfg, path, strlen(path)))) {
+      snprintf(err, errcap, "configuration values over %d bytes in all", VXP_CONF_TEXT_MAX);
+      return -E2BIG;
     }
-    if (!(cfg->value[VXP_CONF_cache_dir] = vxp__conf_keep(cfg, derived, strlen(derived)))) goto full;
   }
   return 0;
-full:
-  snprintf(err, errcap, "configuration values over %d bytes in all", VXP_CONF_TEXT_MAX);
-  return -E2BIG;
 }
 
 int vxp_config_uint(const char *s, uint64_t *out) {
