@@ -394,6 +394,11 @@ Test(hardening, configuration_file_environment_and_flags_in_that_order) {
   cr_assert_not_null(strstr(out, "max_frame = 'lots' (from the configuration file"), "%s", out);
   cr_assert_not_null(strstr(out, conf), "%s", out);
   cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  snprintf(cmd, sizeof cmd, "VORTEXD_LRU_RESOLUTION=86401 %s --socket %s/x.sock 2>&1; echo rc=$?",
+           VXT_VORTEXD, root);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "lru_resolution = '86401' (from the environment)"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
   /* an unknown key is refused at its line, by both programs */
   f = fopen(conf, "w");
   fputs("workers = 1\nworkres = 2\n", f);
