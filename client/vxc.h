@@ -108,8 +108,9 @@ int vxc_admin(vxc_conn *c, vxp_op op, uint64_t max_size, vxp_response *resp);
  * shared memory per block.  Offsets are the ones the daemon computed from
  * the RV32 data layout, the same the kernel's entry reads.  k is checked
  * first (vxp_kernel_check: every offset + size inside the buffer without
- * wrap-around), so a record from an untrusted source cannot make it write
- * outside buf.  Returns 0, -EINVAL (NULL value, small buffer, zero
+ * wrap-around, every size exactly its type's), so a record from an
+ * untrusted source can make it neither write outside buf nor read more
+ * than a variable of the argument's type from values[i].  Returns 0, -EINVAL (NULL value, small buffer, zero
  * dimension, impossible layout).  Any thread. */
 int vxc_pack_args(const vxp_kernel *k, const void *const *values, const uint32_t grid[3],
                   const uint32_t block[3], uint32_t shared_bytes, void *buf, size_t buf_size);

@@ -613,11 +613,38 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
 
 static bool vxp__pow2(uint32_t v) { return v && !(v & (v - 1)); }
 
+/* The bytes an argument of MLIR type text `type` occupies in the argument
+ * buffer on the RV32 target, as the lowering's data layout gives them: the
+ * store size of iN/siN/uiN (ceil(N/8)), index 4, f16 2, f32 4, f64 8, and
+ * 4 for a device pointer (memref, !llvm.ptr).  0 for any other type (the
+ * lowering refuses every other kernel-argument type).  A packer copies
+ * exactly this many bytes from the caller's value, so a record must not
+ * claim more than its type has: the type, not the claimed size, bounds
+ * what is read from host memory. */
+static uint32_t vxp__arg_type_size(const vxp_arg *a) {
+  const char *t = a->type;
+  if (!t) return 0;
+  if (strncmp(t, "memref<", 7) == 0 || strncmp(t, "!llvm.ptr", 9) == 0) return 4;
+  if (strcmp(t, "index") == 0 || strcmp(t, "f32") == 0) return 4;
+  if (strcmp(t, "f16") == 0) return 2;
+  if (strcmp(t, "f64") == 0) return 8;
+  if (t[0] == 's' || t[0] == 'u') t++;
+  if (t[0] != 'i' || t[1] < '1' || t[1] > '9') return 0;
+  uint64_t bits = 0;
+  for (t++; *t >= '0' && *t <= '9' && bits <= 0xffffff; t++)
+    bits = bits * 10 + (uint64_t)(*t - '0');
+  if (*t || bits > 0xffffff) return 0; /* MLIR's own limit on integer widths */
+  return (uint32_t)((bits + 7) / 8);
+}
+
 int vxp_kernel_check(const vxp_kernel *k) {
   if (k->nargs > VXP_MAX_ARGS || (k->nargs && !k->args)) return VXP_ELAYOUT;
   for (uint32_t i = 0; i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
     if (a->rank > 64 || a->elem_size > 64) return VXP_ELAYOUT;
+    if (a->size != vxp__arg_type_size(a) ||
+        (a->kind == VXP_ARG_POINTER) != (a->type[0] == 'm' || a->type[0] == '!'))
+      return VXP_ELAYOUT;
     if (!vxp__pow2(a->align) || a->align > VXP_MAX_ARG_ALIGN || a->offset % a->align || a->size == 0 ||
         (uint64_t)a->offset + a->size > k->args_size)
       return VXP_ELAYOUT;

@@ -119,8 +119,13 @@ typedef struct {
 #define VXP_MAX_ARG_ALIGN 4096u        /* an argument's alignment (bytes) */
 
 /* Checks that k's layout is one a packer can trust: nargs <= VXP_MAX_ARGS;
- * every argument's alignment a power of two <= VXP_MAX_ARG_ALIGN, its
- * offset a multiple of it, size >= 1 and offset + size <= args_size (in
+ * every argument's size exactly what its type has on the RV32 target
+ * (iN: ceil(N/8), index and f32 4, f16 2, f64 8, memref and !llvm.ptr a
+ * 4-byte device pointer; any other type refused), so that a packer, which
+ * copies that many bytes from the caller's value, never reads past a host
+ * variable of the type; its kind pointer exactly for memref and !llvm.ptr;
+ * its alignment a power of two <= VXP_MAX_ARG_ALIGN, its
+ * offset a multiple of it, offset + size <= args_size (in
  * 64-bit arithmetic, so nothing wraps); args_size <= launch_offset;
  * launch_offset + VXP_LAUNCH_HEADER_SIZE <= buffer_size <=
  * VXP_MAX_BUFFER_SIZE; grid_dims 1..3; subgroup_size 0 or a power of two

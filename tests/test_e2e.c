@@ -169,6 +169,21 @@ Test(e2e, metadata_of_a_polygeist_style_kernel) {
   memset(buf, 0xAB, sizeof buf);
   cr_assert_eq(vxc_pack_args(&bad, vals, grid, block, 0, buf, sizeof buf), -EINVAL);
   cr_assert_eq(buf[0], 0xAB, "nothing written for a refused record");
+  /* a record whose i32 claims 65536 bytes would read that much from the
+   * 4-byte count: refused before anything is read or written */
+  a0 = k->args[0];
+  a0.size = 65536;
+  bad = *k;
+  bad.args = &a0;
+  bad.nargs = 1;
+  bad.args_size = bad.launch_offset = 65536;
+  bad.buffer_size = 65536 + 32;
+  uint8_t *big = malloc(bad.buffer_size);
+  cr_assert_not_null(big);
+  memset(big, 0xAB, bad.buffer_size);
+  cr_assert_eq(vxc_pack_args(&bad, vals, grid, block, 0, big, bad.buffer_size), -EINVAL);
+  cr_assert_eq(big[0], 0xAB, "nothing written for a record larger than its types");
+  free(big);
   vxp_response_clear(&r);
   vxc_close(c);
 }

@@ -292,6 +292,52 @@ Test(protocol, kernel_records_with_impossible_layouts_are_refused) {
   vxp_kernel_clear(&k);
 }
 
+/* A packer copies an argument's size in bytes from the caller's variable
+ * of the argument's type: a record claiming more than the type has would
+ * make it read past that variable, so the size must be the type's. */
+Test(protocol, an_argument_size_is_bounded_by_its_type) {
+  static const struct {
+    const char *type;
+    uint32_t size, align;
+    vxp_arg_kind kind;
+    int ok;
+  } cases[] = {
+      {"i32", 4, 4, VXP_ARG_SCALAR, 1},
+      {"i32", 65536, 4, VXP_ARG_SCALAR, 0},
+      {"i32", 8, 4, VXP_ARG_SCALAR, 0},
+      {"i1", 1, 1, VXP_ARG_SCALAR, 1},
+      {"i24", 3, 4, VXP_ARG_SCALAR, 1},
+      {"si64", 8, 8, VXP_ARG_SCALAR, 1},
+      {"ui8", 1, 1, VXP_ARG_SCALAR, 1},
+      {"index", 4, 4, VXP_ARG_SCALAR, 1},
+      {"index", 8, 8, VXP_ARG_SCALAR, 0},
+      {"f16", 2, 2, VXP_ARG_SCALAR, 1},
+      {"f64", 8, 8, VXP_ARG_SCALAR, 1},
+      {"f32", 16, 4, VXP_ARG_SCALAR, 0},
+      {"memref<?xf32>", 4, 4, VXP_ARG_POINTER, 1},
+      {"memref<?xf32>", 8, 8, VXP_ARG_POINTER, 0},
+      {"!llvm.ptr", 4, 4, VXP_ARG_POINTER, 1},
+      {"memref<?xf32>", 4, 4, VXP_ARG_SCALAR, 0},
+      {"i32", 4, 4, VXP_ARG_POINTER, 0},
+      {"vector<4xf32>", 16, 16, VXP_ARG_SCALAR, 0},
+      {"i99999999", 12500000, 4, VXP_ARG_SCALAR, 0},
+      {"i", 1, 1, VXP_ARG_SCALAR, 0},
+      {"i08", 1, 1, VXP_ARG_SCALAR, 0},
+      {"", 4, 4, VXP_ARG_SCALAR, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    vxp_arg a = {
+        .type = (char *)cases[i].type, .kind = cases[i].kind, .size = cases[i].size, .align = cases[i].align};
+    vxp_kernel k = {.name = (char *)"k", .entry = (char *)"e", .nargs = 1, .args = &a, .grid_dims = 1};
+    k.args_size = a.size;
+    k.launch_offset = (a.size + 3u) & ~3u;
+    k.buffer_size = (k.launch_offset + VXP_LAUNCH_HEADER_SIZE + 7u) & ~7u;
+    cr_assert_eq(vxp_kernel_check(&k), cases[i].ok ? VXP_OK : VXP_ELAYOUT, "%s of %u bytes", cases[i].type,
+                 cases[i].size);
+    cr_assert_eq(redecode(&k), cases[i].ok ? VXP_OK : VXP_ELAYOUT, "%s decoded", cases[i].type);
+  }
+}
+
 Test(protocol, a_field_of_another_op_is_refused) {
   /* a fetch carrying a compile's "source" (found by the request fuzzer: it
    * decoded, then lost the field when encoded again) */
