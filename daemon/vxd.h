@@ -108,12 +108,15 @@ void vxd_options_from_request(const vxp_request *req, vxl_options *o);
  * this daemon's version, the lowering's fingerprint of o (everything that
  * changes a compile's output, which only the lowering knows), the Vortex
  * SDK's directory when cfg has one (entries then hold .vxbin images) and
- * the source bytes.  The source name is left out on purpose: it changes
- * diagnostics only (not cached), and keeping it out lets the same kernel
- * under two paths share one entry (ccache's path problem).  Returns 0 or
- * a VXK error.  Any thread. */
-int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const uint8_t *source, size_t len,
-                  char key[VXK_KEY_HEX + 1]);
+ * the file name the object's debug info gives the source
+ * (vxl_debug_file_name of source_name: its last component, never a
+ * directory) and the source bytes.  The rest of source_name is left out on
+ * purpose: it changes diagnostics only (not cached), and keeping it out
+ * lets the same file compiled from two directories or by two users share
+ * one entry, byte for byte (ccache's path problem).  Returns 0 or a VXK
+ * error.  Any thread. */
+int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const uint8_t *source,
+                  size_t len, char key[VXK_KEY_HEX + 1]);
 
 /* ---- vxd_store.c: the cache's write path on its own thread ---- */
 

@@ -73,8 +73,7 @@ static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *
   vxl_options o;
   vxd_options_from_request(req, &o);
   vxl_result r;
-  int rc = vxl_compile(c, (const char *)req->source, req->source_len,
-                       req->source_name ? req->source_name : "<source>", &o, &r);
+  int rc = vxl_compile(c, (const char *)req->source, req->source_len, req->source_name, &o, &r);
   resp->op = VXP_OP_COMPILE;
   resp->id = req->id;
   if (rc == -ENOMEM) {
@@ -106,7 +105,7 @@ static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *
  * compiled with default options, as libvortexd_runtime compiles it. */
 static int vxd__module_key(void *ud, const char *text, size_t len, char key[65]) {
   vxl_options o = {.opt_level = 2};
-  return vxd_cache_key(ud, &o, (const uint8_t *)text, len, key);
+  return vxd_cache_key(ud, &o, VXP_DEVICE_MODULE_NAME, (const uint8_t *)text, len, key);
 }
 
 /* Lowers a program's host side into resp. */
@@ -131,13 +130,15 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
   }
 }
 
-int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const uint8_t *source, size_t len,
-                  char key[VXK_KEY_HEX + 1]) {
-  char fp[2048], sdk[4200];
+int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const uint8_t *source,
+                  size_t len, char key[VXK_KEY_HEX + 1]) {
+  char fp[2048], sdk[4200], debug_file[VXL_DEBUG_FILE_MAX + 1], file_part[VXL_DEBUG_FILE_MAX + 16];
   if (vxl_fingerprint(o, fp, sizeof fp) < 0) return VXK_EINVAL;
+  vxl_debug_file_name(source_name, debug_file);
+  snprintf(file_part, sizeof file_part, "debug-file=%s", debug_file);
   snprintf(sdk, sizeof sdk, "vortex-sdk=%s", cfg && cfg->vortex_sdk[0] ? cfg->vortex_sdk : "");
-  const char *parts[] = {VXD_SERVER_NAME, fp, sdk};
-  return vxk_key(source, len, parts, cfg && cfg->vortex_sdk[0] ? 3 : 2, key);
+  const char *parts[] = {VXD_SERVER_NAME, fp, file_part, sdk};
+  return vxk_key(source, len, parts, cfg && cfg->vortex_sdk[0] ? 4 : 3, key);
 }
 
 /* With a Vortex SDK configured: each kernel of a successful compile also

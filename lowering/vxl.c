@@ -312,7 +312,9 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
                 const vxl_options *opts, vxl_result *res) {
   memset(res, 0, sizeof *res);
   if (!source_name || !*source_name) source_name = "<source>";
-  vxl__diags d = {.source_name = source_name};
+  char debug_name[VXL_DEBUG_FILE_MAX + 1];
+  vxl_debug_file_name(source_name, debug_name);
+  vxl__diags d = {.source_name = source_name, .debug_name = debug_name};
   MlirModule mod = {0};
   vxl__kernel_info *kinfo = NULL;
   uint32_t nk = 0;

@@ -140,8 +140,23 @@ typedef struct {
 int vxl_compiler_create(vxl_compiler **out);
 void vxl_compiler_destroy(vxl_compiler *c);
 
+/* Longest file name an object's debug info gives its source (bytes). */
+#define VXL_DEBUG_FILE_MAX 255
+
+/* The file name the object compiled from a source called source_name
+ * names in its debug info (DWARF line tables, what a debugger or the
+ * emulator's fault reports show): the last path component only, each byte
+ * below 0x20 and 0x7f replaced by '?', cut to VXL_DEBUG_FILE_MAX bytes;
+ * "<source>" for NULL or a name with no last component.  No directory and
+ * no compilation directory: the requester's paths never enter an object
+ * (as -fdebug-prefix-map and ccache's base_dir keep them out).  The object
+ * depends on this name, so a cache key must name it.  Writes a
+ * NUL-terminated string to out.  Any thread. */
+void vxl_debug_file_name(const char *source_name, char out[VXL_DEBUG_FILE_MAX + 1]);
+
 /* Compiles one MLIR source of len bytes (need not be NUL-terminated).
- * source_name is the file name diagnostics use.  Always fills *res (the
+ * source_name is the file name diagnostics use; the object's debug info
+ * names vxl_debug_file_name(source_name).  Always fills *res (the
  * caller releases it with vxl_result_clear): on a source error res->ok is
  * false and res->diags says why, with file:line:col.  Returns 0, or -ENOMEM
  * when memory ran out (res then may be partial but is safe to clear). */

@@ -43,6 +43,9 @@ typedef struct {
   char **v;
   uint32_t n, cap;
   const char *source_name; /* names locations the parser left unnamed */
+  const char *debug_name;  /* the name the source was parsed under, which
+                              the object's line tables carry (NULL: the
+                              source name); diagnostics say source_name */
 } vxl__diags;
 
 /* Appends a formatted line; silently drops it when memory runs out. */

@@ -316,7 +316,10 @@ static MlirOperation vxl__parse(MlirContext ctx, const char *text, size_t len, c
                                 vxl__diags *d) {
   uint32_t ndiags = d->n;
   MlirModule parsed = {NULL};
-  MlirOperation one = mlirOperationCreateParse(ctx, (MlirStringRef){text, len}, vxl__str(source_name));
+  /* named as the object's line tables will name it; diagnostics map the
+   * name back to source_name (vxl__loc_format) */
+  MlirOperation one = mlirOperationCreateParse(ctx, (MlirStringRef){text, len},
+                                               vxl__str(d->debug_name ? d->debug_name : source_name));
   if (!mlirOperationIsNull(one) && vxl__streq(vxl__op_name(one), "builtin.module")) {
     parsed = mlirModuleFromOperation(one);
   } else {

@@ -83,10 +83,22 @@ void vxl__diag_add(vxl__diags *d, const char *fmt, ...) {
   d->v[d->n++] = line;
 }
 
+void vxl_debug_file_name(const char *source_name, char out[VXL_DEBUG_FILE_MAX + 1]) {
+  const char *base = source_name ? strrchr(source_name, '/') : NULL;
+  base = base ? base + 1 : source_name;
+  if (!base || !*base) base = "<source>";
+  size_t n = 0;
+  for (; base[n] && n < VXL_DEBUG_FILE_MAX; n++)
+    out[n] = (unsigned char)base[n] < 0x20 || base[n] == 0x7f ? '?' : base[n];
+  out[n] = '\0';
+}
+
 void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t cap) {
   if (mlirLocationIsAFileLineColRange(loc)) {
     MlirStringRef f = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc));
-    if ((f.length == 0 || vxl__streq(f, "-")) && d && d->source_name) f = vxl__str(d->source_name);
+    if ((f.length == 0 || vxl__streq(f, "-") || (d && d->debug_name && vxl__streq(f, d->debug_name))) && d &&
+        d->source_name)
+      f = vxl__str(d->source_name);
     snprintf(buf, cap, "%.*s:%d:%d", (int)f.length, f.data, mlirLocationFileLineColRangeGetStartLine(loc),
              mlirLocationFileLineColRangeGetStartColumn(loc));
     return;

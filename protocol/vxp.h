@@ -38,6 +38,11 @@
  * them (docs/PROTOCOL.md, "Argument buffer"). */
 #define VXP_LAUNCH_HEADER_SIZE 28u
 
+/* The source name under which the launch-time runtime compiles a device
+ * module it took from a host program, and under which the host lowering
+ * keys that module: the two must agree, the name being part of a key. */
+#define VXP_DEVICE_MODULE_NAME "<gpu.binary>"
+
 /* Error codes.  One convention across vortexd: 0 is success, a failure is
  * a negative errno value (-ENOMEM, -EIO, ...), and the few failures errno
  * has no name for are project codes below -VXP_EPROJECT_BASE, defined here

@@ -161,6 +161,43 @@ static void run_saxpy(uint32_t n, uint32_t block) {
   vxl_result_clear(&r);
 }
 
+/* A kernel's fault is reported at its source line, named as the object's
+ * line tables name it: the file's name, never the directory it was
+ * compiled from (that is the requester's, and objects are shared). */
+Test(device, a_fault_names_the_kernel_source_line_by_file_name) {
+  size_t len;
+  char *src = vxt_read_file(VXT_EXAMPLES_DIR "/saxpy.mlir", &len);
+  cr_assert_not_null(src);
+  vxl_options o = {.opt_level = 2};
+  vxl_result r;
+  cr_assert_eq(vxl_compile(cc, src, len, "/home/someone/project/saxpy.mlir", &o, &r), 0);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  free(src);
+  const vxl_kernel *k = kernel(&r, "saxpy");
+  vxt_image img = {0};
+  float x[4] = {1, 2, 3, 4};
+  uint32_t xd = DEV(vxt_image_put(&img, x, sizeof x)), yd = 0x10; /* y: unmapped */
+  int32_t n = 4;
+  float a = 2;
+  const void *vals[] = {&n, &a, &xd, &yd};
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {4, 1, 1};
+  uint32_t args = vxt_image_args(&img, k, vals, grid, block, 0);
+  uint8_t *elf = NULL;
+  size_t elf_size = 0;
+  cr_assert_null(vxt_device_link(r.object, r.object_size, k->entry, &elf, &elf_size));
+  uint8_t *mem = malloc(img.size);
+  vxs_report rep;
+  char printed[256];
+  vxt_device_run(elf, elf_size, &img, args, k->launch_offset, &vxt_simt_matrix[0], 0, img.size, mem, &rep,
+                 printed, sizeof printed);
+  cr_assert(strstr(rep.error, "Invalid memory read"), "%s", rep.error);
+  cr_assert(strstr(rep.error, " at saxpy.mlir:14:15)"), "the load's line in the file: %s", rep.error);
+  cr_assert_null(strstr(rep.error, "someone"), "no directory: %s", rep.error);
+  free(mem), free(elf);
+  vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
 Test(device, saxpy_several_shapes) {
   run_saxpy(1000, 64);
   run_saxpy(37, 16); /* not a multiple of the block */

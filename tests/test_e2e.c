@@ -1,4 +1,5 @@
 /* test_e2e.c - vortexd + libvxc + vxc end to end, including bad input. */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -237,6 +238,61 @@ Test(e2e, cache_survives_restart) {
   cr_assert_eq(s.stats.hits, 1);
   vxp_response_clear(&s);
   vxc_close(c);
+}
+
+/* Compiles src (len bytes) under source_name on c; returns the reply. */
+static vxp_response compile_as(vxc_conn *c, const char *src, size_t len, const char *source_name) {
+  vxp_response r;
+  cr_assert_eq(vxc_compile(c, src, len, source_name, NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_OK, "%s: %s", source_name, r.ndiags ? r.diags[0] : r.message);
+  return r;
+}
+
+/* Same key, same bytes: the object depends on the source's text and its
+ * file's name, never on the directory or the user it came from. */
+Test(e2e, one_text_from_two_directories_gives_one_object_naming_no_directory) {
+  size_t len;
+  char *src = vxt_read_file(KERNELS "sgemm_naive.mlir", &len);
+  cr_assert_not_null(src);
+  vxc_conn *c = conn();
+  vxp_response a = compile_as(c, src, len, "/a/secret_project/k.mlir");
+  cr_assert_not(a.cached);
+  cr_assert_not_null(memmem(a.object, a.object_size, "k.mlir", 6), "the line tables name the file");
+  static const char *const dirs[] = {"/a/secret_project", "secret_project", "/b/other", "other/"};
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+    cr_assert_null(memmem(a.object, a.object_size, dirs[i], strlen(dirs[i])), "%s in the object", dirs[i]);
+  /* warm: the same text from another directory is the same entry */
+  vxp_response b = compile_as(c, src, len, "/b/other/k.mlir");
+  cr_assert(b.cached);
+  cr_assert_str_eq(a.key, b.key);
+  cr_assert_eq(a.object_size, b.object_size);
+  cr_assert_eq(memcmp(a.object, b.object, a.object_size), 0);
+  vxc_close(c);
+  /* cold: a second daemon on an empty cache (another user's) compiles the
+   * same bytes from its own directory */
+  vxt_daemon d2 = {0};
+  cr_assert_eq(vxt_daemon_start(&d2, NULL), 0);
+  vxc_conn *c2 = NULL;
+  cr_assert_eq(vxc_connect(d2.sock, &c2), 0);
+  vxp_response e = compile_as(c2, src, len, "relative/dir/k.mlir");
+  cr_assert_not(e.cached, "compiled anew");
+  cr_assert_str_eq(e.key, a.key);
+  cr_assert_eq(e.object_size, a.object_size);
+  cr_assert_eq(memcmp(e.object, a.object, a.object_size), 0, "a cold compile from elsewhere: the same bytes");
+  /* another file name is another object, so another key */
+  vxp_response f = compile_as(c2, src, len, "/a/secret_project/other_name.mlir");
+  cr_assert_str_neq(f.key, a.key);
+  cr_assert_not_null(memmem(f.object, f.object_size, "other_name.mlir", 15));
+  cr_assert_null(memmem(f.object, f.object_size, "secret_project", 14));
+  vxc_close(c2);
+  cr_assert_eq(vxt_daemon_stop(&d2), 0);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", d2.dir);
+  cr_assert_eq(system(cmd), 0);
+  vxp_response *all[] = {&a, &b, &e, &f};
+  for (size_t i = 0; i < 4; i++)
+    vxp_response_clear(all[i]);
+  free(src);
 }
 
 Test(e2e, source_errors_come_back_as_diagnostics_and_the_daemon_goes_on) {

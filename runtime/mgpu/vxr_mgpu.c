@@ -229,7 +229,7 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
   const char *spawn = getenv("VORTEXD_RUNTIME_SPAWN");
   int rc = spawn && *spawn == '1' ? vxc_connect_or_spawn(NULL, NULL, 15000, &c) : vxc_connect(NULL, &c);
   if (rc == 0) {
-    rc = vxc_compile(c, body, body_size, "<gpu.binary>", NULL, r);
+    rc = vxc_compile(c, body, body_size, VXP_DEVICE_MODULE_NAME, NULL, r);
     vxc_close(c);
     if (rc == 0 && r->status == VXP_STATUS_OK) return 0;
     if (rc == 0) {

@@ -9,6 +9,7 @@
  */
 #include "vxs.h"
 
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <gelf.h>
@@ -426,6 +427,11 @@ static void vxs__where(const vxs_device *d, uint32_t pc, char *buf, size_t cap) 
       (line = dwarf_getsrc_die(&cu, pc)) && (file = dwarf_linesrc(line, NULL, NULL)) &&
       dwarf_lineno(line, &lineno) == 0 && lineno > 0) {
     dwarf_linecol(line, &col);
+    /* vortexd's objects name a file by its name alone, in no directory
+     * (no DW_AT_comp_dir): libdw joins that empty directory into "/name" */
+    Dwarf_Attribute at;
+    const char *comp_dir = dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &at));
+    if ((!comp_dir || !*comp_dir) && file[0] == '/' && !strchr(file + 1, '/')) file++;
     snprintf(buf + n, cap - (size_t)n, " at %s:%d:%d", file, lineno, col);
   }
 }
