@@ -13,6 +13,7 @@
  * counters); a cache that still has counts there carries them over once.
  * An entry and all its kernels are written in one IMMEDIATE transaction.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -22,10 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
 
 #include "vxk.h"
+#include "vxp_paths.h"
 
 #define VXK_SCHEMA_VERSION "3"
 
@@ -122,23 +125,6 @@ static int vxk__prepare(vxk_cache *c, const char *sql, sqlite3_stmt **st) {
   return rc == SQLITE_OK ? 0 : vxk__fail(c, rc, "prepare");
 }
 
-/* Opens path and applies the schema; 0 or an SQLite result code. */
-static int vxk__open_db(vxk_cache *c, const char *path) {
-  int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-  if (rc != SQLITE_OK) return rc;
-  sqlite3_busy_timeout(c->db, 5000);
-  sqlite3_extended_result_codes(c->db, 1);
-  rc = sqlite3_exec(c->db, vxk__schema, NULL, NULL, NULL);
-  if (rc != SQLITE_OK) return rc;
-  sqlite3_stmt *st = NULL;
-  rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
-  if (rc != SQLITE_OK) return rc;
-  rc = sqlite3_step(st);
-  int ok = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0;
-  sqlite3_finalize(st);
-  return ok ? vxk__carry_saved(c) : SQLITE_MISMATCH;
-}
-
 /* mkdir -p with mode 0700 for what it creates; 0 or -1 with errno. */
 static int vxk__mkdirs(const char *dir) {
   char p[4096];
@@ -155,14 +141,81 @@ static int vxk__mkdirs(const char *dir) {
   return (mkdir(p, 0700) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
+/* The database and the files SQLite keeps beside it. */
+static const char *const vxk__db_files[] = {"cache.db", "cache.db-wal", "cache.db-shm"};
+
+/* Checks that nobody else can have written dir or the database files in it
+ * (an entry planted there would be served as this user's own): dir a real
+ * directory owned by the effective uid and not writable by group or
+ * others, each existing database file a regular file (no symbolic link)
+ * of the same owner, not writable by group or others.  Creates dir (and
+ * missing parents, mode 0700) when create.  The directory being closed to
+ * others, nobody else can swap a file between this check and SQLite's
+ * open.  Returns VXK_OK, VXK_EUNTRUSTED or VXK_EIO with a message in err
+ * naming the path and the fix. */
+static int vxk__trust_dir(const char *dir, int create, char *err, size_t errcap) {
+  if (create && vxk__mkdirs(dir) != 0) {
+    snprintf(err, errcap, "cannot create cache directory %s: %s", dir, strerror(errno));
+    return VXK_EIO;
+  }
+  static const vxp_dir_rule rule = {"cache directory",
+                                    S_IWGRP | S_IWOTH,
+                                    "not writable by group or others",
+                                    "go-w",
+                                    "another user could plant entries there",
+                                    "--cache-dir"};
+  int dfd = vxp_owned_dir_open(dir, 0, &rule, err, errcap);
+  if (dfd < 0) return dfd == -EPERM || dfd == -ELOOP ? VXK_EUNTRUSTED : VXK_EIO;
+  int rc = VXK_OK;
+  for (size_t i = 0; rc == VXK_OK && i < sizeof vxk__db_files / sizeof *vxk__db_files; i++) {
+    struct stat st;
+    if (fstatat(dfd, vxk__db_files[i], &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;
+      snprintf(err, errcap, "cache file %s/%s: %s", dir, vxk__db_files[i], strerror(errno));
+      rc = VXK_EIO;
+    } else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+      snprintf(err, errcap,
+               "cache file %s/%s is not this user's own (%s, owner uid %u, mode %03o; needs a regular "
+               "file of uid %u, not writable by group or others): another user could have planted it; "
+               "remove it",
+               dir, vxk__db_files[i],
+               S_ISLNK(st.st_mode)    ? "a symbolic link"
+               : !S_ISREG(st.st_mode) ? "not a regular file"
+                                      : "a regular file",
+               (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+      rc = VXK_EUNTRUSTED;
+    }
+  }
+  close(dfd);
+  return rc;
+}
+
+/* Opens path and applies the schema; 0 or an SQLite result code. */
+static int vxk__open_db(vxk_cache *c, const char *path) {
+  int rc =
+      sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_busy_timeout(c->db, 5000);
+  sqlite3_extended_result_codes(c->db, 1);
+  rc = sqlite3_exec(c->db, vxk__schema, NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_stmt *st = NULL;
+  rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(st);
+  int ok = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0;
+  sqlite3_finalize(st);
+  return ok ? vxk__carry_saved(c) : SQLITE_MISMATCH;
+}
+
 int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf, size_t errcap) {
   vxk_cache *c = calloc(1, sizeof *c);
   if (!c) return VXK_ENOMEM;
   c->max_bytes = max_bytes ? max_bytes : VXK_DEFAULT_MAX_BYTES;
-  if (vxk__mkdirs(dir) != 0) {
-    snprintf(errbuf, errcap, "cannot create cache directory %s: %s", dir, strerror(errno));
+  int trust = vxk__trust_dir(dir, 1, errbuf, errcap);
+  if (trust != VXK_OK) {
     free(c);
-    return VXK_EIO;
+    return trust;
   }
   char path[4096];
   snprintf(path, sizeof path, "%s/cache.db", dir);
@@ -215,24 +268,51 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
   return VXK_OK;
 }
 
+/* Opens name read-only (flags added) and checks the schema version: 0, or
+ * SQLITE_MISMATCH (another version) or another SQLite result code. */
+static int vxk__open_schema_ro(vxk_cache *c, const char *name, int flags) {
+  int rc = sqlite3_open_v2(name, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | flags, NULL);
+  sqlite3_stmt *st = NULL;
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_busy_timeout(c->db, 5000);
+  rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW)
+    rc = strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0 ? SQLITE_OK
+                                                                                   : SQLITE_MISMATCH;
+  else if (rc == SQLITE_DONE)
+    rc = SQLITE_MISMATCH;
+  sqlite3_finalize(st);
+  return rc;
+}
+
 int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t errcap) {
   vxk_cache *c = calloc(1, sizeof *c);
   if (!c) return VXK_ENOMEM;
   c->max_bytes = VXK_DEFAULT_MAX_BYTES;
+  int trust = vxk__trust_dir(dir, 0, errbuf, errcap);
+  if (trust != VXK_OK) {
+    free(c);
+    return trust;
+  }
   char path[4096];
   snprintf(path, sizeof path, "%s/cache.db", dir);
-  int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READONLY, NULL);
-  sqlite3_stmt *st = NULL;
-  if (rc == SQLITE_OK) {
-    sqlite3_busy_timeout(c->db, 5000);
-    rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
-  }
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_step(st) == SQLITE_ROW &&
-                 strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0
-             ? SQLITE_OK
-             : SQLITE_MISMATCH;
-    sqlite3_finalize(st);
+  int rc = vxk__open_schema_ro(c, path, 0);
+  if (rc != SQLITE_OK && rc != SQLITE_MISMATCH && access(dir, W_OK) != 0) {
+    /* A WAL database needs its -shm file even to be read, and a directory
+     * we cannot write cannot get one.  Nobody can write the database there
+     * either (a writer needs its -wal beside it), so it is read as an
+     * immutable file: no locks, no shared memory. */
+    char uri[3 * sizeof path + 32];
+    size_t n = (size_t)snprintf(uri, sizeof uri, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p && n + 4 < sizeof uri; p++)
+      n += (size_t)(isalnum(*p) || strchr("/._-~", *p) ? snprintf(uri + n, sizeof uri - n, "%c", *p)
+                                                       : snprintf(uri + n, sizeof uri - n, "%%%02X", *p));
+    snprintf(uri + n, sizeof uri - n, "?immutable=1");
+    sqlite3_close(c->db);
+    c->db = NULL;
+    rc = vxk__open_schema_ro(c, uri, SQLITE_OPEN_URI);
   }
   if (rc == SQLITE_OK &&
       (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||

@@ -37,6 +37,8 @@ enum {
   VXK_EFULL = -ENOSPC,     /* disk full: nothing was written */
   VXK_EINVAL = -EINVAL,    /* bad argument (key not 64 hex digits, ...) */
   VXK_ECORRUPT = -EUCLEAN, /* an entry whose bytes fail their checksum */
+  VXK_EUNTRUSTED = -EPERM, /* the cache directory or a database file another
+                              user could have written (vxk_open) */
 };
 
 /* Bytes of an entry's checksum (SHA-256). */
@@ -85,17 +87,23 @@ typedef struct {
       l2_bytes_up;
 } vxk_stats;
 
-/* Opens (creating as needed, mode 0700) the directory dir and its cache.db.
+/* Opens (creating as needed, mode 0700) the directory dir and its cache.db,
+ * only if nobody else can have written them: dir must be a real directory
+ * (not a symbolic link) owned by the effective uid and not writable by
+ * group or others, and cache.db and its -wal and -shm files, where they
+ * exist, regular files of that uid not writable by group or others
+ * (else VXK_EUNTRUSTED, with a message naming the path and the fix).
  * max_bytes bounds the stored bytes (0 = VXK_DEFAULT_MAX_BYTES): least
  * recently used entries are evicted after a put goes over it.  A database
  * file SQLite cannot read is moved aside as cache.db.corrupt and a new one
- * started.  Returns 0 and *out (caller owns; vxk_close) or VXK_EIO/ENOMEM,
+ * started.  Returns 0 and *out (caller owns; vxk_close) or VXK_EIO/ENOMEM/EUNTRUSTED,
  * with a message in errbuf (errcap bytes). */
 int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf, size_t errcap);
 void vxk_close(vxk_cache *c);
 
 /* Opens dir's cache.db for reading only (SQLite read-only: nothing is
- * created, migrated or written; a reader beside a running daemon): vxk_get
+ * created, migrated or written; a reader beside a running daemon), under
+ * vxk_open's ownership rules (VXK_EUNTRUSTED): vxk_get
  * works (checksums verified), the writing calls must not be used.  Returns
  * 0 and *out, or VXK_EIO (no cache there, another schema) / VXK_ENOMEM
  * with a message in errbuf. */

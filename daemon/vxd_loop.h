@@ -131,8 +131,10 @@ struct vxd_server {
    * stopped) */
   vxk_cache *cache;
   vxd_store *store;
-  vxd_hot *hot;       /* encoded replies of recent compile hits; NULL: none kept */
-  vxd_remote *remote; /* the shared second level; NULL: none (or no cache) */
+  vxd_hot *hot;            /* encoded replies of recent compile hits; NULL: none kept */
+  vxd_remote *remote;      /* the shared second level; NULL: none (or no cache) */
+  char cache_err[512];     /* why there is no cache ("" when there is one) */
+  uint64_t cache_retry_ms; /* when to try opening it again (loop time) */
   /* clients (vxd_conn.c) */
   vxd_conn *conns;
   unsigned nconns;

@@ -130,8 +130,9 @@ static void vxd__admin_done(void *ud, const vxd_admin_result *res) {
 static void vxd__on_admin(vxd_conn *c, const vxp_request *req) {
   vxd_server *s = c->srv;
   if (!s->store) {
-    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL,
-                    "serving without a cache (see the daemon's log)", 0);
+    char msg[600];
+    snprintf(msg, sizeof msg, "serving without a cache: %s", s->cache_err[0] ? s->cache_err : "stopping");
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, msg, 0);
     return;
   }
   vxd_admin_op op = req->op == VXP_OP_VERIFY  ? VXD_ADMIN_VERIFY

@@ -95,7 +95,57 @@ void vxd__flush_counters(vxd_server *s) {
   s->pending = (vxd_counts){0};
 }
 
-static void vxd__flush_cb(uv_timer_t *t) { vxd__flush_counters(t->data); }
+/* Seconds between attempts to open a cache that could not be opened. */
+#define VXD_CACHE_RETRY_MS 10000
+
+/* Opens the cache, its store thread and the shared level behind it.
+ * Returns 0, or -1 with the reason in s->cache_err: the daemon then serves
+ * without a cache (as ccache compiles without its cache) and tries again
+ * every VXD_CACHE_RETRY_MS, so that a full disk, an unusable directory or
+ * one another user could write stops mattering once it is mended, without
+ * a restart.  Loop thread. */
+static int vxd__open_cache(vxd_server *s) {
+  const vxd_config *cfg = s->cfg;
+  char err[512] = "";
+  int rc = vxk_open(cfg->cache_dir, cfg->max_cache_bytes, &s->cache, err, sizeof err);
+  if (rc == VXK_OK) {
+    vxk_set_lru_resolution(s->cache, cfg->lru_resolution_us);
+    if (vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, cfg->lru_resolution_us, vxd__log_line,
+                       s, &s->store, err, sizeof err) != 0) {
+      vxk_close(s->cache);
+      s->cache = NULL;
+      rc = VXK_EIO;
+    }
+  }
+  s->cache_retry_ms = vxd__now_ms(s) + VXD_CACHE_RETRY_MS;
+  if (rc != VXK_OK) {
+    /* said once per cause, not at every attempt */
+    if (strcmp(err, s->cache_err) != 0)
+      vxd__log_at(s, rc == VXK_EUNTRUSTED ? VXD_LOG_ERR : VXD_LOG_WARNING,
+                  "%s; serving without a cache (trying again every %u s)", err, VXD_CACHE_RETRY_MS / 1000);
+    snprintf(s->cache_err, sizeof s->cache_err, "%s", err);
+    return -1;
+  }
+  if (s->cache_err[0]) vxd__log(s, "cache %s opened: serving with a cache again", cfg->cache_dir);
+  s->cache_err[0] = '\0';
+  if (cfg->remote_on) {
+    if (vxd_remote_open(s->loop, cfg, vxd__remote_log, s, &s->remote, err, sizeof err) != 0) {
+      vxd__log_at(s, VXD_LOG_WARNING, "remote storage not used: %s", err);
+    } else {
+      char where[800];
+      vxd_remote_describe(s->remote, where, sizeof where);
+      vxd__log_at(s, VXD_LOG_INFO, "remote storage %s", where);
+      vxd_store_on_written(s->store, vxd__share, s);
+    }
+  }
+  return 0;
+}
+
+static void vxd__flush_cb(uv_timer_t *t) {
+  vxd_server *s = t->data;
+  if (!s->store && !s->stopping && vxd__now_ms(s) >= s->cache_retry_ms) vxd__open_cache(s);
+  vxd__flush_counters(s);
+}
 
 void vxd__share_queued(vxd_server *s, unsigned timeout_ms) {
   if (!s->store || !s->remote) return;
@@ -251,28 +301,15 @@ int vxd_server_run(const vxd_config *cfg) {
   s->log_journal = vxd__stderr_is_journal();
   s->loop = uv_default_loop();
   s->start_ms = uv_now(s->loop);
-  char err[512] = "";
-  if (vxk_open(cfg->cache_dir, cfg->max_cache_bytes, &s->cache, err, sizeof err) == VXK_OK) {
-    vxk_set_lru_resolution(s->cache, cfg->lru_resolution_us);
-  } else {
-    /* a read-only or unusable cache directory: compile anyway, as ccache
-     * does without its cache, and say so once */
-    vxd__log_at(s, VXD_LOG_WARNING, "%s; serving without a cache", err);
-    s->cache = NULL;
-  }
   s->hot = vxd_hot_create(VXD_HOT_MAX_BYTES); /* NULL: hits all read the cache */
   if (vxd__pool_init(s) != 0) {
     vxd_hot_destroy(s->hot);
-    vxk_close(s->cache);
     free(s);
     return 1;
   }
-  if (s->cache && vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, cfg->lru_resolution_us,
-                                 vxd__log_line, s, &s->store, err, sizeof err) != 0) {
-    vxd__log_at(s, VXD_LOG_WARNING, "%s; serving without a cache", err);
-    vxk_close(s->cache);
-    s->cache = NULL;
-  }
+  if (vxd__open_cache(s) != 0 && cfg->remote_on)
+    vxd__log_at(s, VXD_LOG_WARNING,
+                "remote storage not used while there is no local cache: it sits behind one");
   /* workers first: once the socket accepts, a compile finds them ready */
   s->pool.nslots = cfg->workers < 1 ? 1 : cfg->workers > VXD_MAX_WORKERS ? VXD_MAX_WORKERS : cfg->workers;
   for (unsigned i = 0; i < s->pool.nslots; i++) {
@@ -281,19 +318,6 @@ int vxd_server_run(const vxd_config *cfg) {
     uv_timer_init(s->loop, &s->pool.slots[i].respawn);
     s->pool.slots[i].respawn.data = &s->pool.slots[i];
     vxd__spawn(s, &s->pool.slots[i]);
-  }
-  if (cfg->remote_on && !s->store) {
-    vxd__log_at(s, VXD_LOG_WARNING,
-                "remote storage not used: it sits behind a local cache, and there is none");
-  } else if (cfg->remote_on) {
-    if (vxd_remote_open(s->loop, cfg, vxd__remote_log, s, &s->remote, err, sizeof err) != 0) {
-      vxd__log_at(s, VXD_LOG_WARNING, "remote storage not used: %s", err);
-    } else {
-      char where[800];
-      vxd_remote_describe(s->remote, where, sizeof where);
-      vxd__log_at(s, VXD_LOG_INFO, "remote storage %s", where);
-      vxd_store_on_written(s->store, vxd__share, s);
-    }
   }
   int status = vxd__listen(s);
   if (status != 0) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -129,7 +130,11 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
     snprintf(err, errcap, "configuration file path too long");
     return -EINVAL;
   }
-  FILE *f = fopen(cfg->file, "r");
+  /* read only if nobody else can have written it (vxp_paths.h) */
+  char why[4400];
+  int fd = vxp_trusted_file_open(cfg->file, why, sizeof why);
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+  if (fd >= 0 && !f) close(fd);
   if (f) {
     cfg->file_found = 1;
     vxp__ini_state st = {.cfg = cfg, .f = f};
@@ -163,9 +168,9 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
         snprintf(err, errcap, "%s:%d: not a `key = value` line", cfg->file, line);
       return -EINVAL;
     }
-  } else if (errno != ENOENT) {
-    snprintf(err, errcap, "cannot read %s: %s", cfg->file, strerror(errno));
-    return -EIO;
+  } else if (fd != -ENOENT) {
+    snprintf(err, errcap, "%s", fd < 0 ? why : "cannot read the configuration file: out of memory");
+    return fd == -EPERM || fd == -EINVAL ? fd : -EIO;
   }
   for (int k = 0; k < VXP_CONF_COUNT; k++) {
     const char *v = getenv(vxp__conf_envs[k]);

@@ -94,7 +94,10 @@ typedef struct {
  * VXP_CONF_VALUE_MAX is an error naming file:line (or the variable).  The
  * file's comments are whole lines starting with '#' or ';'.  Returns 0,
  * or -EINVAL, -E2BIG (values over VXP_CONF_TEXT_MAX in all) or -EIO with
- * a message in err (errcap bytes).  cfg's values point into cfg itself
+ * a message in err (errcap bytes); the file is read only when another user
+ * cannot have written it (vxp_trusted_file_open: -EPERM for its owner or
+ * mode, -EINVAL when it is not a regular file, such as a FIFO or a link to
+ * a device, which is never opened for long).  cfg's values point into cfg itself
  * and at static defaults: copy them before cfg goes. */
 int vxp_config_load(vxp_config *cfg, char *err, size_t errcap);
 

@@ -56,54 +56,96 @@ int vxp_path_dir(const char *path, char *buf, size_t cap) {
   return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-int vxp_runtime_dir_open(const char *dir, int create, int group_ok, char *err, size_t errcap) {
+int vxp_owned_dir_open(const char *dir, int create, const vxp_dir_rule *rule, char *err, size_t errcap) {
   struct stat st;
   if (lstat(dir, &st) != 0) {
     int e = errno;
     if (e != ENOENT || !create) {
-      snprintf(err, errcap, "runtime directory %s: %s", dir, strerror(e));
+      snprintf(err, errcap, "%s %s: %s", rule->what, dir, strerror(e));
       return -e;
     }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
       e = errno;
-      snprintf(err, errcap, "cannot create runtime directory %s: %s", dir, strerror(e));
+      snprintf(err, errcap, "cannot create %s %s: %s", rule->what, dir, strerror(e));
       return -e;
     }
     if (lstat(dir, &st) != 0) {
       e = errno;
-      snprintf(err, errcap, "runtime directory %s: %s", dir, strerror(e));
+      snprintf(err, errcap, "%s %s: %s", rule->what, dir, strerror(e));
       return -e;
     }
   }
   if (S_ISLNK(st.st_mode)) {
     snprintf(err, errcap,
-             "runtime directory %s is a symbolic link; refusing it (remove it, or choose a directory "
-             "of your own with --socket)",
-             dir);
+             "%s %s is a symbolic link; refusing it (remove it, or choose a directory of your own with %s)",
+             rule->what, dir, rule->choose);
     return -ELOOP;
   }
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
-    snprintf(err, errcap, "runtime directory %s: %s", dir, strerror(e));
+    snprintf(err, errcap, "%s %s: %s", rule->what, dir, strerror(e));
     return -e;
   }
-  mode_t closed = group_ok ? (S_IWGRP | S_IRWXO) : (S_IRWXG | S_IRWXO);
   if (fstat(fd, &st) != 0) {
     int e = errno;
     close(fd);
-    snprintf(err, errcap, "runtime directory %s: %s", dir, strerror(e));
+    snprintf(err, errcap, "%s %s: %s", rule->what, dir, strerror(e));
     return -e;
   }
-  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & closed)) {
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & rule->closed)) {
     close(fd);
     snprintf(err, errcap,
-             "runtime directory %s is not private (owner uid %u, mode %03o; needs owner uid %u and mode "
-             "%s): another user could serve a fake daemon there; fix with `chmod 700 %s` if it is "
-             "yours, else remove it or choose another --socket",
-             dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid(),
-             group_ok ? "0700 or 0750" : "0700", dir);
+             "%s %s is not private (owner uid %u, mode %03o; needs owner uid %u and mode %s): %s; fix "
+             "with `chmod %s %s` if it is yours, else remove it or choose another %s",
+             rule->what, dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid(),
+             rule->modes, rule->risk, rule->chmod, dir, rule->choose);
     return -EPERM;
+  }
+  return fd;
+}
+
+int vxp_runtime_dir_open(const char *dir, int create, int group_ok, char *err, size_t errcap) {
+  vxp_dir_rule rule = {"runtime directory",
+                       group_ok ? (S_IWGRP | S_IRWXO) : (S_IRWXG | S_IRWXO),
+                       group_ok ? "0700 or 0750" : "0700",
+                       "700",
+                       "another user could serve a fake daemon there",
+                       "--socket"};
+  return vxp_owned_dir_open(dir, create, &rule, err, errcap);
+}
+
+int vxp_trusted_file_open(const char *path, char *err, size_t errcap) {
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer; fstat refuses it */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    snprintf(err, errcap, "cannot read %s: %s", path, strerror(e));
+    return -e;
+  }
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0) {
+    rc = -errno;
+    snprintf(err, errcap, "cannot read %s: %s", path, strerror(-rc));
+  } else if (!S_ISREG(st.st_mode)) {
+    rc = -EINVAL;
+    snprintf(err, errcap, "%s is not a regular file; refusing to read it", path);
+  } else if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    rc = -EPERM;
+    snprintf(err, errcap,
+             "%s: bad owner or permissions (owner uid %u, mode %03o; needs owner uid %u or root, not "
+             "writable by group or others): another user could change what it says; fix with `chmod go-w "
+             "%s` if it is yours",
+             path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid(), path);
+  }
+  if (rc == 0 && fcntl(fd, F_SETFL, 0) != 0) {
+    rc = -errno;
+    snprintf(err, errcap, "cannot read %s: %s", path, strerror(-rc));
+  }
+  if (rc) {
+    close(fd);
+    return rc;
   }
   return fd;
 }

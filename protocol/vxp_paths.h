@@ -34,6 +34,39 @@ int vxp_default_cache_dir(char *buf, size_t cap);
  * closed to others (mode 0700; 0750 when group_ok, for a daemon serving a
  * configured group). */
 
+/* What a directory must be for a process to trust what it finds there. */
+typedef struct {
+  const char *what;   /* "runtime directory", "cache directory" (messages) */
+  unsigned closed;    /* mode bits that must be clear (mode_t) */
+  const char *modes;  /* the modes allowed, for messages: "0700" */
+  const char *chmod;  /* the chmod argument that fixes it: "700", "go-w" */
+  const char *risk;   /* what another user could do there, for messages */
+  const char *choose; /* the setting that chooses another: "--socket" */
+} vxp_dir_rule;
+
+/* Opens dir under rule: a real directory (lstat: not a symbolic link),
+ * owned by the effective uid, with none of rule->closed's mode bits (fstat
+ * on the opened descriptor, so a swap between the two checks is caught),
+ * creating it with mode 0700 when create and it is missing (its parent
+ * must exist).  Returns a directory descriptor (O_CLOEXEC; caller closes)
+ * or a negative errno with a message in err (errcap bytes) naming the
+ * directory, its owner and mode, and the fix: -ELOOP (symbolic link),
+ * -EPERM (owner or mode), -ENOTDIR, -ENOENT, ...  The rule of ssh-agent's
+ * and systemd's runtime directories; any thread. */
+int vxp_owned_dir_open(const char *dir, int create, const vxp_dir_rule *rule, char *err, size_t errcap);
+
+/* Opens path (a configuration file) for reading only if another user
+ * cannot have written it: a regular file (never a FIFO, device or
+ * directory: a symbolic link is followed and its target checked, as
+ * OpenSSH reads ~/.ssh/config), owned by the effective uid or root, not
+ * writable by group or others (OpenSSH's rule for its configuration).
+ * Never blocks on the open.  Returns a descriptor (O_CLOEXEC; caller
+ * closes) or a negative errno with a message in err (errcap bytes):
+ * -ENOENT (no such file: not an error for an optional file), -EINVAL (not
+ * a regular file), -EPERM (owner or mode, naming the fix), others from
+ * open(2).  Any thread. */
+int vxp_trusted_file_open(const char *path, char *err, size_t errcap);
+
 /* Opens dir as a runtime directory, creating it with mode 0700 when
  * create and it does not exist (its parent must).  The check is lstat (no
  * symbolic link) and fstat on the opened descriptor (owner, mode), so a

@@ -1,9 +1,11 @@
 /* test_cache.c - cache/: put, get, restart, keys, eviction, corruption. */
 #include <criterion/criterion.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -204,6 +206,96 @@ Test(cache, unreadable_database_is_moved_aside) {
   snprintf(aside, sizeof aside, "%s.corrupt", path);
   struct stat st;
   cr_assert_eq(stat(aside, &st), 0, "the unreadable file is kept for inspection");
+}
+
+/* A cache another user could have written may hold planted entries: it is
+ * refused for writing and for reading (the runtime reads it directly). */
+Test(cache, a_directory_or_database_others_could_write_is_refused) {
+  vxk_cache *c = open_cache(0);
+  char key[VXK_KEY_HEX + 1], err[512], db[128], moved[128];
+  key_for("planted?", key);
+  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 0), VXK_OK);
+  vxk_close(c);
+  cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_OK, "%s", err);
+  vxk_close(c);
+  cr_assert_eq(chmod(dir, 0777), 0);
+  cr_assert_eq(vxk_open(dir, 0, &c, err, sizeof err), VXK_EUNTRUSTED);
+  cr_assert_not_null(strstr(err, "chmod go-w"), "%s", err);
+  cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_EUNTRUSTED);
+  cr_assert_eq(chmod(dir, 0755), 0);
+  cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_OK,
+               "readable by others is the owner's choice");
+  vxk_close(c);
+  snprintf(db, sizeof db, "%s/cache.db", dir);
+  cr_assert_eq(chmod(db, 0666), 0);
+  cr_assert_eq(vxk_open(dir, 0, &c, err, sizeof err), VXK_EUNTRUSTED);
+  cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_EUNTRUSTED);
+  cr_assert_not_null(strstr(err, "cache.db is not this user's own"), "%s", err);
+  cr_assert_eq(chmod(db, 0644), 0);
+  snprintf(moved, sizeof moved, "%s/elsewhere.db", dir);
+  cr_assert_eq(rename(db, moved), 0);
+  cr_assert_eq(symlink(moved, db), 0);
+  cr_assert_eq(vxk_open(dir, 0, &c, err, sizeof err), VXK_EUNTRUSTED);
+  cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_EUNTRUSTED);
+  cr_assert_not_null(strstr(err, "a symbolic link"), "%s", err);
+  cr_assert_eq(unlink(db), 0);
+  cr_assert_eq(rename(moved, db), 0);
+  c = open_cache(0);
+  vxk_entry e;
+  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK, "mended: the entry is there");
+  vxk_entry_clear(&e);
+  vxk_close(c);
+}
+
+/* Fills a cache in sub, makes sub read-only, reads the entry back through
+ * vxk_open_readonly.  0 on success, else the step that failed. */
+static int read_only_directory_case(const char *sub) {
+  vxk_cache *c = NULL;
+  char key[VXK_KEY_HEX + 1], err[512];
+  const char *parts[] = {"test"};
+  if (vxk_key((const uint8_t *)"ro", 2, parts, 1, key) != VXK_OK) return 1;
+  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+  if (vxk_open(sub, 0, &c, err, sizeof err) != VXK_OK) return 2;
+  if (vxk_put(c, key, (const uint8_t *)"obj", 3, &in, 1, 0) != VXK_OK) return 3;
+  vxk_close(c);
+  if (chmod(sub, 0500) != 0) return 4;
+  if (vxk_open_readonly(sub, &c, err, sizeof err) != VXK_OK) {
+    fprintf(stderr, "%s\n", err);
+    return 5;
+  }
+  vxk_entry e;
+  int rc =
+      vxk_get(c, key, NULL, &e) == VXK_OK && e.object_size == 3 && memcmp(e.object, "obj", 3) == 0 ? 0 : 6;
+  if (rc == 0) vxk_entry_clear(&e);
+  vxk_close(c);
+  return rc;
+}
+
+/* The runtime reads a cache directly where it may not write (a read-only
+ * mount, a directory of mode 0500): a WAL database is read there too.  Run
+ * as "nobody" when root, whom no mode keeps from writing. */
+Test(cache, a_cache_in_a_read_only_directory_is_read) {
+  char sub[128];
+  snprintf(sub, sizeof sub, "%s/ro", dir);
+  cr_assert_eq(mkdir(sub, 0700), 0);
+  int rc;
+  if (geteuid() == 0) {
+    struct passwd *pw = getpwnam("nobody");
+    cr_assert_not_null(pw);
+    cr_assert_eq(chmod(dir, 0711), 0);
+    cr_assert_eq(chown(sub, pw->pw_uid, pw->pw_gid), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) _exit(setgid(pw->pw_gid) || setuid(pw->pw_uid) ? 90 : read_only_directory_case(sub));
+    int st = 0;
+    waitpid(pid, &st, 0);
+    rc = WIFEXITED(st) ? WEXITSTATUS(st) : 99;
+  } else {
+    rc = read_only_directory_case(sub);
+  }
+  cr_assert_eq(rc, 0, "failed at step %d", rc);
+  cr_assert_eq(chmod(sub, 0700), 0);
 }
 
 /* Flips one byte of the first occurrence of pattern in the database file

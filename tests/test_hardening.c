@@ -439,6 +439,127 @@ Test(hardening, an_unusable_cache_directory_means_serving_without_a_cache) {
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
 
+/* Compiles POLYGEIST_STYLE through d with vxc; 1 when the answer came
+ * from the cache, 0 when compiled. */
+static int compile_cached(const vxt_daemon *d) {
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d->sock, POLYGEIST_STYLE);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"status\":\"ok\""), "%s", out);
+  return strstr(out, "\"cached\":true") != NULL;
+}
+
+/* What `vxc verify` says (the daemon's reason for serving without a cache). */
+static const char *verify_says(const vxt_daemon *d) {
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1", VXT_VXC, d->sock);
+  vxt_run(cmd, out, sizeof out);
+  return out;
+}
+
+/* Waits (up to 20 s: the daemon retries every 10 s) until d serves hits. */
+static int waits_for_hits(const vxt_daemon *d) {
+  for (int i = 0; i < 40; i++) {
+    if (compile_cached(d)) return 1;
+    usleep(500000);
+  }
+  return 0;
+}
+
+/* A cache another user could have written is never read: it may hold
+ * planted entries, served as this user's own.  The daemon serves without
+ * it, says why, and takes it up once it is mended, without a restart. */
+Test(hardening, a_cache_another_user_could_write_is_refused_until_mended) {
+  vxt_daemon d = {0};
+  start_in(&d, "trust", NULL);
+  cr_assert_eq(compile_cached(&d), 0);
+  cr_assert_eq(compile_cached(&d), 1, "an entry in the cache");
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  /* writable by others: anyone could have planted that entry */
+  cr_assert_eq(chmod(d.cache, 0777), 0);
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0, "the daemon starts, serving without a cache");
+  cr_assert_eq(compile_cached(&d), 0, "the entry is not served");
+  const char *said = verify_says(&d);
+  cr_assert_not_null(strstr(said, "cache directory"), "%s", said);
+  cr_assert_not_null(strstr(said, d.cache), "names the directory: %s", said);
+  cr_assert_not_null(strstr(said, "chmod go-w"), "names the fix: %s", said);
+  cr_assert_eq(chmod(d.cache, 0700), 0);
+  cr_assert(waits_for_hits(&d), "mended: the cache is used again without a restart");
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  /* owned by another user */
+  struct passwd *pw = getpwnam("nobody");
+  cr_assert_not_null(pw);
+  cr_assert_eq(geteuid(), 0, "changing a file's owner needs root (run the suite as root, as the CI does)");
+  cr_assert_eq(chown(d.cache, pw->pw_uid, pw->pw_gid), 0);
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
+  cr_assert_eq(compile_cached(&d), 0, "the other user's cache is not read");
+  said = verify_says(&d);
+  cr_assert_not_null(strstr(said, "is not private (owner uid"), "%s", said);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  cr_assert_eq(chown(d.cache, 0, 0), 0);
+  /* the database itself planted by another user, or a symbolic link */
+  char db[300], elsewhere[300];
+  snprintf(db, sizeof db, "%s/cache.db", d.cache);
+  cr_assert_eq(chown(db, pw->pw_uid, pw->pw_gid), 0);
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
+  cr_assert_eq(compile_cached(&d), 0, "a database of another user is not read");
+  said = verify_says(&d);
+  cr_assert_not_null(strstr(said, "cache.db is not this user's own"), "%s", said);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  cr_assert_eq(chown(db, 0, 0), 0);
+  snprintf(elsewhere, sizeof elsewhere, "%s/moved.db", d.dir);
+  cr_assert_eq(rename(db, elsewhere), 0);
+  cr_assert_eq(symlink(elsewhere, db), 0);
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
+  cr_assert_eq(compile_cached(&d), 0, "a database behind a symbolic link is not read");
+  said = verify_says(&d);
+  cr_assert_not_null(strstr(said, "a symbolic link"), "%s", said);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+/* The configuration file decides where the cache and socket are: it is
+ * read only if nobody else could have written it, and never waited on. */
+Test(hardening, a_configuration_file_another_user_could_write_is_refused) {
+  char conf[256];
+  snprintf(conf, sizeof conf, "%s/vortexd.conf", root);
+  FILE *f = fopen(conf, "w");
+  cr_assert_not_null(f);
+  fputs("workers = 1\n", f);
+  fclose(f);
+  cr_assert_eq(chmod(conf, 0644), 0);
+  snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s config 2>&1; echo rc=$?", conf, VXT_VXC);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "rc=0"), "a file of the user's, mode 0644, is read: %s", out);
+  cr_assert_eq(chmod(conf, 0666), 0);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "bad owner or permissions"), "%s", out);
+  cr_assert_not_null(strstr(out, "chmod go-w"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s --socket %s/x.sock 2>&1; echo rc=$?", conf, VXT_VORTEXD,
+           root);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "bad owner or permissions"), "the daemon too: %s", out);
+  cr_assert_eq(chmod(conf, 0644), 0);
+  struct passwd *pw = getpwnam("nobody");
+  cr_assert_not_null(pw);
+  cr_assert_eq(chown(conf, pw->pw_uid, pw->pw_gid), 0);
+  snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s config 2>&1; echo rc=$?", conf, VXT_VXC);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "bad owner or permissions (owner uid"), "another user's file: %s", out);
+  /* a FIFO or a link to a device: refused at once, never read */
+  char fifo[256], dev[256];
+  snprintf(fifo, sizeof fifo, "%s/conf.fifo", root);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  snprintf(dev, sizeof dev, "%s/conf.zero", root);
+  cr_assert_eq(symlink("/dev/zero", dev), 0);
+  snprintf(cmd, sizeof cmd,
+           "VORTEXD_CONFIG=%s timeout 10 %s config 2>&1; echo rc=$?; "
+           "VORTEXD_CONFIG=%s timeout 10 %s --socket %s/y.sock 2>&1; echo rc=$?",
+           fifo, VXT_VXC, dev, VXT_VORTEXD, root);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "conf.fifo is not a regular file"), "%s", out);
+  cr_assert_not_null(strstr(out, "conf.zero is not a regular file"), "%s", out);
+  cr_assert_null(strstr(out, "rc=124"), "neither hung: %s", out);
+}
+
 /* ---- limits: every resource a client can make the daemon hold ---- */
 
 /* A raw connection to sock (blocking); -1 on failure. */
