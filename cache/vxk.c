@@ -39,6 +39,7 @@ struct vxk_cache {
   sqlite3 *db;
   uint64_t max_bytes;
   char err[512];
+  char notice[4800]; /* what vxk_open had to do (vxk_open_notice) */
   /* prepared once, kept for the cache's lifetime */
   sqlite3_stmt *get_all, *get_object, *touch, *put_old, *put_entry, *put_kernel, *drop;
   /* keys read since the last flush, their LRU time written then (one
@@ -62,23 +63,41 @@ static uint64_t vxk__now_us(void) {
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Whether an SQLite result code says the database file itself is damaged:
+ * malformed pages, not a database, or shorter than its own header says (a
+ * file truncated behind SQLite's back). */
+static int vxk__damage(int src) {
+  int prim = src & 0xff;
+  return prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB || src == SQLITE_IOERR_SHORT_READ;
+}
+
 /* Records the SQLite error and maps it to a VXK code. */
 static int vxk__fail(vxk_cache *c, int src, const char *what) {
   snprintf(c->err, sizeof c->err, "%s: %s", what, sqlite3_errmsg(c->db));
   int prim = src & 0xff;
   if (prim == SQLITE_FULL) return VXK_EFULL;
   if (prim == SQLITE_NOMEM) return VXK_ENOMEM;
+  if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED) return VXK_EBUSY;
+  if (vxk__damage(src) || vxk__damage(sqlite3_extended_errcode(c->db))) return VXK_EDAMAGED;
   return VXK_EIO;
+}
+
+/* Ends the transaction in progress, if any (SQLite ends one itself on some
+ * errors, and a ROLLBACK outside one is an error of its own). */
+static void vxk__rollback(vxk_cache *c) {
+  if (!sqlite3_get_autocommit(c->db)) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 static const char vxk__schema[] =
     "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;"
     "PRAGMA foreign_keys=ON;"
-    /* reads through a memory map of the database (up to 1 GiB) and 16 MiB of
-     * page cache per handle: a random-key hit then costs no read() calls,
-     * however many entries there are */
-    "PRAGMA mmap_size=1073741824;"
+    /* 16 MiB of page cache per handle.  No memory map: a database file
+     * truncated behind SQLite's back (another process, a full disk's
+     * repair) would make reading a mapped page past its new end raise
+     * SIGBUS and kill the daemon; read() reports a short read instead,
+     * which the cache treats as damage (VXK_EDAMAGED). */
+    "PRAGMA mmap_size=0;"
     "PRAGMA cache_size=-16384;"
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
     "INSERT OR IGNORE INTO meta VALUES('schema_version', '" VXK_SCHEMA_VERSION "');"
@@ -114,7 +133,7 @@ static int vxk__carry_saved(vxk_cache *c) {
                     "INSERT OR IGNORE INTO meta VALUES('saved_counter', '1');"
                     "COMMIT;",
                     NULL, NULL, NULL);
-  if (rc != SQLITE_OK) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) vxk__rollback(c);
   return rc;
 }
 
@@ -195,7 +214,7 @@ static int vxk__open_db(vxk_cache *c, const char *path) {
   int rc =
       sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL);
   if (rc != SQLITE_OK) return rc;
-  sqlite3_busy_timeout(c->db, 5000);
+  sqlite3_busy_timeout(c->db, VXK_BUSY_TIMEOUT_MS);
   sqlite3_extended_result_codes(c->db, 1);
   rc = sqlite3_exec(c->db, vxk__schema, NULL, NULL, NULL);
   if (rc != SQLITE_OK) return rc;
@@ -207,6 +226,30 @@ static int vxk__open_db(vxk_cache *c, const char *path) {
   sqlite3_finalize(st);
   return ok ? vxk__carry_saved(c) : SQLITE_MISMATCH;
 }
+
+int vxk_discard(const char *dir, char *err, size_t errcap) {
+  char path[4096], from[4200], to[4200];
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  static const char *const suffix[] = {"", "-wal"};
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(from, sizeof from, "%s%s", path, suffix[i]);
+    snprintf(to, sizeof to, "%s.corrupt%s", path, suffix[i]);
+    if (rename(from, to) != 0 && errno != ENOENT) {
+      snprintf(err, errcap, "cannot move %s aside: %s", from, strerror(errno));
+      return VXK_EIO;
+    }
+  }
+  snprintf(from, sizeof from, "%s-shm", path);
+  if (unlink(from) != 0 && errno != ENOENT) {
+    snprintf(err, errcap, "cannot remove %s: %s", from, strerror(errno));
+    return VXK_EIO;
+  }
+  return VXK_OK;
+}
+
+void vxk_set_busy_timeout(vxk_cache *c, unsigned ms) { sqlite3_busy_timeout(c->db, (int)ms); }
+
+const char *vxk_open_notice(const vxk_cache *c) { return c && c->notice[0] ? c->notice : NULL; }
 
 int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf, size_t errcap) {
   vxk_cache *c = calloc(1, sizeof *c);
@@ -220,20 +263,20 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
   char path[4096];
   snprintf(path, sizeof path, "%s/cache.db", dir);
   int rc = vxk__open_db(c, path);
-  int prim = rc & 0xff;
-  if (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT || rc == SQLITE_MISMATCH) {
+  int moved = 0;
+  if (vxk__damage(rc) || rc == SQLITE_MISMATCH) {
     /* Unreadable or foreign database: keep it for inspection, start anew. */
+    snprintf(c->notice, sizeof c->notice,
+             "%s could not be read (%s); kept as cache.db.corrupt, a new one started", path,
+             rc == SQLITE_MISMATCH ? "another schema version"
+             : c->db               ? sqlite3_errmsg(c->db)
+                                   : sqlite3_errstr(rc));
     sqlite3_close(c->db);
     c->db = NULL;
-    char aside[4200];
-    snprintf(aside, sizeof aside, "%s.corrupt", path);
-    rename(path, aside);
-    char wal[4200];
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    unlink(wal);
-    snprintf(wal, sizeof wal, "%s-shm", path);
-    unlink(wal);
+    char why[512];
+    if (vxk_discard(dir, why, sizeof why) != VXK_OK) snprintf(c->notice, sizeof c->notice, "%s", why);
     rc = vxk__open_db(c, path);
+    moved = 1;
   }
   if (rc != SQLITE_OK) {
     snprintf(errbuf, errcap, "cannot open cache %s: %s", path,
@@ -242,7 +285,7 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     free(c);
     return VXK_EIO;
   }
-  if (vxk__load_total(c) != VXK_OK) {
+  if (vxk__load_total(c) != VXK_OK || (moved && vxk_counter_add(c, "corrupt", 1) != VXK_OK)) {
     snprintf(errbuf, errcap, "%s", c->err);
     vxk_close(c);
     return VXK_EIO;
@@ -274,7 +317,7 @@ static int vxk__open_schema_ro(vxk_cache *c, const char *name, int flags) {
   int rc = sqlite3_open_v2(name, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | flags, NULL);
   sqlite3_stmt *st = NULL;
   if (rc != SQLITE_OK) return rc;
-  sqlite3_busy_timeout(c->db, 5000);
+  sqlite3_busy_timeout(c->db, VXK_BUSY_TIMEOUT_MS);
   rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
   if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(st);
@@ -346,7 +389,7 @@ int vxk_touch(vxk_cache *c, const vxk_touches *t) {
   if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
   if (rc != SQLITE_OK) {
     int out = vxk__fail(c, rc, "flush");
-    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    vxk__rollback(c);
     return out;
   }
   return VXK_OK;
@@ -478,8 +521,9 @@ int vxk_clear(vxk_cache *c, uint64_t *removed) {
   rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE; DELETE FROM kernels; DELETE FROM entries; COMMIT;", NULL, NULL,
                     NULL);
   if (rc != SQLITE_OK) {
-    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-    return vxk__fail(c, rc, "clear");
+    int out = vxk__fail(c, rc, "clear"); /* the failure's message, not the rollback's */
+    vxk__rollback(c);
+    return out;
   }
   c->total_bytes = 0;
   *removed = n;
@@ -541,7 +585,7 @@ static int vxk__evict_to(vxk_cache *c, uint64_t target, uint64_t *removed) {
     if (erc == SQLITE_OK) erc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
     if (erc != SQLITE_OK) {
       rc = vxk__fail(c, erc, "evict");
-      sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+      vxk__rollback(c);
       break;
     }
     total -= freed < total ? freed : total;
@@ -649,7 +693,7 @@ int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_
     if (rc != SQLITE_OK) out = vxk__fail(c, rc, "commit");
   }
   if (out != VXK_OK) {
-    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    vxk__rollback(c);
     return out;
   }
   c->total_bytes = c->total_bytes - (replaced < c->total_bytes ? replaced : c->total_bytes) + bytes;
@@ -802,8 +846,30 @@ int vxk_drop(vxk_cache *c, const char *key) {
   return VXK_OK;
 }
 
+/* SQLite's own structural check of the whole file, read from the disk (the
+ * page cache dropped first: pages read before a damage would hide it).
+ * VXK_OK, VXK_EDAMAGED with the first problem in c->err, or VXK_EIO. */
+static int vxk__quick_check(vxk_cache *c) {
+  sqlite3_db_release_memory(c->db);
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "integrity check");
+  rc = sqlite3_step(st);
+  int out = VXK_OK;
+  if (rc != SQLITE_ROW) {
+    out = vxk__fail(c, rc, "integrity check");
+  } else if (strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0) {
+    snprintf(c->err, sizeof c->err, "integrity check: %s", (const char *)sqlite3_column_text(st, 0));
+    out = VXK_EDAMAGED;
+  }
+  sqlite3_finalize(st);
+  return out;
+}
+
 int vxk_verify(vxk_cache *c, int drop, uint64_t *checked, uint64_t *corrupt) {
   *checked = *corrupt = 0;
+  int qc = vxk__quick_check(c);
+  if (qc != VXK_OK) return qc;
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(c->db, "SELECT key FROM entries", -1, &st, NULL);
   if (rc != SQLITE_OK) return vxk__fail(c, rc, "verify");
@@ -850,7 +916,7 @@ int vxk_verify(vxk_cache *c, int drop, uint64_t *checked, uint64_t *corrupt) {
     sqlite3_finalize(del);
     if (rc != SQLITE_OK) {
       out = vxk__fail(c, rc, "verify");
-      sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+      vxk__rollback(c);
     } else {
       out = vxk__load_total(c);
       if (out == VXK_OK) out = vxk_counter_add(c, "corrupt", (int64_t)nbad);

@@ -10,7 +10,7 @@
  * opens two on one directory: its loop thread reads (vxk_get, which writes
  * nothing) and its store thread writes (vxk_put, vxk_touch, counters).
  * Several processes may open the same directory too; SQLite's locking
- * (WAL mode, busy timeout 5 s) keeps them consistent.
+ * (WAL mode, busy timeout VXK_BUSY_TIMEOUT_MS) keeps them consistent.
  *
  * Errors: 0 on success, else a negative errno value, named below for what
  * it means here (the project's one convention, see vxp.h); vxk_errmsg()
@@ -30,15 +30,21 @@
 
 enum {
   VXK_OK = 0,
-  VXK_ENOMEM = -ENOMEM,    /* allocation failed */
-  VXK_ENOTFOUND = -ENOENT, /* no such key */
-  VXK_ENOKERNEL = -ESRCH,  /* the entry exists, with no kernel of the name asked for */
-  VXK_EIO = -EIO,          /* SQLite or file-system error; see vxk_errmsg */
-  VXK_EFULL = -ENOSPC,     /* disk full: nothing was written */
-  VXK_EINVAL = -EINVAL,    /* bad argument (key not 64 hex digits, ...) */
-  VXK_ECORRUPT = -EUCLEAN, /* an entry whose bytes fail their checksum */
-  VXK_EUNTRUSTED = -EPERM, /* the cache directory or a database file another
-                              user could have written (vxk_open) */
+  VXK_ENOMEM = -ENOMEM,            /* allocation failed */
+  VXK_ENOTFOUND = -ENOENT,         /* no such key */
+  VXK_ENOKERNEL = -ESRCH,          /* the entry exists, with no kernel of the name asked for */
+  VXK_EIO = -EIO,                  /* SQLite or file-system error; see vxk_errmsg */
+  VXK_EFULL = -ENOSPC,             /* disk full: nothing was written */
+  VXK_EINVAL = -EINVAL,            /* bad argument (key not 64 hex digits, ...) */
+  VXK_ECORRUPT = -EUCLEAN,         /* an entry whose bytes fail their checksum */
+  VXK_EUNTRUSTED = -EPERM,         /* the cache directory or a database file another
+                                      user could have written (vxk_open) */
+  VXK_EBUSY = -EBUSY,              /* another connection held the database's
+                                      lock past the busy timeout */
+  VXK_EDAMAGED = -ENOTRECOVERABLE, /* the database file itself is damaged
+                                      (malformed, truncated): no call on it
+                                      will succeed; close every handle,
+                                      vxk_discard, open anew */
 };
 
 /* Bytes of an entry's checksum (SHA-256). */
@@ -101,6 +107,22 @@ typedef struct {
 int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf, size_t errcap);
 void vxk_close(vxk_cache *c);
 
+/* How long a call waits for a lock another connection holds before it
+ * fails with VXK_EBUSY (milliseconds; VXK_BUSY_TIMEOUT_MS by default). */
+#define VXK_BUSY_TIMEOUT_MS 5000u
+void vxk_set_busy_timeout(vxk_cache *c, unsigned ms);
+
+/* What vxk_open had to do to open c, for the log, or NULL: a database it
+ * could not read was kept as cache.db.corrupt (counted as "corrupt") and a
+ * new one started.  Owned by c. */
+const char *vxk_open_notice(const vxk_cache *c);
+
+/* Moves dir's damaged database aside: cache.db (and its -wal) renamed to
+ * cache.db.corrupt (-wal), kept for inspection and replaced at the next
+ * open, its -shm removed.  Call with no handle on it open in this process.
+ * Returns 0 or VXK_EIO with a message in err (errcap bytes). */
+int vxk_discard(const char *dir, char *err, size_t errcap);
+
 /* Opens dir's cache.db for reading only (SQLite read-only: nothing is
  * created, migrated or written; a reader beside a running daemon), under
  * vxk_open's ownership rules (VXK_EUNTRUSTED): vxk_get
@@ -152,7 +174,9 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out);
  * (deleted), VXK_ENOTFOUND (absent, or intact: kept), VXK_EIO, VXK_EINVAL. */
 int vxk_drop(vxk_cache *c, const char *key);
 
-/* Reads every entry and checks its checksum; with drop, deletes the ones
+/* Checks the database file's structure first (SQLite's quick_check, read
+ * from the disk: VXK_EDAMAGED when it fails), then reads every entry and
+ * checks its checksum; with drop, deletes the ones
  * that fail (one transaction) and adds them to the "corrupt" counter.
  * Sets *checked and *corrupt (entries).  Blocks for the whole scan: run it
  * where a writer may wait (the daemon's store thread).  Returns 0 or

@@ -68,6 +68,7 @@ typedef struct {
   X(misses)                                                                                                  \
   X(compile_errors)                                                                                          \
   X(saved_us)                                                                                                \
+  X(corrupt)                                                                                                 \
   X(l2_hits)                                                                                                 \
   X(l2_misses)                                                                                               \
   X(l2_errors)                                                                                               \
@@ -149,6 +150,12 @@ int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t c
 typedef void (*vxd_store_written_fn)(void *ud, const char *key, uint8_t *object, size_t object_size,
                                      vxk_kernel_in *ks, uint32_t n, uint64_t compile_us);
 void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud);
+
+/* Called on the loop thread, with the reason, when a job found the
+ * database file itself damaged (VXK_EDAMAGED): every later job will fail
+ * too until the cache is closed, discarded and opened anew.  The callee
+ * must not close st from inside the call. */
+void vxd_store_on_damaged(vxd_store *st, void (*fn)(void *ud, const char *why), void *ud);
 
 /* Queues the deletion of key's entry, which failed its checksum on a read,
  * and counts it as corrupt (once: the store thread deletes it only while it

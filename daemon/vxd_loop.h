@@ -135,6 +135,8 @@ struct vxd_server {
   vxd_remote *remote;      /* the shared second level; NULL: none (or no cache) */
   char cache_err[512];     /* why there is no cache ("" when there is one) */
   uint64_t cache_retry_ms; /* when to try opening it again (loop time) */
+  int cache_damaged;       /* the database is damaged: replaced at the next
+                              flush tick (vxd__cache_damaged) */
   /* clients (vxd_conn.c) */
   vxd_conn *conns;
   unsigned nconns;
@@ -161,6 +163,10 @@ void vxd__log_at(const vxd_server *s, int level, const char *fmt, ...) __attribu
 void vxd__stop(vxd_server *s, const char *why);
 /* vxd__log for callbacks: s is the vxd_server. */
 void vxd__log_line(void *s, const char *msg);
+/* The cache database was found damaged (why: SQLite's words): logged once,
+ * and the database replaced by a new one on the loop's next turn, outside
+ * any callback of the store. */
+void vxd__cache_damaged(vxd_server *s, const char *why);
 /* Loop time in milliseconds. */
 uint64_t vxd__now_ms(vxd_server *s);
 /* Queues a worker's successful result for the store thread. */

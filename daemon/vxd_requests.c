@@ -54,7 +54,9 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   vxd__share_queued(s, s->cfg->remote_timeout_ms); /* entries written here are shared first */
   vxd__flush_counters(s);
   if (s->store) vxd_store_drain(s->store);
-  if (s->cache && vxk_stats_get(s->cache, &ks) != VXK_OK) {
+  int src = s->cache ? vxk_stats_get(s->cache, &ks) : VXK_OK;
+  if (src != VXK_OK) {
+    if (src == VXK_EDAMAGED) vxd__cache_damaged(s, vxk_errmsg(s->cache));
     vxd__send_error(c, req->id, VXP_OP_STATS, VXP_STATUS_INTERNAL, vxk_errmsg(s->cache), 0);
     return;
   }
@@ -184,7 +186,9 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   if (rc == VXK_ENOTFOUND && s->store)
     rc = vxd_store_pending(s->store, key, kernel, &e); /* not written yet */
   if (rc != VXK_OK) {
-    if (rc != VXK_ENOTFOUND && rc != VXK_ENOKERNEL)
+    if (rc == VXK_EDAMAGED)
+      vxd__cache_damaged(s, vxk_errmsg(s->cache));
+    else if (rc != VXK_ENOTFOUND && rc != VXK_ENOKERNEL)
       vxd__log_at(s, VXD_LOG_ERR, "cache read %s: %s", key, vxk_errmsg(s->cache));
     return rc;
   }

@@ -95,6 +95,40 @@ void vxd__flush_counters(vxd_server *s) {
   s->pending = (vxd_counts){0};
 }
 
+static void vxd__flush_cb(uv_timer_t *t);
+
+void vxd__cache_damaged(vxd_server *s, const char *why) {
+  if (!s->store || s->cache_damaged) return; /* said once per database */
+  s->cache_damaged = 1;
+  vxd__log_at(
+      s, VXD_LOG_ERR,
+      "cache database %s/cache.db is damaged (%s): keeping it as cache.db.corrupt and starting a new one",
+      s->cfg->cache_dir, why);
+  /* replaced before the next request is read: the flush tick, brought forward */
+  if (!s->stopping && uv_is_active((uv_handle_t *)&s->flush))
+    uv_timer_start(&s->flush, vxd__flush_cb, 0, 1000);
+}
+
+static void vxd__cache_damaged_cb(void *ud, const char *why) { vxd__cache_damaged(ud, why); }
+
+static int vxd__open_cache(vxd_server *s);
+
+/* Replaces a damaged database: both handles closed (the queued writes fail
+ * on it), the file kept aside (vxk_discard), a new cache opened and the
+ * damage counted.  Loop thread, outside any store callback. */
+static void vxd__replace_cache(vxd_server *s) {
+  vxd_store *st = s->store;
+  s->store = NULL;
+  vxd_store_close(st);
+  vxk_close(s->cache);
+  s->cache = NULL;
+  s->cache_damaged = 0;
+  char err[512];
+  if (vxk_discard(s->cfg->cache_dir, err, sizeof err) != VXK_OK) vxd__log_at(s, VXD_LOG_ERR, "%s", err);
+  s->pending.corrupt++;
+  vxd__open_cache(s);
+}
+
 /* Seconds between attempts to open a cache that could not be opened. */
 #define VXD_CACHE_RETRY_MS 10000
 
@@ -126,9 +160,14 @@ static int vxd__open_cache(vxd_server *s) {
     snprintf(s->cache_err, sizeof s->cache_err, "%s", err);
     return -1;
   }
+  const char *notice = vxk_open_notice(s->cache);
+  if (notice) vxd__log_at(s, VXD_LOG_WARNING, "%s", notice);
   if (s->cache_err[0]) vxd__log(s, "cache %s opened: serving with a cache again", cfg->cache_dir);
   s->cache_err[0] = '\0';
-  if (cfg->remote_on) {
+  vxd_store_on_damaged(s->store, vxd__cache_damaged_cb, s);
+  if (s->remote) {
+    vxd_store_on_written(s->store, vxd__share, s);
+  } else if (cfg->remote_on) {
     if (vxd_remote_open(s->loop, cfg, vxd__remote_log, s, &s->remote, err, sizeof err) != 0) {
       vxd__log_at(s, VXD_LOG_WARNING, "remote storage not used: %s", err);
     } else {
@@ -143,6 +182,7 @@ static int vxd__open_cache(vxd_server *s) {
 
 static void vxd__flush_cb(uv_timer_t *t) {
   vxd_server *s = t->data;
+  if (s->cache_damaged && !s->stopping) vxd__replace_cache(s);
   if (!s->store && !s->stopping && vxd__now_ms(s) >= s->cache_retry_ms) vxd__open_cache(s);
   vxd__flush_counters(s);
 }

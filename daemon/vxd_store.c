@@ -75,6 +75,10 @@ struct vxd_store {
   void *log_ud;
   vxd_store_written_fn written;
   void *written_ud;
+  void (*damaged)(void *ud, const char *why); /* vxd_store_on_damaged */
+  void *damaged_ud;
+  uint64_t busy_until_ms; /* store thread: jobs before this do not wait for
+                             a lock (uv_hrtime milliseconds) */
 };
 
 static void vxd__pending_free(vxd_pending *p) {
@@ -142,7 +146,14 @@ static void vxd__store_thread(void *arg) {
     if (!st->queue_head) st->queue_tail = NULL;
     st->running = 1;
     uv_mutex_unlock(&st->mu);
+    /* Another process holding the database's lock makes each job wait the
+     * busy timeout: after one job gave up, the jobs of the next second do
+     * not wait at all, so that the queue, and the stats and admin requests
+     * waiting behind it, drain in seconds (their entries go uncached). */
+    uint64_t now_ms = uv_hrtime() / 1000000u;
+    vxk_set_busy_timeout(st->cache, now_ms < st->busy_until_ms ? 0 : VXK_BUSY_TIMEOUT_MS);
     vxd__store_run(st, p);
+    if (p->rc == VXK_EBUSY) st->busy_until_ms = uv_hrtime() / 1000000u + 1000u;
     uv_mutex_lock(&st->mu);
     st->running = 0;
     p->next_done = st->done;
@@ -178,6 +189,7 @@ void vxd_store_reap(vxd_store *st) {
   while (done) {
     vxd_pending *p = done;
     done = p->next_done;
+    if (p->rc == VXK_EDAMAGED && st->damaged) st->damaged(st->damaged_ud, p->err);
     if (p->kind == VXD__STORE_ADMIN) {
       if (p->done) p->done(p->done_ud, &p->result); /* reports its own failure */
     } else if (p->rc != VXK_OK && st->log) {
@@ -329,6 +341,11 @@ int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t c
   *e = (vxk_entry){0};
   vxd__store_queue(st, p);
   return 0;
+}
+
+void vxd_store_on_damaged(vxd_store *st, void (*fn)(void *ud, const char *why), void *ud) {
+  st->damaged = fn;
+  st->damaged_ud = ud;
 }
 
 void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud) {

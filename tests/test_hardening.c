@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "vxc.h"
 #include "vxt.h"
 
@@ -413,32 +415,6 @@ Test(hardening, configuration_file_environment_and_flags_in_that_order) {
   cr_assert_not_null(strstr(strstr(out, "rc=64"), want), "the daemon too: %s", out);
 }
 
-Test(hardening, an_unusable_cache_directory_means_serving_without_a_cache) {
-  vxt_daemon d = {0};
-  snprintf(d.dir, sizeof d.dir, "%.100s/nocache", root);
-  cr_assert_eq(mkdir(d.dir, 0700), 0);
-  char file[300], opt[400];
-  snprintf(file, sizeof file, "%s/not-a-directory", d.dir);
-  FILE *f = fopen(file, "w");
-  cr_assert_not_null(f);
-  fclose(f);
-  snprintf(opt, sizeof opt, "--cache-dir=%s", file); /* after the helper's own --cache-dir */
-  cr_assert_eq(vxt_daemon_start(&d, opt), 0, "the daemon starts anyway");
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d.sock, POLYGEIST_STYLE);
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  cr_assert_not_null(strstr(out, "\"status\":\"ok\""), "%s", out);
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  cr_assert_not_null(strstr(out, "\"cached\":false"), "nothing cached: %s", out);
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  cr_assert_eq(json_num(out, "misses"), 2, "%s", out);
-  cr_assert_eq(json_num(out, "max_bytes"), 0, "%s", out);
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
-  vxt_run(cmd, out, sizeof out);
-  cr_assert_not_null(strstr(out, "serving without a cache"), "%s", out);
-  cr_assert_eq(vxt_daemon_stop(&d), 0);
-}
-
 /* Compiles POLYGEIST_STYLE through d with vxc; 1 when the answer came
  * from the cache, 0 when compiled. */
 static int compile_cached(const vxt_daemon *d) {
@@ -462,6 +438,37 @@ static int waits_for_hits(const vxt_daemon *d) {
     usleep(500000);
   }
   return 0;
+}
+
+Test(hardening, an_unusable_cache_directory_means_serving_without_a_cache) {
+  vxt_daemon d = {0};
+  snprintf(d.dir, sizeof d.dir, "%.100s/nocache", root);
+  cr_assert_eq(mkdir(d.dir, 0700), 0);
+  char file[300], opt[400];
+  snprintf(file, sizeof file, "%s/not-a-directory", d.dir);
+  FILE *f = fopen(file, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  snprintf(opt, sizeof opt, "--cache-dir=%s", file); /* after the helper's own --cache-dir */
+  cr_assert_eq(vxt_daemon_start(&d, opt), 0, "the daemon starts anyway");
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json %s", VXT_VXC, d.sock, POLYGEIST_STYLE);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"status\":\"ok\""), "%s", out);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "nothing cached: %s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "misses"), 2, "%s", out);
+  cr_assert_eq(json_num(out, "max_bytes"), 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "serving without a cache"), "%s", out);
+  cr_assert_not_null(strstr(out, "not-a-directory"), "and why: %s", out);
+  /* the cause gone (as when a full disk has room again), the cache is
+   * created and used without a restart */
+  cr_assert_eq(unlink(file), 0);
+  cr_assert(waits_for_hits(&d), "the cache is used once it can be");
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
 
 /* A cache another user could have written is never read: it may hold
@@ -512,6 +519,206 @@ Test(hardening, a_cache_another_user_could_write_is_refused_until_mended) {
   cr_assert_eq(compile_cached(&d), 0, "a database behind a symbolic link is not read");
   said = verify_says(&d);
   cr_assert_not_null(strstr(said, "a symbolic link"), "%s", said);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+/* Starts vortexd on root/NAME's socket and cache with its stderr in
+ * root/NAME/log (the directory is created; d->dir reused when set). */
+static void start_logged(vxt_daemon *d, const char *name) {
+  if (!d->dir[0]) {
+    snprintf(d->dir, sizeof d->dir, "%.100s/%s", root, name);
+    cr_assert_eq(mkdir(d->dir, 0700), 0);
+  }
+  snprintf(d->sock, sizeof d->sock, "%s/vortexd.sock", d->dir);
+  snprintf(d->cache, sizeof d->cache, "%s/cache", d->dir);
+  char log[300];
+  snprintf(log, sizeof log, "%s/log", d->dir);
+  d->pid = fork();
+  cr_assert_geq(d->pid, 0);
+  if (d->pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
+    execl(VXT_VORTEXD, VXT_VORTEXD, "--socket", d->sock, "--cache-dir", d->cache, "--workers", "1",
+          (char *)NULL);
+    _exit(127);
+  }
+  cr_assert_eq(vxt_daemon_wait(d->sock, d->pid), 0);
+}
+
+/* How many lines of d's log hold what. */
+static int log_count(const vxt_daemon *d, const char *what) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/log", d->dir);
+  size_t n = 0;
+  char *log = vxt_read_file(path, &n);
+  int count = 0;
+  for (char *p = log; p && (p = strstr(p, what)); p++)
+    count++;
+  free(log);
+  return count;
+}
+
+/* `vxc stats --json` through d once it answers (up to 10 s: a damaged
+ * database is replaced within a second of being found); its JSON in out. */
+static int stats_when_answered(const vxt_daemon *d) {
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json 2>&1", VXT_VXC, d->sock);
+  for (int i = 0; i < 50; i++) {
+    if (vxt_run(cmd, out, sizeof out) == 0) return 0;
+    usleep(200000);
+  }
+  return -1;
+}
+
+/* Compiles every kernel of tests/kernels through d, with vxc option opt
+ * ("" for none); how many came from the cache (-1 when one failed). */
+static int compile_all_with(const vxt_daemon *d, const char *opt) {
+  snprintf(cmd, sizeof cmd,
+           "for f in %s/*.mlir; do %s --no-spawn --socket %s compile %s --json \"$f\" || echo FAILED; done",
+           VXT_KERNELS_DIR, VXT_VXC, d->sock, opt);
+  vxt_run(cmd, out, sizeof out);
+  if (strstr(out, "FAILED")) return -1;
+  int n = 0;
+  for (char *p = out; (p = strstr(p, "\"cached\":true")); p++)
+    n++;
+  return n;
+}
+
+static int compile_all(const vxt_daemon *d) { return compile_all_with(d, ""); }
+
+/* Bytes written over the database while the daemon runs: found on the
+ * next read or write, logged once, counted, kept aside as
+ * cache.db.corrupt and replaced by a new database without a restart; the
+ * daemon goes on serving (compiles, admin commands) throughout. */
+Test(hardening, a_database_damaged_while_serving_is_replaced_without_a_restart) {
+  vxt_daemon d = {0};
+  start_logged(&d, "damaged-db");
+  cr_assert_eq(compile_all(&d), 0);
+  cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
+  cr_assert_gt(json_num(out, "entries"), 10, "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0); /* everything in cache.db itself */
+  start_logged(&d, "damaged-db");
+  char path[300];
+  snprintf(path, sizeof path, "%s/cache.db", d.cache);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0);
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  uint32_t x = 12345;
+  for (off_t i = 0; i < st.st_size; i++) { /* every byte, the size kept */
+    x = x * 1664525u + 1013904223u;
+    fputc((int)(x >> 24), f);
+  }
+  fclose(f);
+  cr_assert_geq(compile_all(&d), 0, "every compile is answered: %s", out);
+  /* found at the latest by verify, which reads the whole file */
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
+  cr_assert_eq(kill(d.pid, 0), 0, "the daemon still runs");
+  cr_assert_eq(json_num(out, "corrupt"), 1, "the damage is counted once: %s", out);
+  cr_assert_eq(json_num(out, "misses"), 20, "the reads failed and compiled: %s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s clear 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "rc=0"), "clear works on the new database: %s", out);
+  cr_assert_eq(compile_all(&d), 0);
+  cr_assert_gt(compile_all(&d), 10, "and it caches again");
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "rc=0"), "the new database verifies: %s", out);
+  char aside[320];
+  snprintf(aside, sizeof aside, "%s.corrupt", path);
+  cr_assert_eq(stat(aside, &st), 0, "the damaged file is kept for inspection");
+  cr_assert_eq(log_count(&d, "is damaged"), 1, "logged once");
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+/* A database truncated behind SQLite's back while the daemon reads it
+ * (once a memory map's page past the new end raised SIGBUS): a short read,
+ * handled as damage. */
+Test(hardening, a_database_truncated_while_serving_does_not_kill_the_daemon) {
+  vxt_daemon d = {0};
+  start_logged(&d, "truncated-db");
+  cr_assert_eq(compile_all(&d), 0);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  start_logged(&d, "truncated-db");
+  char path[300];
+  snprintf(path, sizeof path, "%s/cache.db", d.cache);
+  cr_assert_eq(truncate(path, 8192), 0);
+  cr_assert_geq(compile_all(&d), 0, "every compile is answered: %s", out);
+  cr_assert_eq(kill(d.pid, 0), 0, "the daemon still runs");
+  cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0, "and stops cleanly");
+}
+
+/* A database no SQLite can read, found at start: kept aside, a new one
+ * started, and both said (a log line) and counted. */
+Test(hardening, an_unreadable_database_at_start_is_logged_and_counted) {
+  vxt_daemon d = {0};
+  snprintf(d.dir, sizeof d.dir, "%.100s/unreadable-db", root);
+  cr_assert_eq(mkdir(d.dir, 0700), 0);
+  char path[300];
+  snprintf(path, sizeof path, "%s/cache", d.dir);
+  cr_assert_eq(mkdir(path, 0700), 0);
+  snprintf(path, sizeof path, "%s/cache/cache.db", d.dir);
+  FILE *f = fopen(path, "wb");
+  cr_assert_not_null(f);
+  for (int i = 0; i < 4096; i++)
+    fputs("not a database ", f);
+  fclose(f);
+  start_logged(&d, "unreadable-db");
+  cr_assert_eq(log_count(&d, "could not be read"), 1);
+  cr_assert_eq(log_count(&d, "kept as cache.db.corrupt"), 1);
+  cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
+  cr_assert_eq(json_num(out, "corrupt"), 1, "counted: %s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+}
+
+/* Another process holding the database's write lock: compiles go on
+ * (their entries uncached), and stats and admin commands answer within
+ * seconds instead of each queued write waiting out its busy timeout. */
+Test(hardening, a_foreign_lock_on_the_database_keeps_admin_commands_bounded) {
+  vxt_daemon d = {0};
+  start_logged(&d, "locked-db");
+  cr_assert_eq(compile_all(&d), 0);
+  cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
+  char path[300];
+  snprintf(path, sizeof path, "%s/cache.db", d.cache);
+  int ready[2];
+  cr_assert_eq(pipe(ready), 0);
+  pid_t holder = fork();
+  cr_assert_geq(holder, 0);
+  if (holder == 0) {
+    sqlite3 *db = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK ||
+        sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
+      _exit(1);
+    if (write(ready[1], "x", 1) != 1) _exit(2);
+    sleep(60);
+    _exit(0);
+  }
+  char c;
+  cr_assert_eq(read(ready[0], &c, 1), 1, "the lock is held");
+  close(ready[0]);
+  close(ready[1]);
+  /* an admin write, then twenty new entries' writes queued behind the lock */
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s zero-stats", VXT_VXC, d.sock);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_eq(compile_all_with(&d, "--warp-size 8"), 0, "compiles are answered: %s", out);
+  cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  vxt_run(cmd, out, sizeof out);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  cr_assert_lt(secs, 40.0, "zero-stats, 20 compiles, stats and verify answered in %.1f s (the lock: 60 s)",
+               secs);
+  kill(holder, SIGKILL);
+  waitpid(holder, NULL, 0);
+  /* the lock gone, new entries are written again */
+  cr_assert_eq(compile_all_with(&d, "--warp-size 16"), 0);
+  cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
+  cr_assert_gt(compile_all_with(&d, "--warp-size 16"), 10);
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
 
