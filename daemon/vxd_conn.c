@@ -285,11 +285,32 @@ static int vxd__peer_allowed(vxd_server *s, uv_pipe_t *pipe, char *why, size_t c
   return 0;
 }
 
+/* Counts a refused connection and says why, at most one line a second. */
+static void vxd__refused(vxd_server *s, const char *why) {
+  s->refused++;
+  uint64_t now = vxd__now_ms(s);
+  if (s->refused == 1 || now - s->refused_logged_ms >= 1000) {
+    vxd__log_at(s, VXD_LOG_WARNING, "refused a connection: %s (%llu refused so far)", why,
+                (unsigned long long)s->refused);
+    s->refused_logged_ms = now;
+  }
+}
+
 void vxd__on_connection(uv_stream_t *server, int status) {
   vxd_server *s = server->data;
-  if (status < 0 || s->stopping) return;
+  if (s->stopping) return;
+  if (status < 0) { /* libuv accepted and closed it: out of descriptors (EMFILE) and the like */
+    char why[160];
+    snprintf(why, sizeof why, "cannot accept: %s (raise LimitNOFILE= or lower max_connections)",
+             uv_strerror(status));
+    vxd__refused(s, why);
+    return;
+  }
   vxd_conn *c = calloc(1, sizeof *c);
-  if (!c) return;
+  if (!c) {
+    vxd__refused(s, "out of memory");
+    return;
+  }
   c->srv = s;
   c->id = ++s->next_conn_id;
   uv_pipe_init(s->loop, &c->pipe, 0);
@@ -301,33 +322,26 @@ void vxd__on_connection(uv_stream_t *server, int status) {
   c->timer.data = c;
   c->open_handles = 2;
   s->nconns++;
-  if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0) {
+  int arc = uv_accept(server, (uv_stream_t *)&c->pipe);
+  if (arc != 0) {
+    char why[160];
+    snprintf(why, sizeof why, "cannot accept: %s", uv_strerror(arc));
+    vxd__refused(s, why);
     vxd__conn_close(c);
     return;
   }
   char why[160];
   if (!vxd__peer_allowed(s, &c->pipe, why, sizeof why)) {
-    s->refused++;
-    uint64_t now = vxd__now_ms(s);
-    if (s->refused == 1 || now - s->refused_logged_ms >= 1000) { /* at most one line a second */
-      vxd__log_at(s, VXD_LOG_WARNING, "refused a connection: %s (%llu refused so far)", why,
-                  (unsigned long long)s->refused);
-      s->refused_logged_ms = now;
-    }
+    vxd__refused(s, why);
     vxd__conn_close(c);
     return;
   }
-  if (s->nconns > s->cfg->max_connections) {
-    s->refused++;
-    uint64_t now = vxd__now_ms(s);
-    if (now - s->refused_logged_ms >= 1000) {
-      vxd__log_at(s, VXD_LOG_WARNING, "refused a connection: %u clients connected (max_connections)",
-                  s->cfg->max_connections);
-      s->refused_logged_ms = now;
-    }
-    char msg[96];
-    snprintf(msg, sizeof msg, "too many connections (max_connections = %u); try again later",
-             s->cfg->max_connections);
+  if (s->nconns > s->max_connections) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "too many connections (max_connections = %u%s); try again later",
+             s->max_connections,
+             s->max_connections < s->cfg->max_connections ? ", lowered to the descriptor limit" : "");
+    vxd__refused(s, msg);
     vxd__send_error(c, 0, (vxp_op)0, VXP_STATUS_INTERNAL, msg, 1);
     return;
   }

@@ -141,6 +141,7 @@ struct vxd_server {
   vxd_conn *conns;
   unsigned nconns;
   uint64_t next_conn_id;
+  unsigned max_connections;            /* cfg's, lowered to what the descriptor limit allows */
   uint64_t refused, refused_logged_ms; /* connections refused (peer credentials, limit) */
   uint64_t timeouts;                   /* connections closed for a stalled frame or idleness */
   vxd_pool pool;

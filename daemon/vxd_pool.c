@@ -169,8 +169,8 @@ static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
   }
   if (!s->stopping) {
     s->pool.worker_restarts++;
-    vxd__log(s, "worker %u ended (%s %d); restarting", w->slot, term_signal ? "signal" : "status",
-             term_signal ? term_signal : (int)status);
+    vxd__log_at(s, VXD_LOG_WARNING, "worker %u ended (%s %d); restarting", w->slot,
+                term_signal ? "signal" : "status", term_signal ? term_signal : (int)status);
   }
   vxd__worker_close(w);
   vxd__dispatch(s);
@@ -279,7 +279,7 @@ static const char vxd__warmup_source[] =
 
 int vxd__pool_init(vxd_server *s) {
   if (vxl_compiler_create(&s->pool.template_compiler) != 0) {
-    vxd__log(s, "cannot create the compiler (is LLVM's RISC-V target installed?)");
+    vxd__log_at(s, VXD_LOG_ERR, "cannot create the compiler (is LLVM's RISC-V target installed?)");
     return -1;
   }
   vxl_options o = {.opt_level = 2};
@@ -287,7 +287,7 @@ int vxd__pool_init(vxd_server *s) {
   if (vxl_compile(s->pool.template_compiler, vxd__warmup_source, sizeof vxd__warmup_source - 1, "<warm-up>",
                   &o, &r) != 0 ||
       !r.ok)
-    vxd__log(s, "the warm-up compile failed: %s", r.ndiags ? r.diags[0] : "out of memory");
+    vxd__log_at(s, VXD_LOG_ERR, "the warm-up compile failed: %s", r.ndiags ? r.diags[0] : "out of memory");
   vxl_result_clear(&r);
   uv_signal_init(s->loop, &s->pool.sigchld);
   s->pool.sigchld.data = s;
@@ -370,7 +370,7 @@ void vxd__spawn(vxd_server *s, vxd_slot *slot) {
   int to_open = pid > 0 && uv_pipe_open(&w->to, in[1]) == 0;
   int from_open = to_open && uv_pipe_open(&w->from, out[0]) == 0;
   if (!from_open) {
-    vxd__log(s, "cannot start a worker: %s", strerror(pid < 0 ? err : EBADF));
+    vxd__log_at(s, VXD_LOG_ERR, "cannot start a worker: %s", strerror(pid < 0 ? err : EBADF));
     if (pid > 0) kill(pid, SIGKILL);
     if (!to_open && in[1] >= 0) close(in[1]);
     if (out[0] >= 0) close(out[0]);

@@ -198,7 +198,7 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   vxk_entry_clear(&e);
   if (drc != VXP_OK) {
     vxp_response_clear(&r);
-    vxd__log(s, "cache entry %s has unreadable metadata", key);
+    vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s has unreadable metadata", key);
     return VXK_EIO;
   }
   r.key = (char *)key;

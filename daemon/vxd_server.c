@@ -14,6 +14,7 @@
  * vxd_store.c runs on its thread.  Handles are freed only in their close
  * callbacks; write buffers live until their write callbacks.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,14 +70,14 @@ void vxd__log_at(const vxd_server *s, int level, const char *fmt, ...) {
   va_end(ap);
 }
 
-void vxd__log_line(void *s, const char *msg) { vxd__log(s, "%s", msg); }
+void vxd__log_line(void *s, const char *msg) { vxd__log_at(s, VXD_LOG_WARNING, "%s", msg); }
 
 uint64_t vxd__now_ms(vxd_server *s) { return uv_now(s->loop); }
 
 /* Queues a worker's successful result for the store thread. */
 void vxd__store(vxd_server *s, const char *key, const vxp_response *r, uint64_t compile_us) {
   if (s->store && vxd_store_put(s->store, key, r, compile_us) != 0)
-    vxd__log(s, "not cached %s: out of memory", key);
+    vxd__log_at(s, VXD_LOG_WARNING, "not cached %s: out of memory", key);
 }
 
 /* The store thread wrote a compiled entry: share it (written hook). */
@@ -127,6 +129,41 @@ static void vxd__replace_cache(vxd_server *s) {
   if (vxk_discard(s->cfg->cache_dir, err, sizeof err) != VXK_OK) vxd__log_at(s, VXD_LOG_ERR, "%s", err);
   s->pending.corrupt++;
   vxd__open_cache(s);
+}
+
+/* Descriptors kept free for what the daemon opens after start-up: workers
+ * restarted, the cache reopened, the shared level's connections, a
+ * refused client's own descriptor. */
+#define VXD_FD_RESERVE 32
+
+/* Fits max_connections to the descriptor limit, as Redis fits maxclients:
+ * the soft limit raised towards the hard one as far as needed, and when
+ * even that is short, fewer connections, said once.  A client past the
+ * limit is then refused with an answer and a log line, never dropped
+ * unanswered by the system (libuv closes what it cannot accept, silently).
+ * Called at start, after the workers and the cache are open. */
+static void vxd__fit_connections(vxd_server *s) {
+  s->max_connections = s->cfg->max_connections;
+  unsigned used = 0;
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d));)
+    used += e->d_name[0] != '.';
+  if (d) closedir(d);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  rlim_t want = (rlim_t)used + VXD_FD_RESERVE + s->max_connections;
+  if (rl.rlim_cur < want) {
+    struct rlimit raised = {want < rl.rlim_max ? want : rl.rlim_max, rl.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  if (rl.rlim_cur >= want) return;
+  rlim_t room = rl.rlim_cur > (rlim_t)used + VXD_FD_RESERVE ? rl.rlim_cur - used - VXD_FD_RESERVE : 1;
+  s->max_connections = room < 1 ? 1 : (unsigned)room;
+  vxd__log_at(s, VXD_LOG_WARNING,
+              "max_connections = %u needs %llu descriptors, the limit is %llu (LimitNOFILE=, ulimit -n): "
+              "serving at most %u clients at once",
+              s->cfg->max_connections, (unsigned long long)want, (unsigned long long)rl.rlim_cur,
+              s->max_connections);
 }
 
 /* Seconds between attempts to open a cache that could not be opened. */
@@ -252,16 +289,17 @@ static int vxd__remove_stale_socket(vxd_server *s, const char *base) {
   struct stat st;
   if (fstatat(s->dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return 0;
-    vxd__log(s, "cannot inspect %s: %s", s->cfg->socket_path, strerror(errno));
+    vxd__log_at(s, VXD_LOG_ERR, "cannot inspect %s: %s", s->cfg->socket_path, strerror(errno));
     return -1;
   }
   if (!S_ISSOCK(st.st_mode)) {
-    vxd__log(s, "%s exists and is not a socket; not removing it (choose another --socket)",
-             s->cfg->socket_path);
+    vxd__log_at(s, VXD_LOG_ERR, "%s exists and is not a socket; not removing it (choose another --socket)",
+                s->cfg->socket_path);
     return -1;
   }
   if (unlinkat(s->dir_fd, base, 0) != 0 && errno != ENOENT) {
-    vxd__log(s, "cannot remove the stale socket %s: %s", s->cfg->socket_path, strerror(errno));
+    vxd__log_at(s, VXD_LOG_ERR, "cannot remove the stale socket %s: %s", s->cfg->socket_path,
+                strerror(errno));
     return -1;
   }
   return 0;
@@ -280,32 +318,32 @@ static int vxd__listen(vxd_server *s) {
   if (activated && rtenv && *rtenv && !strchr(rtenv, ':'))
     snprintf(dir, sizeof dir, "%s", rtenv);
   else if (vxp_path_dir(path, dir, sizeof dir) != 0) {
-    vxd__log(s, "socket path too long: %s", path);
+    vxd__log_at(s, VXD_LOG_ERR, "socket path too long: %s", path);
     return 1;
   }
   int group_ok = s->cfg->allowed_gid != (gid_t)-1;
   s->dir_fd = vxp_runtime_dir_open(dir, 1, group_ok, err, sizeof err);
   if (s->dir_fd < 0) {
-    vxd__log(s, "%s", err);
+    vxd__log_at(s, VXD_LOG_ERR, "%s", err);
     return 1;
   }
   const char *base = vxp_path_base(path);
   char lock[256];
   if (snprintf(lock, sizeof lock, "%s.lock", base) >= (int)sizeof lock) {
-    vxd__log(s, "socket name too long: %s", base);
+    vxd__log_at(s, VXD_LOG_ERR, "socket name too long: %s", base);
     return 1;
   }
   s->lock_fd = vxp_private_file_open(s->dir_fd, lock, O_RDWR | O_CREAT);
   if (s->lock_fd < 0) {
     int e = -s->lock_fd;
-    vxd__log(s, "cannot open the lock file %s/%s: %s", dir, lock,
-             e == ELOOP   ? "it is a symbolic link"
-             : e == EPERM ? "not owned by this user"
-                          : strerror(e));
+    vxd__log_at(s, VXD_LOG_ERR, "cannot open the lock file %s/%s: %s", dir, lock,
+                e == ELOOP   ? "it is a symbolic link"
+                : e == EPERM ? "not owned by this user"
+                             : strerror(e));
     return 1;
   }
   if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    vxd__log(s, "another vortexd already serves %s", path);
+    vxd__log_at(s, VXD_LOG_ERR, "another vortexd already serves %s", path);
     return 2;
   }
   uv_pipe_init(s->loop, &s->listener, 0);
@@ -316,17 +354,18 @@ static int vxd__listen(vxd_server *s) {
     if (vxd__remove_stale_socket(s, base) != 0) return 1; /* we hold the lock */
     int rc = uv_pipe_bind(&s->listener, path);
     if (rc != 0) {
-      vxd__log(s, "cannot bind %s: %s", path, uv_strerror(rc));
+      vxd__log_at(s, VXD_LOG_ERR, "cannot bind %s: %s", path, uv_strerror(rc));
       return 1;
     }
     s->bound_socket = 1;
     fchmodat(s->dir_fd, base, group_ok ? 0660 : 0600, 0);
     if (group_ok && fchownat(s->dir_fd, base, (uid_t)-1, s->cfg->allowed_gid, AT_SYMLINK_NOFOLLOW) != 0)
-      vxd__log(s, "cannot give %s to group %u: %s", path, (unsigned)s->cfg->allowed_gid, strerror(errno));
+      vxd__log_at(s, VXD_LOG_ERR, "cannot give %s to group %u: %s", path, (unsigned)s->cfg->allowed_gid,
+                  strerror(errno));
   }
   int rc = uv_listen((uv_stream_t *)&s->listener, 128, vxd__on_connection);
   if (rc != 0) {
-    vxd__log(s, "cannot listen on %s: %s", path, uv_strerror(rc));
+    vxd__log_at(s, VXD_LOG_ERR, "cannot listen on %s: %s", path, uv_strerror(rc));
     return 1;
   }
   return 0;
@@ -359,6 +398,7 @@ int vxd_server_run(const vxd_config *cfg) {
     s->pool.slots[i].respawn.data = &s->pool.slots[i];
     vxd__spawn(s, &s->pool.slots[i]);
   }
+  vxd__fit_connections(s);
   int status = vxd__listen(s);
   if (status != 0) {
     for (unsigned i = 0; i < s->pool.nslots; i++)
@@ -409,7 +449,7 @@ int vxd_server_run(const vxd_config *cfg) {
   }
   vxd_hot_destroy(s->hot);
   int lrc = uv_loop_close(s->loop);
-  if (lrc != 0) vxd__log(s, "loop closed with handles still open");
+  if (lrc != 0) vxd__log_at(s, VXD_LOG_WARNING, "loop closed with handles still open");
   vxk_close(s->cache);
   if (s->lock_fd >= 0) close(s->lock_fd);
   if (s->dir_fd >= 0) close(s->dir_fd);

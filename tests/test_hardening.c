@@ -1287,3 +1287,63 @@ Test(hardening, log_lines_carry_levels_and_journald_priorities) {
   cr_assert_not_null(strstr(out, "<5>stopping (stop request)"), "%s", out);
   cr_assert_null(strstr(out, "vortexd: notice"), "%s", out);
 }
+
+/* Failures are errors or warnings, never notices: log_level = warning
+ * (what a quiet service runs at) still shows why a daemon did not start,
+ * and why a connection was refused, out of descriptors included. */
+Test(hardening, failures_show_at_log_level_warning) {
+  vxt_daemon d = {0};
+  start_in(&d, "quiet", NULL);
+  /* a second daemon on the same socket */
+  snprintf(cmd, sizeof cmd,
+           "timeout 20 %s --socket %s --cache-dir %s/c2 --log-level warning 2>&1; echo rc=$?", VXT_VORTEXD,
+           d.sock, d.dir);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "vortexd: error: another vortexd already serves"), "%s", out);
+  cr_assert_null(strstr(out, "rc=0"), "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  /* a regular file where the socket goes */
+  char file[300];
+  snprintf(file, sizeof file, "%s/file.sock", d.dir);
+  FILE *f = fopen(file, "w");
+  cr_assert_not_null(f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "timeout 20 %s --socket %s --cache-dir %s/c2 --log-level warning 2>&1; echo rc=$?", VXT_VORTEXD,
+           file, d.dir);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "vortexd: error:"), "%s", out);
+  cr_assert_not_null(strstr(out, "is not a socket"), "%s", out);
+  /* few descriptors: 80 for the whole daemon, 100 clients connecting */
+  char log[300], sock[300];
+  snprintf(log, sizeof log, "%s/fd.log", d.dir);
+  snprintf(sock, sizeof sock, "%s/fd.sock", d.dir);
+  snprintf(cmd, sizeof cmd,
+           "ulimit -n 80; exec %s --socket %s --cache-dir %s/c3 --workers 1 --log-level warning 2>%s",
+           VXT_VORTEXD, sock, d.dir, log);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  cr_assert_eq(vxt_daemon_wait(sock, pid), 0);
+  int fds[100], n = 0;
+  for (int i = 0; i < 100; i++)
+    if ((fds[n] = raw_connect(sock)) >= 0) n++;
+  usleep(300000);
+  for (int i = 0; i < n; i++)
+    close(fds[i]);
+  usleep(300000);
+  cr_assert(others_served(sock), "serving again once descriptors are free");
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+  size_t len;
+  char *text = vxt_read_file(log, &len);
+  cr_assert_not_null(text);
+  cr_assert_not_null(strstr(text, "vortexd: warning: max_connections = 256 needs"), "said at start: %s",
+                     text);
+  cr_assert_not_null(strstr(text, "vortexd: warning: refused a connection: too many connections"),
+                     "each refusal said, not dropped by the system: %s", text);
+  free(text);
+}
