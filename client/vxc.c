@@ -52,6 +52,27 @@ static int vxc__read_full(int fd, uint8_t *p, size_t n) {
 }
 
 /* Sends req (id assigned here) and reads its response. */
+/* Whether s is a cache key: 64 lowercase hex digits (it names files). */
+static int vxc__key_valid(const char *s) {
+  size_t n = 0;
+  for (; s && n <= 64 && ((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')); n++) {
+  }
+  return s && n == 64 && s[64] == '\0';
+}
+
+/* Whether an ok reply to req holds what such a reply must: the op asked,
+ * and for a compile or a fetch a well-formed key (the one asked for, for a
+ * fetch) and an object, so that a caller never takes a reply without an
+ * object for success, nor writes a file named after a key like
+ * "../../etc/passwd". */
+static int vxc__reply_complete(const vxp_request *req, const vxp_response *r) {
+  if (r->status != VXP_STATUS_OK) return 1;
+  if (r->op != req->op) return 0;
+  if (req->op != VXP_OP_COMPILE && req->op != VXP_OP_FETCH) return 1;
+  if (!vxc__key_valid(r->key) || !r->object || r->object_size == 0) return 0;
+  return req->op != VXP_OP_FETCH || strcmp(r->key, req->key) == 0;
+}
+
 static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
   memset(resp, 0, sizeof *resp);
   req->id = ++c->next_id;
@@ -73,7 +94,7 @@ static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
   rc = vxc__read_full(c->fd, payload, len);
   if (rc == 0) rc = vxp_response_decode(payload, len, resp) == VXP_OK ? 0 : -EPROTO;
   free(payload);
-  if (rc == 0 && resp->id != req->id && resp->id != 0) {
+  if (rc == 0 && ((resp->id != req->id && resp->id != 0) || !vxc__reply_complete(req, resp))) {
     vxp_response_clear(resp);
     rc = -EPROTO;
   }

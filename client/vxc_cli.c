@@ -110,17 +110,86 @@ static void json_result(FILE *f, const vxp_response *r, const char *object_path)
   json_decref(o);
 }
 
+/* ---- text from the daemon, made safe for a terminal ----
+ *
+ * Kernel names, types, diagnostics and messages come from the daemon (or
+ * from whoever answers on the socket) and may hold any bytes.  Printed raw,
+ * a newline fakes an "error:" line, ESC sequences rewrite the screen and
+ * U+202E reverses what follows.  Each is shown escaped instead: C0 and C1
+ * controls and DEL as \xHH, bidirectional controls (U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069) as \u{HHHH}; other text as it is. */
+
+/* Bytes of the escape put_shown writes for the character at p (n bytes
+ * left), and that escape in esc (16 bytes); 0 when the character is shown
+ * as it is (*len: its bytes). */
+static int escape_of(const unsigned char *p, size_t n, char esc[16], size_t *len) {
+  *len = 1;
+  if (p[0] < 0x20 || p[0] == 0x7f) return snprintf(esc, 16, "\\x%02x", p[0]);
+  if (p[0] == 0xc2 && n >= 2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+    *len = 2;
+    return snprintf(esc, 16, "\\x%02x", p[1]);
+  }
+  if (p[0] == 0xe2 && n >= 3 && p[1] >= 0x80 && p[1] <= 0x81) {
+    unsigned cp = 0x2000u | ((p[1] & 0x3fu) << 6) | (p[2] & 0x3fu);
+    if (cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) {
+      *len = 3;
+      return snprintf(esc, 16, "\\u{%04x}", cp);
+    }
+  }
+  return 0;
+}
+
+/* Writes s to f, escaped as above. */
+static void put_shown(FILE *f, const char *s) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t n = strlen((const char *)p);
+  while (n) {
+    char esc[16];
+    size_t len;
+    if (escape_of(p, n, esc, &len))
+      fputs(esc, f);
+    else
+      fputc(*p, f);
+    p += len, n -= len;
+  }
+}
+
+/* s escaped as above, in one of eight static buffers used in turn (several
+ * in one printf), cut at 1 KiB with "...". */
+static const char *shown(const char *s) {
+  static char ring[8][1024];
+  static unsigned next;
+  char *out = ring[next++ % 8];
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  size_t n = strlen((const char *)p), o = 0;
+  while (n) {
+    char esc[16];
+    size_t len;
+    int e = escape_of(p, n, esc, &len);
+    size_t add = e ? (size_t)e : len;
+    if (o + add + 4 > sizeof ring[0]) {
+      memcpy(out + o, "...", 3);
+      o += 3;
+      break;
+    }
+    memcpy(out + o, e ? esc : (const char *)p, add);
+    o += add, p += len, n -= len;
+  }
+  out[o] = '\0';
+  return out;
+}
+
 /* ---- table output ---- */
 
 static void table_result(FILE *f, const vxp_response *r, const char *object_path) {
-  fprintf(f, "key %s (%s)\n", r->key ? r->key : "-", r->cached ? "cached" : "compiled");
+  fprintf(f, "key %s (%s)\n", r->key ? shown(r->key) : "-", r->cached ? "cached" : "compiled");
   if (object_path)
     fprintf(f, "object %s (%zu bytes; link kernel K with --defsym=main=<K's entry>)\n", object_path,
             r->object_size);
   for (uint32_t i = 0; i < r->nkernels; i++) {
     const vxp_kernel *k = &r->kernels[i];
-    fprintf(f, "\nKernel: %s\n", k->name);
-    fprintf(f, "  entry: %s\n", k->entry);
+    fprintf(f, "\nKernel: %s\n", shown(k->name));
+    fprintf(f, "  entry: %s\n", shown(k->entry));
     fprintf(f, "  argument buffer: %u bytes (arguments %u, launch header at %u)\n", k->buffer_size,
             k->args_size, k->launch_offset);
     fprintf(f, "  grid dimensions used: %u", k->grid_dims);
@@ -131,7 +200,7 @@ static void table_result(FILE *f, const vxp_response *r, const char *object_path
     for (uint32_t j = 0; j < k->nargs; j++) {
       const vxp_arg *a = &k->args[j];
       fprintf(f, "    [%u] offset=%-4u size=%-2u align=%-2u %-7s (%s)\n", a->index, a->offset, a->size,
-              a->align, a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", a->type);
+              a->align, a->kind == VXP_ARG_POINTER ? "pointer" : "scalar", shown(a->type));
     }
   }
 }
@@ -283,9 +352,9 @@ static char *read_file(const char *path, size_t *len) {
  * name, and maps the response status to an exit code. */
 static int finish(const vxp_response *r, int json, const char *dir, const char *name) {
   for (uint32_t i = 0; i < r->ndiags; i++)
-    fprintf(stderr, "%s\n", r->diags[i]);
+    put_shown(stderr, r->diags[i]), fputc('\n', stderr);
   if (r->status != VXP_STATUS_OK && !(json && r->status == VXP_STATUS_COMPILE_ERROR)) {
-    fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), r->message ? r->message : "");
+    fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), shown(r->message));
     return r->status == VXP_STATUS_INTERNAL || r->status == VXP_STATUS_BAD_REQUEST ? 2 : 1;
   }
   char path[4096];
@@ -345,9 +414,9 @@ static int runtime_library(char *buf, size_t cap) {
  * runtime pointed at the daemon vxc used.  Returns the exit status. */
 static int run_program(const vxp_response *r, const char *socket, const char *const *shlibs, int nshlibs) {
   for (uint32_t i = 0; i < r->ndiags; i++)
-    fprintf(stderr, "%s\n", r->diags[i]);
+    put_shown(stderr, r->diags[i]), fputc('\n', stderr);
   if (r->status != VXP_STATUS_OK || !r->host_ir) {
-    fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), r->message ? r->message : "");
+    fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), shown(r->message));
     return r->status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
   }
   char rt[4200];
@@ -468,7 +537,7 @@ static void print_stats(const vxp_stats *s, const char *server, int json) {
          "evictions         %llu\ncorrupt (dropped) %llu\ntime saved        %.1f s\n"
          "requests          %llu\nworkers           %llu\nworker restarts   %llu\n"
          "refused           %llu\ntimeouts          %llu\nuptime            %.1f s\n",
-         server ? server : "?", (unsigned long long)s->hits, (unsigned long long)s->misses, ratio,
+         server ? shown(server) : "?", (unsigned long long)s->hits, (unsigned long long)s->misses, ratio,
          (unsigned long long)s->compile_errors, (unsigned long long)s->entries, (unsigned long long)s->bytes,
          (unsigned long long)s->max_bytes, (unsigned long long)s->evictions, (unsigned long long)s->corrupt,
          s->saved_ms / 1000.0, (unsigned long long)s->requests, (unsigned long long)s->workers,
@@ -479,7 +548,7 @@ static void print_stats(const vxp_stats *s, const char *server, int json) {
            "  L1 hits         %llu\n  L2 hits         %llu\n  L2 misses       %llu\n"
            "  L2 errors       %llu (corrupt values %llu)\n  L2 timeouts     %llu\n"
            "  L2 writes       %llu (dropped %llu)\n  L2 bytes        %llu down, %llu up\n",
-           s->remote, (unsigned long long)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0),
+           shown(s->remote), (unsigned long long)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0),
            (unsigned long long)s->l2_hits, (unsigned long long)s->l2_misses, (unsigned long long)s->l2_errors,
            (unsigned long long)s->l2_corrupt, (unsigned long long)s->l2_timeouts,
            (unsigned long long)s->l2_writes, (unsigned long long)s->l2_dropped,
@@ -648,9 +717,9 @@ int main(int argc, char **argv) {
     free(src);
     if (rc == 0) {
       for (uint32_t di = 0; di < r.ndiags; di++)
-        fprintf(stderr, "%s\n", r.diags[di]);
+        put_shown(stderr, r.diags[di]), fputc('\n', stderr);
       if (r.status != VXP_STATUS_OK || !r.object) {
-        fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r.status), r.message ? r.message : "");
+        fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r.status), shown(r.message));
         status = r.status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
       } else {
         const char *base = strrchr(args[0], '/');
@@ -707,7 +776,7 @@ int main(int argc, char **argv) {
   } else if (strcmp(cmd, "stats") == 0) {
     rc = vxc_stats(conn, &r);
     if (rc == 0 && r.status != VXP_STATUS_OK) {
-      fprintf(stderr, "vxc: %s\n", r.message ? r.message : "stats failed");
+      fprintf(stderr, "vxc: %s\n", r.message ? shown(r.message) : "stats failed");
       status = 2;
     } else if (rc == 0) {
       const vxp_response *info = json ? NULL : vxc_server_info(conn);
@@ -716,7 +785,7 @@ int main(int argc, char **argv) {
   } else {
     rc = vxc_admin(conn, cm->op, prune_to, &r);
     if (rc == 0 && r.status != VXP_STATUS_OK) {
-      fprintf(stderr, "vxc: %s: %s\n", cmd, r.message ? r.message : vxp_status_name(r.status));
+      fprintf(stderr, "vxc: %s: %s\n", cmd, r.message ? shown(r.message) : vxp_status_name(r.status));
       status = 2;
     } else if (rc == 0) {
       if (cm->op == VXP_OP_VERIFY)

@@ -5,6 +5,10 @@
 
 #include "vxd_wire.h"
 
+/* a kernel the lowering accepts has a record every client accepts */
+_Static_assert(VXL_MAX_KERNEL_ARGS <= VXP_MAX_ARGS && VXL_MAX_ARG_BUFFER <= VXP_MAX_BUFFER_SIZE,
+               "the lowering's kernel bounds exceed the protocol's");
+
 int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
   vxp_arg *args = calloc(k->nargs ? k->nargs : 1, sizeof *args);
   if (!args) return -ENOMEM;

@@ -390,6 +390,13 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     LLVMGetParamTypes(fty, params);
     rc = vxl__layout(td, lctx, params, np, &kinfo[i], k);
     free(params);
+    if (rc == 0 && k->buffer_size > VXL_MAX_ARG_BUFFER) {
+      vxl__diag_at(&d, kinfo[i].loc,
+                   "unsupported: kernel @%s needs an argument buffer of %u bytes (at most %u)", k->name,
+                   k->buffer_size, VXL_MAX_ARG_BUFFER);
+      rc = -EINVAL;
+      break;
+    }
     k->grid_dims = kinfo[i].grid_dims ? kinfo[i].grid_dims : 1;
     memcpy(k->known_block, kinfo[i].known_block, sizeof k->known_block);
     k->shared_bytes = kinfo[i].shared_bytes;

@@ -122,6 +122,14 @@ void vxl_kernel_clear(vxl_kernel *k);
  * VXL_ENTRY_PREFIX "<i>" in the module's object. */
 #define VXL_ENTRY_PREFIX "__vxl_main_"
 
+/* Bounds of one kernel's interface, past which a compile is refused at the
+ * kernel's location: arguments per kernel, and the argument buffer
+ * (bytes, launch header included).  The protocol's bounds on a kernel
+ * record (vxp.h: VXP_MAX_ARGS, VXP_MAX_BUFFER_SIZE) are no smaller, so a
+ * kernel that compiles always has a record a client accepts. */
+#define VXL_MAX_KERNEL_ARGS 4096u
+#define VXL_MAX_ARG_BUFFER (1u << 20)
+
 typedef struct {
   bool ok;         /* true: kernels and object are valid */
   uint8_t *object; /* one ELF32 RISC-V relocatable object for the whole

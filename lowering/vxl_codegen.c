@@ -78,7 +78,9 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, 
   k->args_size = end;
   k->launch_offset = (uint32_t)LLVMOffsetOfElement(td, s, n);
   uint64_t total = LLVMABISizeOfType(td, s);
-  k->buffer_size = (uint32_t)((total + 7) & ~(uint64_t)7);
+  /* past 4 GiB it cannot be named in 32 bits: UINT32_MAX, which the caller
+   * refuses as too large (VXL_MAX_ARG_BUFFER) */
+  k->buffer_size = total > UINT32_MAX - 7u ? UINT32_MAX : (uint32_t)((total + 7) & ~(uint64_t)7);
   return 0;
 }
 

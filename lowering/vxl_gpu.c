@@ -324,8 +324,15 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
   if (!ins) return -ENOMEM;
   MlirType ptr = mlirLLVMPointerTypeGet(ctx, 0);
   int rc = 0;
+  if (k && nin > (intptr_t)VXL_MAX_KERNEL_ARGS) {
+    vxl__diag_at(rw->d, loc, "unsupported: kernel @%.*s has %ld arguments (at most %u)", (int)fname.length,
+                 fname.data, (long)nin, VXL_MAX_KERNEL_ARGS);
+    free(ins);
+    return -EINVAL;
+  }
   if (k) {
     k->name = strndup(fname.data, fname.length);
+    k->loc = loc;
     k->nargs = (uint32_t)nin;
     k->arg_types = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_types);
     k->arg_rank = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_rank);

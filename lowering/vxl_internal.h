@@ -138,6 +138,7 @@ typedef struct {
   uint32_t grid_dims; /* 1..3 */
   uint32_t known_block[3];
   uint32_t shared_bytes;
+  MlirLocation loc; /* the gpu.func's, for diagnostics about the kernel */
 } vxl__kernel_info;
 
 void vxl__kernel_info_clear(vxl__kernel_info *k);

@@ -722,6 +722,122 @@ Test(hardening, a_foreign_lock_on_the_database_keeps_admin_commands_bounded) {
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
 
+/* Serves one connection on sock (in a child, which it returns): reads one
+ * request frame and answers it with reply, under the request's id. */
+static pid_t answer_once(const char *sock, const vxp_response *reply) {
+  int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+  unlink(sock);
+  cr_assert_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+  cr_assert_eq(listen(lfd, 4), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    int fd = accept(lfd, NULL, NULL);
+    uint8_t hdr[VXP_FRAME_HEADER_SIZE];
+    uint32_t len = 0;
+    if (fd < 0 || recv(fd, hdr, sizeof hdr, MSG_WAITALL) != (ssize_t)sizeof hdr ||
+        vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK)
+      _exit(1);
+    uint8_t *p = malloc(len);
+    vxp_request q;
+    if (!p || recv(fd, p, len, MSG_WAITALL) != (ssize_t)len || vxp_request_decode(p, len, &q) != VXP_OK)
+      _exit(2);
+    vxp_response r = *reply;
+    r.id = q.id;
+    uint8_t *frame;
+    size_t flen;
+    if (vxp_response_encode(&r, &frame, &flen) != VXP_OK ||
+        send(fd, frame, flen, MSG_NOSIGNAL) != (ssize_t)flen)
+      _exit(3);
+    usleep(200000);
+    _exit(0);
+  }
+  close(lfd);
+  return pid;
+}
+
+/* What a daemon (or whoever answers on the socket) says is checked before
+ * it is used, and shown escaped: an "ok" without an object is no success,
+ * a key is never a path, and names cannot fake lines or rewrite the
+ * terminal. */
+Test(hardening, vxc_believes_no_reply_it_cannot_check_and_prints_none_raw) {
+  char dir[256], sock[300], outdir[300];
+  snprintf(dir, sizeof dir, "%s/liar", root);
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  snprintf(sock, sizeof sock, "%s/s.sock", dir);
+  snprintf(outdir, sizeof outdir, "%s/out", dir);
+  static const uint8_t obj[] = "\177ELF not really";
+  static const char good_key[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  vxp_arg arg = {.type = (char *)"i32", .size = 4, .align = 4};
+  vxp_kernel k = {.name = (char *)"k\n/tmp/x.mlir:1:1: error: fake\x1b[2J\xe2\x80\xae",
+                  .entry = (char *)"e",
+                  .nargs = 1,
+                  .args = &arg,
+                  .args_size = 4,
+                  .launch_offset = 4,
+                  .buffer_size = 32,
+                  .grid_dims = 1};
+  const struct {
+    vxp_response r;
+    const char *why;
+  } lies[] = {
+      {{.op = VXP_OP_COMPILE, .status = VXP_STATUS_OK, .key = (char *)good_key}, "ok without an object"},
+      {{.op = VXP_OP_COMPILE,
+        .status = VXP_STATUS_OK,
+        .key = (char *)"../../etc/passwd",
+        .object = (uint8_t *)obj,
+        .object_size = sizeof obj},
+       "a key that is a path"},
+      {{.op = VXP_OP_FETCH,
+        .status = VXP_STATUS_OK,
+        .key = (char *)good_key,
+        .object = (uint8_t *)obj,
+        .object_size = sizeof obj},
+       "a reply to another op"},
+  };
+  for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+    pid_t pid = answer_once(sock, &lies[i].r);
+    snprintf(cmd, sizeof cmd,
+             "%s --no-spawn --socket %s compile -o %s %s 2>&1; echo rc=$?; ls %s 2>/dev/null | wc -l",
+             VXT_VXC, sock, outdir, POLYGEIST_STYLE, outdir);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, "rc=2\n0\n"), "%s: refused, nothing written: %s", lies[i].why, out);
+    waitpid(pid, NULL, 0);
+  }
+  /* a kernel name and a diagnostic holding a newline, ESC and U+202E */
+  vxp_response named = {.op = VXP_OP_COMPILE,
+                        .status = VXP_STATUS_OK,
+                        .key = (char *)good_key,
+                        .object = (uint8_t *)obj,
+                        .object_size = sizeof obj,
+                        .nkernels = 1,
+                        .kernels = &k};
+  pid_t pid = answer_once(sock, &named);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile -o %s %s 2>&1; echo rc=$?", VXT_VXC, sock,
+           outdir, POLYGEIST_STYLE);
+  vxt_run(cmd, out, sizeof out);
+  waitpid(pid, NULL, 0);
+  cr_assert_not_null(strstr(out, "rc=0"), "%s", out);
+  cr_assert_not_null(strstr(out, "Kernel: k\\x0a/tmp/x.mlir:1:1: error: fake\\x1b[2J\\u{202e}"), "%s", out);
+  cr_assert_null(strchr(out, 0x1b), "no raw ESC: %s", out);
+  cr_assert_null(strstr(out, "\nerror: fake"), "no faked line: %s", out);
+  char *diags[] = {(char *)"t.mlir:1:1: error: x\nvxc: ok: \x07\xc2\x9b"};
+  vxp_response failed = {.op = VXP_OP_COMPILE,
+                         .status = VXP_STATUS_COMPILE_ERROR,
+                         .ndiags = 1,
+                         .diags = diags,
+                         .message = (char *)"bad\x1b]0;title\x07"};
+  pid = answer_once(sock, &failed);
+  vxt_run(cmd, out, sizeof out);
+  waitpid(pid, NULL, 0);
+  cr_assert_not_null(strstr(out, "t.mlir:1:1: error: x\\x0avxc: ok: \\x07\\x9b\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "bad\\x1b]0;title\\x07"), "%s", out);
+  cr_assert_null(strchr(out, 0x1b), "%s", out);
+  cr_assert_null(strchr(out, 0x07), "%s", out);
+}
+
 /* The configuration file decides where the cache and socket are: it is
  * read only if nobody else could have written it, and never waited on. */
 Test(hardening, a_configuration_file_another_user_could_write_is_refused) {

@@ -499,6 +499,41 @@ Test(lowering, unsupported_op_is_named_with_its_location) {
   vxl_result_clear(&r);
 }
 
+/* A gpu.func with n arguments of type ty: malloc()ed module text. */
+static char *wide_kernel(unsigned n, const char *ty) {
+  size_t cap = 256 + (size_t)n * (strlen(ty) + 16);
+  char *t = malloc(cap);
+  size_t len = (size_t)snprintf(t, cap, "module {\n  gpu.module @m {\n    gpu.func @k(");
+  for (unsigned i = 0; i < n; i++)
+    len += (size_t)snprintf(t + len, cap - len, "%s%%a%u: %s", i ? ", " : "", i, ty);
+  snprintf(t + len, cap - len, ") kernel {\n      gpu.return\n    }\n  }\n}\n");
+  return t;
+}
+
+/* A kernel whose record no client would accept is refused where it is
+ * written, not by the daemon's check of the worker's reply. */
+Test(lowering, a_kernel_past_the_interface_bounds_is_refused_at_its_location) {
+  char *t = wide_kernel(5000, "i32");
+  vxl_result r = compile_text(t);
+  cr_assert_not(r.ok);
+  cr_assert_str_eq(r.diags[0], "t.mlir:3:5: error: unsupported: kernel @k has 5000 arguments (at most 4096)");
+  vxl_result_clear(&r);
+  free(t);
+  t = wide_kernel(VXL_MAX_KERNEL_ARGS, "i32");
+  r = compile_text(t);
+  cr_assert(r.ok, "exactly at the bound: %s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
+  free(t);
+  t = wide_kernel(600, "i16384"); /* 2 KiB each */
+  r = compile_text(t);
+  cr_assert_not(r.ok);
+  cr_assert_not_null(
+      strstr(r.diags[0], "t.mlir:3:5: error: unsupported: kernel @k needs an argument buffer of"), "%s",
+      r.diags[0]);
+  vxl_result_clear(&r);
+  free(t);
+}
+
 Test(lowering, module_without_kernels_is_an_error) {
   vxl_result r = compile_text("module {\n  func.func @host() {\n    return\n  }\n}\n");
   cr_assert_not(r.ok);
