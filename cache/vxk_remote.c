@@ -396,8 +396,15 @@ int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_ent
   uint8_t sum[VXK_CHECKSUM_SIZE];
   if (e->nkernels == n && vxk_checksum(key, e->object, e->object_size, ks, n, sum) == VXK_OK &&
       memcmp(sum, f[6].via.bin.ptr, sizeof sum) == 0) {
-    *compile_us = f[3].via.u64;
-    rc = VXK_OK;
+    /* one encoding only: msgpack-c also reads integers, strings and
+     * lengths written in wider forms than the encoder's, so the value must
+     * be what encoding the decoded entry gives, byte for byte */
+    uint8_t *again = NULL;
+    size_t alen = 0;
+    rc = vxk_remote_encode(key, e->object, e->object_size, ks, n, f[3].via.u64, &again, &alen);
+    if (rc == VXK_OK && (alen != len || memcmp(again, value, len) != 0)) rc = VXK_ECORRUPT;
+    free(again);
+    if (rc == VXK_OK) *compile_us = f[3].via.u64;
   }
   free(ks);
 out:

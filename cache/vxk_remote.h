@@ -90,7 +90,10 @@ int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size
                       uint32_t n, uint64_t compile_us, uint8_t **out, size_t *len);
 
 /* Decodes a value read under key: checks the format tag and version, that
- * it names key, every field's type, and the checksum over it all.  Fills
+ * it names key, every field's type, the checksum over it all, and that
+ * the value is byte for byte what vxk_remote_encode writes for what it
+ * decodes to (msgpack-c also reads wider integer and length forms: one
+ * entry has one value, so the fuzzer's round trip holds).  Fills
  * *e (caller clears it with vxk_entry_clear) and *compile_us.  Returns 0,
  * VXK_ECORRUPT (anything wrong: never served), VXK_ENOMEM. */
 int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_entry *e, uint64_t *compile_us);

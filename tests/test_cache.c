@@ -1,4 +1,5 @@
 /* test_cache.c - cache/: put, get, restart, keys, eviction, corruption. */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -480,6 +481,32 @@ Test(cache, a_read_within_the_lru_resolution_leaves_the_entry_unwritten) {
   cr_assert_eq(vxk_get(c, keys[1], NULL, &o), VXK_OK);
   vxk_entry_clear(&o);
   vxk_close(c);
+}
+
+/* msgpack-c reads 225 written as uint16 (cd 00 e1) as readily as the
+ * encoder's uint8 (cc e1); a value has one encoding, the encoder's. */
+Test(cache, a_remote_value_in_a_wider_encoding_is_refused) {
+  char key[VXK_KEY_HEX + 1];
+  key_for("wide", key);
+  vxk_kernel_in in = {"k", (const uint8_t *)"meta", 4};
+  uint8_t *v = NULL;
+  size_t len = 0;
+  cr_assert_eq(vxk_remote_encode(key, (const uint8_t *)"object", 6, &in, 1, 225, &v, &len), VXK_OK);
+  vxk_entry e;
+  uint64_t us = 0;
+  cr_assert_eq(vxk_remote_decode(key, v, len, &e, &us), VXK_OK);
+  cr_assert_eq(us, 225);
+  vxk_entry_clear(&e);
+  uint8_t *at = memmem(v, len, "\xcc\xe1", 2);
+  cr_assert_not_null(at, "225 as uint8");
+  uint8_t *wide = malloc(len + 1);
+  size_t pre = (size_t)(at - v);
+  memcpy(wide, v, pre);
+  memcpy(wide + pre, "\xcd\x00\xe1", 3);
+  memcpy(wide + pre + 3, at + 2, len - pre - 2);
+  cr_assert_eq(vxk_remote_decode(key, wide, len + 1, &e, &us), VXK_ECORRUPT);
+  free(wide);
+  free(v);
 }
 
 Test(cache, a_remote_value_round_trips_and_any_damage_is_refused) {
