@@ -44,8 +44,11 @@
  *      tensor constants over 64 MiB and nesting deeper than 256 levels are
  *      refused (the first compiled into objects that overwrote other
  *      threads' stacks).
- *   7: memref arguments carry their rank and element size in the metadata. */
-#define VXL_LOWERING_ABI_VERSION 7u
+ *   7: memref arguments carry their rank and element size in the metadata.
+ *   8: line tables name the source's file only (no directory, keyed);
+ *      cf.assert prints and traps on the device (was: host puts/abort);
+ *      kernels past VXL_MAX_KERNEL_ARGS / VXL_MAX_ARG_BUFFER refused. */
+#define VXL_LOWERING_ABI_VERSION 8u
 
 typedef struct vxl_compiler vxl_compiler;
 

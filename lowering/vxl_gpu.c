@@ -119,6 +119,85 @@ static void vxl__note_dims(vxl__kernel_info *k, MlirStringRef name, int dim) {
     if ((uint32_t)dim + 1 > k->grid_dims) k->grid_dims = (uint32_t)dim + 1;
 }
 
+/* "file:line:col" of the source position loc stands for, as the object's
+ * line tables name it (a file's name, never the requester's directories):
+ * a call site's callee, a name's or a fusion's first position; "?" when
+ * none has one.  Written into buf (cap bytes). */
+static void vxl__loc_position(MlirLocation loc, char *buf, size_t cap) {
+  for (int depth = 0; depth < 16; depth++) {
+    if (mlirLocationIsAFileLineColRange(loc)) {
+      MlirStringRef f = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc));
+      snprintf(buf, cap, "%.*s:%d:%d", (int)f.length, f.data, mlirLocationFileLineColRangeGetStartLine(loc),
+               mlirLocationFileLineColRangeGetStartColumn(loc));
+      return;
+    }
+    if (mlirLocationIsACallSite(loc))
+      loc = mlirLocationCallSiteGetCallee(loc);
+    else if (mlirLocationIsAName(loc))
+      loc = mlirLocationNameGetChildLoc(loc);
+    else if (mlirLocationIsAFused(loc) && mlirLocationFusedGetNumLocations(loc) > 0) {
+      intptr_t n = mlirLocationFusedGetNumLocations(loc);
+      MlirLocation *all = malloc((size_t)n * sizeof *all);
+      if (!all) break;
+      mlirLocationFusedGetLocations(loc, all);
+      loc = all[0];
+      free(all);
+    } else
+      break;
+  }
+  snprintf(buf, cap, "?");
+}
+
+/* cf.assert %ok, "msg" -> scf.if %ok {} else { gpu.printf "POS: assertion
+ * failed: msg\n"; llvm.intr.trap }: what CUDA's device assert does, on
+ * what Vortex has (vx_printf, and the trap an illegal instruction), where
+ * the upstream lowering would call the host's puts and abort, which a
+ * device image cannot link.  Structured, so it stays valid inside any
+ * region; the divergence placement treats it as any other scf.if. */
+static int vxl__lower_assert(vxl__rw *rw, MlirOperation op) {
+  MlirContext ctx = rw->c->ctx;
+  MlirLocation loc = mlirOperationGetLocation(op);
+  MlirAttribute ma = mlirOperationGetAttributeByName(op, vxl__str("msg"));
+  MlirStringRef msg =
+      mlirAttributeIsNull(ma) || !mlirAttributeIsAString(ma) ? vxl__str("") : mlirStringAttrGetValue(ma);
+  char pos[512];
+  vxl__loc_position(loc, pos, sizeof pos);
+  size_t cap = strlen(pos) + 2 * msg.length + 32;
+  char *fmt = malloc(cap);
+  if (!fmt) return -ENOMEM;
+  size_t n = (size_t)snprintf(fmt, cap, "%s: assertion failed: ", pos);
+  for (size_t i = 0; i < msg.length; i++) { /* a '%' of the message is text */
+    if (msg.data[i] == '%') fmt[n++] = '%';
+    fmt[n++] = msg.data[i];
+  }
+  fmt[n++] = '\n';
+  MlirAttribute fattr = mlirStringAttrGet(ctx, (MlirStringRef){fmt, n});
+  free(fmt);
+
+  MlirBlock then_b = mlirBlockCreate(0, NULL, NULL), else_b = mlirBlockCreate(0, NULL, NULL);
+  MlirOperationState ps = mlirOperationStateGet(vxl__str("gpu.printf"), loc);
+  MlirNamedAttribute fa = vxl__named(ctx, "format", fattr);
+  mlirOperationStateAddAttributes(&ps, 1, &fa);
+  mlirBlockAppendOwnedOperation(else_b, mlirOperationCreate(&ps));
+  MlirOperationState ts = mlirOperationStateGet(vxl__str("llvm.intr.trap"), loc);
+  mlirBlockAppendOwnedOperation(else_b, mlirOperationCreate(&ts));
+  MlirBlock blocks[2] = {then_b, else_b};
+  MlirRegion regions[2];
+  for (int i = 0; i < 2; i++) {
+    MlirOperationState ys = mlirOperationStateGet(vxl__str("scf.yield"), loc);
+    mlirBlockAppendOwnedOperation(blocks[i], mlirOperationCreate(&ys));
+    regions[i] = mlirRegionCreate();
+    mlirRegionAppendOwnedBlock(regions[i], blocks[i]);
+  }
+  MlirOperationState is = mlirOperationStateGet(vxl__str("scf.if"), loc);
+  MlirValue cond = mlirOperationGetOperand(op, 0);
+  mlirOperationStateAddOperands(&is, 1, &cond);
+  mlirOperationStateAddOwnedRegions(&is, 2, regions);
+  mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(op), op, mlirOperationCreate(&is));
+  mlirOperationDestroy(op);
+  return 0;
+}
+
 /* gpu.printf "fmt" %a... -> vx_printf(fmt, a...) (Vortex's device printf,
  * vx_print.h).  Each call site gets a helper, parsed from text, that holds
  * the format as a global and applies C's default argument promotions
@@ -423,10 +502,16 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
   }
   if (rc) return rc;
 
-  /* Rewrite the gpu.* ops of the body (collected first: the walk must not
-   * see the ops it mutates). */
+  /* Rewrite the body's cf.assert ops, then its gpu.* ops, those asserts'
+   * printfs included (collected first: a walk must not see the ops it
+   * mutates). */
   vxl__ops ops = {0};
   vxl__collect_ops(ff, &ops);
+  for (size_t i = 0; i < ops.n && rc == 0 && !ops.oom; i++)
+    if (vxl__op_is(ops.v[i], "cf.assert")) rc = vxl__lower_assert(rw, ops.v[i]);
+  free(ops.v);
+  ops = (vxl__ops){0};
+  if (rc == 0) vxl__collect_ops(ff, &ops);
   if (ops.oom) {
     free(ops.v);
     return -ENOMEM;

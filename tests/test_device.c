@@ -198,6 +198,60 @@ Test(device, a_fault_names_the_kernel_source_line_by_file_name) {
   vxl_result_clear(&r);
 }
 
+/* Runs kernel `name` of device_assert.mlir on one block of 4 threads with
+ * %limit = limit; *rep and what the device printed (printed, cap bytes);
+ * the output words in out[4]. */
+static void run_assert(const vxl_result *r, const char *name, int32_t limit, vxs_report *rep, char *printed,
+                       size_t cap, int32_t out[4]) {
+  const vxl_kernel *k = kernel(r, name);
+  vxt_image img = {0};
+  int32_t init[4] = {-1, -1, -1, -1};
+  uint32_t oo = vxt_image_put(&img, init, sizeof init), od = DEV(oo);
+  const void *vals[] = {&od, &limit};
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {4, 1, 1};
+  uint32_t args = vxt_image_args(&img, k, vals, grid, block, 0);
+  uint8_t *elf = NULL;
+  size_t elf_size = 0;
+  cr_assert_null(vxt_device_link(r->object, r->object_size, k->entry, &elf, &elf_size));
+  uint8_t *mem = malloc(img.size);
+  vxt_device_run(elf, elf_size, &img, args, k->launch_offset, &vxt_simt_matrix[0], 0, img.size, mem, rep,
+                 printed, cap);
+  memcpy(out, mem + oo, 4 * sizeof *out);
+  free(mem), free(elf);
+  vxt_image_free(&img);
+}
+
+/* cf.assert on the device: as CUDA's assert, the failing threads print
+ * where and what, and the launch stops with an error at that line; the
+ * object references nothing a device image cannot link (the upstream
+ * lowering called the host's puts and abort). */
+Test(device, a_failed_assert_prints_its_position_and_stops_the_launch) {
+  vxl_result r = build(VXT_KERNELS_DIR "/device_assert.mlir");
+  cr_assert_not(vxt_elf_has_symbol(r.object, r.object_size, "puts", 0), "no host puts");
+  cr_assert_not(vxt_elf_has_symbol(r.object, r.object_size, "abort", 0), "no host abort");
+  vxs_report rep;
+  char printed[1024];
+  int32_t out[4];
+  run_assert(&r, "checked", 4, &rep, printed, sizeof printed, out);
+  cr_assert_eq(rep.error[0], '\0', "every assertion holds: %s", rep.error);
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(out[i], i);
+  run_assert(&r, "checked", 2, &rep, printed, sizeof printed, out);
+  cr_assert_neq(rep.error[0], '\0', "the launch fails");
+  cr_assert(strstr(rep.error, " at device_assert.mlir:9:"), "at the assert's line: %s", rep.error);
+  cr_assert(strstr(printed, "device_assert.mlir:9:7: assertion failed: index below the limit (100% sure)\n"),
+            "printed: %s", printed);
+  const char *second = strstr(printed, "assertion failed");
+  cr_assert(second && strstr(second + 1, "assertion failed") &&
+                !strstr(strstr(second + 1, "assertion failed") + 1, "assertion failed"),
+            "threads 2 and 3 fail, each says so once: %s", printed);
+  run_assert(&r, "checked_at_call_site", 0, &rep, printed, sizeof printed, out);
+  cr_assert_neq(rep.error[0], '\0');
+  cr_assert(strstr(printed, "helper.cu:7:3: assertion failed: inlined from elsewhere\n"), "printed: %s",
+            printed);
+  vxl_result_clear(&r);
+}
+
 Test(device, saxpy_several_shapes) {
   run_saxpy(1000, 64);
   run_saxpy(37, 16); /* not a multiple of the block */
