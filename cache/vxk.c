@@ -979,6 +979,7 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
           {"l2_errors", offsetof(vxk_stats, l2_errors)},
           {"l2_timeouts", offsetof(vxk_stats, l2_timeouts)},
           {"l2_corrupt", offsetof(vxk_stats, l2_corrupt)},
+          {"l2_rejected", offsetof(vxk_stats, l2_rejected)},
           {"l2_writes", offsetof(vxk_stats, l2_writes)},
           {"l2_dropped", offsetof(vxk_stats, l2_dropped)},
           {"l2_bytes_down", offsetof(vxk_stats, l2_bytes_down)},

@@ -89,8 +89,8 @@ typedef struct {
   uint64_t max_bytes; /* the size limit in force */
   /* the remote level's persistent counters (vxk_remote.h), kept here:
    * "l2_hits", "l2_misses", ... as vxk_counter_add names them */
-  uint64_t l2_hits, l2_misses, l2_errors, l2_timeouts, l2_corrupt, l2_writes, l2_dropped, l2_bytes_down,
-      l2_bytes_up;
+  uint64_t l2_hits, l2_misses, l2_errors, l2_timeouts, l2_corrupt, l2_rejected, l2_writes, l2_dropped,
+      l2_bytes_down, l2_bytes_up;
 } vxk_stats;
 
 /* Opens (creating as needed, mode 0700) the directory dir and its cache.db,

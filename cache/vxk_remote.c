@@ -18,6 +18,7 @@
 #include <msgpack.h>
 
 #include "vxk_remote.h"
+#include "vxk_sign.h"
 #include "vxp.h"
 
 struct vxk_remote {
@@ -292,20 +293,18 @@ static int vxk__pack_bin(msgpack_packer *pk, const uint8_t *p, size_t n) {
   return msgpack_pack_bin(pk, n) | msgpack_pack_bin_body(pk, p, n);
 }
 
-int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-                      uint32_t n, uint64_t compile_us, uint8_t **out, size_t *len) {
-  *out = NULL;
-  *len = 0;
-  if (!vxk_key_valid(key) || object_size > UINT32_MAX) return VXK_EINVAL;
-  uint8_t sum[VXK_CHECKSUM_SIZE];
-  int rc = vxk_checksum(key, object, object_size, ks, n, sum);
-  if (rc != VXK_OK) return rc;
+/* Packs a value: [tag, format, key, compile_us, object, [[name,
+ * metadata]...], checksum], and when key_id is not NULL also [..., key_id,
+ * signature].  0 or VXK_ENOMEM. */
+static int vxk__remote_pack(const char *key, const uint8_t *object, size_t object_size,
+                            const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us,
+                            const uint8_t sum[VXK_CHECKSUM_SIZE], const uint8_t *key_id, const uint8_t *sig,
+                            uint8_t **out, size_t *len) {
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  /* [tag, format, key, compile_us, object, [[name, metadata]...], checksum] */
-  int bad = msgpack_pack_array(&pk, 7);
+  int bad = msgpack_pack_array(&pk, key_id ? 9 : 7);
   bad |= vxk__pack_str(&pk, vxk__tag, sizeof vxk__tag - 1);
   bad |= msgpack_pack_uint32(&pk, VXK_REMOTE_FORMAT);
   bad |= vxk__pack_str(&pk, key, strlen(key));
@@ -317,7 +316,11 @@ int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size
     bad |= vxk__pack_str(&pk, ks[i].name, strlen(ks[i].name));
     bad |= vxk__pack_bin(&pk, ks[i].metadata, ks[i].metadata_size);
   }
-  bad |= vxk__pack_bin(&pk, sum, sizeof sum);
+  bad |= vxk__pack_bin(&pk, sum, VXK_CHECKSUM_SIZE);
+  if (key_id) {
+    bad |= vxk__pack_bin(&pk, key_id, VXK_KEY_ID_SIZE);
+    bad |= vxk__pack_bin(&pk, sig, VXK_SIGNATURE_SIZE);
+  }
   if (bad || !sb.data) {
     msgpack_sbuffer_destroy(&sb);
     return VXK_ENOMEM;
@@ -325,6 +328,25 @@ int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size
   *out = (uint8_t *)sb.data;
   *len = sb.size;
   return VXK_OK;
+}
+
+int vxk_remote_encode_signed(const char *key, const uint8_t *object, size_t object_size,
+                             const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us,
+                             const vxk_signer *signer, uint8_t **out, size_t *len) {
+  *out = NULL;
+  *len = 0;
+  if (!vxk_key_valid(key) || object_size > UINT32_MAX) return VXK_EINVAL;
+  uint8_t sum[VXK_CHECKSUM_SIZE], sig[VXK_SIGNATURE_SIZE];
+  int rc = vxk_checksum(key, object, object_size, ks, n, sum);
+  if (rc == VXK_OK && signer) rc = vxk_sign_entry(signer, key, sum, compile_us, sig);
+  if (rc != VXK_OK) return rc;
+  return vxk__remote_pack(key, object, object_size, ks, n, compile_us, sum,
+                          signer ? vxk_signer_key_id(signer) : NULL, sig, out, len);
+}
+
+int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
+                      uint32_t n, uint64_t compile_us, uint8_t **out, size_t *len) {
+  return vxk_remote_encode_signed(key, object, object_size, ks, n, compile_us, NULL, out, len);
 }
 
 static int vxk__is_str(const msgpack_object *o, const char *s, size_t n) {
@@ -343,6 +365,11 @@ static char *vxk__name(const msgpack_object *o) {
 }
 
 int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_entry *e, uint64_t *compile_us) {
+  return vxk_remote_decode_trusted(key, value, len, NULL, e, compile_us);
+}
+
+int vxk_remote_decode_trusted(const char *key, const uint8_t *value, size_t len, const vxk_trust *trust,
+                              vxk_entry *e, uint64_t *compile_us) {
   memset(e, 0, sizeof *e);
   *compile_us = 0;
   if (!vxk_key_valid(key)) return VXK_EINVAL;
@@ -354,8 +381,12 @@ int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_ent
       msgpack_unpack_next(&u, (const char *)value, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
     goto out;
   const msgpack_object *o = &u.data;
-  if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 7) goto out;
+  if (o->type != MSGPACK_OBJECT_ARRAY || (o->via.array.size != 7 && o->via.array.size != 9)) goto out;
   const msgpack_object *f = o->via.array.ptr;
+  const int signed_value = o->via.array.size == 9;
+  if (signed_value && (f[7].type != MSGPACK_OBJECT_BIN || f[7].via.bin.size != VXK_KEY_ID_SIZE ||
+                       f[8].type != MSGPACK_OBJECT_BIN || f[8].via.bin.size != VXK_SIGNATURE_SIZE))
+    goto out;
   if (!vxk__is_str(&f[0], vxk__tag, sizeof vxk__tag - 1) || f[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
       f[1].via.u64 != VXK_REMOTE_FORMAT || !vxk__is_str(&f[2], key, strlen(key)) ||
       f[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f[4].type != MSGPACK_OBJECT_BIN ||
@@ -401,9 +432,15 @@ int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_ent
      * be what encoding the decoded entry gives, byte for byte */
     uint8_t *again = NULL;
     size_t alen = 0;
-    rc = vxk_remote_encode(key, e->object, e->object_size, ks, n, f[3].via.u64, &again, &alen);
+    const uint8_t *key_id = signed_value ? (const uint8_t *)f[7].via.bin.ptr : NULL;
+    const uint8_t *sig = signed_value ? (const uint8_t *)f[8].via.bin.ptr : NULL;
+    rc = vxk__remote_pack(key, e->object, e->object_size, ks, n, f[3].via.u64, sum, key_id, sig, &again,
+                          &alen);
     if (rc == VXK_OK && (alen != len || memcmp(again, value, len) != 0)) rc = VXK_ECORRUPT;
     free(again);
+    /* whole and canonical; with a trust set, signed by one of its keys */
+    if (rc == VXK_OK && trust)
+      rc = signed_value ? vxk_verify_entry(trust, key_id, key, sum, f[3].via.u64, sig) : VXK_EREJECTED;
     if (rc == VXK_OK) *compile_us = f[3].via.u64;
   }
   free(ks);

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "vxk.h"
+#include "vxk_sign.h"
 
 /* The entry format version in values and in their Redis keys. */
 #define VXK_REMOTE_FORMAT 1
@@ -97,5 +98,20 @@ int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size
  * *e (caller clears it with vxk_entry_clear) and *compile_us.  Returns 0,
  * VXK_ECORRUPT (anything wrong: never served), VXK_ENOMEM. */
 int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_entry *e, uint64_t *compile_us);
+
+/* As vxk_remote_encode, and signed by signer when not NULL (vxk_sign.h):
+ * the value then also carries the signer's key id and an Ed25519
+ * signature over the key, checksum and compile time. */
+int vxk_remote_encode_signed(const char *key, const uint8_t *object, size_t object_size,
+                             const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us,
+                             const vxk_signer *signer, uint8_t **out, size_t *len);
+
+/* As vxk_remote_decode; with trust not NULL the value must moreover be
+ * signed by one of trust's keys, else VXK_EREJECTED (unsigned, signed by
+ * another key, or a signature that does not verify; checked after the
+ * checksum, so damage is still VXK_ECORRUPT).  Without trust a signed
+ * value is decoded on its checksum alone. */
+int vxk_remote_decode_trusted(const char *key, const uint8_t *value, size_t len, const vxk_trust *trust,
+                              vxk_entry *e, uint64_t *compile_us);
 
 #endif /* VXK_REMOTE_H */

@@ -516,12 +516,12 @@ static void print_stats(const vxp_stats *s, const char *server, int json) {
         (json_int_t)s->workers, "worker_restarts", (json_int_t)s->worker_restarts, "refused",
         (json_int_t)s->refused, "timeouts", (json_int_t)s->timeouts, "uptime_ms", (json_int_t)s->uptime_ms);
     if (o && s->remote) {
-      json_t *l2 = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "storage", s->remote, "hits",
+      json_t *l2 = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "storage", s->remote, "hits",
                              (json_int_t)s->l2_hits, "misses", (json_int_t)s->l2_misses, "errors",
                              (json_int_t)s->l2_errors, "timeouts", (json_int_t)s->l2_timeouts, "corrupt",
-                             (json_int_t)s->l2_corrupt, "writes", (json_int_t)s->l2_writes, "dropped",
-                             (json_int_t)s->l2_dropped, "bytes_down", (json_int_t)s->l2_bytes_down,
-                             "bytes_up", (json_int_t)s->l2_bytes_up);
+                             (json_int_t)s->l2_corrupt, "rejected", (json_int_t)s->l2_rejected, "writes",
+                             (json_int_t)s->l2_writes, "dropped", (json_int_t)s->l2_dropped, "bytes_down",
+                             (json_int_t)s->l2_bytes_down, "bytes_up", (json_int_t)s->l2_bytes_up);
       json_object_set_new(o, "l1_hits",
                           json_integer((json_int_t)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0)));
       json_object_set_new(o, "remote", l2);
@@ -544,15 +544,17 @@ static void print_stats(const vxp_stats *s, const char *server, int json) {
          (unsigned long long)s->worker_restarts, (unsigned long long)s->refused,
          (unsigned long long)s->timeouts, s->uptime_ms / 1000.0);
   if (s->remote)
-    printf("remote storage    %s\n"
-           "  L1 hits         %llu\n  L2 hits         %llu\n  L2 misses       %llu\n"
-           "  L2 errors       %llu (corrupt values %llu)\n  L2 timeouts     %llu\n"
-           "  L2 writes       %llu (dropped %llu)\n  L2 bytes        %llu down, %llu up\n",
-           shown(s->remote), (unsigned long long)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0),
-           (unsigned long long)s->l2_hits, (unsigned long long)s->l2_misses, (unsigned long long)s->l2_errors,
-           (unsigned long long)s->l2_corrupt, (unsigned long long)s->l2_timeouts,
-           (unsigned long long)s->l2_writes, (unsigned long long)s->l2_dropped,
-           (unsigned long long)s->l2_bytes_down, (unsigned long long)s->l2_bytes_up);
+    printf(
+        "remote storage    %s\n"
+        "  L1 hits         %llu\n  L2 hits         %llu\n  L2 misses       %llu\n"
+        "  L2 errors       %llu (corrupt values %llu, unsigned or untrusted %llu)\n  L2 timeouts     %llu\n"
+        "  L2 writes       %llu (dropped %llu)\n  L2 bytes        %llu down, %llu up\n",
+        shown(s->remote), (unsigned long long)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0),
+        (unsigned long long)s->l2_hits, (unsigned long long)s->l2_misses, (unsigned long long)s->l2_errors,
+        (unsigned long long)s->l2_corrupt, (unsigned long long)s->l2_rejected,
+        (unsigned long long)s->l2_timeouts, (unsigned long long)s->l2_writes,
+        (unsigned long long)s->l2_dropped, (unsigned long long)s->l2_bytes_down,
+        (unsigned long long)s->l2_bytes_up);
   else
     printf("remote storage    none\n");
 }

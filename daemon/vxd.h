@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "vxk.h"
+#include "vxk_sign.h"
 #include "vxl.h"
 #include "vxp.h"
 #include "vxp_config.h"
@@ -57,6 +58,8 @@ typedef struct {
   unsigned remote_connect_ms;  /* connection deadline (milliseconds) */
   unsigned remote_timeout_ms;  /* deadline of one read or write (milliseconds) */
   uint64_t remote_write_queue; /* bytes of writes queued at most; more are dropped */
+  vxk_signer *remote_signer;   /* signs what is written there (NULL: unsigned) */
+  vxk_trust *remote_trust;     /* NULL, or only values one of these keys signed are used */
 } vxd_config;
 
 /* The persistent counters, by their names in the cache (vxk_counter_add):
@@ -74,6 +77,7 @@ typedef struct {
   X(l2_errors)                                                                                               \
   X(l2_timeouts)                                                                                             \
   X(l2_corrupt)                                                                                              \
+  X(l2_rejected)                                                                                             \
   X(l2_writes)                                                                                               \
   X(l2_dropped)                                                                                              \
   X(l2_bytes_down)                                                                                           \

@@ -142,6 +142,12 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   if (vxd__num(pc, VXP_CONF_remote_timeout, 0, 1, 60000, &v)) return 64;
   cfg->remote_timeout_ms = (unsigned)v;
   if (vxd__num(pc, VXP_CONF_remote_write_queue, 1, 0, UINT64_MAX, &cfg->remote_write_queue)) return 64;
+  const char *signing = pc->value[VXP_CONF_remote_signing_key],
+             *trusted = pc->value[VXP_CONF_remote_trusted_keys];
+  if (signing[0] && vxk_signer_load(signing, &cfg->remote_signer, err, sizeof err) != VXK_OK)
+    return vxd__bad(pc, VXP_CONF_remote_signing_key, err);
+  if (trusted[0] && vxk_trust_load(trusted, &cfg->remote_trust, err, sizeof err) != VXK_OK)
+    return vxd__bad(pc, VXP_CONF_remote_trusted_keys, err);
   return 0;
 }
 
@@ -195,10 +201,15 @@ int main(int argc, char **argv) {
   }
   vxd_config cfg;
   memset(&cfg, 0, sizeof cfg);
-  if (vxd__settings(&pc, &cfg) != 0) return 64;
-  if (verbose) {
-    cfg.verbose = 1;
-    if (cfg.log_level < 6) cfg.log_level = 6;
+  int rc = 64;
+  if (vxd__settings(&pc, &cfg) == 0) {
+    if (verbose) {
+      cfg.verbose = 1;
+      if (cfg.log_level < 6) cfg.log_level = 6;
+    }
+    rc = vxd_server_run(&cfg);
   }
-  return vxd_server_run(&cfg);
+  vxk_signer_free(cfg.remote_signer);
+  vxk_trust_free(cfg.remote_trust);
+  return rc;
 }

@@ -95,7 +95,8 @@ struct vxd_remote {
   int writing;
   vxd__note *events, *events_tail;
   vxd__link rd, wr;
-  vxd_counts counts; /* l2_* since the last vxd_remote_take_counts */
+  vxd_counts counts;           /* l2_* since the last vxd_remote_take_counts */
+  uint64_t rejected_logged_ms; /* reader: when refused values were last logged */
 };
 
 static uint64_t vxd__ms(void) { return uv_hrtime() / 1000000u; }
@@ -201,7 +202,7 @@ static void vxd__reader(void *arg) {
     int rc = vxd__connect(rm, &rm->rd, err, sizeof err);
     if (rc == VXK_OK) rc = vxk_remote_get(rm->rd.conn, keys, n, vals, err, sizeof err);
     if (rc != VXK_OK) vxd__drop_conn(&rm->rd);
-    uint64_t down_bytes = 0, misses = 0, corrupt = 0, errors = 0;
+    uint64_t down_bytes = 0, misses = 0, corrupt = 0, errors = 0, rejected = 0;
     for (size_t i = 0; rc == VXK_OK && i < n; i++) {
       vxd__lookup *lk = batch[i];
       down_bytes += vals[i].size;
@@ -210,10 +211,12 @@ static void vxd__reader(void *arg) {
       } else if (vals[i].rc != VXK_OK) {
         errors++;
       } else {
-        int drc = vxk_remote_decode(lk->key, vals[i].value, vals[i].size, &lk->entry, &lk->compile_us);
+        int drc = vxk_remote_decode_trusted(lk->key, vals[i].value, vals[i].size, rm->cfg->remote_trust,
+                                            &lk->entry, &lk->compile_us);
         lk->hit = drc == VXK_OK;
         errors += drc != VXK_OK;
         corrupt += drc == VXK_ECORRUPT;
+        rejected += drc == VXK_EREJECTED;
       }
       free(vals[i].value);
     }
@@ -237,6 +240,14 @@ static void vxd__reader(void *arg) {
       rm->counts.l2_misses += (int64_t)misses;
       rm->counts.l2_errors += (int64_t)errors;
       rm->counts.l2_corrupt += (int64_t)corrupt;
+      rm->counts.l2_rejected += (int64_t)rejected;
+      if (rejected && vxd__ms() - rm->rejected_logged_ms >= 1000) { /* at most a line a second */
+        rm->rejected_logged_ms = vxd__ms();
+        vxd__post(rm, VXD_LOG_WARNING,
+                  "remote storage %s: %llu value(s) refused: not signed by a key of remote_trusted_keys "
+                  "(compiled here instead)",
+                  rm->shown, (unsigned long long)rejected);
+      }
       rm->counts.l2_bytes_down += (int64_t)down_bytes;
       if (corrupt)
         vxd__post(rm, VXD_LOG_WARNING,
@@ -281,7 +292,8 @@ static void vxd__writer(void *arg) {
     char err[256] = "";
     uint8_t *value = NULL;
     size_t len = 0;
-    int rc = vxk_remote_encode(w->key, w->object, w->object_size, w->ks, w->n, w->compile_us, &value, &len);
+    int rc = vxk_remote_encode_signed(w->key, w->object, w->object_size, w->ks, w->n, w->compile_us,
+                                      rm->cfg->remote_signer, &value, &len);
     if (rc != VXK_OK) snprintf(err, sizeof err, "encoding an entry: out of memory");
     if (rc == VXK_OK) rc = vxd__connect(rm, &rm->wr, err, sizeof err);
     if (rc == VXK_OK) rc = vxk_remote_set(rm->wr.conn, w->key, value, len, err, sizeof err);

@@ -92,6 +92,7 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   r.stats.l2_errors = ks.l2_errors;
   r.stats.l2_timeouts = ks.l2_timeouts;
   r.stats.l2_corrupt = ks.l2_corrupt;
+  r.stats.l2_rejected = ks.l2_rejected;
   r.stats.l2_writes = ks.l2_writes;
   r.stats.l2_dropped = ks.l2_dropped;
   r.stats.l2_bytes_down = ks.l2_bytes_down;

@@ -313,7 +313,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
     vxp__str(&pk, "stats");
-    msgpack_pack_map(&pk, 24 + (s->remote ? 1 : 0));
+    msgpack_pack_map(&pk, 25 + (s->remote ? 1 : 0));
     vxp__kv_u64(&pk, "hits", s->hits);
     vxp__kv_u64(&pk, "misses", s->misses);
     vxp__kv_u64(&pk, "compile_errors", s->compile_errors);
@@ -335,6 +335,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     vxp__kv_u64(&pk, "l2_errors", s->l2_errors);
     vxp__kv_u64(&pk, "l2_timeouts", s->l2_timeouts);
     vxp__kv_u64(&pk, "l2_corrupt", s->l2_corrupt);
+    vxp__kv_u64(&pk, "l2_rejected", s->l2_rejected);
     vxp__kv_u64(&pk, "l2_writes", s->l2_writes);
     vxp__kv_u64(&pk, "l2_dropped", s->l2_dropped);
     vxp__kv_u64(&pk, "l2_bytes_down", s->l2_bytes_down);
@@ -796,6 +797,8 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
       rc = vxp__u64(v, &s->l2_timeouts);
     else if (vxp__key(k, "l2_corrupt"))
       rc = vxp__u64(v, &s->l2_corrupt);
+    else if (vxp__key(k, "l2_rejected"))
+      rc = vxp__u64(v, &s->l2_rejected);
     else if (vxp__key(k, "l2_writes"))
       rc = vxp__u64(v, &s->l2_writes);
     else if (vxp__key(k, "l2_dropped"))

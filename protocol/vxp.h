@@ -241,6 +241,8 @@ typedef struct {
                              protocol, a value failing its checksum) */
   uint64_t l2_timeouts;   /* reads and writes over remote_timeout */
   uint64_t l2_corrupt;    /* values refused by their checksum (in l2_errors) */
+  uint64_t l2_rejected;   /* values refused for their signature: unsigned,
+                             or not by a trusted key (in l2_errors) */
   uint64_t l2_writes;     /* entries written to it */
   uint64_t l2_dropped;    /* writes dropped: queue full or storage down */
   uint64_t l2_bytes_down; /* value bytes read from it */

@@ -57,7 +57,11 @@
   X(remote_timeout, "VORTEXD_REMOTE_TIMEOUT", "250",                                                         \
     "milliseconds a remote read or write may take; then the daemon goes on without it for a while")          \
   X(remote_write_queue, "VORTEXD_REMOTE_WRITE_QUEUE", "64M",                                                 \
-    "bytes of entries waiting to be written to the remote storage; entries past that are dropped")
+    "bytes of entries waiting to be written to the remote storage; entries past that are dropped")           \
+  X(remote_signing_key, "VORTEXD_REMOTE_SIGNING_KEY", "",                                                    \
+    "Ed25519 private key (PEM) that signs every entry written to the remote storage")                        \
+  X(remote_trusted_keys, "VORTEXD_REMOTE_TRUSTED_KEYS", "",                                                  \
+    "Ed25519 public keys (PEM): when set, only remote entries one of them signed are used")
 
 typedef enum {
 #define VXP__CONF_ENUM(name, env, def, help) VXP_CONF_##name,

@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "vxc.h"
 #include "vxk.h"
@@ -863,4 +865,154 @@ Test(remote, a_tcp_url_with_a_database_number_reaches_that_database) {
   cr_assert_geq(s.l2_errors, 1);
   cr_assert_not_null(strstr(s.remote, "down"), "%s", s.remote);
   daemon_stop(&a);
+}
+
+/* ---- signed entries ---- */
+
+/* Writes a new Ed25519 key pair as PEM: the private key to dir/name.key
+ * (mode 0600), the public key to dir/name.pub. */
+static void make_key_pair(const char *dir, const char *name) {
+  EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+  cr_assert_not_null(k);
+  char path[400];
+  snprintf(path, sizeof path, "%s/%s.key", dir, name);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  cr_assert_not_null(f);
+  cr_assert_eq(PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL), 1);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/%s.pub", dir, name);
+  f = fopen(path, "w");
+  cr_assert_not_null(f);
+  cr_assert_eq(PEM_write_PUBKEY(f, k), 1);
+  fclose(f);
+  EVP_PKEY_free(k);
+}
+
+/* The value Redis holds for the cache key of reply r; malloc()ed. */
+static uint8_t *value_of(const redis *rd, const vxp_response *r, size_t *len) {
+  redisReply *v = redis_cmd(rd, "GET vortexd:v%d:%s", VXK_REMOTE_FORMAT, r->key);
+  cr_assert_eq(v->type, REDIS_REPLY_STRING);
+  uint8_t *p = malloc(v->len);
+  memcpy(p, v->str, v->len);
+  *len = v->len;
+  freeReplyObject(v);
+  return p;
+}
+
+/* A farm whose writers sign: a consumer holding only the public key uses
+ * signed entries, and refuses (counts, logs) unsigned ones, ones signed by
+ * another key and forged ones, compiling those itself. */
+Test(remote, only_entries_signed_by_a_trusted_key_are_used) {
+  redis rd;
+  redis_start(&rd);
+  use_redis(&rd);
+  make_key_pair(root, "farm");
+  make_key_pair(root, "rogue");
+  char signer[500], rogue[500], trusted[500], url[400];
+  snprintf(url, sizeof url, "%s", env_url);
+  snprintf(signer, sizeof signer, "VORTEXD_REMOTE_SIGNING_KEY=%s/farm.key", root);
+  snprintf(rogue, sizeof rogue, "VORTEXD_REMOTE_SIGNING_KEY=%s/rogue.key", root);
+  snprintf(trusted, sizeof trusted, "VORTEXD_REMOTE_TRUSTED_KEYS=%s/farm.pub", root);
+  const char *writer_env[] = {url, signer, NULL}, *plain_env[] = {url, NULL},
+             *rogue_env[] = {url, rogue, NULL};
+  const char *consumer_env[] = {url, trusted, "VORTEXD_REMOTE_READ_ONLY=true", NULL};
+  daemon_t w, u, g, c;
+  daemon_start(&w, "writer", writer_env);
+  daemon_start(&u, "unsigned", plain_env);
+  daemon_start(&g, "rogue", rogue_env);
+  daemon_start(&c, "consumer", consumer_env);
+  vxp_response signed_r, unsigned_r, rogue_r, forged_r, got;
+  compile_n(&w, 41, &signed_r);
+  compile_n(&u, 42, &unsigned_r);
+  compile_n(&g, 43, &rogue_r);
+  compile_n(&w, 44, &forged_r);
+  (void)stats_of(&w), (void)stats_of(&u), (void)stats_of(&g); /* all written */
+  /* forged: another object under entry 44's key, with a checksum to match
+   * and the writer's key id and signature of the real entry */
+  size_t len;
+  uint8_t *real = value_of(&rd, &forged_r, &len);
+  vxk_entry e;
+  uint64_t us;
+  cr_assert_eq(vxk_remote_decode(forged_r.key, real, len, &e, &us), VXK_OK, "a signed value is well formed");
+  e.object[e.object_size / 2] ^= 0x40;
+  vxk_kernel_in ks[8];
+  for (uint32_t i = 0; i < e.nkernels && i < 8; i++)
+    ks[i] = (vxk_kernel_in){e.kernels[i].name, e.kernels[i].metadata, e.kernels[i].metadata_size};
+  uint8_t *planted = NULL;
+  size_t plen = 0;
+  cr_assert_eq(vxk_remote_encode(forged_r.key, e.object, e.object_size, ks, e.nkernels, us, &planted, &plen),
+               VXK_OK);
+  size_t tail = 2 + VXK_KEY_ID_SIZE + 2 + VXK_SIGNATURE_SIZE; /* the real value's key id and signature */
+  uint8_t *forged = malloc(plen + tail);
+  memcpy(forged, planted, plen);
+  memcpy(forged + plen, real + len - tail, tail);
+  forged[0] = 0x99; /* nine fields */
+  freeReplyObject(
+      redis_cmd(&rd, "SET vortexd:v%d:%s %b", VXK_REMOTE_FORMAT, forged_r.key, forged, plen + tail));
+  free(forged), free(planted), free(real);
+  vxk_entry_clear(&e);
+
+  compile_n(&c, 41, &got);
+  cr_assert(got.cached, "a signed entry is used");
+  cr_assert_eq(memcmp(got.object, signed_r.object, signed_r.object_size), 0);
+  vxp_response_clear(&got);
+  const vxp_response *refused[] = {&unsigned_r, &rogue_r, &forged_r};
+  const char *why[] = {"unsigned", "signed by another key", "forged"};
+  for (int i = 0; i < 3; i++) {
+    compile_n(&c, 42 + i, &got);
+    cr_assert_not(got.cached, "%s: compiled here, not taken", why[i]);
+    cr_assert_eq(got.object_size, refused[i]->object_size);
+    cr_assert_eq(memcmp(got.object, refused[i]->object, got.object_size), 0, "%s: the true object", why[i]);
+    vxp_response_clear(&got);
+  }
+  vxp_stats s = stats_of(&c);
+  cr_assert_eq(s.l2_hits, 1);
+  cr_assert_eq(s.l2_rejected, 3, "refused and counted");
+  cr_assert_eq(s.l2_corrupt, 0, "a forgery with a matching checksum is no damage");
+  cr_assert_eq(s.l2_writes, 0, "read only");
+  cr_assert_geq(log_count(&c, "not signed by a key of remote_trusted_keys"), 1);
+  /* rotation: a consumer trusting both keys takes both writers' entries */
+  char both[600];
+  snprintf(both, sizeof both, "cat %s/rogue.pub %s/farm.pub > %s/both.pub", root, root, root);
+  cr_assert_eq(system(both), 0);
+  char trust_both[500];
+  snprintf(trust_both, sizeof trust_both, "VORTEXD_REMOTE_TRUSTED_KEYS=%s/both.pub", root);
+  const char *rotating_env[] = {url, trust_both, NULL};
+  daemon_t r2;
+  daemon_start(&r2, "rotating", rotating_env);
+  compile_n(&r2, 41, &got);
+  cr_assert(got.cached);
+  vxp_response_clear(&got);
+  compile_n(&r2, 43, &got);
+  cr_assert(got.cached, "the second trusted key's entry");
+  vxp_response_clear(&got);
+  vxp_response *all[] = {&signed_r, &unsigned_r, &rogue_r, &forged_r};
+  for (int i = 0; i < 4; i++)
+    vxp_response_clear(all[i]);
+  daemon_t *ds[] = {&w, &u, &g, &c, &r2};
+  for (int i = 0; i < 5; i++)
+    daemon_stop(ds[i]);
+  redis_kill(&rd);
+}
+
+/* Key files are checked at start: a private key others can read, or a
+ * file with no key, stops the daemon naming the setting and the fix. */
+Test(remote, a_bad_signing_or_trusted_key_file_stops_the_daemon_at_start) {
+  make_key_pair(root, "k");
+  char cmd[2000], out[4096];
+  snprintf(
+      cmd, sizeof cmd,
+      "chmod 644 %s/k.key; VORTEXD_REMOTE_STORAGE=redis://127.0.0.1:1 VORTEXD_REMOTE_SIGNING_KEY=%s/k.key "
+      "%s --socket %s/x.sock --cache-dir %s/c 2>&1; echo rc=$?; "
+      "echo junk > %s/junk.pub; VORTEXD_REMOTE_STORAGE=redis://127.0.0.1:1 "
+      "VORTEXD_REMOTE_TRUSTED_KEYS=%s/junk.pub %s --socket %s/y.sock --cache-dir %s/c 2>&1; echo rc=$?",
+      root, root, VXT_VORTEXD, root, root, root, root, VXT_VORTEXD, root, root);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "remote_signing_key = '"), "%s", out);
+  cr_assert_not_null(strstr(out, "a private key others can read (mode 644)"), "%s", out);
+  cr_assert_not_null(strstr(out, "chmod 600"), "%s", out);
+  cr_assert_not_null(strstr(out, "remote_trusted_keys = '"), "%s", out);
+  cr_assert_not_null(strstr(out, "no Ed25519 public key"), "%s", out);
+  cr_assert_null(strstr(out, "rc=0"), "%s", out);
 }
