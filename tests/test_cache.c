@@ -362,6 +362,52 @@ Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
   vxk_close(c);
 }
 
+/* A database damaged past its header: the whole-cache operations say
+ * what SQLite found (not the failed rollback after it), the damage is
+ * VXK_EDAMAGED wherever it is met, and verify finds it from the disk. */
+Test(cache, a_damaged_database_is_reported_as_damage) {
+  vxk_cache *c = open_cache(0);
+  uint8_t obj[3000];
+  for (int i = 0; i < 50; i++) {
+    char src[32], key[VXK_KEY_HEX + 1];
+    snprintf(src, sizeof src, "entry %d", i);
+    key_for(src, key);
+    memset(obj, i, sizeof obj);
+    vxk_kernel_in in = {"k", obj, 40};
+    cr_assert_eq(vxk_put(c, key, obj, sizeof obj, &in, 1, 0), VXK_OK);
+  }
+  vxk_close(c);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, n - n / 4, SEEK_SET); /* the last quarter: objects' overflow pages, past what an open reads */
+  for (long i = n - n / 4; i < n; i++)
+    fputc((int)((i * 2654435761u) >> 13) & 0xff, f);
+  fclose(f);
+  char err[256];
+  cr_assert_eq(vxk_open(dir, 0, &c, err, sizeof err), VXK_OK, "the first page intact: %s", err);
+  uint64_t checked = 0, bad = 0, removed = 0;
+  int vrc = vxk_verify(c, 0, &checked, &bad);
+  cr_assert_eq(vrc, VXK_EDAMAGED, "verify: %d %s", vrc, vxk_errmsg(c));
+  cr_assert_not_null(strstr(vxk_errmsg(c), "integrity check"), "%s", vxk_errmsg(c));
+  int rc = vxk_clear(c, &removed);
+  cr_assert_eq(rc, VXK_EDAMAGED, "clear: %d %s", rc, vxk_errmsg(c));
+  cr_assert_null(strstr(vxk_errmsg(c), "no transaction is active"), "%s", vxk_errmsg(c));
+  vxk_close(c);
+  cr_assert_eq(vxk_discard(dir, err, sizeof err), VXK_OK, "%s", err);
+  c = open_cache(0);
+  cr_assert_eq(vxk_verify(c, 0, &checked, &bad), VXK_OK, "a new database");
+  cr_assert_eq(checked, 0);
+  vxk_close(c);
+  char aside[160];
+  snprintf(aside, sizeof aside, "%s.corrupt", path);
+  struct stat st;
+  cr_assert_eq(stat(aside, &st), 0, "kept for inspection");
+}
+
 Test(cache, random_page_damage_never_serves_different_bytes) {
   enum { N = 300 };
   vxk_cache *c = open_cache(0);
