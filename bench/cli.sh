@@ -17,7 +17,7 @@ trap 'kill -TERM $pid; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
 printf 'int add(int a, int b) { return a + b; }\n' >"$dir/x.c"
 export CCACHE_DIR=$dir/ccache
-vxc=("$build/vxc" --no-spawn --socket "$dir/s.sock" compile -o "$dir/out" "$file")
+vxc=("$build/vxc" --no-spawn --socket "$dir/s.sock" compile -o "$dir/out/" "$file")
 cc=("$(command -v ccache)" gcc -c "$dir/x.c" -o "$dir/x.o")
 "${vxc[@]}" >/dev/null
 "${cc[@]}"

@@ -1,20 +1,19 @@
 /*
  * vxc_cli.c - the vxc command line client.
  *
- *   vxc [--socket PATH] [--no-spawn] compile FILE.mlir [-o DIR] [--json]
- *       [-O LEVEL] [--emit-ir] [--warp-size N]
- *   vxc [--socket PATH] fetch KEY [--kernel NAME] [-o DIR] [--json]
- *   vxc [--socket PATH] stats [--json] | zero-stats | verify | clear |
- *       prune [--max-size S] | stop | config [--json]
- *   vxc --version
+ *   vxc [--socket PATH] [--no-spawn] COMMAND [ARGS]    (commands[] below)
+ *   vxc --version | --help | help COMMAND | COMMAND --help
  *
- * Starts vortexd (beside vxc, else on PATH) when none answers, unless
- * --no-spawn.  Exit status: 0 success, 1 compile error or not found,
- * 2 daemon or I/O failure, 64 usage.
+ * `compile` follows a compiler's conventions: FILE.o in the current
+ * directory, -o FILE, -o DIR/, -o - for standard output, '-' for standard
+ * input, silent on success.  Starts vortexd (beside vxc, else on PATH) when
+ * none answers, unless --no-spawn.  Exit status: 0 success, 1 compile
+ * error or not found, 2 daemon or I/O failure, 64 usage, 78 configuration.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,36 +25,6 @@
 
 #include "vxc.h"
 #include "vxp_config.h"
-
-static void usage(FILE *f) {
-  fputs("usage: vxc [--socket PATH] [--no-spawn] COMMAND ...\n"
-        "       vxc --version | --help\n"
-        "  compile FILE.mlir [-o DIR] [--json] [-O 0-3] [--emit-ir] [--warp-size N] [--shuffle-insns]\n"
-        "  compile --host FILE.mlir [-o DIR] [--json]\n"
-        "      the program's host side as a host object DIR/<FILE without .mlir>.host.o, to link\n"
-        "      with -lvortexd_runtime: its launches get their kernels from vortexd\n"
-        "      compile through vortexd; writes DIR/<FILE without .mlir>.o (default DIR: .; with\n"
-        "      --json only when -o is given), one object for every kernel of the module, each\n"
-        "      started by its entry symbol; N: threads per warp (subgroup size), default 4;\n"
-        "      --shuffle-insns: gpu.shuffle with Vortex's shuffle instructions\n"
-        "  fetch KEY [--kernel NAME] [-o DIR] [--json]\n"
-        "      fetch a cached entry by key (writes DIR/KEY.o with -o)\n"
-        "  run FILE.mlir [--shared-libs LIB]...\n"
-        "      run a whole GPU-dialect program (host main + kernels) like mlir-runner: its host side\n"
-        "      lowered by vortexd, executed by mlir-runner-22 with libvortexd_runtime, which gets\n"
-        "      each kernel from vortexd at its first launch and runs it on VORTEXD_DEVICE\n"
-        "  stats [--json]       counters of the daemon and its cache\n"
-        "  zero-stats           reset the counters\n"
-        "  verify               check every cache entry's checksum, drop the damaged ones\n"
-        "  clear                delete every cache entry\n"
-        "  prune [--max-size S] evict least recently used entries down to S (K/M/G;\n"
-        "                       default: the configured max_cache_size)\n"
-        "  stop                 stop the daemon (never starts one)\n"
-        "  config               the effective configuration and where each value came from\n"
-        "Starts vortexd (beside vxc, else on PATH) when none answers, unless --no-spawn.\n"
-        "Exit status: 0 success, 1 compile error or not found, 2 daemon or I/O failure, 64 usage.\n",
-        f);
-}
 
 /* ---- JSON output (libjansson) ---- */
 
@@ -270,19 +239,71 @@ static int refresh_if_same(const char *path, const uint8_t *data, size_t size, m
   return same;
 }
 
-/* Writes r's object as dir/<name>.o (object_file_name) through a temporary
- * file in dir renamed over it, so a reader never sees half an object (an
- * identical object already there is left in place, its times refreshed);
- * the path goes to path (cap bytes).  Returns 0 or -1 after a message. */
-static int write_object(const vxp_response *r, const char *dir, const char *name, char *path, size_t cap) {
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-    fprintf(stderr, "vxc: cannot create %s: %s\n", dir, strerror(errno));
+/* Where a compile or fetch puts the object, as a compiler's -o does. */
+typedef enum {
+  OUT_NONE,   /* nowhere (--json without -o, fetch without -o) */
+  OUT_DIR,    /* DIR/<name>.o (object_file_name): -o DIR/ or an existing directory */
+  OUT_FILE,   /* exactly that file: -o FILE */
+  OUT_STDOUT, /* -o - */
+} out_kind;
+
+typedef struct {
+  out_kind kind;
+  const char *path; /* DIR or FILE */
+} out_target;
+
+/* The target -o ARG names: "-" standard output; an existing directory, or
+ * a path ending in '/', the directory the object goes into under its
+ * source's name (created when missing, one level, as before); anything else
+ * the object file itself. */
+static out_target out_target_of(const char *arg) {
+  struct stat st;
+  if (strcmp(arg, "-") == 0) return (out_target){OUT_STDOUT, arg};
+  size_t n = strlen(arg);
+  if ((n && arg[n - 1] == '/') || (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)))
+    return (out_target){OUT_DIR, arg};
+  return (out_target){OUT_FILE, arg};
+}
+
+/* Writes the object bytes to stdout (binary, as `cc -o -` does). */
+static int write_stdout(const uint8_t *p, size_t n) {
+  if (fwrite(p, 1, n, stdout) != n || fflush(stdout) != 0) {
+    fprintf(stderr, "vxc: cannot write the object to standard output: %s\n", strerror(errno));
     return -1;
   }
-  char file[256], tmp[4096];
-  object_file_name(name, file, sizeof file);
-  if (snprintf(path, cap, "%s/%s", dir, file) >= (int)cap ||
-      snprintf(tmp, sizeof tmp, "%s/.vxc-XXXXXX", dir) >= (int)sizeof tmp) {
+  return 0;
+}
+
+/* Writes r's object where t says (name: the source's, for OUT_DIR) through
+ * a temporary file beside the final one, renamed over it, so a reader
+ * never sees half an object (an identical object already there is left in
+ * place, its times refreshed); the path written goes to path (cap bytes).
+ * Returns 0 or -1 after a message. */
+static int write_object(const vxp_response *r, out_target t, const char *name, char *path, size_t cap) {
+  if (t.kind == OUT_STDOUT) {
+    snprintf(path, cap, "-");
+    return write_stdout(r->object, r->object_size);
+  }
+  char dir[4096], tmp[4200];
+  if (t.kind == OUT_DIR) {
+    if (mkdir(t.path, 0777) != 0 && errno != EEXIST) {
+      fprintf(stderr, "vxc: cannot create %s: %s\n", t.path, strerror(errno));
+      return -1;
+    }
+    char file[256];
+    object_file_name(name, file, sizeof file);
+    size_t n = strlen(t.path);
+    if (snprintf(dir, sizeof dir, "%.*s", (int)(n > 1 && t.path[n - 1] == '/' ? n - 1 : n), t.path) >=
+            (int)sizeof dir ||
+        snprintf(path, cap, "%s/%s", dir, file) >= (int)cap) {
+      fprintf(stderr, "vxc: output path too long\n");
+      return -1;
+    }
+  } else if (snprintf(path, cap, "%s", t.path) >= (int)cap || vxp_path_dir(t.path, dir, sizeof dir) != 0) {
+    fprintf(stderr, "vxc: output path too long\n");
+    return -1;
+  }
+  if (snprintf(tmp, sizeof tmp, "%s/.vxc-XXXXXX", dir) >= (int)sizeof tmp) {
     fprintf(stderr, "vxc: output path too long\n");
     return -1;
   }
@@ -291,7 +312,7 @@ static int write_object(const vxp_response *r, const char *dir, const char *name
   if (refresh_if_same(path, r->object, r->object_size, 0666 & ~mask)) return 0;
   int fd = mkstemp(tmp);
   if (fd < 0) {
-    fprintf(stderr, "vxc: cannot write in %s: %s\n", dir, strerror(errno));
+    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
     return -1;
   }
   const uint8_t *p = r->object;
@@ -316,9 +337,23 @@ static int write_object(const vxp_response *r, const char *dir, const char *name
   return 0;
 }
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+/* Reads a whole source: path, or standard input for "-" (a pipe, a file).
+ * A directory is refused by name.  Returns the bytes (malloc()) and *len,
+ * or NULL after a message. */
+static char *read_source(const char *path, size_t *len) {
+  int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    fprintf(stderr, "vxc: cannot read %s: %s\n", strcmp(path, "-") ? path : "standard input",
+            strerror(errno));
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "vxc: %s is a directory, not an MLIR source\n", path);
+    close(fd);
+    return NULL;
+  }
   char *buf = NULL;
   size_t cap = 0, n = 0;
   for (;;) {
@@ -327,30 +362,34 @@ static char *read_file(const char *path, size_t *len) {
       char *nb = realloc(buf, cap);
       if (!nb) {
         free(buf);
-        fclose(f);
-        errno = ENOMEM;
+        close(fd);
+        fprintf(stderr, "vxc: %s: out of memory\n", path);
         return NULL;
       }
       buf = nb;
     }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      fprintf(stderr, "vxc: cannot read %s: %s\n", strcmp(path, "-") ? path : "standard input",
+              strerror(errno));
+      free(buf);
+      close(fd);
+      return NULL;
+    }
     if (r == 0) break;
+    n += (size_t)r;
   }
-  int err = ferror(f);
-  fclose(f);
-  if (err) {
-    free(buf);
-    errno = EIO;
-    return NULL;
-  }
+  close(fd);
   *len = n;
   return buf;
 }
 
-/* Prints diagnostics, writes the object into dir (when not NULL) under
- * name, and maps the response status to an exit code. */
-static int finish(const vxp_response *r, int json, const char *dir, const char *name) {
+/* Prints diagnostics, writes the object where t says (named after name),
+ * prints what was asked (the JSON document, the lowered IR, with verbose
+ * the table), and maps the response status to an exit code.  Silent on
+ * success otherwise, as a compiler is. */
+static int finish(const vxp_response *r, int json, int verbose, out_target t, const char *name) {
   for (uint32_t i = 0; i < r->ndiags; i++)
     put_shown(stderr, r->diags[i]), fputc('\n', stderr);
   if (r->status != VXP_STATUS_OK && !(json && r->status == VXP_STATUS_COMPILE_ERROR)) {
@@ -359,15 +398,15 @@ static int finish(const vxp_response *r, int json, const char *dir, const char *
   }
   char path[4096];
   const char *written = NULL;
-  if (r->status == VXP_STATUS_OK && dir && r->object) {
-    if (write_object(r, dir, name, path, sizeof path) != 0) return 2;
+  if (r->status == VXP_STATUS_OK && t.kind != OUT_NONE && r->object) {
+    if (write_object(r, t, name, path, sizeof path) != 0) return 2;
     written = path;
   }
   if (json) {
     json_result(stdout, r, written);
   } else {
     if (r->lowered_ir) fputs(r->lowered_ir, stdout);
-    table_result(stdout, r, written);
+    if (verbose) table_result(t.kind == OUT_STDOUT ? stderr : stdout, r, written);
   }
   return r->status == VXP_STATUS_OK ? 0 : 1;
 }
@@ -424,7 +463,10 @@ static int run_program(const vxp_response *r, const char *socket, const char *co
     fprintf(stderr, "vxc: libvortexd_runtime.so not found (set VORTEXD_RUNTIME_LIB)\n");
     return 2;
   }
-  char path[] = "/tmp/vxc-run-XXXXXX";
+  /* the lowered program for mlir-runner, in $TMPDIR as mktemp(1) puts it */
+  const char *tmpdir = getenv("TMPDIR");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/vxc-run-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
   int fd = mkstemp(path);
   if (fd < 0) {
     fprintf(stderr, "vxc: cannot create a temporary file: %s\n", strerror(errno));
@@ -559,68 +601,146 @@ static void print_stats(const vxp_stats *s, const char *server, int json) {
     printf("remote storage    none\n");
 }
 
-typedef struct {
-  const char *name;
-  int nargs; /* positional arguments */
-  int spawn; /* may start a daemon */
-  vxp_op op; /* admin op, or 0 */
-} command;
+/* ---- commands ---- */
 
-static const command commands[] = {
-    {"compile", 1, 1, 0},
-    {"fetch", 1, 1, 0},
-    {"stats", 0, 1, 0},
-    {"run", 1, 1, 0},
-    {"zero-stats", 0, 1, VXP_OP_ZERO_STATS},
-    {"verify", 0, 1, VXP_OP_VERIFY},
-    {"clear", 0, 1, VXP_OP_CLEAR},
-    {"prune", 0, 1, VXP_OP_PRUNE},
-    {"stop", 0, 0, VXP_OP_STOP},
-    {"config", 0, 0, 0},
+/* The options a command accepts (bits of command.opts). */
+enum {
+  OPT_JSON = 1 << 0,    /* --json */
+  OPT_OUT = 1 << 1,     /* -o */
+  OPT_COMPILE = 1 << 2, /* -O, --emit-ir, --warp-size, --shuffle-insns, --source-name */
+  OPT_HOST = 1 << 3,    /* --host */
+  OPT_KERNEL = 1 << 4,  /* --kernel */
+  OPT_MAXSIZE = 1 << 5, /* --max-size */
+  OPT_SHLIB = 1 << 6,   /* --shared-libs */
+  OPT_VERBOSE = 1 << 7, /* -v */
 };
 
-int main(int argc, char **argv) {
+/* What one invocation asked for, parsed. */
+typedef struct {
   vxp_config pc;
-  char err[4200];
-  int cfg_rc = vxp_config_load(&pc, err, sizeof err);
-  int spawn = 1, i = 1;
-  for (; i < argc && argv[i][0] == '-'; i++) {
-    if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-      if (cfg_rc == 0 && vxp_config_set(&pc, "socket", argv[++i], VXP_FROM_FLAG) != 0) {
-        fprintf(stderr, "vxc: --socket: path too long\n");
-        return 64;
-      }
-      if (cfg_rc != 0) i++;
-    } else if (strcmp(argv[i], "--no-spawn") == 0)
-      spawn = 0;
-    else if (strcmp(argv[i], "--version") == 0) {
-      printf("vxc %s (protocol %u)\n", VORTEXD_VERSION, VXP_PROTOCOL_VERSION);
-      return 0;
-    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else {
-      usage(stderr);
-      return 64;
-    }
+  const char *socket;
+  int spawn;
+  int json, verbose, host;
+  const char *out; /* -o's argument, or NULL */
+  const char *kernel, *max_size, *source_name;
+  const char *shlibs[16];
+  int nshlibs;
+  vxc_compile_options co;
+  char **args; /* positional arguments */
+  int nargs;
+} invocation;
+
+typedef struct command command;
+struct command {
+  const char *name;
+  const char *synopsis; /* after "vxc NAME" */
+  const char *help;     /* what it does, its options */
+  int nargs;            /* positional arguments */
+  unsigned opts;        /* OPT_* accepted */
+  int spawn;            /* may start a daemon */
+  vxp_op op;            /* admin op, or 0 */
+  int (*run)(const command *cm, invocation *in, vxc_conn *conn);
+};
+
+static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_run(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_admin(const command *cm, invocation *in, vxc_conn *conn);
+
+static const command commands[] = {
+    {"compile",
+     "FILE.mlir|- [-o FILE|DIR/|-] [-v] [--json] [-O 0-3] [--emit-ir] [--warp-size N] [--shuffle-insns]\n"
+     "            [--source-name NAME] [--host]",
+     "Compiles every kernel of the module through vortexd into one object, as `cc -c` would: FILE.o in\n"
+     "the current directory, or -o FILE, or -o DIR/ (an existing directory, or a path ending in '/')\n"
+     "for DIR/FILE.o, or -o - for standard output. '-' reads the source from standard input\n"
+     "(diagnostics and the object's debug info then name --source-name, default <stdin>). Silent on\n"
+     "success: -v prints each kernel's entry symbol and argument table, --json one JSON document\n"
+     "(and writes a file only with -o), --emit-ir the lowered MLIR. -O: LLVM's optimization level\n"
+     "(default 2); --warp-size: threads per warp of the device (default 4); --shuffle-insns:\n"
+     "gpu.shuffle with Vortex's shuffle instructions. --host compiles the program's host side into\n"
+     "FILE.host.o instead, to link with -lvortexd_runtime.",
+     1, OPT_JSON | OPT_OUT | OPT_COMPILE | OPT_HOST | OPT_VERBOSE, 1, 0, cmd_compile},
+    {"fetch", "KEY [--kernel NAME] [-o FILE|DIR/|-] [-v] [--json]",
+     "Fetches a cached entry by its 64-digit key: with -o writes its object (DIR/KEY.o for a\n"
+     "directory); -v prints its kernels' argument tables, --json one JSON document. Exit status 1\n"
+     "when the cache has no such entry.",
+     1, OPT_JSON | OPT_OUT | OPT_KERNEL | OPT_VERBOSE, 1, 0, cmd_fetch},
+    {"run", "FILE.mlir [--shared-libs LIB]...",
+     "Runs a whole GPU-dialect program (host main and kernels) like mlir-runner: its host side\n"
+     "lowered by vortexd, executed by mlir-runner-22 with libvortexd_runtime, which gets each kernel\n"
+     "from vortexd at its first launch and runs it on $VORTEXD_DEVICE. Temporary files go to $TMPDIR.",
+     1, OPT_SHLIB, 1, 0, cmd_run},
+    {"stats", "[--json]", "The daemon's and the cache's counters.", 0, OPT_JSON, 1, 0, cmd_stats},
+    {"zero-stats", "", "Resets the counters (ccache -z).", 0, 0, 1, VXP_OP_ZERO_STATS, cmd_admin},
+    {"verify", "",
+     "Checks the cache database and every entry's checksum, drops the damaged entries; exit status 1\n"
+     "when some were.",
+     0, 0, 1, VXP_OP_VERIFY, cmd_admin},
+    {"clear", "", "Deletes every cache entry (ccache -C).", 0, 0, 1, VXP_OP_CLEAR, cmd_admin},
+    {"prune", "[--max-size SIZE]",
+     "Evicts least recently used entries down to SIZE (bytes, or with K/M/G/T; default: the\n"
+     "configured max_cache_size).",
+     0, OPT_MAXSIZE, 1, VXP_OP_PRUNE, cmd_admin},
+    {"stop", "", "Stops the daemon; never starts one. Exit status 1 when none runs.", 0, 0, 0, VXP_OP_STOP,
+     cmd_admin},
+    {"config", "[--json]", "The effective configuration and where each value came from (ccache -p).", 0,
+     OPT_JSON, 0, 0, NULL},
+    {"help", "[COMMAND]", "This text, or one command's.", 0, 0, 0, 0, NULL},
+};
+
+static const command *command_named(const char *name) {
+  for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+    if (strcmp(commands[k].name, name) == 0) return &commands[k];
+  return NULL;
+}
+
+static void usage(FILE *f) {
+  fputs("usage: vxc [--socket PATH] [--no-spawn] COMMAND [ARGS]\n"
+        "       vxc --version | --help | help COMMAND | COMMAND --help\n\ncommands:\n",
+        f);
+  for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+    fprintf(f, "  %-10s %s\n", commands[k].name, commands[k].synopsis);
+  fputs("\nStarts vortexd (beside vxc, else on PATH) when none answers, unless --no-spawn.\n"
+        "Exit status: 0 success; 1 compile error, not found, damaged entries; 2 daemon or I/O failure;\n"
+        "64 usage; 78 configuration (sysexits.h's EX_USAGE and EX_CONFIG).\n",
+        f);
+}
+
+static void command_help(FILE *f, const command *cm) {
+  fprintf(f, "usage: vxc [--socket PATH] [--no-spawn] %s %s\n\n%s\n", cm->name, cm->synopsis, cm->help);
+}
+
+/* A usage error: what is wrong, and where the help is.  Returns 64. */
+__attribute__((format(printf, 2, 3))) static int usage_error(const command *cm, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "vxc%s%s: ", cm ? " " : "", cm ? cm->name : "");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see `vxc %s%s--help`)\n", cm ? cm->name : "", cm ? " " : "");
+  if (cm) fprintf(stderr, "usage: vxc %s %s\n", cm->name, cm->synopsis);
+  return 64;
+}
+
+/* The option of opts named by letter or long name c, for messages. */
+static const char *option_name(int c, const struct option *opts) {
+  static char one[3];
+  if (c < 256) {
+    one[0] = '-', one[1] = (char)c, one[2] = '\0';
+    return one;
   }
-  if (i >= argc) {
-    usage(stderr);
-    return 64;
-  }
-  const char *cmd = argv[i];
-  const command *cm = NULL;
-  for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
-    if (strcmp(commands[k].name, cmd) == 0) cm = &commands[k];
-  if (!cm) {
-    fprintf(stderr, "vxc: unknown command '%s'\n", cmd);
-    usage(stderr);
-    return 64;
-  }
-  /* getopt over the command's own arguments */
-  int cargc = argc - i;
-  char **cargv = argv + i;
-  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE, O_SHLIB, O_HOST };
+  for (; opts->name; opts++)
+    if (opts->val == c) return opts->name;
+  return "?";
+}
+
+/* Parses a command's own options and arguments into in (argv[0] is the
+ * command's name).  Returns 0, -1 for --help (printed), or 64 after a
+ * message naming the problem. */
+static int parse_command(const command *cm, int argc, char **argv, invocation *in) {
+  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE, O_SHLIB, O_HOST, O_SRC, O_HELP };
   static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
                                        {"emit-ir", no_argument, NULL, O_IR},
                                        {"host", no_argument, NULL, O_HOST},
@@ -629,181 +749,295 @@ int main(int argc, char **argv) {
                                        {"shuffle-insns", no_argument, NULL, O_SHFL},
                                        {"max-size", required_argument, NULL, O_MAXSIZE},
                                        {"shared-libs", required_argument, NULL, O_SHLIB},
+                                       {"source-name", required_argument, NULL, O_SRC},
+                                       {"verbose", no_argument, NULL, 'v'},
+                                       {"help", no_argument, NULL, O_HELP},
                                        {NULL, 0, NULL, 0}};
-  int json = 0, c, host = 0;
-  const char *dir = NULL, *kernel = NULL, *max_size = NULL;
-  const char *shlibs[16];
-  int nshlibs = 0;
-  vxc_compile_options co = {.opt_level = 2};
+  static const struct {
+    int c;
+    unsigned need;
+  } needs[] = {{O_JSON, OPT_JSON},     {O_IR, OPT_COMPILE},   {O_HOST, OPT_HOST},       {O_WARP, OPT_COMPILE},
+               {O_KERNEL, OPT_KERNEL}, {O_SHFL, OPT_COMPILE}, {O_MAXSIZE, OPT_MAXSIZE}, {O_SHLIB, OPT_SHLIB},
+               {O_SRC, OPT_COMPILE},   {'o', OPT_OUT},        {'O', OPT_COMPILE},       {'v', OPT_VERBOSE}};
+  int c;
+  opterr = 0; /* our messages, not getopt's */
   optind = 1;
-  while ((c = getopt_long(cargc, cargv, "o:O:", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:O:vh", opts, NULL)) != -1) {
+    if (c == 'h' || c == O_HELP) {
+      command_help(stdout, cm);
+      return -1;
+    }
+    if (c == '?')
+      return optopt ? usage_error(cm, "unknown option '-%c'", optopt)
+                    : usage_error(cm, "unknown option '%s'", argv[optind - 1]);
+    if (c == ':') return usage_error(cm, "option '%s' needs a value", argv[optind - 1]);
+    for (size_t k = 0; k < sizeof needs / sizeof *needs; k++)
+      if (needs[k].c == c && !(cm->opts & needs[k].need))
+        return usage_error(cm, "'%s%s' is not an option of this command", c < 256 ? "" : "--",
+                           option_name(c, opts));
     switch (c) {
-    case 'o': dir = optarg; break;
+    case 'o': in->out = optarg; break;
+    case 'v': in->verbose = 1; break;
     case 'O':
-      if (optarg[0] < '0' || optarg[0] > '3' || optarg[1]) {
-        fprintf(stderr, "vxc: -O takes 0..3\n");
-        return 64;
-      }
-      co.opt_level = (uint32_t)(optarg[0] - '0');
+      if (optarg[0] < '0' || optarg[0] > '3' || optarg[1])
+        return usage_error(cm, "-O takes 0, 1, 2 or 3, not '%s'", optarg);
+      in->co.opt_level = (uint32_t)(optarg[0] - '0');
       break;
-    case O_JSON: json = 1; break;
-    case O_IR: co.emit_ir = 1; break;
-    case O_HOST: host = 1; break;
+    case O_JSON: in->json = 1; break;
+    case O_IR: in->co.emit_ir = 1; break;
+    case O_HOST: in->host = 1; break;
     case O_WARP: {
       char *end = NULL;
       unsigned long w = strtoul(optarg, &end, 10);
-      if (!*optarg || *end || w == 0 || w > 32 || (w & (w - 1))) {
-        fprintf(stderr, "vxc: --warp-size takes a power of two from 1 to 32\n");
-        return 64;
-      }
-      co.warp_size = (uint32_t)w;
+      if (!*optarg || *end || w == 0 || w > 32 || (w & (w - 1)))
+        return usage_error(cm, "--warp-size takes a power of two from 1 to 32, not '%s'", optarg);
+      in->co.warp_size = (uint32_t)w;
       break;
     }
-    case O_KERNEL: kernel = optarg; break;
-    case O_SHFL: co.shuffle_insns = 1; break;
-    case O_MAXSIZE: max_size = optarg; break;
+    case O_KERNEL: in->kernel = optarg; break;
+    case O_SHFL: in->co.shuffle_insns = 1; break;
+    case O_MAXSIZE: in->max_size = optarg; break;
+    case O_SRC: in->source_name = optarg; break;
     case O_SHLIB:
-      if (nshlibs == 16) {
-        fprintf(stderr, "vxc: at most 16 --shared-libs\n");
-        return 64;
-      }
-      shlibs[nshlibs++] = optarg;
+      if (in->nshlibs == 16) return usage_error(cm, "at most 16 --shared-libs");
+      in->shlibs[in->nshlibs++] = optarg;
       break;
-    default: usage(stderr); return 64;
     }
   }
-  int nargs = cargc - optind;
-  char **args = cargv + optind;
-  /* usage errors are reported before any daemon is contacted (or started) */
-  if (nargs != cm->nargs || (max_size && cm->op != VXP_OP_PRUNE) || (nshlibs && strcmp(cmd, "run") != 0) ||
-      (host && strcmp(cmd, "compile") != 0)) {
+  in->args = argv + optind;
+  in->nargs = argc - optind;
+  if (strcmp(cm->name, "help") == 0) {
+    if (in->nargs > 1) return usage_error(cm, "takes at most one command name");
+    return 0;
+  }
+  if (in->nargs != cm->nargs) {
+    if (cm->nargs == 0 && cm->op == VXP_OP_PRUNE)
+      return usage_error(cm,
+                         "unexpected argument '%s'; the size goes with --max-size (vxc prune --max-size %s)",
+                         in->args[0], in->args[0]);
+    if (cm->nargs == 0) return usage_error(cm, "unexpected argument '%s'", in->args[0]);
+    if (in->nargs == 0)
+      return usage_error(cm, "missing %s",
+                         strcmp(cm->name, "fetch") ? "the source file (FILE.mlir, or - for standard input)"
+                                                   : "the cache key");
+    return usage_error(cm, "takes one %s, got %d ('%s', '%s'%s)",
+                       strcmp(cm->name, "fetch") ? "source" : "key", in->nargs, in->args[0], in->args[1],
+                       in->nargs > 2 ? ", ..." : "");
+  }
+  if (in->out && strcmp(in->out, "-") == 0 && (in->json || in->co.emit_ir))
+    return usage_error(cm, "-o - writes the object to standard output: not with %s",
+                       in->json ? "--json" : "--emit-ir");
+  if (in->host && (in->co.emit_ir || in->co.warp_size || in->co.shuffle_insns || in->verbose))
+    return usage_error(cm, "--host takes only -o and --json");
+  if (in->source_name && !*in->source_name) return usage_error(cm, "--source-name needs a name");
+  return 0;
+}
+
+/* The source a compile reads: its bytes, and the name diagnostics and the
+ * object use (--source-name, else the path, else <stdin>). */
+static char *command_source(const invocation *in, size_t *len, const char **name) {
+  *name = in->source_name ? in->source_name : strcmp(in->args[0], "-") ? in->args[0] : "<stdin>";
+  return read_source(in->args[0], len);
+}
+
+/* The object's name in a directory for a source named name: "stdin" for
+ * standard input without --source-name. */
+static const char *object_stem(const invocation *in, const char *name) {
+  return strcmp(in->args[0], "-") == 0 && !in->source_name ? "stdin" : name;
+}
+
+static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
+  (void)cm;
+  size_t len = 0;
+  const char *name;
+  char *src = command_source(in, &len, &name);
+  if (!src) return 2;
+  vxp_response r;
+  int rc =
+      in->host ? vxc_lower_host(conn, src, len, name, 1, &r) : vxc_compile(conn, src, len, name, &in->co, &r);
+  free(src);
+  if (rc) {
+    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+    return 2;
+  }
+  int status;
+  if (in->host) { /* the program's host side: FILE.host.o */
+    for (uint32_t di = 0; di < r.ndiags; di++)
+      put_shown(stderr, r.diags[di]), fputc('\n', stderr);
+    if (r.status != VXP_STATUS_OK || !r.object) {
+      fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r.status), shown(r.message));
+      status = r.status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
+    } else {
+      const char *stem = object_stem(in, name), *base = strrchr(stem, '/');
+      base = base ? base + 1 : stem;
+      const char *dot = strrchr(base, '.');
+      char host_name[1024], path[4096];
+      snprintf(host_name, sizeof host_name, "%.*s.host.x",
+               (int)(dot && dot != base ? dot - base : (long)strlen(base)), base);
+      status = write_object(&r, in->out ? out_target_of(in->out) : (out_target){OUT_DIR, "."}, host_name,
+                            path, sizeof path) != 0
+                   ? 2
+                   : 0;
+      if (status == 0 && in->json) {
+        json_t *o = json_pack("{s:s,s:o,s:I}", "status", "ok", "host_object", json_text(path), "object_size",
+                              (json_int_t)r.object_size);
+        if (o) json_dumpf(o, stdout, JSON_COMPACT);
+        putchar('\n');
+        json_decref(o);
+      }
+    }
+  } else {
+    /* as cc -c: FILE.o here unless -o; --json alone describes and writes nothing */
+    out_target t = in->out    ? out_target_of(in->out)
+                   : in->json ? (out_target){OUT_NONE, NULL}
+                              : (out_target){OUT_DIR, "."};
+    status = finish(&r, in->json, in->verbose, t, object_stem(in, name));
+  }
+  vxp_response_clear(&r);
+  return status;
+}
+
+static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn) {
+  (void)cm;
+  vxp_response r;
+  int rc = vxc_fetch(conn, in->args[0], in->kernel, &r);
+  if (rc) {
+    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+    return 2;
+  }
+  int status = finish(&r, in->json, in->verbose,
+                      in->out ? out_target_of(in->out) : (out_target){OUT_NONE, NULL}, in->args[0]);
+  vxp_response_clear(&r);
+  return status;
+}
+
+static int cmd_run(const command *cm, invocation *in, vxc_conn *conn) {
+  (void)cm;
+  size_t len = 0;
+  const char *name;
+  char *src = command_source(in, &len, &name);
+  if (!src) return 2;
+  vxp_response r;
+  int rc = vxc_lower_host(conn, src, len, name, 0, &r);
+  free(src);
+  if (rc) {
+    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+    return 2;
+  }
+  int status = run_program(&r, in->socket, in->shlibs, in->nshlibs);
+  vxp_response_clear(&r);
+  return status;
+}
+
+static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn) {
+  (void)cm;
+  vxp_response r;
+  int rc = vxc_stats(conn, &r), status = 0;
+  if (rc) {
+    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+    return 2;
+  }
+  if (r.status != VXP_STATUS_OK) {
+    fprintf(stderr, "vxc: %s\n", r.message ? shown(r.message) : "stats failed");
+    status = 2;
+  } else {
+    const vxp_response *info = in->json ? NULL : vxc_server_info(conn);
+    print_stats(&r.stats, info ? info->server : NULL, in->json);
+  }
+  vxp_response_clear(&r);
+  return status;
+}
+
+static int cmd_admin(const command *cm, invocation *in, vxc_conn *conn) {
+  uint64_t prune_to = 0;
+  if (cm->op == VXP_OP_PRUNE)
+    vxp_config_size(in->max_size ? in->max_size : in->pc.value[VXP_CONF_max_cache_size],
+                    &prune_to); /* checked */
+  vxp_response r;
+  int rc = vxc_admin(conn, cm->op, prune_to, &r), status = 0;
+  if (rc) {
+    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+    return 2;
+  }
+  if (r.status != VXP_STATUS_OK) {
+    fprintf(stderr, "vxc: %s: %s\n", cm->name, r.message ? shown(r.message) : vxp_status_name(r.status));
+    status = 2;
+  } else if (cm->op == VXP_OP_VERIFY) {
+    printf("%llu entries checked, %llu damaged (dropped)\n", (unsigned long long)r.checked,
+           (unsigned long long)r.removed);
+    status = r.removed ? 1 : 0;
+  } else if (cm->op == VXP_OP_CLEAR || cm->op == VXP_OP_PRUNE) {
+    printf("%llu entries removed\n", (unsigned long long)r.removed);
+  }
+  vxp_response_clear(&r);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  static invocation in = {.spawn = 1, .co = {.opt_level = 2}};
+  char err[4200];
+  int cfg_rc = vxp_config_load(&in.pc, err, sizeof err);
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    if (strcmp(argv[i], "--socket") == 0) {
+      if (i + 1 >= argc) return usage_error(NULL, "--socket needs a path");
+      if (cfg_rc == 0 && vxp_config_set(&in.pc, "socket", argv[i + 1], VXP_FROM_FLAG) != 0)
+        return usage_error(NULL, "--socket: path too long");
+      i++;
+    } else if (strcmp(argv[i], "--no-spawn") == 0) {
+      in.spawn = 0;
+    } else if (strcmp(argv[i], "--version") == 0) {
+      printf("vxc %s (protocol %u)\n", VORTEXD_VERSION, VXP_PROTOCOL_VERSION);
+      return 0;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else {
+      return usage_error(NULL, "unknown option '%s'", argv[i]);
+    }
+  }
+  if (i >= argc) {
     usage(stderr);
     return 64;
   }
+  const command *cm = command_named(argv[i]);
+  if (!cm) return usage_error(NULL, "unknown command '%s'", argv[i]);
+  /* usage errors are reported before any daemon is contacted (or started) */
+  int prc = parse_command(cm, argc - i, argv + i, &in);
+  if (prc) return prc < 0 ? 0 : prc;
+  if (strcmp(cm->name, "help") == 0) {
+    const command *about = in.nargs ? command_named(in.args[0]) : NULL;
+    if (in.nargs && !about) return usage_error(cm, "unknown command '%s'", in.args[0]);
+    if (about)
+      command_help(stdout, about);
+    else
+      usage(stdout);
+    return 0;
+  }
   if (cfg_rc != 0) {
     fprintf(stderr, "vxc: %s\n", err);
-    return 64;
+    return 78; /* EX_CONFIG */
   }
-  if (strcmp(cmd, "config") == 0) return show_config(&pc, json);
-  uint64_t prune_to = 0;
+  if (strcmp(cm->name, "config") == 0) return show_config(&in.pc, in.json);
+  uint64_t size;
   if (cm->op == VXP_OP_PRUNE &&
-      vxp_config_size(max_size ? max_size : pc.value[VXP_CONF_max_cache_size], &prune_to) != 0) {
-    fprintf(stderr, "vxc: bad size '%s' (bytes, or with K/M/G)\n",
-            max_size ? max_size : pc.value[VXP_CONF_max_cache_size]);
-    return 64;
-  }
+      vxp_config_size(in.max_size ? in.max_size : in.pc.value[VXP_CONF_max_cache_size], &size) != 0)
+    return usage_error(cm, "bad size '%s' (bytes, or with K/M/G/T)",
+                       in.max_size ? in.max_size : in.pc.value[VXP_CONF_max_cache_size]);
 
-  const char *socket = pc.value[VXP_CONF_socket];
+  in.socket = in.pc.value[VXP_CONF_socket];
   vxc_conn *conn = NULL;
-  int rc = spawn && cm->spawn ? vxc_connect_or_spawn(socket, NULL, 15000, &conn) : vxc_connect(socket, &conn);
+  int rc = in.spawn && cm->spawn ? vxc_connect_or_spawn(in.socket, NULL, 15000, &conn)
+                                 : vxc_connect(in.socket, &conn);
   if (rc) {
     if (cm->op == VXP_OP_STOP && (rc == -ENOENT || rc == -ECONNREFUSED)) {
-      fprintf(stderr, "vxc: no vortexd is running at %s\n", socket);
+      fprintf(stderr, "vxc: no vortexd is running at %s\n", in.socket);
       return 1;
     }
-    report_connect_error(socket, rc);
+    report_connect_error(in.socket, rc);
     return 2;
   }
-  vxp_response r;
-  int status = 0;
-  if (strcmp(cmd, "compile") == 0 && host) {
-    /* the program's host side as a host object: DIR/<FILE without .mlir>.host.o */
-    size_t len = 0;
-    char *src = read_file(args[0], &len);
-    if (!src) {
-      fprintf(stderr, "vxc: cannot read %s: %s\n", args[0], strerror(errno));
-      vxc_close(conn);
-      return 2;
-    }
-    rc = vxc_lower_host(conn, src, len, args[0], 1, &r);
-    free(src);
-    if (rc == 0) {
-      for (uint32_t di = 0; di < r.ndiags; di++)
-        put_shown(stderr, r.diags[di]), fputc('\n', stderr);
-      if (r.status != VXP_STATUS_OK || !r.object) {
-        fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r.status), shown(r.message));
-        status = r.status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
-      } else {
-        const char *base = strrchr(args[0], '/');
-        base = base ? base + 1 : args[0];
-        const char *dot = strrchr(base, '.');
-        char name[1024], path[4096];
-        snprintf(name, sizeof name, "%.*s.host.x",
-                 (int)(dot && dot != base ? dot - base : (long)strlen(base)), base);
-        if (write_object(&r, dir ? dir : ".", name, path, sizeof path) != 0)
-          status = 2;
-        else if (json) {
-          json_t *o = json_pack("{s:s,s:o,s:I}", "status", "ok", "host_object", json_text(path),
-                                "object_size", (json_int_t)r.object_size);
-          if (o) json_dumpf(o, stdout, JSON_COMPACT);
-          putchar('\n');
-          json_decref(o);
-        } else
-          printf("host object %s (%zu bytes; link with -lvortexd_runtime)\n", path, r.object_size);
-      }
-    }
-  } else if (strcmp(cmd, "compile") == 0) {
-    size_t len = 0;
-    char *src = read_file(args[0], &len);
-    if (!src) {
-      fprintf(stderr, "vxc: cannot read %s: %s\n", args[0], strerror(errno));
-      vxc_close(conn);
-      return 2;
-    }
-    rc = vxc_compile(conn, src, len, args[0], &co, &r);
-    free(src);
-    /* --json describes the result on stdout and writes a file only with -o */
-    if (rc == 0) status = finish(&r, json, dir ? dir : json ? NULL : ".", args[0]);
-  } else if (strcmp(cmd, "run") == 0) {
-    size_t len = 0;
-    char *src = read_file(args[0], &len);
-    if (!src) {
-      fprintf(stderr, "vxc: cannot read %s: %s\n", args[0], strerror(errno));
-      vxc_close(conn);
-      return 2;
-    }
-    rc = vxc_lower_host(conn, src, len, args[0], 0, &r);
-    free(src);
-    vxc_close(conn);
-    if (rc) {
-      fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
-      return 2;
-    }
-    status = run_program(&r, socket, shlibs, nshlibs);
-    vxp_response_clear(&r);
-    return status;
-  } else if (strcmp(cmd, "fetch") == 0) {
-    rc = vxc_fetch(conn, args[0], kernel, &r);
-    if (rc == 0) status = finish(&r, json, dir, args[0]);
-  } else if (strcmp(cmd, "stats") == 0) {
-    rc = vxc_stats(conn, &r);
-    if (rc == 0 && r.status != VXP_STATUS_OK) {
-      fprintf(stderr, "vxc: %s\n", r.message ? shown(r.message) : "stats failed");
-      status = 2;
-    } else if (rc == 0) {
-      const vxp_response *info = json ? NULL : vxc_server_info(conn);
-      print_stats(&r.stats, info ? info->server : NULL, json);
-    }
-  } else {
-    rc = vxc_admin(conn, cm->op, prune_to, &r);
-    if (rc == 0 && r.status != VXP_STATUS_OK) {
-      fprintf(stderr, "vxc: %s: %s\n", cmd, r.message ? shown(r.message) : vxp_status_name(r.status));
-      status = 2;
-    } else if (rc == 0) {
-      if (cm->op == VXP_OP_VERIFY)
-        printf("%llu entries checked, %llu damaged (dropped)\n", (unsigned long long)r.checked,
-               (unsigned long long)r.removed);
-      else if (cm->op == VXP_OP_CLEAR || cm->op == VXP_OP_PRUNE)
-        printf("%llu entries removed\n", (unsigned long long)r.removed);
-      if (cm->op == VXP_OP_VERIFY && r.removed) status = 1;
-    }
-  }
-  if (rc) {
-    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
-    status = 2;
-  } else {
-    vxp_response_clear(&r);
-  }
+  int status = cm->run(cm, &in, conn);
   vxc_close(conn);
   return status;
 }

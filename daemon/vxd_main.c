@@ -47,7 +47,7 @@ static int vxd__bad(const vxp_config *pc, vxp_conf_key k, const char *want) {
   fprintf(stderr, "vortexd: %s%s%s%s (from the %s%s%s): %s\n", vxp_config_name(k), secret ? "" : " = '",
           secret ? "" : pc->value[k], secret ? "" : "'", vxd__origins[pc->origin[k]],
           pc->origin[k] == VXP_FROM_FILE ? " " : "", pc->origin[k] == VXP_FROM_FILE ? pc->file : "", want);
-  return 64;
+  return 78; /* EX_CONFIG */
 }
 
 /* A size or count of key k within [lo, hi] into *out; 0 or 64. */
@@ -64,7 +64,7 @@ static int vxd__num(const vxp_config *pc, vxp_conf_key k, int size, uint64_t lo,
   return 0;
 }
 
-/* Turns the configuration into the daemon's settings; 0 or 64 (reported). */
+/* Turns the configuration into the daemon's settings; 0 or 78 (EX_CONFIG; reported). */
 static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   if (strlen(pc->value[VXP_CONF_socket]) >= sizeof cfg->socket_path)
     return vxd__bad(pc, VXP_CONF_socket, "too long for a Unix socket address");
@@ -76,33 +76,33 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   cfg->workers = ncpu > 0 ? (unsigned)ncpu : 1;
   if (pc->value[VXP_CONF_workers][0]) {
-    if (vxd__num(pc, VXP_CONF_workers, 0, 1, 64, &v)) return 64;
+    if (vxd__num(pc, VXP_CONF_workers, 0, 1, 64, &v)) return 78;
     cfg->workers = (unsigned)v;
   }
-  if (vxd__num(pc, VXP_CONF_max_cache_size, 1, 1, UINT64_MAX, &cfg->max_cache_bytes)) return 64;
-  if (vxd__num(pc, VXP_CONF_max_frame, 1, 64, VXP_MAX_FRAME_DEFAULT, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_max_cache_size, 1, 1, UINT64_MAX, &cfg->max_cache_bytes)) return 78;
+  if (vxd__num(pc, VXP_CONF_max_frame, 1, 64, VXP_MAX_FRAME_DEFAULT, &v)) return 78;
   cfg->max_frame = (uint32_t)v;
-  if (vxd__num(pc, VXP_CONF_max_source, 1, 1, VXP_MAX_FRAME_DEFAULT, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_max_source, 1, 1, VXP_MAX_FRAME_DEFAULT, &v)) return 78;
   cfg->max_source = (uint32_t)v;
-  if (vxd__num(pc, VXP_CONF_job_timeout, 0, 0, 86400, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_job_timeout, 0, 0, 86400, &v)) return 78;
   cfg->job_timeout_s = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_idle_timeout, 0, 0, 86400ull * 365, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_idle_timeout, 0, 0, 86400ull * 365, &v)) return 78;
   cfg->idle_timeout_s = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_max_connections, 0, 1, 65536, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_max_connections, 0, 1, 65536, &v)) return 78;
   cfg->max_connections = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_frame_timeout, 0, 1, 86400, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_frame_timeout, 0, 1, 86400, &v)) return 78;
   cfg->frame_timeout_s = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_connection_idle_timeout, 0, 0, 86400ull * 365, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_connection_idle_timeout, 0, 0, 86400ull * 365, &v)) return 78;
   cfg->conn_idle_timeout_s = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_max_unsent, 1, 4096, UINT64_MAX, &cfg->max_unsent)) return 64;
-  if (vxd__num(pc, VXP_CONF_worker_memory, 1, 0, UINT64_MAX, &cfg->worker_memory)) return 64;
+  if (vxd__num(pc, VXP_CONF_max_unsent, 1, 4096, UINT64_MAX, &cfg->max_unsent)) return 78;
+  if (vxd__num(pc, VXP_CONF_worker_memory, 1, 0, UINT64_MAX, &cfg->worker_memory)) return 78;
   /* a worker maps ~350 MB of address space before it compiles anything
    * (libLLVM, libMLIR, its heap): a limit under that fails every compile */
   if (cfg->worker_memory && cfg->worker_memory < (512ull << 20))
     return vxd__bad(pc, VXP_CONF_worker_memory, "0 or at least 512M (the compiler itself needs it)");
-  if (vxd__num(pc, VXP_CONF_crash_memory, 0, 0, 86400, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_crash_memory, 0, 0, 86400, &v)) return 78;
   cfg->crash_memory_s = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_lru_resolution, 0, 0, 86400, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_lru_resolution, 0, 0, 86400, &v)) return 78;
   cfg->lru_resolution_us = v * 1000000u;
   cfg->allowed_gid = (gid_t)-1;
   const char *g = pc->value[VXP_CONF_allow_group];
@@ -135,13 +135,13 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   if (!vxk_remote_prefix_valid(prefix))
     return vxd__bad(pc, VXP_CONF_remote_prefix, "1 to 128 of [A-Za-z0-9_.:-]");
   memcpy(cfg->remote_prefix, prefix, strlen(prefix) + 1); /* valid: at most 128 bytes */
-  if (vxd__num(pc, VXP_CONF_remote_ttl, 0, 0, 86400ull * 3650, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_remote_ttl, 0, 0, 86400ull * 3650, &v)) return 78;
   cfg->remote_ttl_s = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_remote_connect_timeout, 0, 1, 60000, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_remote_connect_timeout, 0, 1, 60000, &v)) return 78;
   cfg->remote_connect_ms = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_remote_timeout, 0, 1, 60000, &v)) return 64;
+  if (vxd__num(pc, VXP_CONF_remote_timeout, 0, 1, 60000, &v)) return 78;
   cfg->remote_timeout_ms = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_remote_write_queue, 1, 0, UINT64_MAX, &cfg->remote_write_queue)) return 64;
+  if (vxd__num(pc, VXP_CONF_remote_write_queue, 1, 0, UINT64_MAX, &cfg->remote_write_queue)) return 78;
   const char *signing = pc->value[VXP_CONF_remote_signing_key],
              *trusted = pc->value[VXP_CONF_remote_trusted_keys];
   if (signing[0] && vxk_signer_load(signing, &cfg->remote_signer, err, sizeof err) != VXK_OK)
@@ -156,7 +156,7 @@ int main(int argc, char **argv) {
   char err[4200];
   if (vxp_config_load(&pc, err, sizeof err) != 0) {
     fprintf(stderr, "vortexd: %s\n", err);
-    return 64;
+    return 78; /* EX_CONFIG */
   }
   /* one long option per configuration key, '_' spelled '-' */
   enum { O_VERSION = 1000, O_VERBOSE, O_HELP };
@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
       if (rc != 0) {
         fprintf(stderr, "vortexd: --%s: %s\n", names[c],
                 rc == -E2BIG ? "configuration values too long in all" : "value too long");
-        return 64;
+        return 78;
       }
       continue;
     }
@@ -201,7 +201,7 @@ int main(int argc, char **argv) {
   }
   vxd_config cfg;
   memset(&cfg, 0, sizeof cfg);
-  int rc = 64;
+  int rc = 78; /* a setting refused */
   if (vxd__settings(&pc, &cfg) == 0) {
     if (verbose) {
       cfg.verbose = 1;

@@ -19,12 +19,12 @@ for _ in $(seq 100); do
 done
 for f in "$root"/examples/*.mlir; do
   echo "=== vxc compile $(basename "$f")"
-  "$build/vxc" compile -o "$out" "$f"
+  "$build/vxc" compile -v -o "$out/" "$f"  # -v: each kernel's entry and argument table
   echo
 done
 echo "=== the same requests again: served from the cache"
 for f in "$root"/examples/*.mlir; do
-  "$build/vxc" compile --json -o "$out" "$f" | head -c 120; echo " ..."
+  "$build/vxc" compile --json -o "$out/" "$f" | head -c 120; echo " ..."
 done
 echo
 echo "=== vxc stats"

@@ -624,7 +624,7 @@ static int run(const char *cmd, char *out, size_t cap) {
 Test(e2e, vxc_cli_json_table_and_objects) {
   static char out[65536];
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s --socket %s compile --json -o %s/objs %s", VXT_VXC, d.sock, d.dir,
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile --json -o %s/objs/ %s", VXT_VXC, d.sock, d.dir,
            POLYGEIST_STYLE);
   cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
   cr_assert_not_null(strstr(out, "\"cached\":false"), "%s", out);
@@ -642,7 +642,7 @@ Test(e2e, vxc_cli_json_table_and_objects) {
   cr_assert_null(vxt_elf_check((const uint8_t *)bytes, len, "__vxl_main_0"));
   free(bytes);
 
-  snprintf(cmd, sizeof cmd, "%s --socket %s compile -o %s/objs %s", VXT_VXC, d.sock, d.dir,
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile -v -o %s/objs %s", VXT_VXC, d.sock, d.dir,
            VXT_EXAMPLES_DIR "/mixed_args.mlir");
   cr_assert_eq(run(cmd, out, sizeof out), 0);
   cr_assert_not_null(strstr(out, "Kernel: scale_offset"), "%s", out);
@@ -692,6 +692,101 @@ Test(e2e, vxc_cli_json_table_and_objects) {
   cr_assert_not_null(strstr(out, "x.mlir:1:"), "%s", out);
 }
 
+/* `vxc compile` as a compiler is used from a build rule: -o FILE, -o -,
+ * '-' for standard input, silent on success, usage errors that say what
+ * is wrong, before any daemon is asked. */
+Test(e2e, vxc_compile_follows_a_compilers_conventions) {
+  static char out[65536];
+  char cmd[2048], path[512];
+  /* -o FILE: that file, nothing on stdout */
+  snprintf(cmd, sizeof cmd, "cd %s && %s --socket %s compile %s -o my.o && test -f my.o && echo FILE", d.dir,
+           VXT_VXC, d.sock, POLYGEIST_STYLE);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_str_eq(out, "FILE\n", "silent on success, the object at -o: %s", out);
+  snprintf(path, sizeof path, "%s/my.o", d.dir);
+  size_t len, len2;
+  char *file = vxt_read_file(path, &len);
+  cr_assert_not_null(file);
+  cr_assert_null(vxt_elf_check((const uint8_t *)file, len, "__vxl_main_0"));
+  /* -o -: the same bytes on stdout */
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile %s -o - > %s/stdout.o", VXT_VXC, d.sock, POLYGEIST_STYLE,
+           d.dir);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/stdout.o", d.dir);
+  char *piped = vxt_read_file(path, &len2);
+  cr_assert_not_null(piped);
+  cr_assert_eq(len2, len);
+  cr_assert_eq(memcmp(piped, file, len), 0);
+  free(piped);
+  free(file);
+  /* '-': standard input, named by --source-name (else <stdin>, object stdin.o) */
+  snprintf(cmd, sizeof cmd,
+           "cd %s && %s --socket %s compile - --source-name from_pipe.mlir -o piped/ < %s && "
+           "%s --socket %s compile - -o piped/ < %s && ls piped",
+           d.dir, VXT_VXC, d.sock, POLYGEIST_STYLE, VXT_VXC, d.sock, POLYGEIST_STYLE);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_str_eq(out, "from_pipe.o\nstdin.o\n");
+  snprintf(cmd, sizeof cmd,
+           "printf 'gpu.module @m {\\n  oops\\n}\\n' | %s --socket %s compile - 2>&1; echo rc=$?", VXT_VXC,
+           d.sock);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "<stdin>:2:"), "diagnostics name <stdin>: %s", out);
+  cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
+  /* -v: the table; --emit-ir: the IR alone */
+  snprintf(cmd, sizeof cmd, "cd %s && %s --socket %s compile -v %s -o v.o", d.dir, VXT_VXC, d.sock,
+           POLYGEIST_STYLE);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "Kernel: "), "%s", out);
+  snprintf(cmd, sizeof cmd, "cd %s && %s --socket %s compile --emit-ir %s -o ir.o", d.dir, VXT_VXC, d.sock,
+           POLYGEIST_STYLE);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "llvm.func"), "%s", out);
+  cr_assert_null(strstr(out, "Kernel: "), "the IR alone: %s", out);
+  /* what cannot be done is said, with the exit status a script can test */
+  static const struct {
+    const char *args, *says;
+    int rc;
+  } bad[] = {
+      {"compile " POLYGEIST_STYLE " -o no/such/dir/k.o", "cannot write no/such/dir/k.o", 2},
+      {"compile /tmp", "/tmp is a directory", 2},
+      {"compile a.mlir b.mlir", "takes one source, got 2 ('a.mlir', 'b.mlir')", 64},
+      {"compile", "missing the source file", 64},
+      {"compile --json -o - " POLYGEIST_STYLE, "-o - writes the object to standard output: not with --json",
+       64},
+      {"compile --frobnicate x.mlir", "unknown option '--frobnicate'", 64},
+      {"-V stats", "unknown option '-V'", 64},
+      {"prune 100K", "the size goes with --max-size", 64},
+      {"stats --kernel k", "'--kernel' is not an option of this command", 64},
+      {"compile -O 7 x.mlir", "-O takes 0, 1, 2 or 3, not '7'", 64},
+      {"help nosuch", "unknown command 'nosuch'", 64},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    snprintf(cmd, sizeof cmd, "cd %s && %s --socket %s %s 2>&1; echo rc=$?", d.dir, VXT_VXC, d.sock,
+             bad[i].args);
+    run(cmd, out, sizeof out);
+    char want[16];
+    snprintf(want, sizeof want, "rc=%d\n", bad[i].rc);
+    cr_assert_not_null(strstr(out, bad[i].says), "%s: %s", bad[i].args, out);
+    cr_assert_not_null(strstr(out, want), "%s: %s", bad[i].args, out);
+  }
+  /* help, three ways */
+  snprintf(cmd, sizeof cmd, "%s compile --help; %s help compile; %s --help", VXT_VXC, VXT_VXC, VXT_VXC);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(
+      strstr(strstr(out, "usage: vxc [--socket PATH] [--no-spawn] compile"), "-o - for standard output"),
+      "%s", out);
+  cr_assert_not_null(strstr(out, "78 configuration"), "the exit statuses: %s", out);
+  /* a configuration error: status 78 (EX_CONFIG), `vxc config` included */
+  snprintf(cmd, sizeof cmd,
+           "printf 'workres = 2\\n' > %s/bad.conf; chmod 600 %s/bad.conf; for c in config stats; do "
+           "VORTEXD_CONFIG=%s/bad.conf %s --socket %s $c 2>&1; echo rc=$?; done",
+           d.dir, d.dir, d.dir, VXT_VXC, d.sock);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "unknown key 'workres'"), "%s", out);
+  const char *first = strstr(out, "rc=78\n");
+  cr_assert(first && strstr(first + 1, "rc=78\n"), "both: %s", out);
+}
+
 /* stat of path, asserted to exist */
 static struct stat stat_of(const char *path) {
   struct stat st;
@@ -702,7 +797,7 @@ static struct stat stat_of(const char *path) {
 Test(e2e, an_identical_object_stays_in_place_anything_else_is_replaced) {
   static char out[65536];
   char cmd[1024], obj[512], other[512];
-  snprintf(cmd, sizeof cmd, "%s --socket %s compile -o %s/same %s", VXT_VXC, d.sock, d.dir, POLYGEIST_STYLE);
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile -o %s/same/ %s", VXT_VXC, d.sock, d.dir, POLYGEIST_STYLE);
   snprintf(obj, sizeof obj, "%s/same/polygeist_style.o", d.dir);
   cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
   size_t len, len2;
@@ -815,7 +910,7 @@ Test(e2e, the_warp_size_is_part_of_the_key_and_the_metadata) {
 Test(e2e, vxc_json_is_one_valid_document_even_with_the_lowered_ir) {
   static char out[1 << 20];
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s --socket %s compile --json --emit-ir -o %s/ir %s", VXT_VXC, d.sock, d.dir,
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile --json --emit-ir -o %s/ir/ %s", VXT_VXC, d.sock, d.dir,
            VXT_EXAMPLES_DIR "/saxpy.mlir");
   cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
   json_error_t err;

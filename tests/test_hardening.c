@@ -262,7 +262,7 @@ static long long json_num(const char *json, const char *key) {
 Test(hardening, a_damaged_cache_entry_is_never_served_but_compiled_again) {
   vxt_daemon d;
   start_in(&d, "damage", NULL);
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json -o %s/objs %s", VXT_VXC, d.sock, d.dir,
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --json -o %s/objs/ %s", VXT_VXC, d.sock, d.dir,
            POLYGEIST_STYLE);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   char *k = strstr(out, "\"key\":\"");
@@ -395,12 +395,12 @@ Test(hardening, configuration_file_environment_and_flags_in_that_order) {
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "max_frame = 'lots' (from the configuration file"), "%s", out);
   cr_assert_not_null(strstr(out, conf), "%s", out);
-  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=78"), "%s", out);
   snprintf(cmd, sizeof cmd, "VORTEXD_LRU_RESOLUTION=86401 %s --socket %s/x.sock 2>&1; echo rc=$?",
            VXT_VORTEXD, root);
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "lru_resolution = '86401' (from the environment)"), "%s", out);
-  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=78"), "%s", out);
   /* an unknown key is refused at its line, by both programs */
   f = fopen(conf, "w");
   fputs("workers = 1\nworkres = 2\n", f);
@@ -411,8 +411,8 @@ Test(hardening, configuration_file_environment_and_flags_in_that_order) {
   char want[300];
   snprintf(want, sizeof want, "%s:2: unknown key 'workres'", conf);
   cr_assert_not_null(strstr(out, want), "%s", out);
-  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
-  cr_assert_not_null(strstr(strstr(out, "rc=64"), want), "the daemon too: %s", out);
+  cr_assert_not_null(strstr(out, "rc=78"), "%s", out);
+  cr_assert_not_null(strstr(strstr(out, "rc=78"), want), "the daemon too: %s", out);
 }
 
 /* Compiles POLYGEIST_STYLE through d with vxc; 1 when the answer came
@@ -808,7 +808,7 @@ Test(hardening, vxc_believes_no_reply_it_cannot_check_and_prints_none_raw) {
   for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
     pid_t pid = answer_once(sock, &lies[i].r);
     snprintf(cmd, sizeof cmd,
-             "%s --no-spawn --socket %s compile -o %s %s 2>&1; echo rc=$?; ls %s 2>/dev/null | wc -l",
+             "%s --no-spawn --socket %s compile -o %s/ %s 2>&1; echo rc=$?; ls %s 2>/dev/null | wc -l",
              VXT_VXC, sock, outdir, POLYGEIST_STYLE, outdir);
     vxt_run(cmd, out, sizeof out);
     cr_assert_not_null(strstr(out, "rc=2\n0\n"), "%s: refused, nothing written: %s", lies[i].why, out);
@@ -823,7 +823,7 @@ Test(hardening, vxc_believes_no_reply_it_cannot_check_and_prints_none_raw) {
                         .nkernels = 1,
                         .kernels = &k};
   pid_t pid = answer_once(sock, &named);
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile -o %s %s 2>&1; echo rc=$?", VXT_VXC, sock,
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile -v -o %s/ %s 2>&1; echo rc=$?", VXT_VXC, sock,
            outdir, POLYGEIST_STYLE);
   vxt_run(cmd, out, sizeof out);
   waitpid(pid, NULL, 0);
@@ -863,7 +863,7 @@ Test(hardening, a_configuration_file_another_user_could_write_is_refused) {
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "bad owner or permissions"), "%s", out);
   cr_assert_not_null(strstr(out, "chmod go-w"), "%s", out);
-  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=78"), "%s", out);
   snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s --socket %s/x.sock 2>&1; echo rc=$?", conf, VXT_VORTEXD,
            root);
   vxt_run(cmd, out, sizeof out);
@@ -1313,7 +1313,7 @@ Test(hardening, workers_run_under_the_configured_address_space_limit) {
            VXT_VORTEXD, root);
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "at least 512M"), "%s", out);
-  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=78"), "%s", out);
   start_in(&d, "rlimit", "--worker-memory=512M");
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)d.pid, (int)d.pid);

@@ -815,7 +815,7 @@ Test(remote, a_bad_remote_setting_stops_the_daemon_at_start_naming_it) {
              VXT_VORTEXD, root, i, root);
     vxt_run(cmd, out, sizeof out);
     cr_assert_not_null(strstr(out, cases[i][1]), "%s", out);
-    cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+    cr_assert_not_null(strstr(out, "rc=78"), "%s", out);
     cr_assert_null(strstr(out, "hunter2"), "%s", out);
   }
   /* `vxc config` shows where the storage is, never its password */
