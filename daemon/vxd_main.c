@@ -34,13 +34,15 @@ static void vxd__usage(FILE *f) {
     fprintf(f, "  %-27s %s ($%s)\n", flag, vxp_config_help((vxp_conf_key)k), vxp_config_env((vxp_conf_key)k));
   }
   fputs("  --verbose                   log at info level\n"
-        "  --version                   print version and toolchain, exit\n",
+        "  --version                   print version and toolchain, exit\n"
+        "Exit status: 0 stopped cleanly; 1 cannot serve (socket, lock, compiler); 64 usage;\n"
+        "78 configuration (a bad value, or a configuration or key file of the wrong owner or mode).\n",
         f);
 }
 
 static const char *const vxd__origins[] = {"default", "configuration file", "environment", "flag"};
 
-/* Reports a bad value of key k (naming where it came from); returns 64.
+/* Reports a bad value of key k (naming where it came from); returns 78.
  * remote_storage's value is not repeated: it may hold a password. */
 static int vxd__bad(const vxp_config *pc, vxp_conf_key k, const char *want) {
   int secret = k == VXP_CONF_remote_storage;
