@@ -35,7 +35,8 @@ static void vxd__usage(FILE *f) {
   }
   fputs("  --verbose                   log at info level\n"
         "  --version                   print version and toolchain, exit\n"
-        "Exit status: 0 stopped cleanly; 1 cannot serve (socket, lock, compiler); 64 usage;\n"
+        "Exit status: 0 stopped cleanly; 1 cannot serve (socket, directory, compiler); 2 another vortexd\n"
+        "serves the socket; 64 usage;\n"
         "78 configuration (a bad value, or a configuration or key file of the wrong owner or mode).\n",
         f);
 }
