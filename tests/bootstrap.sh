@@ -27,6 +27,7 @@ pkgs=(build-essential cmake pkg-config
       libhiredis-dev liburiparser-dev  # the shared second cache level (Redis) and its URL
       redis-server  # test_remote starts its own on a private socket
       systemd  # systemd-analyze checks the installed units
+      scdoc man-db groff-base  # the man pages: built with scdoc, checked with man --warnings
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
       gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # libgcc and libm the emulated kernels link
 missing=()

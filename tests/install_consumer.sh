@@ -34,4 +34,10 @@ libs_pc=$(ldd "$work/consumer-pc")
 libs_cmake=$(ldd "$work/cmake-build/consumer")
 grep -q "$prefix/lib/libvxc.so.0" <<<"$libs_pc"
 grep -q "libvxc.so.0" <<<"$libs_cmake"
-echo "install_consumer: pkg-config and find_package consumers built and ran"
+# the man pages and the shell completion, where man(1) and bash-completion look
+for f in share/man/man1/vxc.1 share/man/man8/vortexd.8 share/man/man5/vortexd.conf.5 \
+  share/bash-completion/completions/vxc; do
+  [ -s "$prefix/$f" ] || { echo "install_consumer: $f not installed" >&2; exit 1; }
+done
+MANPATH=$prefix/share/man man -w vortexd.conf >/dev/null
+echo "install_consumer: pkg-config and find_package consumers built and ran; man pages and completion installed"
