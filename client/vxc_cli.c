@@ -429,7 +429,7 @@ static void report_connect_error(const char *socket, int rc) {
 }
 
 /* libvortexd_runtime for `vxc run`: $VORTEXD_RUNTIME_LIB, else beside an
- * installed vxc (PREFIX/lib), else in the build tree (runtime/). */
+ * installed vxc (its library directory), else in the build tree (runtime/). */
 static int runtime_library(char *buf, size_t cap) {
   const char *env = getenv("VORTEXD_RUNTIME_LIB");
   if (env && *env) return snprintf(buf, cap, "%s", env) < (int)cap ? 0 : -1;
@@ -440,7 +440,7 @@ static int runtime_library(char *buf, size_t cap) {
   char *slash = strrchr(self, '/');
   if (!slash) return -1;
   *slash = '\0';
-  const char *tries[] = {"%s/../lib/libvortexd_runtime.so", "%s/runtime/libvortexd_runtime.so"};
+  const char *tries[] = {"%s/" VXC_BIN_TO_LIB "/libvortexd_runtime.so", "%s/runtime/libvortexd_runtime.so"};
   for (int i = 0; i < 2; i++) {
     if (snprintf(buf, cap, tries[i], self) >= (int)cap) continue;
     if (access(buf, R_OK) == 0) return 0;

@@ -28,6 +28,7 @@ pkgs=(build-essential cmake pkg-config
       redis-server  # test_remote starts its own on a private socket
       systemd  # systemd-analyze checks the installed units
       scdoc man-db groff-base  # the man pages: built with scdoc, checked with man --warnings
+      ninja-build  # the install test builds a project of kernels with ninja
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
       gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # libgcc and libm the emulated kernels link
 missing=()

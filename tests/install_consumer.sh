@@ -34,10 +34,56 @@ libs_pc=$(ldd "$work/consumer-pc")
 libs_cmake=$(ldd "$work/cmake-build/consumer")
 grep -q "$prefix/lib/libvxc.so.0" <<<"$libs_pc"
 grep -q "libvxc.so.0" <<<"$libs_cmake"
+# 3. a project compiling kernels with vortexd_add_kernels, built by ninja: one
+# compile per kernel file, nothing when nothing changed, exactly one after an
+# edit, and from a clean build directory every compile a cache hit
+proj=$work/kernels
+mkdir -p "$proj"
+cp "$here"/../examples/saxpy.mlir "$here"/../examples/two_kernels.mlir "$here"/../examples/mixed_args.mlir "$proj/"
+cat >"$proj/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(kernels NONE)
+find_package(vortexd 0.1 REQUIRED)
+vortexd_add_kernels(device_kernels FILES saxpy.mlir two_kernels.mlir mixed_args.mlir WARP_SIZE 8)
+get_target_property(objects device_kernels VORTEXD_KERNEL_OBJECTS)
+list(LENGTH objects n)
+message(STATUS "kernel objects: ${n}")
+CMAKE
+export VORTEXD_SOCKET=$work/s.sock
+counter() { "$prefix/bin/vxc" --no-spawn stats --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
+configure() {
+  local log
+  log=$(cmake -G Ninja -S "$proj" -B "$proj/build" -DCMAKE_PREFIX_PATH="$prefix")
+  grep -q "kernel objects: 3" <<<"$log"
+}
+compiles() {
+  local log
+  log=$(ninja -C "$proj/build")
+  grep -c "Compiling Vortex kernels" <<<"$log" || true
+}
+expect() { [ "$2" = "$3" ] || { echo "install_consumer: $1: $2, expected $3" >&2; exit 1; }; }
+configure
+m0=$(counter misses)
+expect "first build" "$(compiles)" 3
+expect "misses after the first build" "$(counter misses)" $((m0 + 3))
+[ -s "$proj/build/device_kernels.kernels/two_kernels.o" ] || { echo "install_consumer: no object" >&2; exit 1; }
+expect "an up-to-date build" "$(compiles)" 0
+echo "// edited" >>"$proj/two_kernels.mlir"
+expect "after editing one kernel" "$(compiles)" 1
+expect "misses after the edit" "$(counter misses)" $((m0 + 4))
+h0=$(counter hits)
+rm -rf "$proj/build"
+configure
+expect "a clean build directory" "$(compiles)" 3
+expect "misses of the clean build" "$(counter misses)" $((m0 + 4))
+expect "hits of the clean build" "$(counter hits)" $((h0 + 3))
+unset VORTEXD_SOCKET
+
 # the man pages and the shell completion, where man(1) and bash-completion look
 for f in share/man/man1/vxc.1 share/man/man8/vortexd.8 share/man/man5/vortexd.conf.5 \
   share/bash-completion/completions/vxc; do
   [ -s "$prefix/$f" ] || { echo "install_consumer: $f not installed" >&2; exit 1; }
 done
 MANPATH=$prefix/share/man man -w vortexd.conf >/dev/null
-echo "install_consumer: pkg-config and find_package consumers built and ran; man pages and completion installed"
+echo "install_consumer: pkg-config and find_package consumers built and ran; vortexd_add_kernels rebuilt" \
+  "exactly what changed; man pages and completion installed"

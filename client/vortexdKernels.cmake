@@ -1,0 +1,56 @@
+# vortexd_add_kernels(TARGET FILES a.mlir ... [WARP_SIZE N] [OPT_LEVEL N]
+#                     [OUTPUT_DIRECTORY DIR])
+#
+# Compiles each GPU-dialect MLIR file through `vxc compile` (the installed
+# vortexd::vxc_cli, which starts a vortexd when none runs) into one Vortex
+# object per file, DIR/<file name without .mlir>.o (default DIR:
+# ${CMAKE_CURRENT_BINARY_DIR}/TARGET.kernels).  Each object is rebuilt when
+# its source changes, and only then; an unchanged source compiled again (a
+# clean build directory, another checkout) is a cache hit in the daemon.
+#
+# The objects are RISC-V code for the device, not for the host: they become
+# the sources of TARGET, a custom target (created when missing; built by
+# `all`), and are listed in its VORTEXD_KERNEL_OBJECTS property, from where
+# a rule links them into a device image or installs them:
+#   get_target_property(objs device_kernels VORTEXD_KERNEL_OBJECTS)
+function(vortexd_add_kernels target)
+  cmake_parse_arguments(PARSE_ARGV 1 VXK "" "WARP_SIZE;OPT_LEVEL;OUTPUT_DIRECTORY" "FILES")
+  if(VXK_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "vortexd_add_kernels: unknown arguments ${VXK_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT VXK_FILES)
+    message(FATAL_ERROR "vortexd_add_kernels(${target}): no FILES")
+  endif()
+  set(flags)
+  if(DEFINED VXK_WARP_SIZE)
+    list(APPEND flags --warp-size ${VXK_WARP_SIZE})
+  endif()
+  if(DEFINED VXK_OPT_LEVEL)
+    list(APPEND flags -O ${VXK_OPT_LEVEL})
+  endif()
+  set(dir ${VXK_OUTPUT_DIRECTORY})
+  if(NOT dir)
+    set(dir ${CMAKE_CURRENT_BINARY_DIR}/${target}.kernels)
+  endif()
+  set(objects)
+  foreach(src IN LISTS VXK_FILES)
+    get_filename_component(abs ${src} ABSOLUTE)
+    get_filename_component(stem ${src} NAME_WLE)
+    set(obj ${dir}/${stem}.o)
+    if(obj IN_LIST objects)
+      message(FATAL_ERROR "vortexd_add_kernels(${target}): two files named ${stem}.mlir")
+    endif()
+    add_custom_command(OUTPUT ${obj}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+      COMMAND vortexd::vxc_cli compile ${abs} -o ${obj} ${flags}
+      DEPENDS ${abs} vortexd::vxc_cli
+      COMMENT "Compiling Vortex kernels ${src}"
+      VERBATIM)
+    list(APPEND objects ${obj})
+  endforeach()
+  if(NOT TARGET ${target})
+    add_custom_target(${target} ALL)
+  endif()
+  target_sources(${target} PRIVATE ${objects})
+  set_property(TARGET ${target} APPEND PROPERTY VORTEXD_KERNEL_OBJECTS ${objects})
+endfunction()
