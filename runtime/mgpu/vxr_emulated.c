@@ -17,20 +17,43 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
 #include "vxr.h"
 #include "vxr_vxbin.h"
 #include "vxs.h"
+
+/* The directory of the device's startup objects and link script:
+ * $VORTEXD_DEVICE_DIR; else, installed, LIBDIR/vortexd/device beside this
+ * library (found with dladdr, so an installed tree may move); else the
+ * build tree's (NULL: VXR_DEVICE_OBJ_DIR and VXR_LINKER_SCRIPT).  Written
+ * into buf (cap bytes). */
+static const char *vxr__device_dir(char *buf, size_t cap) {
+  const char *env = getenv("VORTEXD_DEVICE_DIR");
+  if (env && *env) return env;
+  Dl_info info;
+  if (dladdr((void *)vxr__device_dir, &info) && info.dli_fname) {
+    const char *slash = strrchr(info.dli_fname, '/');
+    char probe[4300];
+    if (slash &&
+        snprintf(buf, cap, "%.*s/vortexd/device", (int)(slash - info.dli_fname), info.dli_fname) < (int)cap &&
+        snprintf(probe, sizeof probe, "%s/link.ld", buf) < (int)sizeof probe && access(probe, R_OK) == 0)
+      return buf;
+  }
+  return NULL;
+}
 
 static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry,
                          uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   (void)b;
   err[0] = '\0';
-  const char *ddir = getenv("VORTEXD_DEVICE_DIR");
+  char found[4096];
+  const char *ddir = vxr__device_dir(found, sizeof found);
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
   static const char *const names[3] = {"vx_start.o", "vx_spawn.o", "vx_print.o"};
-  const char *dir = ddir && *ddir ? ddir : VXR_DEVICE_OBJ_DIR;
+  const char *dir = ddir ? ddir : VXR_DEVICE_OBJ_DIR;
   char script[4200], objs[3][4200], *inputs[3];
-  if (ddir && *ddir)
+  if (ddir)
     snprintf(script, sizeof script, "%s/link.ld", ddir);
   else
     snprintf(script, sizeof script, "%s", VXR_LINKER_SCRIPT);
