@@ -198,6 +198,26 @@ Test(runtime, vxc_run_executes_a_whole_program) {
   cr_assert_not_null(strstr(st, "\"hits\":1,"), "the second run's launch hit: %s", st);
 }
 
+/* A device that cannot be had ends the program with status 1 and a
+ * message, never with a crash in the first copy to the memory it could
+ * not allocate. */
+Test(runtime, a_missing_device_ends_the_program_with_status_1) {
+  static const char *const envs[] = {"VORTEXD_DEVICE=bogus",
+                                     "VORTEXD_DEVICE=vortex VORTEXD_LIBVORTEX=/nonexistent.so",
+                                     "VORTEXD_DEVICE_MEMORY=1K"};
+  static const char *const says[] = {"VORTEXD_DEVICE=bogus: unknown device backend",
+                                     "device vortex:", "VORTEXD_DEVICE_MEMORY=1K: expected a size"};
+  for (int i = 0; i < 3; i++) {
+    char cmd[2048], out[8192];
+    snprintf(cmd, sizeof cmd,
+             "env -u VORTEXD_RUNTIME_ERRORS %s timeout 120 %s --no-spawn --socket %s run %s 2>&1; echo rc=$?",
+             envs[i], VXT_VXC, d.sock, VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir");
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, says[i]), "%s: %s", envs[i], out);
+    cr_assert_not_null(strstr(out, "rc=1\n"), "%s: status 1, no crash: %s", envs[i], out);
+  }
+}
+
 #ifdef VXT_CORPUS_DIR
 TestSuite(conformance, .init = start, .fini = stop, .timeout = 900);
 

@@ -107,33 +107,36 @@ static void vxr__maybe_exit(void) {
   exit(1);
 }
 
+/* Opens the device on first use.  A device that cannot be had (an unknown
+ * VORTEXD_DEVICE, no libvortex, no memory) ends the program with status 1
+ * after its message, as every runtime failure does (vxr__maybe_exit):
+ * returning NULL memory to host code that does not check it would end it
+ * in a segmentation fault instead.  -1 only with VORTEXD_RUNTIME_ERRORS=return. */
 static int vxr__init(void) {
   if (vxr.initialised) return vxr.arena ? 0 : -1;
   vxr.initialised = 1;
   const char *dev = getenv("VORTEXD_DEVICE");
+  const char *mem = getenv("VORTEXD_DEVICE_MEMORY");
+  uint64_t cap = VXR_ARENA_DEFAULT;
+  char err[512] = "";
   if (!dev || !*dev || strcmp(dev, "emulated") == 0)
     vxr.backend = vxr_emulated_backend();
   else if (strcmp(dev, "vortex") == 0)
     vxr.backend = vxr_vortex_backend();
-  else {
+  if (!vxr.backend)
     vxr__fail("VORTEXD_DEVICE=%s: unknown device backend (emulated or vortex)", dev);
-    return -1;
-  }
-  const char *mem = getenv("VORTEXD_DEVICE_MEMORY");
-  uint64_t cap = VXR_ARENA_DEFAULT;
-  if (mem && (vxp_config_size(mem, &cap) != 0 || cap < (1u << 20) || cap > (1u << 30))) {
+  else if (mem && (vxp_config_size(mem, &cap) != 0 || cap < (1u << 20) || cap > (1u << 30)))
     vxr__fail("VORTEXD_DEVICE_MEMORY=%s: expected a size from 1M to 1G", mem);
-    return -1;
+  else {
+    vxr.arena_cap = (uint32_t)cap;
+    if (vxr.backend->open(vxr.backend, vxr.arena_cap, &vxr.base, err, sizeof err) != 0)
+      vxr__fail("device %s: %s", vxr.backend->name, err);
+    else if (!(vxr.arena = calloc(1, vxr.arena_cap)))
+      vxr__fail("cannot allocate %u bytes of device memory", vxr.arena_cap);
   }
-  vxr.arena_cap = (uint32_t)cap;
-  char err[512] = "";
-  if (vxr.backend->open(vxr.backend, vxr.arena_cap, &vxr.base, err, sizeof err) != 0) {
-    vxr__fail("device %s: %s", vxr.backend->name, err);
-    return -1;
-  }
-  vxr.arena = calloc(1, vxr.arena_cap);
-  if (!vxr.arena) vxr__fail("cannot allocate %u bytes of device memory", vxr.arena_cap);
-  return vxr.arena ? 0 : -1;
+  if (vxr.arena) return 0;
+  vxr__maybe_exit();
+  return -1;
 }
 
 /* ---- device memory: first fit over freed blocks, else the top ---- */
@@ -447,9 +450,11 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
     if (off >= 0) { /* the size in front, for mgpuMemFree */
       memcpy(vxr.arena + off, &sizeBytes, sizeof sizeBytes);
       p = vxr.arena + off + VXR_ALIGN;
-    } else
+    } else {
       vxr__fail("device memory exhausted allocating %llu bytes (VORTEXD_DEVICE_MEMORY)",
                 (unsigned long long)sizeBytes);
+      vxr__maybe_exit();
+    }
   }
   pthread_mutex_unlock(&vxr.mu);
   return p;
@@ -469,6 +474,11 @@ void mgpuMemFree(void *ptr, void *stream) {
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
   (void)stream;
+  if (sizeBytes && (!dst || !src)) { /* memory a failed allocation returned */
+    vxr__fail("copy of %zu bytes %s a null pointer", sizeBytes, dst ? "from" : "to");
+    vxr__maybe_exit();
+    return;
+  }
   memmove(dst, src, sizeBytes); /* device memory is host-addressable here */
 }
 
@@ -491,6 +501,7 @@ void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
   if (off < 0) {
     vxr__fail("cannot mirror %llu bytes of host memory in device memory", (unsigned long long)sizeBytes);
     free(r);
+    vxr__maybe_exit();
   } else {
     *r = (vxr_region){ptr, sizeBytes, (uint32_t)off, 0, 0, vxr.regions};
     vxr.regions = r;
