@@ -123,8 +123,9 @@ const char *vxc_version(void) { return VXC_VERSION_STRING; }
 
 int vxc_connect(const char *path, vxc_conn **out) {
   char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  int is_system;
   if (!path) {
-    int rc = vxp_default_socket_path(def, sizeof def);
+    int rc = vxp_client_socket_path(def, sizeof def, &is_system);
     if (rc) return rc;
     path = def;
   }
@@ -213,13 +214,15 @@ static void vxc__beside_self(char *buf, size_t cap) {
 
 int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, vxc_conn **out) {
   char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  int is_system = 0;
   if (!path) {
-    int rc = vxp_default_socket_path(def, sizeof def);
+    int rc = vxp_client_socket_path(def, sizeof def, &is_system);
     if (rc) return rc;
     path = def;
   }
   int rc = vxc_connect(path, out);
-  if (rc != -ENOENT && rc != -ECONNREFUSED) return rc;
+  /* a system service is started by systemd, never by a client */
+  if (is_system || (rc != -ENOENT && rc != -ECONNREFUSED)) return rc;
 
   /* Serialize starters: one takes the lock, starts the daemon, waits for it;
    * the others then find it answering.  The lock and the daemon's log sit

@@ -32,7 +32,7 @@ const char *vxc_version(void);
 
 typedef struct vxc_conn vxc_conn;
 
-/* Connects to the daemon at path (NULL: vxp_default_socket_path,
+/* Connects to the daemon at path (NULL: vxp_client_socket_path,
  * vxp_paths.h).  No
  * round trip: every request carries the protocol version, which the daemon
  * checks (a daemon that speaks another answers each request with

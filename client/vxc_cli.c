@@ -545,7 +545,8 @@ static int show_config(const vxp_config *pc, int json) {
   return 0;
 }
 
-static void print_stats(const vxp_stats *s, const char *server, int json) {
+static void print_stats(const vxp_stats *s, const char *server, const char *socket, int system_socket,
+                        int json) {
   uint64_t asked = s->hits + s->misses;
   double ratio = asked ? 100.0 * (double)s->hits / (double)asked : 0.0;
   if (json) {
@@ -568,11 +569,17 @@ static void print_stats(const vxp_stats *s, const char *server, int json) {
                           json_integer((json_int_t)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0)));
       json_object_set_new(o, "remote", l2);
     }
-    if (o) json_dumpf(o, stdout, JSON_COMPACT);
+    if (o) {
+      json_object_set_new(o, "socket", json_text(socket));
+      json_object_set_new(o, "system_service", json_boolean(system_socket));
+      json_dumpf(o, stdout, JSON_COMPACT);
+    }
     putchar('\n');
     json_decref(o);
     return;
   }
+  printf("socket            %s (%s)\n", shown(socket),
+         system_socket ? "the system service" : "this user's daemon");
   printf("server            %s\n"
          "hits              %llu\nmisses            %llu\nhit ratio         %.1f %%\n"
          "compile errors    %llu\nentries           %llu\nbytes             %llu of %llu\n"
@@ -619,6 +626,7 @@ enum {
 typedef struct {
   vxp_config pc;
   const char *socket;
+  int system_socket; /* socket is the system service's (vxp_client_socket_path) */
   int spawn;
   int json, verbose, host;
   const char *out; /* -o's argument, or NULL */
@@ -942,7 +950,7 @@ static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn) {
     status = 2;
   } else {
     const vxp_response *info = in->json ? NULL : vxc_server_info(conn);
-    print_stats(&r.stats, info ? info->server : NULL, in->json);
+    print_stats(&r.stats, info ? info->server : NULL, in->socket, in->system_socket, in->json);
   }
   vxp_response_clear(&r);
   return status;
@@ -1026,6 +1034,11 @@ int main(int argc, char **argv) {
                        in.max_size ? in.max_size : in.pc.value[VXP_CONF_max_cache_size]);
 
   in.socket = in.pc.value[VXP_CONF_socket];
+  static char client_socket[108];
+  if (in.pc.origin[VXP_CONF_socket] == VXP_FROM_DEFAULT &&
+      vxp_client_socket_path(client_socket, sizeof client_socket, &in.system_socket) == 0)
+    in.socket = client_socket;        /* the system service's when this user may use it */
+  if (in.system_socket) in.spawn = 0; /* systemd starts that one */
   vxc_conn *conn = NULL;
   int rc = in.spawn && cm->spawn ? vxc_connect_or_spawn(in.socket, NULL, 15000, &conn)
                                  : vxc_connect(in.socket, &conn);

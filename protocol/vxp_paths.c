@@ -31,6 +31,24 @@ int vxp_default_socket_path(char *buf, size_t cap) {
   return rc;
 }
 
+int vxp_client_socket_path(char *buf, size_t cap, int *is_system) {
+  *is_system = 0;
+  const char *env = getenv("VORTEXD_SOCKET");
+  if (!(env && *env)) {
+    const char *sys = getenv("VORTEXD_SYSTEM_SOCKET");
+    if (!sys || !*sys) sys = VXP_SYSTEM_SOCKET;
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    struct stat st, dst;
+    if (strlen(sys) < sizeof dir && vxp_path_dir(sys, dir, sizeof dir) == 0 && lstat(sys, &st) == 0 &&
+        S_ISSOCK(st.st_mode) && access(sys, R_OK | W_OK) == 0 && lstat(dir, &dst) == 0 &&
+        S_ISDIR(dst.st_mode) && dst.st_uid == 0 && !(dst.st_mode & (S_IWGRP | S_IWOTH))) {
+      *is_system = 1;
+      return vxp__join(buf, cap, sys, "");
+    }
+  }
+  return vxp_default_socket_path(buf, cap);
+}
+
 int vxp_default_cache_dir(char *buf, size_t cap) {
   const char *env = getenv("VORTEXD_CACHE_DIR");
   if (env && *env) return vxp__join(buf, cap, env, "");

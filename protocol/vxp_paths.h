@@ -18,6 +18,20 @@
  * environment: any thread that does not change it. */
 int vxp_default_socket_path(char *buf, size_t cap);
 
+/* The system service's socket (systemd/vortexd.socket): root's directory,
+ * group vortexd may connect.  $VORTEXD_SYSTEM_SOCKET replaces it (another
+ * layout, tests). */
+#define VXP_SYSTEM_SOCKET "/run/vortexd/vortexd.sock"
+
+/* The socket a client uses when it is given none: $VORTEXD_SOCKET; else
+ * the system service's socket when this user may use it (a socket this
+ * user can connect to, in a directory owned by root that nobody else can
+ * write: a member of the service's group, say); else this user's own
+ * (vxp_default_socket_path), where a private daemon may be started.
+ * Writes it into buf (cap bytes) and sets *is_system.  Returns 0 or
+ * -ENAMETOOLONG.  Any thread that does not change the environment. */
+int vxp_client_socket_path(char *buf, size_t cap, int *is_system);
+
 /* Cache directory: $VORTEXD_CACHE_DIR, else $XDG_CACHE_HOME/vortexd, else
  * $HOME/.cache/vortexd (the XDG base-directory rules; /tmp when HOME is
  * unset).  Returns 0 or -ENAMETOOLONG.  As vxp_default_socket_path. */

@@ -846,6 +846,36 @@ Test(hardening, vxc_believes_no_reply_it_cannot_check_and_prints_none_raw) {
   cr_assert_null(strchr(out, 0x07), "%s", out);
 }
 
+/* A user who may use the system service (a member of its group) is served
+ * by it, not by a private daemon started beside it; `vxc stats` says which.
+ * A system socket in a directory others could write is not trusted. */
+Test(hardening, a_client_uses_the_system_service_when_it_may) {
+  vxt_daemon sys = {0};
+  snprintf(sys.dir, sizeof sys.dir, "%.100s/run-vortexd", root);
+  cr_assert_eq(mkdir(sys.dir, 0750), 0); /* root's, as /run/vortexd is */
+  cr_assert_eq(vxt_daemon_start(&sys, "--allow-group=0"), 0);
+  char xdg[256];
+  snprintf(xdg, sizeof xdg, "%s/xdg", root);
+  cr_assert_eq(mkdir(xdg, 0700), 0);
+  snprintf(cmd, sizeof cmd,
+           "env -u VORTEXD_SOCKET VORTEXD_SYSTEM_SOCKET=%s XDG_RUNTIME_DIR=%s %s stats 2>&1; echo rc=$?; ls "
+           "-A %s | wc -l",
+           sys.sock, xdg, VXT_VXC, xdg);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "(the system service)"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=0\n0\n"), "served, and no private daemon was started: %s", out);
+  cr_assert_eq(chmod(sys.dir, 0770), 0); /* its group could now plant a socket there */
+  snprintf(cmd, sizeof cmd,
+           "env -u VORTEXD_SOCKET VORTEXD_SYSTEM_SOCKET=%s XDG_RUNTIME_DIR=%s %s --no-spawn stats 2>&1; echo "
+           "rc=$?",
+           sys.sock, xdg, VXT_VXC);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, xdg), "this user's own socket instead: %s", out);
+  cr_assert_not_null(strstr(out, "rc=2"), "%s", out);
+  cr_assert_eq(chmod(sys.dir, 0750), 0);
+  cr_assert_eq(vxt_daemon_stop(&sys), 0);
+}
+
 /* The configuration file decides where the cache and socket are: it is
  * read only if nobody else could have written it, and never waited on. */
 Test(hardening, a_configuration_file_another_user_could_write_is_refused) {
