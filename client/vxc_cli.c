@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,21 @@ static json_t *json_text(const char *s) {
   j = json_string(copy);
   free(copy);
   return j;
+}
+
+/* The version of the JSON documents vxc prints ("schema"): raised when a
+ * key changes meaning or goes; new keys may appear within a version. */
+#define VXC_JSON_SCHEMA 1
+
+/* Prints o (taken; NULL on OOM prints an empty line) as one compact line
+ * on f, with its schema version. */
+static void json_emit(json_t *o, FILE *f) {
+  if (o) {
+    json_object_set_new(o, "schema", json_integer(VXC_JSON_SCHEMA));
+    json_dumpf(o, f, JSON_COMPACT);
+  }
+  fputc('\n', f);
+  json_decref(o);
 }
 
 static json_t *json_kernel(const vxp_kernel *k) {
@@ -74,9 +90,7 @@ static void json_result(FILE *f, const vxp_response *r, const char *object_path)
                 vxp_status_name(r->status), "object", object_path ? json_text(object_path) : json_null(),
                 "object_size", (json_int_t)r->object_size, "kernels", kernels, "diagnostics", diags);
   if (o && r->lowered_ir) json_object_set_new(o, "lowered_ir", json_text(r->lowered_ir));
-  if (o) json_dumpf(o, f, JSON_COMPACT);
-  fputc('\n', f);
-  json_decref(o);
+  json_emit(o, f);
 }
 
 /* ---- text from the daemon, made safe for a terminal ----
@@ -538,11 +552,53 @@ static int show_config(const vxp_config *pc, int json) {
   }
   if (json) {
     json_object_set_new(o, "file", json_text(pc->file));
-    json_dumpf(o, stdout, JSON_COMPACT);
-    putchar('\n');
-    json_decref(o);
+    json_emit(o, stdout);
   }
   return 0;
+}
+
+/* The counters in the OpenMetrics text format (what Prometheus scrapes, and
+ * node_exporter's textfile collector reads): counters as _total, sizes and
+ * states as gauges, ending in "# EOF". */
+static void print_openmetrics(const vxp_stats *s) {
+  static const struct {
+    const char *name, *type, *help;
+    size_t off;
+  } m[] = {
+#define VXC__M(name, type, help, field) {name, type, help, offsetof(vxp_stats, field)}
+      VXC__M("vortexd_hits", "counter", "Compiles and fetches served from the cache (both levels).", hits),
+      VXC__M("vortexd_misses", "counter", "Compiles that compiled.", misses),
+      VXC__M("vortexd_compile_errors", "counter", "Compiles that failed with diagnostics.", compile_errors),
+      VXC__M("vortexd_evictions", "counter", "Entries evicted for the size limit.", evictions),
+      VXC__M("vortexd_corrupt", "counter", "Damaged entries and databases dropped.", corrupt),
+      VXC__M("vortexd_requests", "counter", "Requests since the daemon started.", requests),
+      VXC__M("vortexd_worker_restarts", "counter", "Workers restarted after a crash or hang.",
+             worker_restarts),
+      VXC__M("vortexd_refused", "counter", "Connections refused.", refused),
+      VXC__M("vortexd_timeouts", "counter", "Connections closed for a stalled frame or idleness.", timeouts),
+      VXC__M("vortexd_l2_hits", "counter", "Entries read from the shared level.", l2_hits),
+      VXC__M("vortexd_l2_misses", "counter", "Lookups the shared level did not have.", l2_misses),
+      VXC__M("vortexd_l2_errors", "counter", "Failed exchanges with the shared level.", l2_errors),
+      VXC__M("vortexd_l2_rejected", "counter", "Shared values refused for their signature.", l2_rejected),
+      VXC__M("vortexd_l2_writes", "counter", "Entries written to the shared level.", l2_writes),
+      VXC__M("vortexd_cache_entries", "gauge", "Entries in the local cache.", entries),
+      VXC__M("vortexd_cache_bytes", "gauge", "Bytes stored in the local cache.", bytes),
+      VXC__M("vortexd_cache_max_bytes", "gauge", "The local cache's size limit in bytes.", max_bytes),
+      VXC__M("vortexd_workers", "gauge", "Compile worker processes.", workers),
+#undef VXC__M
+  };
+  for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+    uint64_t v;
+    memcpy(&v, (const char *)s + m[i].off, sizeof v);
+    printf("# TYPE %s %s\n# HELP %s %s\n%s%s %llu\n", m[i].name, m[i].type, m[i].name, m[i].help, m[i].name,
+           strcmp(m[i].type, "counter") ? "" : "_total", (unsigned long long)v);
+  }
+  printf("# TYPE vortexd_time_saved_seconds counter\n# HELP vortexd_time_saved_seconds Compile time the hits "
+         "saved.\nvortexd_time_saved_seconds_total %.3f\n",
+         s->saved_ms / 1000.0);
+  printf("# TYPE vortexd_uptime_seconds gauge\n# HELP vortexd_uptime_seconds Since the daemon started.\n"
+         "vortexd_uptime_seconds %.3f\n# EOF\n",
+         s->uptime_ms / 1000.0);
 }
 
 static void print_stats(const vxp_stats *s, const char *server, const char *socket, int system_socket,
@@ -572,10 +628,8 @@ static void print_stats(const vxp_stats *s, const char *server, const char *sock
     if (o) {
       json_object_set_new(o, "socket", json_text(socket));
       json_object_set_new(o, "system_service", json_boolean(system_socket));
-      json_dumpf(o, stdout, JSON_COMPACT);
     }
-    putchar('\n');
-    json_decref(o);
+    json_emit(o, stdout);
     return;
   }
   printf("socket            %s (%s)\n", shown(socket),
@@ -620,6 +674,7 @@ enum {
   OPT_MAXSIZE = 1 << 5, /* --max-size */
   OPT_SHLIB = 1 << 6,   /* --shared-libs */
   OPT_VERBOSE = 1 << 7, /* -v */
+  OPT_FORMAT = 1 << 8,  /* --format */
 };
 
 /* What one invocation asked for, parsed. */
@@ -628,7 +683,7 @@ typedef struct {
   const char *socket;
   int system_socket; /* socket is the system service's (vxp_client_socket_path) */
   int spawn;
-  int json, verbose, host;
+  int json, verbose, host, openmetrics;
   const char *out; /* -o's argument, or NULL */
   const char *kernel, *max_size, *source_name;
   const char *shlibs[16];
@@ -680,7 +735,10 @@ static const command commands[] = {
      "lowered by vortexd, executed by mlir-runner-22 with libvortexd_runtime, which gets each kernel\n"
      "from vortexd at its first launch and runs it on $VORTEXD_DEVICE. Temporary files go to $TMPDIR.",
      1, OPT_SHLIB, 1, 0, cmd_run},
-    {"stats", "[--json]", "The daemon's and the cache's counters.", 0, OPT_JSON, 1, 0, cmd_stats},
+    {"stats", "[--json | --format table|json|openmetrics]",
+     "The daemon's and the cache's counters; --format openmetrics prints them in the OpenMetrics text\n"
+     "format, for Prometheus or node_exporter's textfile collector.",
+     0, OPT_JSON | OPT_FORMAT, 1, 0, cmd_stats},
     {"zero-stats", "", "Resets the counters (ccache -z).", 0, 0, 1, VXP_OP_ZERO_STATS, cmd_admin},
     {"verify", "",
      "Checks the cache database and every entry's checksum, drops the damaged entries; exit status 1\n"
@@ -748,7 +806,7 @@ static const char *option_name(int c, const struct option *opts) {
  * command's name).  Returns 0, -1 for --help (printed), or 64 after a
  * message naming the problem. */
 static int parse_command(const command *cm, int argc, char **argv, invocation *in) {
-  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE, O_SHLIB, O_HOST, O_SRC, O_HELP };
+  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE, O_SHLIB, O_HOST, O_SRC, O_HELP, O_FORMAT };
   static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
                                        {"emit-ir", no_argument, NULL, O_IR},
                                        {"host", no_argument, NULL, O_HOST},
@@ -760,13 +818,16 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
                                        {"source-name", required_argument, NULL, O_SRC},
                                        {"verbose", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, O_HELP},
+                                       {"format", required_argument, NULL, O_FORMAT},
                                        {NULL, 0, NULL, 0}};
   static const struct {
     int c;
     unsigned need;
-  } needs[] = {{O_JSON, OPT_JSON},     {O_IR, OPT_COMPILE},   {O_HOST, OPT_HOST},       {O_WARP, OPT_COMPILE},
-               {O_KERNEL, OPT_KERNEL}, {O_SHFL, OPT_COMPILE}, {O_MAXSIZE, OPT_MAXSIZE}, {O_SHLIB, OPT_SHLIB},
-               {O_SRC, OPT_COMPILE},   {'o', OPT_OUT},        {'O', OPT_COMPILE},       {'v', OPT_VERBOSE}};
+  } needs[] = {{O_FORMAT, OPT_FORMAT}, {O_JSON, OPT_JSON},       {O_IR, OPT_COMPILE},
+               {O_HOST, OPT_HOST},     {O_WARP, OPT_COMPILE},    {O_KERNEL, OPT_KERNEL},
+               {O_SHFL, OPT_COMPILE},  {O_MAXSIZE, OPT_MAXSIZE}, {O_SHLIB, OPT_SHLIB},
+               {O_SRC, OPT_COMPILE},   {'o', OPT_OUT},           {'O', OPT_COMPILE},
+               {'v', OPT_VERBOSE}};
   int c;
   opterr = 0; /* our messages, not getopt's */
   optind = 1;
@@ -792,6 +853,14 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
       in->co.opt_level = (uint32_t)(optarg[0] - '0');
       break;
     case O_JSON: in->json = 1; break;
+    case O_FORMAT:
+      if (strcmp(optarg, "openmetrics") == 0)
+        in->openmetrics = 1;
+      else if (strcmp(optarg, "json") == 0)
+        in->json = 1;
+      else if (strcmp(optarg, "table") != 0)
+        return usage_error(cm, "--format takes table, json or openmetrics, not '%s'", optarg);
+      break;
     case O_IR: in->co.emit_ir = 1; break;
     case O_HOST: in->host = 1; break;
     case O_WARP: {
@@ -889,9 +958,7 @@ static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
       if (status == 0 && in->json) {
         json_t *o = json_pack("{s:s,s:o,s:I}", "status", "ok", "host_object", json_text(path), "object_size",
                               (json_int_t)r.object_size);
-        if (o) json_dumpf(o, stdout, JSON_COMPACT);
-        putchar('\n');
-        json_decref(o);
+        json_emit(o, stdout);
       }
     }
   } else {
@@ -949,8 +1016,12 @@ static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn) {
     fprintf(stderr, "vxc: %s\n", r.message ? shown(r.message) : "stats failed");
     status = 2;
   } else {
-    const vxp_response *info = in->json ? NULL : vxc_server_info(conn);
-    print_stats(&r.stats, info ? info->server : NULL, in->socket, in->system_socket, in->json);
+    if (in->openmetrics) {
+      print_openmetrics(&r.stats);
+    } else {
+      const vxp_response *info = in->json ? NULL : vxc_server_info(conn);
+      print_stats(&r.stats, info ? info->server : NULL, in->socket, in->system_socket, in->json);
+    }
   }
   vxp_response_clear(&r);
   return status;

@@ -787,6 +787,50 @@ Test(e2e, vxc_compile_follows_a_compilers_conventions) {
   cr_assert(first && strstr(first + 1, "rc=78\n"), "both: %s", out);
 }
 
+/* What a farm's monitoring reads: the counters in the OpenMetrics text
+ * format, equal to the JSON ones; JSON documents carry their schema. */
+Test(e2e, stats_in_openmetrics_and_versioned_json) {
+  static char out[65536], json[65536];
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile %s -o %s/om.o", VXT_VXC, d.sock, POLYGEIST_STYLE, d.dir);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, json, sizeof json), 0, "%s", json);
+  cr_assert_not_null(strstr(json, "\"schema\":1"), "%s", json);
+  snprintf(cmd, sizeof cmd, "%s --socket %s stats --format openmetrics", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  size_t n = strlen(out);
+  cr_assert(n > 6 && strcmp(out + n - 6, "# EOF\n") == 0, "ends with # EOF: %s", out);
+  /* every sample follows its TYPE and HELP lines; counters end in _total */
+  int samples = 0;
+  for (char *line = strtok(out, "\n"), *type = NULL; line; line = strtok(NULL, "\n")) {
+    if (strncmp(line, "# TYPE ", 7) == 0) {
+      type = line + 7;
+    } else if (line[0] != '#') {
+      char name[128];
+      unsigned long long v;
+      double dv;
+      cr_assert(sscanf(line, "%127s %llu", name, &v) == 2 || sscanf(line, "%127s %lf", name, &dv) == 2, "%s",
+                line);
+      cr_assert_not_null(type, "a sample without a TYPE: %s", line);
+      size_t tl = strcspn(type, " ");
+      cr_assert_eq(strncmp(name, type, tl), 0, "%s after TYPE %s", line, type);
+      cr_assert_eq(strstr(type, " counter") != NULL, strstr(name, "_total") != NULL, "%s", line);
+      samples++;
+      if (strcmp(name, "vortexd_misses_total") == 0) {
+        char want[64];
+        snprintf(want, sizeof want, "\"misses\":%llu,", v);
+        cr_assert_not_null(strstr(json, want), "misses %llu as in the JSON: %s", v, json);
+      }
+    }
+  }
+  cr_assert_geq(samples, 18);
+  snprintf(cmd, sizeof cmd, "%s --socket %s stats --format yaml 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "--format takes table, json or openmetrics"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+}
+
 /* stat of path, asserted to exist */
 static struct stat stat_of(const char *path) {
   struct stat st;
