@@ -48,6 +48,7 @@ typedef struct vxd_conn {
 
 typedef struct vxd_waiter {
   uint64_t conn_id, req_id;
+  uint64_t arrived_ns; /* uv_hrtime() when its request was read (the debug log) */
   struct vxd_waiter *next;
 } vxd_waiter;
 

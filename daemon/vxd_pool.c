@@ -103,6 +103,9 @@ static void vxd__answer_job(vxd_server *s, vxd_job *j, vxp_response *resp) {
     if (copy == frame) frame = NULL;
     vxp_frame_set_id(copy, len, w->req_id);
     vxd__send_frame(c, copy, len, 0);
+    vxd__log_at(s, VXD_LOG_DEBUG, "%s %.12s %s %llu us", vxp_op_name(j->op), j->key,
+                resp->status == VXP_STATUS_OK ? "miss" : vxp_status_name(resp->status),
+                (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u));
   }
   free(frame);
 }

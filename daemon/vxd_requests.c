@@ -319,9 +319,11 @@ static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, ui
       vxd_conn *c = vxd__conn_find(s, w->conn_id);
       if (!c) continue;
       vxp_request req = {.id = w->req_id, .op = VXP_OP_COMPILE};
-      if (vxd__serve_cached(c, &req, key, NULL) == 0)
+      if (vxd__serve_cached(c, &req, key, NULL) == 0) {
         s->pending.l2_hits++;
-      else
+        vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s L2 hit %llu us", key,
+                    (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u));
+      } else
         vxd__send_error(c, w->req_id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "cache read failed", 0);
     }
     vxd__job_free(j);
@@ -348,7 +350,12 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
    * host lowering, which is cheap and whose device modules are cached
    * when the runtime loads them. */
   int host = req->op == VXP_OP_HOST;
-  if (!req->emit_ir && !host && vxd__serve_cached(c, req, key, NULL) == 0) return;
+  uint64_t arrived_ns = uv_hrtime();
+  if (!req->emit_ir && !host && vxd__serve_cached(c, req, key, NULL) == 0) {
+    vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s hit %llu us", key,
+                (unsigned long long)((uv_hrtime() - arrived_ns) / 1000u));
+    return;
+  }
   const char *crashed = host ? NULL : vxd__crash_recall(s, key);
   if (crashed) { /* the same input again: answer now, keep the workers for others */
     char msg[400];
@@ -367,6 +374,7 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   }
   wt->conn_id = c->id;
   wt->req_id = req->id;
+  wt->arrived_ns = arrived_ns;
   /* the same source already compiling, queued or looked up remotely: wait
    * for that */
   if (!req->emit_ir && !host) {

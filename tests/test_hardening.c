@@ -1442,6 +1442,31 @@ Test(hardening, log_lines_carry_levels_and_journald_priorities) {
   cr_assert_null(strstr(out, "vortexd: notice"), "%s", out);
 }
 
+/* At debug level every compile says how it went and how long it took:
+ * key prefix, miss or hit, microseconds. */
+Test(hardening, debug_logs_one_line_per_request) {
+  char dir[256];
+  snprintf(dir, sizeof dir, "%.100s/debuglog", root);
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  snprintf(cmd, sizeof cmd,
+           "%s --socket %s/s.sock --cache-dir %s/c --workers 1 --log-level debug 2>%s/log & "
+           "for t in $(seq 100); do test -S %s/s.sock && break; sleep 0.05; done; "
+           "for i in 1 2; do %s --socket %s/s.sock compile --json %s | sed -n "
+           "'s/.*\"key\":\"\\(.\\{12\\}\\).*/\\1/p'; done; "
+           "%s --socket %s/s.sock stop >/dev/null; wait; cat %s/log",
+           VXT_VORTEXD, dir, dir, dir, dir, VXT_VXC, dir, POLYGEIST_STYLE, VXT_VXC, dir, dir);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  char key[13] = "";
+  cr_assert_eq(sscanf(out, "%12s", key), 1, "%s", out);
+  char miss[64], hit[64];
+  snprintf(miss, sizeof miss, "vortexd: debug: compile %s miss ", key);
+  snprintf(hit, sizeof hit, "vortexd: debug: compile %s hit ", key);
+  const char *m = strstr(out, miss), *h = strstr(out, hit);
+  cr_assert(m && h && m < h, "a miss, then a hit: %s", out);
+  unsigned long long us = 0;
+  cr_assert_eq(sscanf(h + strlen(hit), "%llu us", &us), 1, "%s", out);
+}
+
 /* Failures are errors or warnings, never notices: log_level = warning
  * (what a quiet service runs at) still shows why a daemon did not start,
  * and why a connection was refused, out of descriptors included. */
