@@ -2,7 +2,7 @@
 # Runs the benchmark against a fresh daemon and cache in a temp directory.
 #   bash bench/run.sh [BUILD_DIR] [FILE.mlir]
 # Defaults: build/, ../shared/corpus/vortex-hip/metadata_test.mlir (the figures in
-# the README), else the same-shaped tests/kernels/polygeist_style.mlir.
+# docs/benchmarks.md), else the same-shaped tests/kernels/polygeist_style.mlir.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}

@@ -8,7 +8,7 @@
  * else ~/.config/vortexd/vortexd.conf; one `key = value` per line, `#` or
  * `;` comments (read with inih, the INI parser Debian ships).  Every key,
  * its variable and its default are in VXP_CONFIG_KEYS below and in the
- * README ("Configuration").
+ * docs/configuration.md and vortexd.conf(5).
  *
  * THREAD NOTES: load once at start-up, on one thread.
  */

@@ -56,7 +56,7 @@ corpus_note() {
          "over $corpus added (ctest label conformance)"
   else
     echo "bootstrap: conformance suites conformance_layout, conformance_e2e and conformance_device" \
-         "not added: no corpus at $corpus (set VORTEXD_CORPUS_DIR=DIR; README, \"Conformance corpus\")"
+         "not added: no corpus at $corpus (set VORTEXD_CORPUS_DIR=DIR; docs/tests.md, \"Conformance corpus\")"
   fi
 }
 
