@@ -917,6 +917,13 @@ static char *command_source(const invocation *in, size_t *len, const char **name
   return read_source(in->args[0], len);
 }
 
+/* A request that got no answer (rc: libvxc's negative errno): said, and
+ * the exit status of a daemon or I/O failure. */
+static int request_failed(int rc) {
+  fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+  return 2;
+}
+
 /* The object's name in a directory for a source named name: "stdin" for
  * standard input without --source-name. */
 static const char *object_stem(const invocation *in, const char *name) {
@@ -933,10 +940,7 @@ static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
   int rc =
       in->host ? vxc_lower_host(conn, src, len, name, 1, &r) : vxc_compile(conn, src, len, name, &in->co, &r);
   free(src);
-  if (rc) {
-    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
-    return 2;
-  }
+  if (rc) return request_failed(rc);
   int status;
   if (in->host) { /* the program's host side: FILE.host.o */
     for (uint32_t di = 0; di < r.ndiags; di++)
@@ -976,10 +980,7 @@ static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn) {
   (void)cm;
   vxp_response r;
   int rc = vxc_fetch(conn, in->args[0], in->kernel, &r);
-  if (rc) {
-    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
-    return 2;
-  }
+  if (rc) return request_failed(rc);
   int status = finish(&r, in->json, in->verbose,
                       in->out ? out_target_of(in->out) : (out_target){OUT_NONE, NULL}, in->args[0]);
   vxp_response_clear(&r);
@@ -995,10 +996,7 @@ static int cmd_run(const command *cm, invocation *in, vxc_conn *conn) {
   vxp_response r;
   int rc = vxc_lower_host(conn, src, len, name, 0, &r);
   free(src);
-  if (rc) {
-    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
-    return 2;
-  }
+  if (rc) return request_failed(rc);
   int status = run_program(&r, in->socket, in->shlibs, in->nshlibs);
   vxp_response_clear(&r);
   return status;
@@ -1008,10 +1006,7 @@ static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn) {
   (void)cm;
   vxp_response r;
   int rc = vxc_stats(conn, &r), status = 0;
-  if (rc) {
-    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
-    return 2;
-  }
+  if (rc) return request_failed(rc);
   if (r.status != VXP_STATUS_OK) {
     fprintf(stderr, "vxc: %s\n", r.message ? shown(r.message) : "stats failed");
     status = 2;
@@ -1034,10 +1029,7 @@ static int cmd_admin(const command *cm, invocation *in, vxc_conn *conn) {
                     &prune_to); /* checked */
   vxp_response r;
   int rc = vxc_admin(conn, cm->op, prune_to, &r), status = 0;
-  if (rc) {
-    fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
-    return 2;
-  }
+  if (rc) return request_failed(rc);
   if (r.status != VXP_STATUS_OK) {
     fprintf(stderr, "vxc: %s: %s\n", cm->name, r.message ? shown(r.message) : vxp_status_name(r.status));
     status = 2;
