@@ -399,15 +399,25 @@ static char *read_source(const char *path, size_t *len) {
   return buf;
 }
 
+/* The daemon's diagnostics, one per line on stderr (escaped). */
+static void print_diagnostics(const vxp_response *r) {
+  for (uint32_t i = 0; i < r->ndiags; i++)
+    put_shown(stderr, r->diags[i]), fputc('\n', stderr);
+}
+
+/* "vxc: STATUS: message" for a reply that did not succeed. */
+static void print_status(const vxp_response *r) {
+  fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), shown(r->message));
+}
+
 /* Prints diagnostics, writes the object where t says (named after name),
  * prints what was asked (the JSON document, the lowered IR, with verbose
  * the table), and maps the response status to an exit code.  Silent on
  * success otherwise, as a compiler is. */
 static int finish(const vxp_response *r, int json, int verbose, out_target t, const char *name) {
-  for (uint32_t i = 0; i < r->ndiags; i++)
-    put_shown(stderr, r->diags[i]), fputc('\n', stderr);
+  print_diagnostics(r);
   if (r->status != VXP_STATUS_OK && !(json && r->status == VXP_STATUS_COMPILE_ERROR)) {
-    fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), shown(r->message));
+    print_status(r);
     return r->status == VXP_STATUS_INTERNAL || r->status == VXP_STATUS_BAD_REQUEST ? 2 : 1;
   }
   char path[4096];
@@ -466,10 +476,9 @@ static int runtime_library(char *buf, size_t cap) {
  * libvortexd_runtime and MLIR's runner utilities (printMemref*), the
  * runtime pointed at the daemon vxc used.  Returns the exit status. */
 static int run_program(const vxp_response *r, const char *socket, const char *const *shlibs, int nshlibs) {
-  for (uint32_t i = 0; i < r->ndiags; i++)
-    put_shown(stderr, r->diags[i]), fputc('\n', stderr);
+  print_diagnostics(r);
   if (r->status != VXP_STATUS_OK || !r->host_ir) {
-    fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), shown(r->message));
+    print_status(r);
     return r->status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
   }
   char rt[4200];
@@ -686,6 +695,7 @@ typedef struct {
   int json, verbose, host, openmetrics;
   const char *out; /* -o's argument, or NULL */
   const char *kernel, *max_size, *source_name;
+  uint64_t prune_to; /* prune: --max-size, else max_cache_size (bytes), checked in main */
   const char *shlibs[16];
   int nshlibs;
   vxc_compile_options co;
@@ -910,18 +920,28 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
   return 0;
 }
 
-/* The source a compile reads: its bytes, and the name diagnostics and the
- * object use (--source-name, else the path, else <stdin>). */
-static char *command_source(const invocation *in, size_t *len, const char **name) {
-  *name = in->source_name ? in->source_name : strcmp(in->args[0], "-") ? in->args[0] : "<stdin>";
-  return read_source(in->args[0], len);
-}
-
 /* A request that got no answer (rc: libvxc's negative errno): said, and
  * the exit status of a daemon or I/O failure. */
 static int request_failed(int rc) {
   fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
   return 2;
+}
+
+/* Reads the command's source (its path, or stdin for '-') and sends it:
+ * a compile, or with host a host lowering (host_object: also its object).
+ * *name is what diagnostics and the object call the source (--source-name,
+ * else the path, else <stdin>).  Returns 0 with the reply in *r (caller
+ * clears it), or the exit status after a message. */
+static int send_source(const invocation *in, vxc_conn *conn, int host, int host_object, vxp_response *r,
+                       const char **name) {
+  *name = in->source_name ? in->source_name : strcmp(in->args[0], "-") ? in->args[0] : "<stdin>";
+  size_t len = 0;
+  char *src = read_source(in->args[0], &len);
+  if (!src) return 2;
+  int rc = host ? vxc_lower_host(conn, src, len, *name, host_object, r)
+                : vxc_compile(conn, src, len, *name, &in->co, r);
+  free(src);
+  return rc ? request_failed(rc) : 0;
 }
 
 /* The object's name in a directory for a source named name: "stdin" for
@@ -932,21 +952,14 @@ static const char *object_stem(const invocation *in, const char *name) {
 
 static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
   (void)cm;
-  size_t len = 0;
   const char *name;
-  char *src = command_source(in, &len, &name);
-  if (!src) return 2;
   vxp_response r;
-  int rc =
-      in->host ? vxc_lower_host(conn, src, len, name, 1, &r) : vxc_compile(conn, src, len, name, &in->co, &r);
-  free(src);
-  if (rc) return request_failed(rc);
-  int status;
+  int status = send_source(in, conn, in->host, 1, &r, &name);
+  if (status) return status;
   if (in->host) { /* the program's host side: FILE.host.o */
-    for (uint32_t di = 0; di < r.ndiags; di++)
-      put_shown(stderr, r.diags[di]), fputc('\n', stderr);
+    print_diagnostics(&r);
     if (r.status != VXP_STATUS_OK || !r.object) {
-      fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r.status), shown(r.message));
+      print_status(&r);
       status = r.status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
     } else {
       const char *stem = object_stem(in, name), *base = strrchr(stem, '/');
@@ -989,15 +1002,11 @@ static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn) {
 
 static int cmd_run(const command *cm, invocation *in, vxc_conn *conn) {
   (void)cm;
-  size_t len = 0;
   const char *name;
-  char *src = command_source(in, &len, &name);
-  if (!src) return 2;
   vxp_response r;
-  int rc = vxc_lower_host(conn, src, len, name, 0, &r);
-  free(src);
-  if (rc) return request_failed(rc);
-  int status = run_program(&r, in->socket, in->shlibs, in->nshlibs);
+  int status = send_source(in, conn, 1, 0, &r, &name);
+  if (status) return status;
+  status = run_program(&r, in->socket, in->shlibs, in->nshlibs);
   vxp_response_clear(&r);
   return status;
 }
@@ -1023,12 +1032,8 @@ static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn) {
 }
 
 static int cmd_admin(const command *cm, invocation *in, vxc_conn *conn) {
-  uint64_t prune_to = 0;
-  if (cm->op == VXP_OP_PRUNE)
-    vxp_config_size(in->max_size ? in->max_size : in->pc.value[VXP_CONF_max_cache_size],
-                    &prune_to); /* checked */
   vxp_response r;
-  int rc = vxc_admin(conn, cm->op, prune_to, &r), status = 0;
+  int rc = vxc_admin(conn, cm->op, in->prune_to, &r), status = 0;
   if (rc) return request_failed(rc);
   if (r.status != VXP_STATUS_OK) {
     fprintf(stderr, "vxc: %s: %s\n", cm->name, r.message ? shown(r.message) : vxp_status_name(r.status));
@@ -1090,9 +1095,8 @@ int main(int argc, char **argv) {
     return 78; /* EX_CONFIG */
   }
   if (strcmp(cm->name, "config") == 0) return show_config(&in.pc, in.json);
-  uint64_t size;
   if (cm->op == VXP_OP_PRUNE &&
-      vxp_config_size(in.max_size ? in.max_size : in.pc.value[VXP_CONF_max_cache_size], &size) != 0)
+      vxp_config_size(in.max_size ? in.max_size : in.pc.value[VXP_CONF_max_cache_size], &in.prune_to) != 0)
     return usage_error(cm, "bad size '%s' (bytes, or with K/M/G/T)",
                        in.max_size ? in.max_size : in.pc.value[VXP_CONF_max_cache_size]);
 

@@ -533,16 +533,8 @@ static void start_logged(vxt_daemon *d, const char *name) {
   snprintf(d->cache, sizeof d->cache, "%s/cache", d->dir);
   char log[300];
   snprintf(log, sizeof log, "%s/log", d->dir);
-  d->pid = fork();
-  cr_assert_geq(d->pid, 0);
-  if (d->pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
-    execl(VXT_VORTEXD, VXT_VORTEXD, "--socket", d->sock, "--cache-dir", d->cache, "--workers", "1",
-          (char *)NULL);
-    _exit(127);
-  }
-  cr_assert_eq(vxt_daemon_wait(d->sock, d->pid), 0);
+  d->pid = vxt_daemon_start_logged(d->sock, d->cache, log, 1, NULL, NULL);
+  cr_assert_gt(d->pid, 0, "vortexd did not start (see %s)", log);
 }
 
 /* How many lines of d's log hold what. */

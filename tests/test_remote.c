@@ -136,19 +136,10 @@ static void daemon_start(daemon_t *d, const char *name, const char *const *env) 
   snprintf(d->log, sizeof d->log, "%s/log", d->dir);
   char cache[300];
   snprintf(cache, sizeof cache, "%s/cache", d->dir);
-  d->pid = fork();
-  cr_assert_geq(d->pid, 0);
-  if (d->pid == 0) {
-    int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 2);
-    for (const char *const *e = env; e && *e; e++)
-      putenv((char *)*e);
-    execl(VXT_VORTEXD, VXT_VORTEXD, "--socket", d->sock, "--cache-dir", cache, "--workers", "1",
-          "--log-level", "info", (char *)NULL);
-    _exit(127);
-  }
+  static const char *const info[] = {"--log-level", "info", NULL};
+  d->pid = vxt_daemon_start_logged(d->sock, cache, d->log, 0, env, info);
+  cr_assert_gt(d->pid, 0, "vortexd did not start (see %s)", d->log);
   child_started(d->pid);
-  cr_assert_eq(vxt_daemon_wait(d->sock, d->pid), 0, "vortexd did not start (see %s)", d->log);
 }
 
 static void daemon_stop(daemon_t *d) {

@@ -55,6 +55,14 @@ typedef struct {
  * answers.  extra may be NULL or one more argument.  Returns 0 or -1. */
 int vxt_daemon_start(vxt_daemon *d, const char *extra);
 
+/* Starts VXT_VORTEXD --socket sock --cache-dir cache --workers 1 and then
+ * args (NULL-terminated; may be NULL), with env ("VAR=value" settings,
+ * NULL-terminated; may be NULL) added to its environment and its stderr
+ * written to log (emptied first unless append), and waits until it answers.
+ * Returns its pid, or -1 when it exited or never answered (then killed). */
+pid_t vxt_daemon_start_logged(const char *sock, const char *cache, const char *log, int append,
+                              const char *const *env, const char *const *args);
+
 /* Waits until the vortexd started as pid answers hello on sock (up to
  * 10 s).  Returns 0, or -1 when it exited or never answered. */
 int vxt_daemon_wait(const char *sock, pid_t pid);

@@ -1,5 +1,6 @@
 /* vxt_daemon.c - start and stop a vortexd for one test. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,30 @@ int vxt_daemon_start(vxt_daemon *d, const char *extra) {
     _exit(127);
   }
   return vxt_daemon_wait(d->sock, d->pid);
+}
+
+pid_t vxt_daemon_start_logged(const char *sock, const char *cache, const char *log, int append,
+                              const char *const *env, const char *const *args) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
+    for (const char *const *e = env; e && *e; e++)
+      putenv((char *)*e);
+    char *argv[32] = {(char *)VXT_VORTEXD, (char *)"--socket",  (char *)sock, (char *)"--cache-dir",
+                      (char *)cache,       (char *)"--workers", (char *)"1"};
+    int n = 7;
+    for (const char *const *a = args; a && *a && n < 31; a++)
+      argv[n++] = (char *)*a;
+    argv[n] = NULL;
+    execv(VXT_VORTEXD, argv);
+    _exit(127);
+  }
+  if (vxt_daemon_wait(sock, pid) == 0) return pid;
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  return -1;
 }
 
 int vxt_daemon_wait(const char *sock, pid_t pid) {
