@@ -56,7 +56,7 @@ static int fill(const char *dir, long n) {
     memset(object, (int)(i & 0xff), sizeof object);
     vxk_kernel_in in = {"k", meta, ml};
     if (vxk_key((const uint8_t *)src, (size_t)len, parts, 1, key) != VXK_OK ||
-        vxk_put(c, key, object, sizeof object, &in, 1, 0) != VXK_OK) {
+        vxk_put(c, key, object, sizeof object, &in, 1, 0, NULL) != VXK_OK) {
       fprintf(stderr, "store %ld failed: %s\n", i, vxk_errmsg(c));
       return 2;
     }

@@ -1,16 +1,21 @@
 /*
  * vxk.c - SQLite-backed cache of compiled kernels (see vxk.h).
  *
- * Schema (version 3):
+ * Schema (version 4):
  *   entries(key TEXT PRIMARY KEY, created_us, last_used_us, hits, bytes, nkernels,
- *           object BLOB, checksum BLOB, compile_us)   -- checksum: vxk__checksum_*
+ *           object BLOB, checksum BLOB, compile_us,
+ *           source_name TEXT, options TEXT)   -- checksum: vxk__checksum_*
  * An entry's checksum covers its key, object and kernel records, and every
  * read recomputes it: a flipped bit in the file is refused, never served.
  *   kernels(key, ordinal, name, metadata BLOB)  PRIMARY KEY(key, ordinal)
  *   counters(name TEXT PRIMARY KEY, value INTEGER)
  *   meta(k TEXT PRIMARY KEY, v TEXT)                -- schema_version, saved_counter
- * entries.hits is no longer written (hits and the time they saved are
- * counters); a cache that still has counts there carries them over once.
+ * entries.hits counts the reads of that entry (vxk_list); the totals are
+ * counters, and a cache from before they were carries its old per-entry
+ * counts into the saved_us counter once.  source_name and options say
+ * what the entry was compiled from (vxk_origin), for people: not covered
+ * by the checksum, never served.  Version 3 caches gain the two columns in
+ * place (empty: origin not recorded).
  * An entry and all its kernels are written in one IMMEDIATE transaction.
  */
 #include <ctype.h>
@@ -30,7 +35,9 @@
 #include "vxk.h"
 #include "vxp_paths.h"
 
-#define VXK_SCHEMA_VERSION "3"
+#define VXK_SCHEMA_VERSION "4"
+/* The version a cache is migrated from in place (two columns added). */
+#define VXK_SCHEMA_PREVIOUS "3"
 
 /* Deletes per transaction when evicting. */
 #define VXK_EVICT_BATCH 256
@@ -45,6 +52,7 @@ struct vxk_cache {
   /* keys read since the last flush, their LRU time written then (one
    * transaction, not one write per hit); seen finds a key among them */
   char (*touched)[VXK_KEY_HEX + 1]; /* malloc(), grows to VXK_TOUCH_MAX */
+  uint32_t *touched_hits;           /* reads of each, not yet written */
   uint32_t ntouched, touched_cap;
   uint64_t touched_us; /* time of the latest pending read */
   uint32_t *seen;      /* open addressing over touched: index + 1, 0 = free */
@@ -104,7 +112,8 @@ static const char vxk__schema[] =
     "CREATE TABLE IF NOT EXISTS entries("
     " key TEXT PRIMARY KEY, created_us INTEGER NOT NULL, last_used_us INTEGER NOT NULL,"
     " hits INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL, nkernels INTEGER NOT NULL,"
-    " object BLOB NOT NULL, checksum BLOB NOT NULL, compile_us INTEGER NOT NULL DEFAULT 0);"
+    " object BLOB NOT NULL, checksum BLOB NOT NULL, compile_us INTEGER NOT NULL DEFAULT 0,"
+    " source_name TEXT NOT NULL DEFAULT '', options TEXT NOT NULL DEFAULT '');"
     "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used_us);"
     "CREATE TABLE IF NOT EXISTS kernels("
     " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"
@@ -222,8 +231,24 @@ static int vxk__open_db(vxk_cache *c, const char *path) {
   rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
   if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(st);
-  int ok = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0;
+  const char *v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+  int ok = v && strcmp(v, VXK_SCHEMA_VERSION) == 0;
+  int previous = v && strcmp(v, VXK_SCHEMA_PREVIOUS) == 0;
   sqlite3_finalize(st);
+  if (previous) { /* every entry kept; its origin unknown */
+    rc = sqlite3_exec(c->db,
+                      "BEGIN IMMEDIATE;"
+                      "ALTER TABLE entries ADD COLUMN source_name TEXT NOT NULL DEFAULT '';"
+                      "ALTER TABLE entries ADD COLUMN options TEXT NOT NULL DEFAULT '';"
+                      "UPDATE meta SET v='" VXK_SCHEMA_VERSION "' WHERE k='schema_version';"
+                      "COMMIT;",
+                      NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+      vxk__rollback(c);
+      return rc;
+    }
+    ok = 1;
+  }
   return ok ? vxk__carry_saved(c) : SQLITE_MISMATCH;
 }
 
@@ -294,12 +319,16 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
       vxk__prepare(c, "SELECT object, checksum, nkernels, compile_us FROM entries WHERE key=?1",
                    &c->get_object) ||
       vxk__prepare(c, "DELETE FROM entries WHERE key=?1", &c->drop) ||
-      vxk__prepare(c, "UPDATE entries SET last_used_us=?2 WHERE key=?1 AND last_used_us<?3", &c->touch) ||
+      vxk__prepare(c,
+                   "UPDATE entries SET hits=hits+?4,"
+                   " last_used_us=CASE WHEN last_used_us<?3 THEN ?2 ELSE last_used_us END"
+                   " WHERE key=?1 AND (last_used_us<?3 OR ?5)",
+                   &c->touch) ||
       vxk__prepare(c, "SELECT bytes FROM entries WHERE key=?1", &c->put_old) ||
       vxk__prepare(
           c,
           "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels, object,"
-          " checksum, compile_us) VALUES(?1, ?2, ?2, 0, ?3, ?4, ?5, ?6, ?7)",
+          " checksum, compile_us, source_name, options) VALUES(?1, ?2, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
           &c->put_entry) ||
       vxk__prepare(c, "INSERT INTO kernels(key, ordinal, name, metadata) VALUES(?1, ?2, ?3, ?4)",
                    &c->put_kernel)) {
@@ -321,9 +350,11 @@ static int vxk__open_schema_ro(vxk_cache *c, const char *name, int flags) {
   rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
   if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW)
-    rc = strcmp((const char *)sqlite3_column_text(st, 0), VXK_SCHEMA_VERSION) == 0 ? SQLITE_OK
-                                                                                   : SQLITE_MISMATCH;
+  if (rc == SQLITE_ROW) { /* a reader reads what it needs of the previous version too */
+    const char *v = (const char *)sqlite3_column_text(st, 0);
+    rc = v && (strcmp(v, VXK_SCHEMA_VERSION) == 0 || strcmp(v, VXK_SCHEMA_PREVIOUS) == 0) ? SQLITE_OK
+                                                                                          : SQLITE_MISMATCH;
+  }
   else if (rc == SQLITE_DONE)
     rc = SQLITE_MISMATCH;
   sqlite3_finalize(st);
@@ -376,15 +407,24 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
 
 void vxk_set_lru_resolution(vxk_cache *c, uint64_t us) { c->lru_resolution_us = us; }
 
-int vxk_touch(vxk_cache *c, const vxk_touches *t) {
+static void vxk__touched_add(vxk_cache *c, const char *key, uint32_t hits);
+
+/* Writes t's reads: each entry's LRU time when older than the resolution,
+ * with its read count; with all, the read counts of the others too, else
+ * those stay in c's own set (written by the next flush). */
+static int vxk__touch(vxk_cache *c, const vxk_touches *t, int all) {
   if (t->n == 0) return VXK_OK;
   int rc = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
   for (uint32_t i = 0; rc == SQLITE_OK && i < t->n; i++) {
+    uint32_t hits = t->hits ? t->hits[i] : 1;
     sqlite3_bind_text(c->touch, 1, t->keys[i], -1, SQLITE_STATIC);
     sqlite3_bind_int64(c->touch, 2, (sqlite3_int64)t->used_us);
     sqlite3_bind_int64(c->touch, 3, (sqlite3_int64)(t->used_us - c->lru_resolution_us));
+    sqlite3_bind_int64(c->touch, 4, hits);
+    sqlite3_bind_int(c->touch, 5, all);
     rc = sqlite3_step(c->touch) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
     sqlite3_reset(c->touch);
+    if (rc == SQLITE_OK && !all && sqlite3_changes(c->db) == 0 && hits) vxk__touched_add(c, t->keys[i], hits);
   }
   if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
   if (rc != SQLITE_OK) {
@@ -395,12 +435,26 @@ int vxk_touch(vxk_cache *c, const vxk_touches *t) {
   return VXK_OK;
 }
 
+int vxk_touch(vxk_cache *c, const vxk_touches *t) {
+  /* counts held back grow c's set: written whole before it fills */
+  int rc = vxk__touch(c, t, 0);
+  if (rc == VXK_OK && c->ntouched >= VXK_TOUCH_MAX / 2) rc = vxk_flush(c);
+  return rc;
+}
+
 int vxk_touch_take(vxk_cache *c, vxk_touches *out) {
   *out = (vxk_touches){.used_us = c->touched_us};
   if (c->ntouched == 0) return VXK_OK;
   out->keys = malloc(c->ntouched * sizeof *out->keys);
-  if (!out->keys) return VXK_ENOMEM;
+  out->hits = malloc(c->ntouched * sizeof *out->hits);
+  if (!out->keys || !out->hits) {
+    free(out->keys);
+    free(out->hits);
+    *out = (vxk_touches){0};
+    return VXK_ENOMEM;
+  }
   memcpy(out->keys, c->touched, c->ntouched * sizeof *out->keys);
+  memcpy(out->hits, c->touched_hits, c->ntouched * sizeof *out->hits);
   out->n = c->ntouched;
   c->ntouched = 0;
   if (c->seen) memset(c->seen, 0, c->seen_cap * sizeof *c->seen);
@@ -410,9 +464,16 @@ int vxk_touch_take(vxk_cache *c, vxk_touches *out) {
 int vxk_flush(vxk_cache *c) {
   vxk_touches t;
   int rc = vxk_touch_take(c, &t);
-  if (rc == VXK_OK) rc = vxk_touch(c, &t);
-  free(t.keys);
+  if (rc == VXK_OK) rc = vxk__touch(c, &t, 1);
+  vxk_touches_clear(&t);
   return rc;
+}
+
+void vxk_touches_clear(vxk_touches *t) {
+  if (!t) return;
+  free(t->keys);
+  free(t->hits);
+  *t = (vxk_touches){0};
 }
 
 size_t vxk_key_hash(const char *key) {
@@ -422,16 +483,18 @@ size_t vxk_key_hash(const char *key) {
   return h;
 }
 
-/* Records key as read (see vxk_get).  No-op when the set is full or memory
- * runs out. */
-static void vxk__touched_add(vxk_cache *c, const char *key) {
+/* Records hits reads of key (see vxk_get).  No-op when the set is full or
+ * memory runs out. */
+static void vxk__touched_add(vxk_cache *c, const char *key, uint32_t hits) {
   if (c->seen_cap < 2 * (c->ntouched + 1)) { /* grow the set and the table */
     if (c->ntouched >= VXK_TOUCH_MAX) return;
     uint32_t cap = c->touched_cap ? 2 * c->touched_cap : 64;
     char(*keys)[VXK_KEY_HEX + 1] = realloc(c->touched, cap * sizeof *keys);
     if (keys) c->touched = keys;
+    uint32_t *counts = realloc(c->touched_hits, cap * sizeof *counts);
+    if (counts) c->touched_hits = counts;
     uint32_t *seen = calloc(2 * cap, sizeof *seen);
-    if (!keys || !seen) {
+    if (!keys || !counts || !seen) {
       free(seen);
       return;
     }
@@ -448,8 +511,13 @@ static void vxk__touched_add(vxk_cache *c, const char *key) {
   }
   size_t h = vxk_key_hash(key) & (c->seen_cap - 1);
   for (; c->seen[h]; h = (h + 1) & (c->seen_cap - 1))
-    if (memcmp(c->touched[c->seen[h] - 1], key, VXK_KEY_HEX) == 0) return;
+    if (memcmp(c->touched[c->seen[h] - 1], key, VXK_KEY_HEX) == 0) {
+      uint32_t *n = &c->touched_hits[c->seen[h] - 1];
+      *n = *n > UINT32_MAX - hits ? UINT32_MAX : *n + hits;
+      return;
+    }
   memcpy(c->touched[c->ntouched], key, VXK_KEY_HEX + 1);
+  c->touched_hits[c->ntouched] = hits;
   c->seen[h] = ++c->ntouched;
 }
 
@@ -457,6 +525,7 @@ void vxk_close(vxk_cache *c) {
   if (!c) return;
   if (c->touch) vxk_flush(c);
   free(c->touched);
+  free(c->touched_hits);
   free(c->seen);
   sqlite3_finalize(c->get_all);
   sqlite3_finalize(c->drop);
@@ -655,7 +724,7 @@ static int vxk__step_done(vxk_cache *c, sqlite3_stmt *st) {
 }
 
 int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-            uint32_t n, uint64_t compile_us) {
+            uint32_t n, uint64_t compile_us, const vxk_origin *origin) {
   if (!vxk_key_valid(key)) return VXK_EINVAL;
   uint64_t bytes = object_size;
   for (uint32_t i = 0; i < n; i++)
@@ -677,6 +746,8 @@ int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_
   sqlite3_bind_blob64(e, 5, object ? (const void *)object : "", object_size, SQLITE_STATIC);
   sqlite3_bind_blob(e, 6, sum, sizeof sum, SQLITE_STATIC);
   sqlite3_bind_int64(e, 7, (sqlite3_int64)compile_us);
+  sqlite3_bind_text(e, 8, origin && origin->source_name ? origin->source_name : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(e, 9, origin && origin->options ? origin->options : "", -1, SQLITE_STATIC);
   rc = vxk__step_done(c, e);
   for (uint32_t i = 0; rc == SQLITE_OK && i < n; i++) {
     sqlite3_bind_text(k, 1, key, -1, SQLITE_STATIC);
@@ -744,7 +815,7 @@ static int vxk__get_object(vxk_cache *c, const char *key, vxk_entry *e, uint8_t 
 
 void vxk_mark_used(vxk_cache *c, const char *key) {
   if (!vxk_key_valid(key)) return;
-  vxk__touched_add(c, key);
+  vxk__touched_add(c, key, 1);
   c->touched_us = vxk__now_us();
 }
 
@@ -818,7 +889,7 @@ int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
     e.nkernels = 1;
   }
   /* LRU bookkeeping, written by the next vxk_flush() or vxk_touch() */
-  vxk__touched_add(c, key);
+  vxk__touched_add(c, key, 1);
   c->touched_us = vxk__now_us();
   *out = e;
   return VXK_OK;
@@ -1024,5 +1095,118 @@ int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t 
     out[2 * i + 1] = hex[md[i] & 15];
   }
   out[VXK_KEY_HEX] = '\0';
+  return VXK_OK;
+}
+
+void vxk_info_clear(vxk_info *v, uint32_t n) {
+  for (uint32_t i = 0; v && i < n; i++) {
+    free(v[i].source_name);
+    free(v[i].options);
+    for (uint32_t k = 0; k < v[i].nnames; k++)
+      free(v[i].kernel_names[k]);
+    free(v[i].kernel_names);
+  }
+  free(v);
+}
+
+/* Whether s is 0..64 lowercase hex digits. */
+static int vxk__prefix_valid(const char *s) {
+  size_t n = strlen(s);
+  if (n > VXK_KEY_HEX) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
+static char *vxk__column_dup(sqlite3_stmt *st, int col) {
+  const unsigned char *t = sqlite3_column_text(st, col);
+  return strdup(t ? (const char *)t : "");
+}
+
+/* Reads up to VXK_LIST_NAMES kernel names of v->key into v. */
+static int vxk__list_names(vxk_cache *c, sqlite3_stmt *names, vxk_info *v) {
+  sqlite3_bind_text(names, 1, v->key, -1, SQLITE_STATIC);
+  sqlite3_bind_int(names, 2, VXK_LIST_NAMES);
+  int rc, out = VXK_OK;
+  v->kernel_names = calloc(VXK_LIST_NAMES, sizeof *v->kernel_names);
+  if (!v->kernel_names) out = VXK_ENOMEM;
+  while (out == VXK_OK && (rc = sqlite3_step(names)) == SQLITE_ROW) {
+    if (!(v->kernel_names[v->nnames] = vxk__column_dup(names, 0))) out = VXK_ENOMEM;
+    else v->nnames++;
+  }
+  if (out == VXK_OK && rc != SQLITE_DONE) out = vxk__fail(c, rc, "list");
+  sqlite3_reset(names);
+  return out;
+}
+
+int vxk_list(vxk_cache *c, const char *prefix, uint32_t limit, vxk_info **out, uint32_t *n,
+             uint64_t *matched) {
+  *out = NULL;
+  *n = 0;
+  *matched = 0;
+  if (!prefix) prefix = "";
+  if (!vxk__prefix_valid(prefix)) return VXK_EINVAL;
+  if (limit > VXK_LIST_MAX) limit = VXK_LIST_MAX;
+  char glob[VXK_KEY_HEX + 2];
+  snprintf(glob, sizeof glob, "%s*", prefix); /* hex digits: no GLOB metacharacters */
+  sqlite3_stmt *count = NULL, *rows = NULL, *names = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "SELECT COUNT(*) FROM entries WHERE key GLOB ?1", -1, &count, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(c->db,
+                            "SELECT key, source_name, options, bytes, created_us, last_used_us, hits,"
+                            " compile_us, nkernels FROM entries WHERE key GLOB ?1"
+                            " ORDER BY last_used_us DESC, key LIMIT ?2",
+                            -1, &rows, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(c->db, "SELECT name FROM kernels WHERE key=?1 ORDER BY ordinal LIMIT ?2", -1,
+                            &names, NULL);
+  int res = rc == SQLITE_OK ? VXK_OK : vxk__fail(c, rc, "list");
+  /* one read transaction: the count and the rows agree */
+  if (res == VXK_OK && (rc = sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL)) != SQLITE_OK)
+    res = vxk__fail(c, rc, "list");
+  int began = res == VXK_OK;
+  if (res == VXK_OK) {
+    sqlite3_bind_text(count, 1, glob, -1, SQLITE_STATIC);
+    if ((rc = sqlite3_step(count)) == SQLITE_ROW)
+      *matched = (uint64_t)sqlite3_column_int64(count, 0);
+    else
+      res = vxk__fail(c, rc, "list");
+  }
+  uint64_t want = *matched < limit ? *matched : limit;
+  vxk_info *v = res == VXK_OK ? calloc(want ? want : 1, sizeof *v) : NULL;
+  if (res == VXK_OK && !v) res = VXK_ENOMEM;
+  uint32_t got = 0;
+  if (res == VXK_OK) {
+    sqlite3_bind_text(rows, 1, glob, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(rows, 2, (sqlite3_int64)want);
+    while (res == VXK_OK && got < want && (rc = sqlite3_step(rows)) == SQLITE_ROW) {
+      vxk_info *e = &v[got++];
+      const unsigned char *key = sqlite3_column_text(rows, 0);
+      snprintf(e->key, sizeof e->key, "%s", key ? (const char *)key : "");
+      e->source_name = vxk__column_dup(rows, 1);
+      e->options = vxk__column_dup(rows, 2);
+      e->bytes = (uint64_t)sqlite3_column_int64(rows, 3);
+      e->created_us = (uint64_t)sqlite3_column_int64(rows, 4);
+      e->last_used_us = (uint64_t)sqlite3_column_int64(rows, 5);
+      e->hits = (uint64_t)sqlite3_column_int64(rows, 6);
+      e->compile_us = (uint64_t)sqlite3_column_int64(rows, 7);
+      e->nkernels = (uint32_t)sqlite3_column_int64(rows, 8);
+      if (!e->source_name || !e->options) res = VXK_ENOMEM;
+    }
+    if (res == VXK_OK && got < want && rc != SQLITE_DONE) res = vxk__fail(c, rc, "list");
+  }
+  sqlite3_reset(rows);
+  for (uint32_t i = 0; res == VXK_OK && i < got; i++)
+    res = vxk__list_names(c, names, &v[i]);
+  if (began) sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+  sqlite3_finalize(count);
+  sqlite3_finalize(rows);
+  sqlite3_finalize(names);
+  if (res != VXK_OK) {
+    vxk_info_clear(v, got);
+    return res;
+  }
+  *out = v;
+  *n = got;
   return VXK_OK;
 }

@@ -134,13 +134,56 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
 /* Message about the last failure of c; static or owned by c. */
 const char *vxk_errmsg(const vxk_cache *c);
 
+/* What an entry was compiled from, for people who look into the cache
+ * (vxk_list): both strings are inputs of the key, so an entry's origin is
+ * the same whoever compiled it.  Not covered by the checksum and never
+ * served to a compile. */
+typedef struct {
+  const char *source_name; /* the source file's name as the key has it (no
+                              directory); NULL: not known */
+  const char *options;     /* the keyed options, "opt_level=2;warp_size=4;..." */
+} vxk_origin;
+
 /* Stores the module object (object_size bytes) and n kernel records under
  * key in one transaction, replacing any entry with that key, with a
  * checksum over all of it; compile_us is what compiling it took
- * (microseconds; the "time saved" of later hits).  Returns 0, VXK_EFULL
- * (disk full; the cache is unchanged), VXK_EIO, VXK_EINVAL. */
+ * (microseconds; the "time saved" of later hits); origin may be NULL (an
+ * entry fetched by key alone).  Returns 0, VXK_EFULL (disk full; the cache
+ * is unchanged), VXK_EIO, VXK_EINVAL. */
 int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-            uint32_t n, uint64_t compile_us);
+            uint32_t n, uint64_t compile_us, const vxk_origin *origin);
+
+/* Most entries one vxk_list returns, and kernel names it gives per entry. */
+#define VXK_LIST_MAX 1000u
+#define VXK_LIST_NAMES 16u
+
+/* One entry as vxk_list describes it (no object, no metadata). */
+typedef struct {
+  char key[VXK_KEY_HEX + 1];
+  char *source_name;   /* "" when not recorded; malloc() */
+  char *options;       /* "" when not recorded; malloc() */
+  uint64_t bytes;      /* object + metadata */
+  uint64_t created_us; /* realtime microseconds when stored */
+  uint64_t last_used_us;
+  uint64_t hits;       /* reads written so far (vxk_flush writes the rest) */
+  uint64_t compile_us; /* what compiling it took */
+  uint32_t nkernels;
+  char **kernel_names; /* the first min(nkernels, VXK_LIST_NAMES); malloc() */
+  uint32_t nnames;
+} vxk_info;
+
+/* Describes the entries whose key starts with prefix (0..64 lowercase hex
+ * digits; NULL or "" for all), most recently used first, at most limit
+ * of them (capped at VXK_LIST_MAX) in *out (*n of them; vxk_info_clear).
+ * *matched is how many entries the prefix matches: a caller resolving a
+ * key prefix asks for 2 and wants matched == 1.  Reads in one transaction;
+ * call vxk_flush first for the latest hit counts.  Returns 0, VXK_EINVAL
+ * (prefix not hex), VXK_EIO, VXK_ENOMEM. */
+int vxk_list(vxk_cache *c, const char *prefix, uint32_t limit, vxk_info **out, uint32_t *n,
+             uint64_t *matched);
+
+/* Frees n entries of what vxk_list returned, and the array.  NULL-safe. */
+void vxk_info_clear(vxk_info *v, uint32_t n);
 
 /* Deletes least recently used entries until at most max_bytes are stored
  * (counted as evictions); *removed = entries deleted.  Returns 0 or
@@ -189,15 +232,17 @@ void vxk_entry_clear(vxk_entry *e);
 /* Distinct keys a cache records as read between flushes. */
 #define VXK_TOUCH_MAX 65536u
 
-/* Keys read, and when: what vxk_touch writes. */
+/* Keys read, how often, and when: what vxk_touch writes. */
 typedef struct {
   char (*keys)[VXK_KEY_HEX + 1]; /* n keys; malloc() */
+  uint32_t *hits;                /* reads of each; malloc(); NULL: one each */
   uint32_t n;
   uint64_t used_us; /* time of the latest read (microseconds, realtime) */
 } vxk_touches;
 
-/* Writes the LRU times of entries read since the last flush in one
- * transaction (reads do not write, so a hit costs no write transaction).
+/* Writes the LRU times (as vxk_touch) and all read counts of entries read
+ * since the last flush in one transaction (reads do not write, so a hit
+ * costs no write transaction).
  * Call it periodically; vxk_close and eviction call it too.  Returns 0 or
  * VXK_EIO/VXK_EFULL. */
 int vxk_flush(vxk_cache *c);
@@ -206,16 +251,21 @@ int vxk_flush(vxk_cache *c);
  * caller kept).  No-op for an invalid key or when the set is full. */
 void vxk_mark_used(vxk_cache *c, const char *key);
 
-/* Moves the keys c recorded as read into *out (caller frees out->keys),
+/* Moves the keys c recorded as read into *out (vxk_touches_clear),
  * leaving c with none: for another cache handle to write with vxk_touch.
  * Returns 0 or VXK_ENOMEM (nothing moved). */
 int vxk_touch_take(vxk_cache *c, vxk_touches *out);
 
 /* Writes the LRU time of t's keys, in one transaction, to each entry whose
- * time is older than the resolution (vxk_set_lru_resolution): an entry read
- * again and again is written at most once per resolution.
+ * time is older than the resolution (vxk_set_lru_resolution), with its
+ * read count: an entry read again and again is written at most once per
+ * resolution.  The read counts of the entries not written wait in c (as
+ * its own reads do) for vxk_flush, which writes them all.
  * Returns 0 or VXK_EIO/VXK_EFULL. */
 int vxk_touch(vxk_cache *c, const vxk_touches *t);
+
+/* Frees what vxk_touch_take filled.  NULL-safe. */
+void vxk_touches_clear(vxk_touches *t);
 
 /* How far apart two reads of an entry must be for the second to move its
  * LRU time again (microseconds; 0, the default: every read moves it).  As

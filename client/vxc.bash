@@ -5,7 +5,7 @@ _vxc() {
   local cur prev cmd i
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="compile fetch run stats zero-stats verify clear prune stop config help"
+  local commands="compile fetch ls inspect run stats zero-stats verify clear prune stop config help"
   # the command: the first word after the global options
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
@@ -20,7 +20,7 @@ _vxc() {
     -O) COMPREPLY=($(compgen -W "0 1 2 3" -- "$cur")); return ;;
     --warp-size) COMPREPLY=($(compgen -W "1 2 4 8 16 32" -- "$cur")); return ;;
     --shared-libs) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --max-size | --kernel | --source-name) return ;;
+    --max-size | --kernel | --source-name | --limit) return ;;
   esac
   if [[ -z $cmd ]]; then
     if [[ $cur == -* ]]; then
@@ -34,6 +34,8 @@ _vxc() {
   case $cmd in
     compile) opts="-o -v --verbose --json -O --emit-ir --warp-size --shuffle-insns --source-name --host --help" ;;
     fetch) opts="-o -v --verbose --json --kernel --help" ;;
+    ls) opts="--json --limit --help" ;;
+    inspect) opts="--json -d --disassemble --help" ;;
     run) opts="--shared-libs --help" ;;
     stats | config) opts="--json --help" ;;
     prune) opts="--max-size --help" ;;

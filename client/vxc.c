@@ -68,6 +68,14 @@ static int vxc__key_valid(const char *s) {
 static int vxc__reply_complete(const vxp_request *req, const vxp_response *r) {
   if (r->status != VXP_STATUS_OK) return 1;
   if (r->op != req->op) return 0;
+  if (req->op == VXP_OP_LIST) { /* only entries the prefix names, no more than asked */
+    size_t plen = req->prefix ? strlen(req->prefix) : 0;
+    if (r->nentries > (req->limit ? req->limit : 100u) || r->nentries > r->checked) return 0;
+    for (uint32_t i = 0; i < r->nentries; i++)
+      if (!vxc__key_valid(r->entries[i].key) || (plen && strncmp(r->entries[i].key, req->prefix, plen) != 0))
+        return 0;
+    return 1;
+  }
   if (req->op != VXP_OP_COMPILE && req->op != VXP_OP_FETCH) return 1;
   if (!vxc__key_valid(r->key) || !r->object || r->object_size == 0) return 0;
   return req->op != VXP_OP_FETCH || strcmp(r->key, req->key) == 0;
@@ -313,6 +321,41 @@ int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *re
 int vxc_stats(vxc_conn *c, vxp_response *resp) {
   vxp_request r = {.op = VXP_OP_STATS};
   return vxc__roundtrip(c, &r, resp);
+}
+
+/* Whether s is min..64 lowercase hex digits. */
+static int vxc__hex_prefix(const char *s, size_t min) {
+  size_t n = s ? strlen(s) : 0;
+  if (n < min || n > 64) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+  return 1;
+}
+
+int vxc_list(vxc_conn *c, const char *prefix, uint32_t limit, vxp_response *resp) {
+  memset(resp, 0, sizeof *resp);
+  if ((prefix && !vxc__hex_prefix(prefix, 0)) || limit > VXP_MAX_LIST_ENTRIES) return -EINVAL;
+  vxp_request r = {.op = VXP_OP_LIST, .prefix = prefix && *prefix ? (char *)prefix : NULL, .limit = limit};
+  return vxc__roundtrip(c, &r, resp);
+}
+
+int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *matched) {
+  if (matched) *matched = 0;
+  if (!vxc__hex_prefix(prefix, VXC_MIN_KEY_PREFIX)) return -EINVAL;
+  vxp_response r;
+  int rc = vxc_list(c, prefix, 2, &r);
+  if (rc != 0) return rc;
+  if (matched) *matched = r.checked;
+  if (r.status != VXP_STATUS_OK)
+    rc = -EIO;
+  else if (r.checked == 0 || r.nentries == 0)
+    rc = -ENOENT;
+  else if (r.checked > 1)
+    rc = -ENOTUNIQ;
+  else
+    memcpy(key, r.entries[0].key, 65);
+  vxp_response_clear(&r);
+  return rc;
 }
 
 int vxc_admin(vxc_conn *c, vxp_op op, uint64_t max_size, vxp_response *resp) {

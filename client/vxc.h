@@ -85,11 +85,30 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
 int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
                    vxp_response *resp);
 
-/* Fetches the cached entry key (64 hex digits); kernel NULL for all. */
+/* Fetches the cached entry key (64 hex digits; vxc_resolve_key finds it
+ * from a prefix); kernel NULL for all. */
 int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *resp);
 
 /* Daemon counters in resp->stats. */
 int vxc_stats(vxc_conn *c, vxp_response *resp);
+
+/* Describes the cache entries whose key starts with prefix (0..64
+ * lowercase hex digits; NULL for all), most recently used first:
+ * resp->entries (at most limit, 1..VXP_MAX_LIST_ENTRIES; 0 asks for 100)
+ * and resp->checked, how many the prefix matches.  Every entry's key is
+ * checked to be one that prefix names (else -EPROTO).  Returns as
+ * vxc_compile; -EINVAL for a bad prefix or limit. */
+int vxc_list(vxc_conn *c, const char *prefix, uint32_t limit, vxp_response *resp);
+
+/* Fewest hex digits a key prefix must have (as git asks of an object name). */
+#define VXC_MIN_KEY_PREFIX 4
+
+/* Finds the one cache key that starts with prefix (VXC_MIN_KEY_PREFIX..64
+ * lowercase hex digits), as git resolves an abbreviated object name.
+ * Returns 0 with key filled, -EINVAL (not such a prefix), -ENOENT (no
+ * entry), -ENOTUNIQ (several: *matched says how many), -EIO (the daemon
+ * refused the request), or a transport error as vxc_compile. */
+int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *matched);
 
 /* An administration request: VXP_OP_VERIFY (check every entry, drop the
  * corrupt ones: resp->checked, resp->removed), VXP_OP_ZERO_STATS,

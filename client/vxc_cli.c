@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -605,6 +606,20 @@ static void print_openmetrics(const vxp_stats *s) {
   printf("# TYPE vortexd_time_saved_seconds counter\n# HELP vortexd_time_saved_seconds Compile time the hits "
          "saved.\nvortexd_time_saved_seconds_total %.3f\n",
          s->saved_ms / 1000.0);
+  /* buckets cumulative, as OpenMetrics has them; le in seconds */
+  static const uint32_t bounds[] = VXP_COMPILE_BUCKET_BOUNDS_US;
+  printf("# TYPE vortexd_compile_seconds histogram\n# HELP vortexd_compile_seconds Time each compile took, "
+         "since the daemon started.\n");
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < VXP_COMPILE_BUCKETS; i++) {
+    total += s->compile_buckets[i];
+    if (i < sizeof bounds / sizeof *bounds)
+      printf("vortexd_compile_seconds_bucket{le=\"%g\"} %llu\n", bounds[i] / 1e6, (unsigned long long)total);
+    else
+      printf("vortexd_compile_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)total);
+  }
+  printf("vortexd_compile_seconds_count %llu\nvortexd_compile_seconds_sum %.6f\n", (unsigned long long)total,
+         s->compile_sum_us / 1e6);
   printf("# TYPE vortexd_uptime_seconds gauge\n# HELP vortexd_uptime_seconds Since the daemon started.\n"
          "vortexd_uptime_seconds %.3f\n# EOF\n",
          s->uptime_ms / 1000.0);
@@ -684,6 +699,8 @@ enum {
   OPT_SHLIB = 1 << 6,   /* --shared-libs */
   OPT_VERBOSE = 1 << 7, /* -v */
   OPT_FORMAT = 1 << 8,  /* --format */
+  OPT_LIMIT = 1 << 9,   /* --limit */
+  OPT_DISASM = 1 << 10, /* -d, --disassemble */
 };
 
 /* What one invocation asked for, parsed. */
@@ -692,7 +709,8 @@ typedef struct {
   const char *socket;
   int system_socket; /* socket is the system service's (vxp_client_socket_path) */
   int spawn;
-  int json, verbose, host, openmetrics;
+  int json, verbose, host, openmetrics, disassemble;
+  uint32_t limit; /* ls: --limit */
   const char *out; /* -o's argument, or NULL */
   const char *kernel, *max_size, *source_name;
   uint64_t prune_to; /* prune: --max-size, else max_cache_size (bytes), checked in main */
@@ -720,6 +738,11 @@ static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_run(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_admin(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_ls(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_inspect(const command *cm, invocation *in, vxc_conn *conn);
+
+/* command.nargs for a command whose one argument may be left out */
+#define NARGS_OPTIONAL (-1)
 
 static const command commands[] = {
     {"compile",
@@ -736,10 +759,21 @@ static const command commands[] = {
      "FILE.host.o instead, to link with -lvortexd_runtime.",
      1, OPT_JSON | OPT_OUT | OPT_COMPILE | OPT_HOST | OPT_VERBOSE, 1, 0, cmd_compile},
     {"fetch", "KEY [--kernel NAME] [-o FILE|DIR/|-] [-v] [--json]",
-     "Fetches a cached entry by its 64-digit key: with -o writes its object (DIR/KEY.o for a\n"
-     "directory); -v prints its kernels' argument tables, --json one JSON document. Exit status 1\n"
-     "when the cache has no such entry.",
+     "Fetches a cached entry by its key, or a unique prefix of it of at least 4 hex digits (as git\n"
+     "takes an abbreviated object name): with -o writes its object (DIR/KEY.o for a directory); -v\n"
+     "prints its kernels' argument tables, --json one JSON document. Exit status 1 when the cache\n"
+     "has no such entry, 2 when the prefix names several.",
      1, OPT_JSON | OPT_OUT | OPT_KERNEL | OPT_VERBOSE, 1, 0, cmd_fetch},
+    {"ls", "[KEY-PREFIX] [--json] [--limit N]",
+     "Lists the cache's entries, most recently used first: key prefix, source name, kernels, size,\n"
+     "age (since last use) and hits; with a prefix, only the keys that start with it. At most\n"
+     "--limit N entries (default 100, at most 1000); --json one JSON document.",
+     NARGS_OPTIONAL, OPT_JSON | OPT_LIMIT, 1, 0, cmd_ls},
+    {"inspect", "KEY-PREFIX [--json] [-d|--disassemble]",
+     "Everything the cache knows of one entry: source name, the keyed options, compile time, when\n"
+     "stored and last used, hits, and each kernel's entry symbol and argument table; -d adds the\n"
+     "object's disassembly (llvm-objdump-22). Reads the entry as fetch does (a hit).",
+     1, OPT_JSON | OPT_DISASM, 1, 0, cmd_inspect},
     {"run", "FILE.mlir [--shared-libs LIB]...",
      "Runs a whole GPU-dialect program (host main and kernels) like mlir-runner: its host side\n"
      "lowered by vortexd, executed by mlir-runner-22 with libvortexd_runtime, which gets each kernel\n"
@@ -816,7 +850,20 @@ static const char *option_name(int c, const struct option *opts) {
  * command's name).  Returns 0, -1 for --help (printed), or 64 after a
  * message naming the problem. */
 static int parse_command(const command *cm, int argc, char **argv, invocation *in) {
-  enum { O_JSON = 256, O_IR, O_WARP, O_KERNEL, O_SHFL, O_MAXSIZE, O_SHLIB, O_HOST, O_SRC, O_HELP, O_FORMAT };
+  enum {
+    O_JSON = 256,
+    O_IR,
+    O_WARP,
+    O_KERNEL,
+    O_SHFL,
+    O_MAXSIZE,
+    O_SHLIB,
+    O_HOST,
+    O_SRC,
+    O_HELP,
+    O_FORMAT,
+    O_LIMIT
+  };
   static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
                                        {"emit-ir", no_argument, NULL, O_IR},
                                        {"host", no_argument, NULL, O_HOST},
@@ -829,6 +876,8 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
                                        {"verbose", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, O_HELP},
                                        {"format", required_argument, NULL, O_FORMAT},
+                                       {"limit", required_argument, NULL, O_LIMIT},
+                                       {"disassemble", no_argument, NULL, 'd'},
                                        {NULL, 0, NULL, 0}};
   static const struct {
     int c;
@@ -837,11 +886,11 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
                {O_HOST, OPT_HOST},     {O_WARP, OPT_COMPILE},    {O_KERNEL, OPT_KERNEL},
                {O_SHFL, OPT_COMPILE},  {O_MAXSIZE, OPT_MAXSIZE}, {O_SHLIB, OPT_SHLIB},
                {O_SRC, OPT_COMPILE},   {'o', OPT_OUT},           {'O', OPT_COMPILE},
-               {'v', OPT_VERBOSE}};
+               {'v', OPT_VERBOSE},     {O_LIMIT, OPT_LIMIT},     {'d', OPT_DISASM}};
   int c;
   opterr = 0; /* our messages, not getopt's */
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":o:O:vh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:O:vhd", opts, NULL)) != -1) {
     if (c == 'h' || c == O_HELP) {
       command_help(stdout, cm);
       return -1;
@@ -885,6 +934,15 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
     case O_SHFL: in->co.shuffle_insns = 1; break;
     case O_MAXSIZE: in->max_size = optarg; break;
     case O_SRC: in->source_name = optarg; break;
+    case 'd': in->disassemble = 1; break;
+    case O_LIMIT: {
+      char *end = NULL;
+      unsigned long n = strtoul(optarg, &end, 10);
+      if (!*optarg || *end || n == 0 || n > VXP_MAX_LIST_ENTRIES)
+        return usage_error(cm, "--limit takes a count from 1 to %u, not '%s'", VXP_MAX_LIST_ENTRIES, optarg);
+      in->limit = (uint32_t)n;
+      break;
+    }
     case O_SHLIB:
       if (in->nshlibs == 16) return usage_error(cm, "at most 16 --shared-libs");
       in->shlibs[in->nshlibs++] = optarg;
@@ -897,7 +955,11 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
     if (in->nargs > 1) return usage_error(cm, "takes at most one command name");
     return 0;
   }
-  if (in->nargs != cm->nargs) {
+  if (cm->nargs == NARGS_OPTIONAL) {
+    if (in->nargs > 1)
+      return usage_error(cm, "takes at most one key prefix, got %d ('%s', '%s'%s)", in->nargs, in->args[0],
+                         in->args[1], in->nargs > 2 ? ", ..." : "");
+  } else if (in->nargs != cm->nargs) {
     if (cm->nargs == 0 && cm->op == VXP_OP_PRUNE)
       return usage_error(cm,
                          "unexpected argument '%s'; the size goes with --max-size (vxc prune --max-size %s)",
@@ -905,11 +967,12 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
     if (cm->nargs == 0) return usage_error(cm, "unexpected argument '%s'", in->args[0]);
     if (in->nargs == 0)
       return usage_error(cm, "missing %s",
-                         strcmp(cm->name, "fetch") ? "the source file (FILE.mlir, or - for standard input)"
-                                                   : "the cache key");
+                         cm->run == cmd_fetch || cm->run == cmd_inspect
+                             ? "the cache key (or a unique prefix of it)"
+                             : "the source file (FILE.mlir, or - for standard input)");
     return usage_error(cm, "takes one %s, got %d ('%s', '%s'%s)",
-                       strcmp(cm->name, "fetch") ? "source" : "key", in->nargs, in->args[0], in->args[1],
-                       in->nargs > 2 ? ", ..." : "");
+                       cm->run == cmd_fetch || cm->run == cmd_inspect ? "key" : "source", in->nargs,
+                       in->args[0], in->args[1], in->nargs > 2 ? ", ..." : "");
   }
   if (in->out && strcmp(in->out, "-") == 0 && (in->json || in->co.emit_ir))
     return usage_error(cm, "-o - writes the object to standard output: not with %s",
@@ -917,6 +980,7 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
   if (in->host && (in->co.emit_ir || in->co.warp_size || in->co.shuffle_insns || in->verbose))
     return usage_error(cm, "--host takes only -o and --json");
   if (in->source_name && !*in->source_name) return usage_error(cm, "--source-name needs a name");
+  if (in->disassemble && in->json) return usage_error(cm, "-d prints a listing: not with --json");
   return 0;
 }
 
@@ -989,14 +1053,223 @@ static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
   return status;
 }
 
+/* The one key prefix names (vxc_resolve_key), into key.  Returns 0, or
+ * the exit status after a message: 1 no such entry, 2 several or a failure,
+ * 64 not a key prefix. */
+static int resolve_key(const command *cm, vxc_conn *conn, const char *prefix, char key[65]) {
+  uint64_t matched = 0;
+  int rc = vxc_resolve_key(conn, prefix, key, &matched);
+  if (rc == 0) return 0;
+  if (rc == -EINVAL)
+    return usage_error(cm, "'%s' is not a cache key or a prefix of one (%d to 64 lowercase hex digits)",
+                       shown(prefix), VXC_MIN_KEY_PREFIX);
+  if (rc == -ENOENT) {
+    fprintf(stderr, "vxc: not_found: no cache entry with a key starting %s\n", prefix);
+    return 1;
+  }
+  if (rc == -ENOTUNIQ) {
+    fprintf(stderr, "vxc: %s: key prefix names %llu entries; give more digits (vxc ls %s)\n", prefix,
+            (unsigned long long)matched, prefix);
+    return 2;
+  }
+  if (rc == -EIO) {
+    fprintf(stderr, "vxc: the daemon could not list its cache\n");
+    return 2;
+  }
+  return request_failed(rc);
+}
+
 static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn) {
-  (void)cm;
+  char key[65];
+  int status = strlen(in->args[0]) == 64 ? (memcpy(key, in->args[0], 65), 0)
+                                         : resolve_key(cm, conn, in->args[0], key);
+  if (status) return status;
   vxp_response r;
-  int rc = vxc_fetch(conn, in->args[0], in->kernel, &r);
+  int rc = vxc_fetch(conn, key, in->kernel, &r);
   if (rc) return request_failed(rc);
-  int status = finish(&r, in->json, in->verbose,
-                      in->out ? out_target_of(in->out) : (out_target){OUT_NONE, NULL}, in->args[0]);
+  status = finish(&r, in->json, in->verbose, in->out ? out_target_of(in->out) : (out_target){OUT_NONE, NULL},
+                  key);
   vxp_response_clear(&r);
+  return status;
+}
+
+/* n bytes as "812 B", "4.2 KiB", "1.5 MiB", ... into buf. */
+static const char *human_bytes(uint64_t n, char buf[32]) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)n;
+  int u = 0;
+  while (v >= 1024.0 && u < 4)
+    v /= 1024.0, u++;
+  if (u == 0)
+    snprintf(buf, 32, "%llu B", (unsigned long long)n);
+  else
+    snprintf(buf, 32, "%.1f %s", v, unit[u]);
+  return buf;
+}
+
+/* How long ago Unix time t was: "12s", "5m", "3h", "2d" into buf. */
+static const char *human_age(uint64_t t, char buf[32]) {
+  time_t now = time(NULL);
+  uint64_t s = (uint64_t)now > t ? (uint64_t)now - t : 0;
+  if (s < 60)
+    snprintf(buf, 32, "%llus", (unsigned long long)s);
+  else if (s < 3600)
+    snprintf(buf, 32, "%llum", (unsigned long long)(s / 60));
+  else if (s < 86400)
+    snprintf(buf, 32, "%lluh", (unsigned long long)(s / 3600));
+  else
+    snprintf(buf, 32, "%llud", (unsigned long long)(s / 86400));
+  return buf;
+}
+
+/* The kernel names of e joined by ',' (with "+N" for those not listed),
+ * escaped, into buf (cap bytes), cut at width characters with "...". */
+static const char *kernel_list(const vxp_entry_info *e, char *buf, size_t cap, size_t width) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (uint32_t i = 0; i < e->nnames && o < cap; i++)
+    o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? "," : "", shown(e->kernel_names[i]));
+  if (e->nkernels > e->nnames && o < cap) snprintf(buf + o, cap - o, " +%u", e->nkernels - e->nnames);
+  if (strlen(buf) > width && width > 3) memcpy(buf + width - 3, "...", 4);
+  return buf;
+}
+
+static json_t *json_entry_info(const vxp_entry_info *e) {
+  json_t *names = json_array();
+  for (uint32_t i = 0; i < e->nnames; i++)
+    json_array_append_new(names, json_text(e->kernel_names[i]));
+  return json_pack("{s:s,s:o,s:o,s:I,s:o,s:I,s:I,s:I,s:I,s:I}", "key", e->key, "source_name",
+                   json_text(e->source_name), "options", json_text(e->options), "nkernels",
+                   (json_int_t)e->nkernels, "kernels", names, "bytes", (json_int_t)e->bytes, "created",
+                   (json_int_t)e->created_s, "used", (json_int_t)e->used_s, "hits", (json_int_t)e->hits,
+                   "compile_us", (json_int_t)e->compile_us);
+}
+
+static int cmd_ls(const command *cm, invocation *in, vxc_conn *conn) {
+  const char *prefix = in->nargs ? in->args[0] : NULL;
+  vxp_response r;
+  int rc = vxc_list(conn, prefix, in->limit, &r);
+  if (rc == -EINVAL)
+    return usage_error(cm, "'%s' is not a key prefix (lowercase hex digits)", shown(prefix));
+  if (rc) return request_failed(rc);
+  int status = 0;
+  if (r.status != VXP_STATUS_OK) {
+    print_status(&r);
+    status = 2;
+  } else if (in->json) {
+    json_t *entries = json_array();
+    for (uint32_t i = 0; i < r.nentries; i++)
+      json_array_append_new(entries, json_entry_info(&r.entries[i]));
+    json_emit(json_pack("{s:I,s:o}", "matched", (json_int_t)r.checked, "entries", entries), stdout);
+  } else {
+    printf("%-12s  %-24s %-32s %10s %5s %6s\n", "KEY", "SOURCE", "KERNELS", "SIZE", "AGE", "HITS");
+    for (uint32_t i = 0; i < r.nentries; i++) {
+      const vxp_entry_info *e = &r.entries[i];
+      char names[512], size[32], age[32];
+      printf("%.12s  %-24s %-32s %10s %5s %6llu\n", e->key, e->source_name[0] ? shown(e->source_name) : "-",
+             kernel_list(e, names, sizeof names, 32), human_bytes(e->bytes, size), human_age(e->used_s, age),
+             (unsigned long long)e->hits);
+    }
+    if (r.checked > r.nentries)
+      printf("(%llu more; vxc ls --limit N, or a key prefix)\n", (unsigned long long)(r.checked - r.nentries));
+  }
+  vxp_response_clear(&r);
+  return status;
+}
+
+/* Writes object to a file in $TMPDIR and prints llvm-objdump's disassembly
+ * of it on stdout.  Returns 0 or 2 after a message. */
+static int disassemble(const uint8_t *object, size_t size) {
+  const char *tmpdir = getenv("TMPDIR");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/vxc-inspect-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    fprintf(stderr, "vxc: cannot create a temporary file: %s\n", strerror(errno));
+    return 2;
+  }
+  size_t done = 0;
+  while (done < size) {
+    ssize_t w = write(fd, object + done, size - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  close(fd);
+  if (done != size) {
+    unlink(path);
+    fprintf(stderr, "vxc: cannot write %s\n", path);
+    return 2;
+  }
+  const char *objdump = getenv("VORTEXD_OBJDUMP");
+  if (!objdump || !*objdump) objdump = VXC_LLVM_BINDIR "/llvm-objdump";
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execlp(objdump, objdump, "-d", "-r", "--no-show-raw-insn", path, (char *)NULL);
+    fprintf(stderr, "vxc: cannot run %s: %s\n", objdump, strerror(errno));
+    _exit(127);
+  }
+  int st = 0;
+  if (pid > 0)
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  unlink(path);
+  if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "vxc: %s failed\n", objdump);
+    return 2;
+  }
+  return 0;
+}
+
+static int cmd_inspect(const command *cm, invocation *in, vxc_conn *conn) {
+  char key[65];
+  int status = resolve_key(cm, conn, in->args[0], key);
+  if (status) return status;
+  vxp_response info, r;
+  int rc = vxc_list(conn, key, 1, &info);
+  if (rc) return request_failed(rc);
+  if (info.status != VXP_STATUS_OK || info.nentries != 1) { /* evicted meanwhile */
+    vxp_response_clear(&info);
+    fprintf(stderr, "vxc: not_found: no cache entry %s\n", key);
+    return 1;
+  }
+  rc = vxc_fetch(conn, key, NULL, &r);
+  if (rc) {
+    vxp_response_clear(&info);
+    return request_failed(rc);
+  }
+  const vxp_entry_info *e = &info.entries[0];
+  if (r.status != VXP_STATUS_OK) {
+    print_status(&r);
+    status = r.status == VXP_STATUS_NOT_FOUND ? 1 : 2;
+  } else if (in->json) {
+    json_t *o = json_entry_info(e), *kernels = json_array();
+    for (uint32_t i = 0; i < r.nkernels; i++)
+      json_array_append_new(kernels, json_kernel(&r.kernels[i]));
+    json_object_set_new(o, "kernels", kernels);
+    json_object_set_new(o, "object_size", json_integer((json_int_t)r.object_size));
+    json_emit(o, stdout);
+  } else {
+    char size[32], age[32], when[64];
+    time_t t = (time_t)e->created_s;
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S %z", localtime_r(&t, &tm));
+    printf("key          %s\nsource       %s\noptions      %s\ncompile time %.1f ms\n"
+           "stored       %s\nlast used    %s ago\nhits         %llu\nsize         %s "
+           "(object %zu bytes)\n",
+           e->key, e->source_name[0] ? shown(e->source_name) : "- (not recorded)",
+           e->options[0] ? shown(e->options) : "- (not recorded)", e->compile_us / 1000.0, when,
+           human_age(e->used_s, age), (unsigned long long)e->hits, human_bytes(e->bytes, size),
+           r.object_size);
+    table_result(stdout, &r, NULL);
+    if (in->disassemble) {
+      printf("\n");
+      status = disassemble(r.object, r.object_size);
+    }
+  }
+  vxp_response_clear(&r);
+  vxp_response_clear(&info);
   return status;
 }
 

@@ -123,6 +123,16 @@ void vxd_options_from_request(const vxp_request *req, vxl_options *o);
 int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const uint8_t *source,
                   size_t len, char key[VXK_KEY_HEX + 1]);
 
+/* Bytes of the options text an entry records (vxd_cache_origin). */
+#define VXD_OPTIONS_MAX 2048
+
+/* What vxd_cache_key keys besides the source bytes, as text for the
+ * entry's origin (vxk_origin): source (its file name in the key) and
+ * options (the lowering's fingerprint of o, "" if it does not fit).  Any
+ * thread. */
+void vxd_cache_origin(const vxl_options *o, const char *source_name, char source[VXL_DEBUG_FILE_MAX + 1],
+                      char options[VXD_OPTIONS_MAX]);
+
 /* ---- vxd_store.c: the cache's write path on its own thread ---- */
 
 typedef struct vxd_store vxd_store;
@@ -138,15 +148,35 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, u
                    size_t errcap);
 
 /* Queues r's object and kernel records (copied) for storing under key
- * (compile_us: what compiling took, microseconds), and returns at once.
- * Once written, the entry is handed to the written hook (to be shared).
- * Returns 0, or -1 when out of memory (nothing queued). */
-int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us);
+ * (compile_us: what compiling took, microseconds; origin: copied, may be
+ * NULL), and returns at once.  Once written, the entry is handed to the
+ * written hook (to be shared).  Returns 0, or -1 when out of memory
+ * (nothing queued). */
+int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us,
+                  const vxk_origin *origin);
 
 /* Queues entry e (moved: e is left empty) for storing under key, as
  * vxd_store_put, but not handed to the written hook: an entry that came
  * from the remote level.  Returns 0, or -1 when out of memory (e kept). */
-int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us);
+int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us,
+                        const vxk_origin *origin);
+
+/* What a listing found (vxd_store_list): entries moved to the callee,
+ * which frees them with vxk_info_clear(entries, n). */
+typedef struct {
+  int rc;           /* 0 or a VXK error */
+  char err[256];    /* message when rc != 0 */
+  vxk_info *entries;
+  uint32_t n;
+  uint64_t matched; /* entries the prefix matches (may exceed n) */
+} vxd_list_result;
+
+/* Queues a listing of the entries whose key starts with prefix (vxk_list,
+ * after the read counts queued before it are written); done(ud, result)
+ * runs on the loop thread once it finished.  Returns 0, or -1 when out of
+ * memory (nothing queued). */
+int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
+                   void (*done)(void *ud, vxd_list_result *r), void *ud);
 
 /* Called on the loop thread after each entry queued by vxd_store_put was
  * written to the cache (or failed to be), handing over the entry's bytes:

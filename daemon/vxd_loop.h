@@ -61,6 +61,9 @@ typedef struct vxd_job {
   uint64_t started_ns; /* uv_hrtime() when a worker took it */
   uint8_t *frame;      /* request frame for the worker; malloc() */
   size_t frame_len;
+  /* what the entry records it was compiled from (vxk_origin) */
+  char source_name[VXL_DEBUG_FILE_MAX + 1];
+  char options[VXD_OPTIONS_MAX];
   vxd_waiter *waiters;
   struct vxd_job *next; /* in the queue or the in-flight list */
 } vxd_job;
@@ -145,6 +148,9 @@ struct vxd_server {
   unsigned max_connections;            /* cfg's, lowered to what the descriptor limit allows */
   uint64_t refused, refused_logged_ms; /* connections refused (peer credentials, limit) */
   uint64_t timeouts;                   /* connections closed for a stalled frame or idleness */
+  /* compiles since start by duration (stats: vxp_stats.compile_buckets) */
+  uint64_t compile_buckets[VXP_COMPILE_BUCKETS];
+  uint64_t compile_sum_us;
   vxd_pool pool;
   /* counters: requests since start; persistent counts not yet flushed */
   uint64_t requests;
@@ -172,7 +178,7 @@ void vxd__cache_damaged(vxd_server *s, const char *why);
 /* Loop time in milliseconds. */
 uint64_t vxd__now_ms(vxd_server *s);
 /* Queues a worker's successful result for the store thread. */
-void vxd__store(vxd_server *s, const char *key, const vxp_response *r, uint64_t compile_us);
+void vxd__store(vxd_server *s, const vxd_job *j, const vxp_response *r, uint64_t compile_us);
 /* Hands counters and LRU times to the store thread. */
 void vxd__flush_counters(vxd_server *s);
 /* Writes the entries queued so far and, with a shared level, waits (at most

@@ -205,9 +205,15 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
     vxd__fail_job(s, j, "compile worker sent a malformed result");
   } else {
     if (j->op == VXP_OP_COMPILE) { /* a host lowering is neither a miss nor cached */
+      uint64_t us = (uv_hrtime() - j->started_ns) / 1000u;
+      static const uint32_t bounds[] = VXP_COMPILE_BUCKET_BOUNDS_US;
+      size_t b = 0;
+      while (b < sizeof bounds / sizeof *bounds && us > bounds[b])
+        b++;
+      s->compile_buckets[b]++;
+      s->compile_sum_us += us;
       s->pending.misses++;
-      if (r.status == VXP_STATUS_OK)
-        vxd__store(s, j->key, &r, (uv_hrtime() - j->started_ns) / 1000u);
+      if (r.status == VXP_STATUS_OK) vxd__store(s, j, &r, us);
       else if (r.status == VXP_STATUS_COMPILE_ERROR)
         s->pending.compile_errors++;
     }

@@ -97,6 +97,8 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   r.stats.l2_dropped = ks.l2_dropped;
   r.stats.l2_bytes_down = ks.l2_bytes_down;
   r.stats.l2_bytes_up = ks.l2_bytes_up;
+  memcpy(r.stats.compile_buckets, s->compile_buckets, sizeof r.stats.compile_buckets);
+  r.stats.compile_sum_us = s->compile_sum_us;
   vxd__send(c, &r, 0);
 }
 
@@ -150,6 +152,67 @@ static void vxd__on_admin(vxd_conn *c, const vxp_request *req) {
   } else
     vxd__flush_counters(s); /* reads so far count as use */
   if (!w || vxd_store_admin(s->store, op, req->max_size, vxd__admin_done, w) != 0) {
+    free(w);
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, "out of memory", 0);
+  }
+}
+
+/* Who waits for a listing on the store thread. */
+typedef struct {
+  vxd_server *srv;
+  uint64_t conn_id, req_id;
+} vxd__list_wait;
+
+static void vxd__list_done(void *ud, vxd_list_result *res) {
+  vxd__list_wait *w = ud;
+  vxd_server *s = w->srv;
+  vxd_conn *c = vxd__conn_find(s, w->conn_id);
+  if (res->rc != 0) vxd__log_at(s, VXD_LOG_ERR, "list failed: %s", res->err);
+  if (c && res->rc != 0)
+    vxd__send_error(c, w->req_id, VXP_OP_LIST, VXP_STATUS_INTERNAL, res->err, 0);
+  else if (c) {
+    vxp_response r = {.id = w->req_id, .op = VXP_OP_LIST, .status = VXP_STATUS_OK, .checked = res->matched};
+    r.entries = calloc(res->n ? res->n : 1, sizeof *r.entries);
+    for (uint32_t i = 0; r.entries && i < res->n; i++) { /* borrowed from res */
+      const vxk_info *in = &res->entries[i];
+      r.entries[i] = (vxp_entry_info){.key = (char *)in->key,
+                                      .source_name = in->source_name,
+                                      .options = in->options,
+                                      .bytes = in->bytes,
+                                      .created_s = in->created_us / 1000000u,
+                                      .used_s = in->last_used_us / 1000000u,
+                                      .hits = in->hits,
+                                      .compile_us = in->compile_us,
+                                      .nkernels = in->nkernels,
+                                      .kernel_names = in->kernel_names,
+                                      .nnames = in->nnames < VXP_MAX_LIST_NAMES ? in->nnames
+                                                                                : VXP_MAX_LIST_NAMES};
+    }
+    r.nentries = r.entries ? res->n : 0;
+    if (r.entries)
+      vxd__send(c, &r, 0);
+    else
+      vxd__send_error(c, w->req_id, VXP_OP_LIST, VXP_STATUS_INTERNAL, "out of memory", 0);
+    free(r.entries);
+  }
+  vxk_info_clear(res->entries, res->n);
+  free(w);
+}
+
+static void vxd__on_list(vxd_conn *c, const vxp_request *req) {
+  vxd_server *s = c->srv;
+  if (!s->store) {
+    char msg[600];
+    snprintf(msg, sizeof msg, "serving without a cache: %s", s->cache_err[0] ? s->cache_err : "stopping");
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, msg, 0);
+    return;
+  }
+  vxd__list_wait *w = calloc(1, sizeof *w);
+  if (w) *w = (vxd__list_wait){s, c->id, req->id};
+  vxd__flush_counters(s); /* the reads so far count as hits and use */
+  uint32_t limit = req->limit ? req->limit : 100u;
+  if (limit > VXK_LIST_MAX) limit = VXK_LIST_MAX;
+  if (!w || vxd_store_list(s->store, req->prefix, limit, vxd__list_done, w) != 0) {
     free(w);
     vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, "out of memory", 0);
   }
@@ -221,8 +284,9 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
 /* An entry the remote level answered with: into the local cache (the
  * store's pending list serves it at once), not shared back.  Returns 0,
  * or -1 (out of memory: the caller treats the lookup as a miss). */
-static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, uint64_t compile_us) {
-  return s->store && vxd_store_put_entry(s->store, key, e, compile_us) == 0 ? 0 : -1;
+static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, uint64_t compile_us,
+                      const vxk_origin *origin) {
+  return s->store && vxd_store_put_entry(s->store, key, e, compile_us, origin) == 0 ? 0 : -1;
 }
 
 static void vxd__fetch_answer(vxd_conn *c, const vxp_request *req, int rc) {
@@ -248,7 +312,7 @@ static void vxd__fetch_remote_done(void *ud, const char *key, vxk_entry *e, uint
   if (c) {
     vxp_request req = {.id = fw->req_id, .op = VXP_OP_FETCH, .kernel = fw->kernel};
     int rc = VXK_ENOTFOUND;
-    if (e && vxd__adopt(s, key, e, compile_us) == 0) {
+    if (e && vxd__adopt(s, key, e, compile_us, NULL) == 0) { /* a key alone: origin unknown */
       rc = vxd__serve_cached(c, &req, key, fw->kernel);
       if (rc == 0) s->pending.l2_hits++;
     }
@@ -314,7 +378,8 @@ static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, ui
     vxd__job_free(j);
     return;
   }
-  if (e && vxd__adopt(s, key, e, compile_us) == 0) {
+  vxk_origin origin = {j->source_name, j->options};
+  if (e && vxd__adopt(s, key, e, compile_us, &origin) == 0) {
     for (vxd_waiter *w = j->waiters; w; w = w->next) {
       vxd_conn *c = vxd__conn_find(s, w->conn_id);
       if (!c) continue;
@@ -398,6 +463,9 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   j->emit_ir = req->emit_ir || req->op == VXP_OP_HOST;
   j->op = req->op;
   j->waiters = wt;
+  vxl_options o;
+  vxd_options_from_request(req, &o);
+  vxd_cache_origin(&o, req->source_name, j->source_name, j->options);
   vxp_request wreq = *req;
   wreq.id = j->id;
   if (vxp_request_encode(&wreq, &j->frame, &j->frame_len) != VXP_OK) {
@@ -446,6 +514,7 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
   case VXP_OP_ZERO_STATS:
   case VXP_OP_CLEAR:
   case VXP_OP_PRUNE: vxd__on_admin(c, &req); break;
+  case VXP_OP_LIST: vxd__on_list(c, &req); break;
   case VXP_OP_STOP: {
     vxp_response r = {.id = req.id, .op = VXP_OP_STOP, .status = VXP_STATUS_OK};
     vxd__send(c, &r, 0); /* written at once: the socket buffer is empty */

@@ -75,9 +75,10 @@ void vxd__log_line(void *s, const char *msg) { vxd__log_at(s, VXD_LOG_WARNING, "
 uint64_t vxd__now_ms(vxd_server *s) { return uv_now(s->loop); }
 
 /* Queues a worker's successful result for the store thread. */
-void vxd__store(vxd_server *s, const char *key, const vxp_response *r, uint64_t compile_us) {
-  if (s->store && vxd_store_put(s->store, key, r, compile_us) != 0)
-    vxd__log_at(s, VXD_LOG_WARNING, "not cached %s: out of memory", key);
+void vxd__store(vxd_server *s, const vxd_job *j, const vxp_response *r, uint64_t compile_us) {
+  vxk_origin origin = {j->source_name, j->options};
+  if (s->store && vxd_store_put(s->store, j->key, r, compile_us, &origin) != 0)
+    vxd__log_at(s, VXD_LOG_WARNING, "not cached %s: out of memory", j->key);
 }
 
 /* The store thread wrote a compiled entry: share it (written hook). */

@@ -29,7 +29,13 @@
 #include "vxd.h"
 #include "vxk.h"
 
-typedef enum { VXD__STORE_PUT, VXD__STORE_FLUSH, VXD__STORE_DROP, VXD__STORE_ADMIN } vxd__store_kind;
+typedef enum {
+  VXD__STORE_PUT,
+  VXD__STORE_FLUSH,
+  VXD__STORE_DROP,
+  VXD__STORE_ADMIN,
+  VXD__STORE_LIST
+} vxd__store_kind;
 
 struct vxd_pending {
   vxd__store_kind kind;
@@ -40,7 +46,13 @@ struct vxd_pending {
   vxk_kernel_in *kernels; /* names and metadata owned here */
   uint32_t nkernels;
   uint64_t compile_us;
-  int share; /* handed to the written hook once written */
+  int share;         /* handed to the written hook once written */
+  char *source_name; /* origin (vxk_origin); malloc(), may be NULL */
+  char *options;
+  /* list */
+  char prefix[VXK_KEY_HEX + 1];
+  vxd_list_result listed;
+  void (*list_done)(void *ud, vxd_list_result *r);
   /* admin */
   vxd_admin_op admin;
   uint64_t arg;
@@ -89,14 +101,19 @@ static void vxd__pending_free(vxd_pending *p) {
   }
   free(p->kernels);
   free(p->object);
-  free(p->touches.keys);
+  free(p->source_name);
+  free(p->options);
+  vxk_touches_clear(&p->touches);
+  vxk_info_clear(p->listed.entries, p->listed.n);
   free(p);
 }
 
 /* Runs one job on the store thread's handle. */
 static void vxd__store_run(vxd_store *st, vxd_pending *p) {
   if (p->kind == VXD__STORE_PUT) {
-    p->rc = vxk_put(st->cache, p->key, p->object, p->object_size, p->kernels, p->nkernels, p->compile_us);
+    vxk_origin origin = {p->source_name, p->options};
+    p->rc = vxk_put(st->cache, p->key, p->object, p->object_size, p->kernels, p->nkernels, p->compile_us,
+                    &origin);
   } else if (p->kind == VXD__STORE_DROP) {
     /* counted once per damaged entry: a second report of the same damage
      * (read again before this ran) finds it gone */
@@ -113,6 +130,13 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
     case VXD_ADMIN_PRUNE: p->rc = vxk_prune(st->cache, p->arg, &r->removed); break;
     case VXD_ADMIN_ZERO: p->rc = vxk_zero_counters(st->cache); break;
     }
+    r->rc = p->rc;
+    if (p->rc != VXK_OK) snprintf(r->err, sizeof r->err, "%s", vxk_errmsg(st->cache));
+  } else if (p->kind == VXD__STORE_LIST) {
+    vxd_list_result *r = &p->listed;
+    p->rc = vxk_flush(st->cache); /* the read counts held back */
+    if (p->rc == VXK_OK)
+      p->rc = vxk_list(st->cache, p->prefix, (uint32_t)p->arg, &r->entries, &r->n, &r->matched);
     r->rc = p->rc;
     if (p->rc != VXK_OK) snprintf(r->err, sizeof r->err, "%s", vxk_errmsg(st->cache));
   } else {
@@ -192,6 +216,9 @@ void vxd_store_reap(vxd_store *st) {
     if (p->rc == VXK_EDAMAGED && st->damaged) st->damaged(st->damaged_ud, p->err);
     if (p->kind == VXD__STORE_ADMIN) {
       if (p->done) p->done(p->done_ud, &p->result); /* reports its own failure */
+    } else if (p->kind == VXD__STORE_LIST) {
+      p->list_done(p->done_ud, &p->listed); /* moved out */
+      p->listed = (vxd_list_result){0};
     } else if (p->rc != VXK_OK && st->log) {
       char msg[512];
       if (p->kind == VXD__STORE_PUT)
@@ -292,9 +319,35 @@ int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
   return 0;
 }
 
-int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us) {
+int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
+                   void (*done)(void *ud, vxd_list_result *r), void *ud) {
   vxd_pending *p = calloc(1, sizeof *p);
   if (!p) return -1;
+  p->kind = VXD__STORE_LIST;
+  snprintf(p->prefix, sizeof p->prefix, "%s", prefix ? prefix : "");
+  p->arg = limit;
+  p->list_done = done;
+  p->done_ud = ud;
+  vxd__store_queue(st, p);
+  return 0;
+}
+
+/* Copies origin into p; 0 or -1 (out of memory). */
+static int vxd__pending_origin(vxd_pending *p, const vxk_origin *origin) {
+  if (!origin) return 0;
+  p->source_name = origin->source_name ? strdup(origin->source_name) : NULL;
+  p->options = origin->options ? strdup(origin->options) : NULL;
+  return (origin->source_name && !p->source_name) || (origin->options && !p->options) ? -1 : 0;
+}
+
+int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us,
+                  const vxk_origin *origin) {
+  vxd_pending *p = calloc(1, sizeof *p);
+  if (!p) return -1;
+  if (vxd__pending_origin(p, origin) != 0) {
+    vxd__pending_free(p);
+    return -1;
+  }
   p->kind = VXD__STORE_PUT;
   p->compile_us = compile_us;
   p->share = 1;
@@ -320,10 +373,12 @@ int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_
   return 0;
 }
 
-int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us) {
+int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us,
+                        const vxk_origin *origin) {
   vxd_pending *p = calloc(1, sizeof *p);
   vxk_kernel_in *ks = calloc(e->nkernels ? e->nkernels : 1, sizeof *ks);
-  if (!p || !ks) {
+  if (!p || !ks || vxd__pending_origin(p, origin) != 0) {
+    if (p) free(p->source_name), free(p->options);
     free(p);
     free(ks);
     return -1;

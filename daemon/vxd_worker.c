@@ -141,6 +141,12 @@ int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *sourc
   return vxk_key(source, len, parts, cfg && cfg->vortex_sdk[0] ? 4 : 3, key);
 }
 
+void vxd_cache_origin(const vxl_options *o, const char *source_name, char source[VXL_DEBUG_FILE_MAX + 1],
+                      char options[VXD_OPTIONS_MAX]) {
+  vxl_debug_file_name(source_name, source);
+  if (vxl_fingerprint(o, options, VXD_OPTIONS_MAX) < 0) options[0] = '\0';
+}
+
 /* With a Vortex SDK configured: each kernel of a successful compile also
  * as a .vxbin image, cached with it.  A link failure fails the compile
  * (internal: the SDK, not the source, is at fault). */

@@ -29,7 +29,7 @@ const char *vxp_strerror(int err) {
 }
 
 static const char *const vxp__ops[] = {NULL,         "hello", "compile", "fetch", "stats", "verify",
-                                       "zero_stats", "clear", "prune",   "stop",  "host"};
+                                       "zero_stats", "clear", "prune",   "stop",  "host", "list"};
 static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found", "internal"};
 
 const char *vxp_op_name(vxp_op op) { return (op >= VXP_OP_HELLO && op <= VXP_OP_LAST) ? vxp__ops[op] : NULL; }
@@ -66,6 +66,7 @@ void vxp_request_clear(vxp_request *r) {
   free(r->source_name);
   free(r->key);
   free(r->kernel);
+  free(r->prefix);
   memset(r, 0, sizeof *r);
 }
 
@@ -84,6 +85,16 @@ void vxp_response_clear(vxp_response *r) {
   free(r->host_ir);
   free(r->lowered_ir);
   free(r->stats.remote);
+  for (uint32_t i = 0; i < r->nentries; i++) {
+    vxp_entry_info *e = &r->entries[i];
+    free(e->key);
+    free(e->source_name);
+    free(e->options);
+    for (uint32_t k = 0; k < e->nnames; k++)
+      free(e->kernel_names[k]);
+    free(e->kernel_names);
+  }
+  free(r->entries);
   memset(r, 0, sizeof *r);
 }
 
@@ -240,6 +251,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
   case VXP_OP_PRUNE: n += 1; break;
+  case VXP_OP_LIST: n += (r->prefix != NULL) + (r->limit != 0); break;
   default: break;
   }
   msgpack_pack_map(&pk, n);
@@ -265,9 +277,30 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     if (r->kernel) vxp__kv_str(&pk, "kernel", r->kernel);
     break;
   case VXP_OP_PRUNE: vxp__kv_u64(&pk, "max_size", r->max_size); break;
+  case VXP_OP_LIST:
+    if (r->prefix) vxp__kv_str(&pk, "prefix", r->prefix);
+    if (r->limit) vxp__kv_u64(&pk, "limit", r->limit);
+    break;
   default: break;
   }
   return vxp__frame_end(&sb, frame, frame_len);
+}
+
+static void vxp__pack_entry_info(msgpack_packer *pk, const vxp_entry_info *e) {
+  msgpack_pack_map(pk, 10);
+  vxp__kv_str(pk, "key", e->key ? e->key : "");
+  vxp__kv_str(pk, "source_name", e->source_name ? e->source_name : "");
+  vxp__kv_str(pk, "options", e->options ? e->options : "");
+  vxp__kv_u64(pk, "bytes", e->bytes);
+  vxp__kv_u64(pk, "created", e->created_s);
+  vxp__kv_u64(pk, "used", e->used_s);
+  vxp__kv_u64(pk, "hits", e->hits);
+  vxp__kv_u64(pk, "compile_us", e->compile_us);
+  vxp__kv_u64(pk, "nkernels", e->nkernels);
+  vxp__str(pk, "kernel_names");
+  msgpack_pack_array(pk, e->nnames);
+  for (uint32_t i = 0; i < e->nnames; i++)
+    vxp__str(pk, e->kernel_names[i] ? e->kernel_names[i] : "");
 }
 
 int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_len) {
@@ -281,6 +314,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_HELLO) n += 3;
   if (results) n += 3 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->object != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
+  if (r->op == VXP_OP_LIST) n += 2;
   bool admin = r->op == VXP_OP_VERIFY || r->op == VXP_OP_CLEAR || r->op == VXP_OP_PRUNE;
   if (admin) n += 2;
   if (r->op == VXP_OP_HOST) n += 1 + (r->host_ir != NULL) + (r->object != NULL);
@@ -313,7 +347,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
     vxp__str(&pk, "stats");
-    msgpack_pack_map(&pk, 25 + (s->remote ? 1 : 0));
+    msgpack_pack_map(&pk, 27 + (s->remote ? 1 : 0));
     vxp__kv_u64(&pk, "hits", s->hits);
     vxp__kv_u64(&pk, "misses", s->misses);
     vxp__kv_u64(&pk, "compile_errors", s->compile_errors);
@@ -340,6 +374,18 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     vxp__kv_u64(&pk, "l2_dropped", s->l2_dropped);
     vxp__kv_u64(&pk, "l2_bytes_down", s->l2_bytes_down);
     vxp__kv_u64(&pk, "l2_bytes_up", s->l2_bytes_up);
+    vxp__str(&pk, "compile_buckets");
+    msgpack_pack_array(&pk, VXP_COMPILE_BUCKETS);
+    for (uint32_t i = 0; i < VXP_COMPILE_BUCKETS; i++)
+      msgpack_pack_uint64(&pk, s->compile_buckets[i]);
+    vxp__kv_u64(&pk, "compile_sum_us", s->compile_sum_us);
+  }
+  if (r->op == VXP_OP_LIST) {
+    vxp__kv_u64(&pk, "checked", r->checked);
+    vxp__str(&pk, "entries");
+    msgpack_pack_array(&pk, r->nentries);
+    for (uint32_t i = 0; i < r->nentries; i++)
+      vxp__pack_entry_info(&pk, &r->entries[i]);
   }
   if (admin) {
     vxp__kv_u64(&pk, "checked", r->checked);
@@ -717,7 +763,15 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__strdup(v, &r->kernel), groups |= 4;
     else if (vxp__key(k, "max_size"))
       rc = vxp__u64(v, &r->max_size), have_max = true, groups |= 16;
-    else
+    else if (vxp__key(k, "prefix")) {
+      rc = vxp__strdup(v, &r->prefix), groups |= 32;
+      for (const char *p = rc == VXP_OK ? r->prefix : ""; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) rc = VXP_ETYPE;
+      if (rc == VXP_OK && strlen(r->prefix) > 64) rc = VXP_ETYPE;
+    } else if (vxp__key(k, "limit")) {
+      rc = vxp__u32(v, &r->limit), groups |= 32;
+      if (rc == VXP_OK && (r->limit == 0 || r->limit > VXP_MAX_LIST_ENTRIES)) rc = VXP_ETYPE;
+    } else
       rc = VXP_EUNKNOWNKEY;
   }
   if (rc == VXP_OK) {
@@ -726,6 +780,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
                        : r->op == VXP_OP_HOST    ? 2u | 8u
                        : r->op == VXP_OP_FETCH   ? 4u
                        : r->op == VXP_OP_PRUNE   ? 16u
+                       : r->op == VXP_OP_LIST    ? 32u
                                                  : 0u;
     if (groups & ~allowed) rc = VXP_EUNKNOWNKEY;
   }
@@ -807,7 +862,55 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
       rc = vxp__u64(v, &s->l2_bytes_down);
     else if (vxp__key(k, "l2_bytes_up"))
       rc = vxp__u64(v, &s->l2_bytes_up);
+    else if (vxp__key(k, "compile_sum_us"))
+      rc = vxp__u64(v, &s->compile_sum_us);
+    else if (vxp__key(k, "compile_buckets")) {
+      if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != VXP_COMPILE_BUCKETS)
+        rc = VXP_ETYPE;
+      for (uint32_t j = 0; rc == VXP_OK && j < VXP_COMPILE_BUCKETS; j++)
+        rc = vxp__u64(&v->via.array.ptr[j], &s->compile_buckets[j]);
+    }
   }
+  return rc;
+}
+
+/* Decodes one list entry into e (cleared by the caller on error). */
+static int vxp__decode_entry_info(const msgpack_object *o, vxp_entry_info *e) {
+  if (o->type != MSGPACK_OBJECT_MAP) return VXP_ETYPE;
+  int rc = VXP_OK;
+  for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
+    const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
+    char **str = vxp__key(k, "key")           ? &e->key
+                 : vxp__key(k, "source_name") ? &e->source_name
+                 : vxp__key(k, "options")     ? &e->options
+                                              : NULL;
+    if (str) {
+      if (*str) return VXP_EFORMAT; /* a key twice */
+      rc = vxp__strdup(v, str);
+    } else if (vxp__key(k, "bytes"))
+      rc = vxp__u64(v, &e->bytes);
+    else if (vxp__key(k, "created"))
+      rc = vxp__u64(v, &e->created_s);
+    else if (vxp__key(k, "used"))
+      rc = vxp__u64(v, &e->used_s);
+    else if (vxp__key(k, "hits"))
+      rc = vxp__u64(v, &e->hits);
+    else if (vxp__key(k, "compile_us"))
+      rc = vxp__u64(v, &e->compile_us);
+    else if (vxp__key(k, "nkernels"))
+      rc = vxp__u32(v, &e->nkernels);
+    else if (vxp__key(k, "kernel_names")) {
+      if (v->type != MSGPACK_OBJECT_ARRAY) return VXP_ETYPE;
+      if (v->via.array.size > VXP_MAX_LIST_NAMES || e->kernel_names) return VXP_EFORMAT;
+      e->kernel_names = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *e->kernel_names);
+      if (!e->kernel_names) return VXP_ENOMEM;
+      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
+        e->nnames = j + 1;
+        rc = vxp__strdup(&v->via.array.ptr[j], &e->kernel_names[j]);
+      }
+    }
+  }
+  if (rc == VXP_OK && (!e->key || !e->source_name || !e->options)) rc = VXP_EMISSING;
   return rc;
 }
 
@@ -868,7 +971,25 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       rc = vxp__strdup(v, &r->host_ir);
     else if (vxp__key(k, "removed"))
       rc = vxp__u64(v, &r->removed);
-    else if (vxp__key(k, "kernels")) {
+    else if (vxp__key(k, "entries")) {
+      if (v->type != MSGPACK_OBJECT_ARRAY) {
+        rc = VXP_ETYPE;
+        break;
+      }
+      if (v->via.array.size > VXP_MAX_LIST_ENTRIES || r->entries) {
+        rc = VXP_EFORMAT;
+        break;
+      }
+      r->entries = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->entries);
+      if (!r->entries) {
+        rc = VXP_ENOMEM;
+        break;
+      }
+      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
+        r->nentries = j + 1;
+        rc = vxp__decode_entry_info(&v->via.array.ptr[j], &r->entries[j]);
+      }
+    } else if (vxp__key(k, "kernels")) {
       if (v->type != MSGPACK_OBJECT_ARRAY) {
         rc = VXP_ETYPE;
         break;

@@ -165,8 +165,13 @@ typedef enum {
   VXP_OP_PRUNE = 8,      /* evict LRU entries down to max_size bytes */
   VXP_OP_STOP = 9,       /* answer, then shut down cleanly */
   VXP_OP_HOST = 10,      /* lower a whole program's host side (host_ir) */
+  VXP_OP_LIST = 11,      /* describe cache entries (by key prefix) */
 } vxp_op;
-#define VXP_OP_LAST VXP_OP_HOST
+#define VXP_OP_LAST VXP_OP_LIST
+
+/* Most entries a list reply carries, and kernel names per entry. */
+#define VXP_MAX_LIST_ENTRIES 1000u
+#define VXP_MAX_LIST_NAMES 16u
 
 /* Returns "hello", "compile", ... or NULL for an unknown op. */
 const char *vxp_op_name(vxp_op op);
@@ -196,6 +201,9 @@ typedef struct {
   char *kernel; /* one kernel only; NULL for all */
   /* prune */
   uint64_t max_size; /* bytes the cache may keep */
+  /* list */
+  char *prefix;   /* key prefix, 0..64 lowercase hex digits; NULL: all */
+  uint32_t limit; /* entries wanted, 1..VXP_MAX_LIST_ENTRIES; 0: 100 */
   /* host */
   bool host_object; /* also return the host side as a host object */
 } vxp_request;
@@ -210,6 +218,28 @@ typedef enum {
 
 /* Returns "ok", "compile_error", ... */
 const char *vxp_status_name(vxp_status s);
+
+/* One cache entry as a list reply describes it. */
+typedef struct {
+  char *key;          /* 64 hex digits; malloc() */
+  char *source_name;  /* the source's file name in the key; "" when not
+                         recorded (an entry fetched by key); malloc() */
+  char *options;      /* the keyed options text; "" when not recorded */
+  uint64_t bytes;     /* object + metadata */
+  uint64_t created_s; /* Unix time stored (seconds) */
+  uint64_t used_s;    /* Unix time last read (seconds) */
+  uint64_t hits;      /* reads */
+  uint64_t compile_us; /* what compiling it took (microseconds) */
+  uint32_t nkernels;
+  char **kernel_names; /* the first min(nkernels, VXP_MAX_LIST_NAMES) */
+  uint32_t nnames;
+} vxp_entry_info;
+
+/* Upper bounds of the compile-time histogram's buckets (microseconds);
+ * the last bucket counts everything above the last bound. */
+#define VXP_COMPILE_BUCKET_BOUNDS_US                                                                          \
+  {5000u, 10000u, 25000u, 50000u, 100000u, 250000u, 500000u, 1000000u, 2500000u, 10000000u}
+#define VXP_COMPILE_BUCKETS 11u
 
 /* Daemon counters (stats); persistent ones survive restarts. */
 typedef struct {
@@ -247,6 +277,11 @@ typedef struct {
   uint64_t l2_dropped;    /* writes dropped: queue full or storage down */
   uint64_t l2_bytes_down; /* value bytes read from it */
   uint64_t l2_bytes_up;   /* value bytes written to it */
+  /* compiles since this daemon started, by the time they took (each
+   * bucket counts those at most its bound, VXP_COMPILE_BUCKET_BOUNDS_US,
+   * and above the previous one), with their sum (microseconds) */
+  uint64_t compile_buckets[VXP_COMPILE_BUCKETS];
+  uint64_t compile_sum_us;
 } vxp_stats;
 
 typedef struct {
@@ -273,8 +308,11 @@ typedef struct {
   /* stats */
   vxp_stats stats;
   /* verify / clear / prune */
-  uint64_t checked; /* entries read */
+  uint64_t checked; /* entries read; list: entries the prefix matched */
   uint64_t removed; /* entries deleted */
+  /* list */
+  vxp_entry_info *entries; /* nentries <= VXP_MAX_LIST_ENTRIES; malloc() */
+  uint32_t nentries;
   /* host */
   char *host_ir; /* the program's host side in the LLVM dialect, its
                     gpu.modules as gpu.binary ops; malloc() */

@@ -49,7 +49,7 @@ Test(cache, put_get_and_survive_restart) {
       {"k0", (const uint8_t *)"M0", 2},
       {"k1", (const uint8_t *)"META1", 5},
   };
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"OBJECT1", 7, in, 2, 0), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"OBJECT1", 7, in, 2, 0, NULL), VXK_OK);
   vxk_close(c);
 
   c = open_cache(0); /* a restarted daemon */
@@ -85,7 +85,7 @@ Test(cache, unknown_and_invalid_keys) {
   cr_assert_eq(vxk_get(c, "zz", NULL, &out), VXK_EINVAL);
   cr_assert_eq(vxk_get(c, "'; DROP TABLE entries; --", NULL, &out), VXK_EINVAL);
   vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, &in, 1, 0), VXK_EINVAL);
+  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_EINVAL);
   vxk_close(c);
 }
 
@@ -130,9 +130,9 @@ Test(cache, replacing_an_entry_is_atomic) {
   char key[VXK_KEY_HEX + 1];
   key_for("x", key);
   vxk_kernel_in two[2] = {{"a", (const uint8_t *)"m", 1}, {"b", (const uint8_t *)"m", 1}};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"12", 2, two, 2, 0), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"12", 2, two, 2, 0, NULL), VXK_OK);
   vxk_kernel_in one = {"c", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"3", 1, &one, 1, 0), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"3", 1, &one, 1, 0, NULL), VXK_OK);
   vxk_entry out;
   cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_OK);
   cr_assert_eq(out.nkernels, 1, "old kernels are gone with the old entry");
@@ -150,7 +150,7 @@ Test(cache, failed_put_leaves_no_partial_entry) {
   /* two kernels with one ordinal cannot happen through the API; a NULL name
    * violates NOT NULL on the second row, after the first row went in */
   vxk_kernel_in bad[2] = {{"a", (const uint8_t *)"m", 1}, {NULL, (const uint8_t *)"m", 1}};
-  cr_assert_neq(vxk_put(c, key, (const uint8_t *)"12", 2, bad, 2, 0), VXK_OK);
+  cr_assert_neq(vxk_put(c, key, (const uint8_t *)"12", 2, bad, 2, 0, NULL), VXK_OK);
   vxk_entry out;
   cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_ENOTFOUND, "the transaction was rolled back");
   vxk_stats st;
@@ -169,7 +169,7 @@ Test(cache, lru_eviction_keeps_the_recently_used) {
     snprintf(src, sizeof src, "s%d", i);
     key_for(src, keys[i]);
     vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1, 0), VXK_OK);
+    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1, 0, NULL), VXK_OK);
     if (i == 1) { /* touch entry 0 so that entry 1 is the oldest */
       vxk_entry o;
       usleep(2000);
@@ -201,7 +201,7 @@ Test(cache, unreadable_database_is_moved_aside) {
   char key[VXK_KEY_HEX + 1];
   key_for("after", key);
   vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 0), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_OK);
   vxk_close(c);
   char aside[160];
   snprintf(aside, sizeof aside, "%s.corrupt", path);
@@ -216,7 +216,7 @@ Test(cache, a_directory_or_database_others_could_write_is_refused) {
   char key[VXK_KEY_HEX + 1], err[512], db[128], moved[128];
   key_for("planted?", key);
   vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 0), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_OK);
   vxk_close(c);
   cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_OK, "%s", err);
   vxk_close(c);
@@ -258,7 +258,7 @@ static int read_only_directory_case(const char *sub) {
   if (vxk_key((const uint8_t *)"ro", 2, parts, 1, key) != VXK_OK) return 1;
   vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
   if (vxk_open(sub, 0, &c, err, sizeof err) != VXK_OK) return 2;
-  if (vxk_put(c, key, (const uint8_t *)"obj", 3, &in, 1, 0) != VXK_OK) return 3;
+  if (vxk_put(c, key, (const uint8_t *)"obj", 3, &in, 1, 0, NULL) != VXK_OK) return 3;
   vxk_close(c);
   if (chmod(sub, 0500) != 0) return 4;
   if (vxk_open_readonly(sub, &c, err, sizeof err) != VXK_OK) {
@@ -330,8 +330,8 @@ Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
   key_for("intact", other);
   static const char obj[] = "OBJECT-BYTES-THAT-WILL-BE-DAMAGED-0123456789";
   vxk_kernel_in in = {"k", (const uint8_t *)"meta", 4};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0), VXK_OK);
-  cr_assert_eq(vxk_put(c, other, (const uint8_t *)"fine", 4, &in, 1, 0), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
+  cr_assert_eq(vxk_put(c, other, (const uint8_t *)"fine", 4, &in, 1, 0, NULL), VXK_OK);
   vxk_close(c); /* checkpoints the WAL into cache.db */
   cr_assert(flip_in_file(obj, sizeof obj - 1), "the object's bytes are in the file");
   c = open_cache(0);
@@ -355,7 +355,7 @@ Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
   /* a drop is for damage only: a second report of it finds nothing, and an
    * entry written again in between is kept */
   cr_assert_eq(vxk_drop(c, key), VXK_ENOTFOUND);
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
   cr_assert_eq(vxk_drop(c, key), VXK_ENOTFOUND, "intact: kept");
   cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
   vxk_entry_clear(&e);
@@ -374,7 +374,7 @@ Test(cache, a_damaged_database_is_reported_as_damage) {
     key_for(src, key);
     memset(obj, i, sizeof obj);
     vxk_kernel_in in = {"k", obj, 40};
-    cr_assert_eq(vxk_put(c, key, obj, sizeof obj, &in, 1, 0), VXK_OK);
+    cr_assert_eq(vxk_put(c, key, obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
   }
   vxk_close(c);
   char path[128];
@@ -419,7 +419,7 @@ Test(cache, random_page_damage_never_serves_different_bytes) {
     for (size_t j = 0; j < sizeof obj; j++)
       obj[j] = (uint8_t)(i * 31 + j * 7);
     vxk_kernel_in in = {"k", obj, 40};
-    cr_assert_eq(vxk_put(c, key, obj, sizeof obj, &in, 1, 0), VXK_OK);
+    cr_assert_eq(vxk_put(c, key, obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
   }
   vxk_close(c);
   /* damage bytes all over the file, past SQLite's header page */
@@ -465,7 +465,7 @@ Test(cache, time_saved_is_a_counter_and_old_per_entry_figures_carry_over_once) {
   char key[VXK_KEY_HEX + 1];
   key_for("counted", key);
   vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 5000), VXK_OK); /* compiled in 5 ms */
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 5000, NULL), VXK_OK); /* compiled in 5 ms */
   vxk_entry e;
   cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
   cr_assert_eq(e.compile_us, 5000, "a read says what the hit saves");
@@ -514,7 +514,7 @@ Test(cache, a_read_within_the_lru_resolution_leaves_the_entry_unwritten) {
     char src[8];
     snprintf(src, sizeof src, "r%d", i);
     key_for(src, keys[i]);
-    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1, 0), VXK_OK);
+    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1, 0, NULL), VXK_OK);
     usleep(2000);
     if (i == 1) { /* entry 0 read, but within the minute it was written in */
       cr_assert_eq(vxk_get(c, keys[0], NULL, &o), VXK_OK);
@@ -610,4 +610,164 @@ Test(cache, a_remote_value_round_trips_and_any_damage_is_refused) {
   cr_assert(!vxk_remote_prefix_valid(""));
   cr_assert(!vxk_remote_prefix_valid("a b"));
   cr_assert(!vxk_remote_prefix_valid("a*"));
+}
+
+/* ---- looking into the cache: vxk_list ---- */
+
+/* A key of 64 hex digits: head, then fill to the end. */
+static void key_of(const char *head, char fill, char key[VXK_KEY_HEX + 1]) {
+  size_t n = strlen(head);
+  memcpy(key, head, n);
+  memset(key + n, fill, VXK_KEY_HEX - n);
+  key[VXK_KEY_HEX] = '\0';
+}
+
+Test(cache, list_describes_entries_by_key_prefix_with_their_origin) {
+  vxk_cache *c = open_cache(0);
+  char a[VXK_KEY_HEX + 1], b[VXK_KEY_HEX + 1], other[VXK_KEY_HEX + 1];
+  key_of("abcd", '0', a);
+  key_of("abcd", '1', b);
+  key_of("ef01", '2', other);
+  vxk_kernel_in ks[20];
+  char names[20][8];
+  for (int i = 0; i < 20; i++) {
+    snprintf(names[i], sizeof names[i], "k%d", i);
+    ks[i] = (vxk_kernel_in){names[i], (const uint8_t *)"m", 1};
+  }
+  vxk_origin origin = {"saxpy.mlir", "opt_level=2;warp_size=8"};
+  cr_assert_eq(vxk_put(c, a, (const uint8_t *)"OBJ", 3, ks, 2, 1500, &origin), VXK_OK);
+  usleep(2000);
+  cr_assert_eq(vxk_put(c, b, (const uint8_t *)"OBJECT", 6, ks, 20, 0, NULL), VXK_OK);
+  usleep(2000);
+  cr_assert_eq(vxk_put(c, other, (const uint8_t *)"O", 1, ks, 1, 0, &origin), VXK_OK);
+
+  vxk_info *v = NULL;
+  uint32_t n = 0;
+  uint64_t matched = 0;
+  cr_assert_eq(vxk_list(c, "", 10, &v, &n, &matched), VXK_OK);
+  cr_assert_eq(matched, 3);
+  cr_assert_eq(n, 3);
+  cr_assert_str_eq(v[0].key, other, "most recently used first");
+  cr_assert_str_eq(v[2].key, a);
+  cr_assert_str_eq(v[2].source_name, "saxpy.mlir");
+  cr_assert_str_eq(v[2].options, "opt_level=2;warp_size=8");
+  cr_assert_eq(v[2].compile_us, 1500);
+  cr_assert_eq(v[2].bytes, 3 + 2, "object and metadata bytes");
+  cr_assert_eq(v[2].nkernels, 2);
+  cr_assert_eq(v[2].nnames, 2);
+  cr_assert_str_eq(v[2].kernel_names[1], "k1");
+  cr_assert_str_eq(v[1].source_name, "", "no origin given: none recorded");
+  cr_assert_eq(v[1].nkernels, 20);
+  cr_assert_eq(v[1].nnames, VXK_LIST_NAMES, "names bounded, the count kept");
+  vxk_info_clear(v, n);
+
+  cr_assert_eq(vxk_list(c, "abcd", 1, &v, &n, &matched), VXK_OK);
+  cr_assert_eq(matched, 2, "the prefix names two entries");
+  cr_assert_eq(n, 1, "limit");
+  cr_assert_str_eq(v[0].key, b);
+  vxk_info_clear(v, n);
+  cr_assert_eq(vxk_list(c, "abcd1", 2, &v, &n, &matched), VXK_OK);
+  cr_assert_eq(matched, 1);
+  cr_assert_str_eq(v[0].key, b);
+  vxk_info_clear(v, n);
+  cr_assert_eq(vxk_list(c, a, 2, &v, &n, &matched), VXK_OK);
+  cr_assert_eq(matched, 1, "a whole key is its own prefix");
+  vxk_info_clear(v, n);
+  cr_assert_eq(vxk_list(c, "9999", 2, &v, &n, &matched), VXK_OK);
+  cr_assert_eq(matched, 0);
+  cr_assert_eq(n, 0);
+  vxk_info_clear(v, n);
+  const char *bad[] = {"ABCD", "ab*", "ab?d", "[a]", "g"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    cr_assert_eq(vxk_list(c, bad[i], 2, &v, &n, &matched), VXK_EINVAL, "%s", bad[i]);
+  vxk_close(c);
+}
+
+/* Reads of an entry within the LRU resolution move no time, yet each is
+ * counted in its hits: held back, written by the next flush. */
+Test(cache, every_read_counts_as_a_hit_even_within_the_lru_resolution) {
+  vxk_cache *reader = open_cache(0), *writer = open_cache(0);
+  vxk_set_lru_resolution(writer, 60u * 1000000u);
+  char key[VXK_KEY_HEX + 1];
+  key_for("hits", key);
+  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(vxk_put(writer, key, (const uint8_t *)"OBJ", 3, &in, 1, 0, NULL), VXK_OK);
+  vxk_info *v = NULL;
+  uint32_t n = 0;
+  uint64_t matched = 0;
+  cr_assert_eq(vxk_list(writer, key, 1, &v, &n, &matched), VXK_OK);
+  uint64_t stored_at = v[0].last_used_us;
+  vxk_info_clear(v, n);
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 3; i++) {
+      vxk_entry e;
+      cr_assert_eq(vxk_get(reader, key, NULL, &e), VXK_OK);
+      vxk_entry_clear(&e);
+    }
+    vxk_mark_used(reader, key); /* a hit served from a kept copy */
+    vxk_touches t;
+    cr_assert_eq(vxk_touch_take(reader, &t), VXK_OK);
+    cr_assert_eq(t.n, 1, "one key, read four times");
+    cr_assert_eq(t.hits[0], 4);
+    cr_assert_eq(vxk_touch(writer, &t), VXK_OK);
+    vxk_touches_clear(&t);
+  }
+  cr_assert_eq(vxk_flush(writer), VXK_OK);
+  cr_assert_eq(vxk_list(writer, key, 1, &v, &n, &matched), VXK_OK);
+  cr_assert_eq(v[0].hits, 8);
+  cr_assert_eq(v[0].last_used_us, stored_at, "within the resolution: the LRU time did not move");
+  vxk_info_clear(v, n);
+  vxk_close(reader);
+  vxk_close(writer);
+}
+
+/* A cache written before entries recorded their origin (schema 3) is
+ * read as it is and migrated in place by the first writer: nothing lost. */
+Test(cache, a_version_3_cache_is_migrated_in_place) {
+  vxk_cache *c = open_cache(0);
+  char key[VXK_KEY_HEX + 1];
+  key_for("old", key);
+  vxk_kernel_in in = {"k", (const uint8_t *)"meta", 4};
+  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"OBJECT", 6, &in, 1, 7, NULL), VXK_OK);
+  vxk_close(c);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  sqlite3 *db = NULL;
+  cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+  cr_assert_eq(sqlite3_exec(db,
+                            "ALTER TABLE entries DROP COLUMN source_name;"
+                            "ALTER TABLE entries DROP COLUMN options;"
+                            "UPDATE meta SET v='3' WHERE k='schema_version';",
+                            NULL, NULL, NULL),
+               SQLITE_OK, "%s", sqlite3_errmsg(db));
+  sqlite3_close(db);
+
+  char err[256];
+  vxk_entry e;
+  cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_OK, "a reader reads version 3: %s", err);
+  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
+  vxk_entry_clear(&e);
+  vxk_close(c);
+
+  c = open_cache(0);
+  cr_assert_null(vxk_open_notice(c), "migrated, not discarded: %s", vxk_open_notice(c));
+  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
+  cr_assert_eq(e.object_size, 6);
+  cr_assert_eq(e.compile_us, 7);
+  vxk_entry_clear(&e);
+  vxk_info *v = NULL;
+  uint32_t n = 0;
+  uint64_t matched = 0;
+  cr_assert_eq(vxk_list(c, NULL, 5, &v, &n, &matched), VXK_OK);
+  cr_assert_eq(n, 1);
+  cr_assert_str_eq(v[0].source_name, "", "origin of an old entry: not recorded");
+  vxk_info_clear(v, n);
+  vxk_close(c);
+  cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  cr_assert_eq(sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL), SQLITE_OK);
+  cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+  cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "4");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
 }

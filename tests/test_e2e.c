@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "vxc.h"
+#include "vxk.h"
 #include "vxt.h"
 
 #define KERNELS VXT_KERNELS_DIR "/"
@@ -825,6 +826,28 @@ Test(e2e, stats_in_openmetrics_and_versioned_json) {
     }
   }
   cr_assert_geq(samples, 18);
+  /* the compile-time histogram: buckets cumulative, +Inf = count = misses */
+  snprintf(cmd, sizeof cmd, "%s --socket %s stats --format openmetrics", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "# TYPE vortexd_compile_seconds histogram\n"), "%s", out);
+  unsigned long long prev = 0, inf = 0, count = 0;
+  int buckets = 0;
+  for (char *p = strstr(out, "vortexd_compile_seconds_bucket{"); p;
+       p = strstr(p + 1, "vortexd_compile_seconds_bucket{")) {
+    unsigned long long v = 0;
+    cr_assert_eq(sscanf(strchr(p, '}') + 1, " %llu", &v), 1, "%s", p);
+    cr_assert_geq(v, prev, "cumulative: %s", out);
+    prev = v;
+    buckets++;
+    static const char last[] = "vortexd_compile_seconds_bucket{le=\"+Inf\"}";
+    if (strncmp(p, last, sizeof last - 1) == 0) inf = v;
+  }
+  cr_assert_eq(buckets, VXP_COMPILE_BUCKETS);
+  const char *cp = strstr(out, "vortexd_compile_seconds_count ");
+  cr_assert_not_null(cp, "%s", out);
+  cr_assert_eq(sscanf(cp, "vortexd_compile_seconds_count %llu", &count), 1);
+  cr_assert_eq(inf, count);
+  cr_assert_geq(count, 1, "the compile above was counted: %s", out);
   snprintf(cmd, sizeof cmd, "%s --socket %s stats --format yaml 2>&1; echo rc=$?", VXT_VXC, d.sock);
   run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "--format takes table, json or openmetrics"), "%s", out);
@@ -986,4 +1009,91 @@ Test(e2e, vxc_refuses_a_bad_warp_size_before_asking_the_daemon) {
   vxc_conn *c = conn();
   cr_assert_eq(misses(c), 0, "nothing was compiled");
   vxc_close(c);
+}
+
+/* Looking into the cache: vxc ls lists entries with the source they came
+ * from, vxc inspect shows one, and keys are taken by unique prefix. */
+Test(e2e, vxc_ls_inspect_and_keys_by_unique_prefix) {
+  static char out[65536];
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cd %s && %s --socket %s compile %s && %s --socket %s compile %s && %s --socket %s compile %s",
+           d.dir, VXT_VXC, d.sock, VXT_EXAMPLES_DIR "/saxpy.mlir", VXT_VXC, d.sock,
+           VXT_EXAMPLES_DIR "/two_kernels.mlir", VXT_VXC, d.sock, VXT_EXAMPLES_DIR "/saxpy.mlir");
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --socket %s ls --json", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  json_error_t jerr;
+  json_t *doc = json_loads(out, 0, &jerr);
+  cr_assert_not_null(doc, "%s: %s", jerr.text, out);
+  cr_assert_eq(json_integer_value(json_object_get(doc, "matched")), 2, "%s", out);
+  json_t *entries = json_object_get(doc, "entries");
+  cr_assert_eq(json_array_size(entries), 2);
+  /* the order is by last use, which moves once a minute (lru_resolution) */
+  json_t *first = json_array_get(entries, 0), *second = json_array_get(entries, 1);
+  if (strcmp(json_string_value(json_object_get(first, "source_name")), "saxpy.mlir") != 0) {
+    json_t *t = first;
+    first = second, second = t;
+  }
+  cr_assert_str_eq(json_string_value(json_object_get(first, "source_name")), "saxpy.mlir",
+                   "named without its directory: %s", out);
+  cr_assert_eq(json_integer_value(json_object_get(first, "hits")), 1, "%s", out);
+  cr_assert_str_eq(json_string_value(json_object_get(second, "source_name")), "two_kernels.mlir");
+  cr_assert_eq(json_integer_value(json_object_get(second, "nkernels")), 2);
+  cr_assert_eq(json_array_size(json_object_get(second, "kernels")), 2);
+  cr_assert_not_null(strstr(json_string_value(json_object_get(first, "options")), "warp_size=4"), "%s", out);
+  char key[65], prefix[8];
+  snprintf(key, sizeof key, "%s", json_string_value(json_object_get(first, "key")));
+  json_decref(doc);
+  snprintf(prefix, sizeof prefix, "%.6s", key);
+
+  snprintf(cmd, sizeof cmd, "%s --socket %s ls", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "KEY "), "a header: %s", out);
+  char row[64];
+  snprintf(row, sizeof row, "%.12s  saxpy.mlir", key);
+  cr_assert_not_null(strstr(out, row), "%s", out);
+
+  snprintf(cmd, sizeof cmd, "%s --socket %s inspect %s -d", VXT_VXC, d.sock, prefix);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, key), "the whole key: %s", out);
+  cr_assert_not_null(strstr(out, "source       saxpy.mlir\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "compile time "), "%s", out);
+  cr_assert_not_null(strstr(out, "Kernel: saxpy"), "%s", out);
+  cr_assert_not_null(strstr(out, "[2] offset=8    size=4  align=4  pointer (memref<?xf32>)"), "%s", out);
+  cr_assert_not_null(strstr(out, "Disassembly of section .text"), "%s", out);
+  cr_assert_not_null(strstr(out, "<__vxl_main_0>:"), "the entry symbol, disassembled: %s", out);
+
+  /* fetch by prefix writes the very object compile wrote */
+  snprintf(cmd, sizeof cmd, "%s --socket %s fetch %s -o %s/fetched.o && cmp %s/fetched.o %s/saxpy.o", VXT_VXC,
+           d.sock, prefix, d.dir, d.dir, d.dir);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+
+  /* two planted entries share a prefix: named by it, neither is chosen */
+  vxk_cache *kc = NULL;
+  char err[256], a[65], b[65];
+  cr_assert_eq(vxk_open(d.cache, 0, &kc, err, sizeof err), VXK_OK, "%s", err);
+  memset(a, '0', 64), memset(b, '0', 64);
+  memcpy(a, "fedc", 4), memcpy(b, "fedc", 4);
+  b[63] = '1';
+  a[64] = b[64] = '\0';
+  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(vxk_put(kc, a, (const uint8_t *)"O", 1, &in, 1, 0, NULL), VXK_OK);
+  cr_assert_eq(vxk_put(kc, b, (const uint8_t *)"O", 1, &in, 1, 0, NULL), VXK_OK);
+  vxk_close(kc);
+  snprintf(cmd, sizeof cmd, "%s --socket %s inspect fedc 2>&1; echo rc=$?", VXT_VXC, d.sock);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "key prefix names 2 entries"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=2"), "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --socket %s ls fedc", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "fedc00000000  -"), "an entry of unknown origin: %s", out);
+  snprintf(cmd, sizeof cmd,
+           "%s --socket %s fetch 0f0f0f 2>&1; echo rc=$?; %s --socket %s fetch fed 2>&1; echo rc=$?; "
+           "%s --socket %s ls --limit 1 2>&1",
+           VXT_VXC, d.sock, VXT_VXC, d.sock, VXT_VXC, d.sock);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "no cache entry with a key starting 0f0f0f\nrc=1"), "%s", out);
+  cr_assert_not_null(strstr(out, "'fed' is not a cache key or a prefix of one"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  cr_assert_not_null(strstr(out, "(3 more;"), "a limited listing says what it left out: %s", out);
 }

@@ -195,6 +195,73 @@ Test(protocol, stats_response_round_trip) {
   for (int i = 0; i < 9; i++)
     cr_assert_eq(l2[i], want[i], "field %d", i);
   vxp_response_clear(&out);
+  for (uint32_t i = 0; i < VXP_COMPILE_BUCKETS; i++)
+    in.stats.compile_buckets[i] = 100 + i;
+  in.stats.compile_sum_us = 1ull << 35;
+  response_round_trip(&in, &out);
+  for (uint32_t i = 0; i < VXP_COMPILE_BUCKETS; i++)
+    cr_assert_eq(out.stats.compile_buckets[i], 100 + i, "bucket %u", i);
+  cr_assert_eq(out.stats.compile_sum_us, 1ull << 35);
+  vxp_response_clear(&out);
+}
+
+Test(protocol, list_requests_and_answers_round_trip_within_their_bounds) {
+  vxp_request rq = {.id = 8, .op = VXP_OP_LIST, .prefix = "abc0", .limit = 2}, back;
+  request_round_trip(&rq, &back);
+  cr_assert_eq(back.op, VXP_OP_LIST);
+  cr_assert_str_eq(back.prefix, "abc0");
+  cr_assert_eq(back.limit, 2);
+  vxp_request_clear(&back);
+  /* a prefix that is not lowercase hex, too long, or a limit out of range */
+  const vxp_request bad[] = {
+      {.id = 9, .op = VXP_OP_LIST, .prefix = "ABC"},
+      {.id = 9, .op = VXP_OP_LIST, .prefix = "ab*"},
+      {.id = 9, .op = VXP_OP_LIST, .prefix = "00000000000000000000000000000000000000000000000000000000000000000"},
+      {.id = 9, .op = VXP_OP_LIST, .limit = VXP_MAX_LIST_ENTRIES + 1},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    uint8_t *frame;
+    size_t len;
+    cr_assert_eq(vxp_request_encode(&bad[i], &frame, &len), VXP_OK);
+    cr_assert_neq(vxp_request_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &back), VXP_OK,
+                  "case %zu", i);
+    cr_assert_eq(back.id, 9, "refused with its id");
+    free(frame);
+  }
+  char *names[VXP_MAX_LIST_NAMES + 1];
+  for (uint32_t i = 0; i <= VXP_MAX_LIST_NAMES; i++)
+    names[i] = "k";
+  vxp_entry_info e = {.key = "0123",
+                      .source_name = "saxpy.mlir",
+                      .options = "opt_level=2",
+                      .bytes = 4096,
+                      .created_s = 1700000000,
+                      .used_s = 1700000100,
+                      .hits = 3,
+                      .compile_us = 9000,
+                      .nkernels = 40,
+                      .kernel_names = names,
+                      .nnames = 2};
+  vxp_response in = {.id = 8, .op = VXP_OP_LIST, .status = VXP_STATUS_OK, .checked = 7, .entries = &e,
+                     .nentries = 1},
+               out;
+  response_round_trip(&in, &out);
+  cr_assert_eq(out.checked, 7);
+  cr_assert_eq(out.nentries, 1);
+  cr_assert_str_eq(out.entries[0].source_name, "saxpy.mlir");
+  cr_assert_str_eq(out.entries[0].options, "opt_level=2");
+  cr_assert_eq(out.entries[0].used_s, 1700000100);
+  cr_assert_eq(out.entries[0].hits, 3);
+  cr_assert_eq(out.entries[0].nkernels, 40);
+  cr_assert_eq(out.entries[0].nnames, 2);
+  vxp_response_clear(&out);
+  /* more names than a reply may carry: refused */
+  e.nnames = VXP_MAX_LIST_NAMES + 1;
+  uint8_t *frame;
+  size_t flen;
+  cr_assert_eq(vxp_response_encode(&in, &frame, &flen), VXP_OK);
+  cr_assert_neq(vxp_response_decode(frame + VXP_FRAME_HEADER_SIZE, flen - VXP_FRAME_HEADER_SIZE, &out), VXP_OK);
+  free(frame);
 }
 
 Test(protocol, admin_requests_and_answers_round_trip) {
