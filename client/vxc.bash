@@ -20,7 +20,8 @@ _vxc() {
     -O) COMPREPLY=($(compgen -W "0 1 2 3" -- "$cur")); return ;;
     --warp-size) COMPREPLY=($(compgen -W "1 2 4 8 16 32" -- "$cur")); return ;;
     --shared-libs) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --max-size | --kernel | --source-name | --limit) return ;;
+    --entry-point-result) COMPREPLY=($(compgen -W "void i32 i64 f32" -- "$cur")); return ;;
+    --max-size | --kernel | --source-name | --limit | -e) return ;;
   esac
   if [[ -z $cmd ]]; then
     if [[ $cur == -* ]]; then
@@ -36,7 +37,7 @@ _vxc() {
     fetch) opts="-o -v --verbose --json --kernel --help" ;;
     ls) opts="--json --limit --help" ;;
     inspect) opts="--json -d --disassemble --help" ;;
-    run) opts="--shared-libs --help" ;;
+    run) opts="-e --entry-point-result --shared-libs --help" ;;
     stats | config) opts="--json --help" ;;
     prune) opts="--max-size --help" ;;
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;

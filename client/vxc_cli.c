@@ -476,7 +476,8 @@ static int runtime_library(char *buf, size_t cap) {
 /* `vxc run`: the lowered host program through mlir-runner-22 with
  * libvortexd_runtime and MLIR's runner utilities (printMemref*), the
  * runtime pointed at the daemon vxc used.  Returns the exit status. */
-static int run_program(const vxp_response *r, const char *socket, const char *const *shlibs, int nshlibs) {
+static int run_program(const vxp_response *r, const char *socket, const char *entry, const char *result,
+                       const char *const *shlibs, int nshlibs) {
   print_diagnostics(r);
   if (r->status != VXP_STATUS_OK || !r->host_ir) {
     print_status(r);
@@ -506,17 +507,27 @@ static int run_program(const vxp_response *r, const char *socket, const char *co
   }
   const char *runner = getenv("VORTEXD_MLIR_RUNNER");
   if (!runner || !*runner) runner = "mlir-runner-22";
-  static char libs[16 + 3][4300];
-  char *argv[32];
+  static char libs[16 + 4][4300];
+  char *argv[40], entry_arg[300], result_arg[64];
   int a = 0;
   argv[a++] = (char *)runner;
-  argv[a++] = (char *)"--entry-point-result=void";
+  snprintf(result_arg, sizeof result_arg, "--entry-point-result=%s", result ? result : "void");
+  argv[a++] = result_arg;
+  if (entry) {
+    snprintf(entry_arg, sizeof entry_arg, "-e=%s", entry);
+    argv[a++] = entry_arg;
+  }
+  /* an optimization level, so that the JIT runs LLVM's coroutine lowering
+   * (async.execute becomes coroutines); -O0 as upstream's async tests */
+  argv[a++] = (char *)"-O0";
   snprintf(libs[0], sizeof libs[0], "--shared-libs=%s", rt);
   snprintf(libs[1], sizeof libs[1], "--shared-libs=%s/libmlir_runner_utils.so", VXC_LLVM_LIBDIR);
   snprintf(libs[2], sizeof libs[2], "--shared-libs=%s/libmlir_c_runner_utils.so", VXC_LLVM_LIBDIR);
+  /* what a host side using the async dialect calls (mlirAsyncRuntime*) */
+  snprintf(libs[3], sizeof libs[3], "--shared-libs=%s/libmlir_async_runtime.so", VXC_LLVM_LIBDIR);
   for (int i = 0; i < nshlibs; i++)
-    snprintf(libs[3 + i], sizeof libs[3 + i], "--shared-libs=%s", shlibs[i]);
-  for (int i = 0; i < 3 + nshlibs; i++)
+    snprintf(libs[4 + i], sizeof libs[4 + i], "--shared-libs=%s", shlibs[i]);
+  for (int i = 0; i < 4 + nshlibs; i++)
     argv[a++] = libs[i];
   argv[a++] = path;
   argv[a] = NULL;
@@ -701,6 +712,7 @@ enum {
   OPT_FORMAT = 1 << 8,  /* --format */
   OPT_LIMIT = 1 << 9,   /* --limit */
   OPT_DISASM = 1 << 10, /* -d, --disassemble */
+  OPT_ENTRY = 1 << 11,  /* -e, --entry-point-result */
 };
 
 /* What one invocation asked for, parsed. */
@@ -711,6 +723,7 @@ typedef struct {
   int spawn;
   int json, verbose, host, openmetrics, disassemble;
   uint32_t limit; /* ls: --limit */
+  const char *entry, *entry_result; /* run: -e, --entry-point-result */
   const char *out; /* -o's argument, or NULL */
   const char *kernel, *max_size, *source_name;
   uint64_t prune_to; /* prune: --max-size, else max_cache_size (bytes), checked in main */
@@ -774,11 +787,14 @@ static const command commands[] = {
      "stored and last used, hits, and each kernel's entry symbol and argument table; -d adds the\n"
      "object's disassembly (llvm-objdump-22). Reads the entry as fetch does (a hit).",
      1, OPT_JSON | OPT_DISASM, 1, 0, cmd_inspect},
-    {"run", "FILE.mlir [--shared-libs LIB]...",
+    {"run", "FILE.mlir [-e FUNC] [--entry-point-result void|i32|i64|f32] [--shared-libs LIB]...",
      "Runs a whole GPU-dialect program (host main and kernels) like mlir-runner: its host side\n"
-     "lowered by vortexd, executed by mlir-runner-22 with libvortexd_runtime, which gets each kernel\n"
-     "from vortexd at its first launch and runs it on $VORTEXD_DEVICE. Temporary files go to $TMPDIR.",
-     1, OPT_SHLIB, 1, 0, cmd_run},
+     "lowered by vortexd (the async dialect too, with MLIR's async runtime library), executed by\n"
+     "mlir-runner-22 with libvortexd_runtime, which gets each kernel from vortexd at its first launch\n"
+     "and runs it on $VORTEXD_DEVICE. -e and --entry-point-result are mlir-runner's: the function\n"
+     "to start (default main) and what it returns (default void; a value is printed). Temporary\n"
+     "files go to $TMPDIR.",
+     1, OPT_SHLIB | OPT_ENTRY, 1, 0, cmd_run},
     {"stats", "[--json | --format table|json|openmetrics]",
      "The daemon's and the cache's counters; --format openmetrics prints them in the OpenMetrics text\n"
      "format, for Prometheus or node_exporter's textfile collector.",
@@ -862,7 +878,8 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
     O_SRC,
     O_HELP,
     O_FORMAT,
-    O_LIMIT
+    O_LIMIT,
+    O_RESULT
   };
   static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
                                        {"emit-ir", no_argument, NULL, O_IR},
@@ -878,6 +895,7 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
                                        {"format", required_argument, NULL, O_FORMAT},
                                        {"limit", required_argument, NULL, O_LIMIT},
                                        {"disassemble", no_argument, NULL, 'd'},
+                                       {"entry-point-result", required_argument, NULL, O_RESULT},
                                        {NULL, 0, NULL, 0}};
   static const struct {
     int c;
@@ -886,11 +904,12 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
                {O_HOST, OPT_HOST},     {O_WARP, OPT_COMPILE},    {O_KERNEL, OPT_KERNEL},
                {O_SHFL, OPT_COMPILE},  {O_MAXSIZE, OPT_MAXSIZE}, {O_SHLIB, OPT_SHLIB},
                {O_SRC, OPT_COMPILE},   {'o', OPT_OUT},           {'O', OPT_COMPILE},
-               {'v', OPT_VERBOSE},     {O_LIMIT, OPT_LIMIT},     {'d', OPT_DISASM}};
+               {'v', OPT_VERBOSE},     {O_LIMIT, OPT_LIMIT},     {'d', OPT_DISASM},
+               {'e', OPT_ENTRY},       {O_RESULT, OPT_ENTRY}};
   int c;
   opterr = 0; /* our messages, not getopt's */
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":o:O:vhd", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:O:vhde:", opts, NULL)) != -1) {
     if (c == 'h' || c == O_HELP) {
       command_help(stdout, cm);
       return -1;
@@ -935,6 +954,17 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
     case O_MAXSIZE: in->max_size = optarg; break;
     case O_SRC: in->source_name = optarg; break;
     case 'd': in->disassemble = 1; break;
+    case 'e':
+      if (!*optarg || strlen(optarg) > 255 || strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                            "0123456789_.$") != strlen(optarg))
+        return usage_error(cm, "-e takes a function name, not '%s'", shown(optarg));
+      in->entry = optarg;
+      break;
+    case O_RESULT:
+      if (strcmp(optarg, "void") && strcmp(optarg, "i32") && strcmp(optarg, "i64") && strcmp(optarg, "f32"))
+        return usage_error(cm, "--entry-point-result takes void, i32, i64 or f32, not '%s'", shown(optarg));
+      in->entry_result = optarg;
+      break;
     case O_LIMIT: {
       char *end = NULL;
       unsigned long n = strtoul(optarg, &end, 10);
@@ -1279,7 +1309,7 @@ static int cmd_run(const command *cm, invocation *in, vxc_conn *conn) {
   vxp_response r;
   int status = send_source(in, conn, 1, 0, &r, &name);
   if (status) return status;
-  status = run_program(&r, in->socket, in->shlibs, in->nshlibs);
+  status = run_program(&r, in->socket, in->entry, in->entry_result, in->shlibs, in->nshlibs);
   vxp_response_clear(&r);
   return status;
 }

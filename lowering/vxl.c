@@ -60,6 +60,16 @@
   "builtin.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,"             \
   "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"                \
   "convert-vector-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,gpu-to-llvm,reconcile-unrealized-casts)"
+/* A host side that uses the async dialect (async.execute, async.await),
+ * lowered as upstream's integration tests lower it: gpu-to-llvm first (its
+ * tokens become streams), then async-to-async-runtime and
+ * convert-async-to-llvm, calls into MLIR's async runtime library
+ * (libmlir_async_runtime), then the rest of VXL_PIPELINE_HOST. */
+#define VXL_PIPELINE_HOST_ASYNC                                                                              \
+  "builtin.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,gpu-to-llvm,"  \
+  "async-to-async-runtime,async-runtime-ref-counting,convert-async-to-llvm,finalize-memref-to-llvm,"          \
+  "convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-vector-to-llvm,"                 \
+  "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)"
 #define VXL_PIPELINE_FULL                                                                                    \
   "builtin.module(expand-strided-metadata,lower-affine,convert-scf-to-cf,"                                   \
   "convert-math-to-llvm,convert-math-to-libm," VXL__PIPELINE_TAIL
@@ -170,14 +180,16 @@ int vxl_compiler_create(vxl_compiler **out) {
   c->cur_diags = &d;
   c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
   MlirLogicalResult pr = mlirLogicalResultSuccess();
-  const char *pipelines[6] = {VXL_PIPELINE_BASE,
+  const char *pipelines[7] = {VXL_PIPELINE_BASE,
                               VXL_PIPELINE_FULL,
                               "builtin.module(scf-for-to-while)",
                               "builtin.module(gpu-kernel-outlining)",
                               VXL_PIPELINE_HOST,
-                              "builtin.module(func.func(gpu-async-region))"};
-  MlirPassManager *pms[6] = {&c->pm, &c->pm_full, &c->pm_prep, &c->pm_outline, &c->pm_host, &c->pm_async};
-  for (int i = 0; i < 6; i++) {
+                              "builtin.module(func.func(gpu-async-region))",
+                              VXL_PIPELINE_HOST_ASYNC};
+  MlirPassManager *pms[7] = {&c->pm,      &c->pm_full,  &c->pm_prep,      &c->pm_outline,
+                             &c->pm_host, &c->pm_async, &c->pm_host_async};
+  for (int i = 0; i < 7; i++) {
     *pms[i] = mlirPassManagerCreate(c->ctx);
     vxl__buf perr = {0};
     if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(*pms[i]),
@@ -243,6 +255,7 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm_outline)) mlirPassManagerDestroy(c->pm_outline);
   if (!mlirPassManagerIsNull(c->pm_host)) mlirPassManagerDestroy(c->pm_host);
   if (!mlirPassManagerIsNull(c->pm_async)) mlirPassManagerDestroy(c->pm_async);
+  if (!mlirPassManagerIsNull(c->pm_host_async)) mlirPassManagerDestroy(c->pm_host_async);
   if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
   for (unsigned i = 0; i < c->nviews; i++) {
     mlirOperationDestroy(c->view_ops[i]);

@@ -793,6 +793,36 @@ static MlirWalkResult vxl__async_or_shared_cb(MlirOperation op, void *ud) {
   return *found ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
 }
 
+static MlirWalkResult vxl__async_dialect_cb(MlirOperation op, void *ud) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  if (n.length > 6 && memcmp(n.data, "async.", 6) == 0) *(int *)ud = 1;
+  return *(int *)ud ? MlirWalkResultInterrupt : MlirWalkResultAdvance;
+}
+
+/* Whether the program's host side uses the async dialect. */
+static int vxl__uses_async_dialect(MlirOperation top) {
+  int found = 0;
+  mlirOperationWalk(top, vxl__async_dialect_cb, &found, MlirWalkPreOrder);
+  return found;
+}
+
+/* What the host pipeline left that is not the LLVM dialect (nor the
+ * module, a gpu.binary or a gpu.launch_func, which the JIT's GPU
+ * translation turns into runtime calls): the first such op, or null. */
+typedef struct {
+  MlirOperation top, found;
+} vxl__unlowered;
+
+static MlirWalkResult vxl__unlowered_cb(MlirOperation op, void *ud) {
+  vxl__unlowered *u = ud;
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  int ok = mlirOperationEqual(op, u->top) || vxl__op_is(op, "gpu.binary") || vxl__op_is(op, "gpu.launch_func") ||
+           (n.length > 5 && memcmp(n.data, "llvm.", 5) == 0);
+  if (ok) return MlirWalkResultAdvance;
+  u->found = op;
+  return MlirWalkResultInterrupt;
+}
+
 /* Whether the program uses async tokens or host-shared allocations. */
 static int vxl__has_async_or_shared(MlirOperation top) {
   int found = 0;
@@ -837,7 +867,8 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
     if (d->n == 0) vxl__diag_add(d, "%s: error: gpu-async-region failed", source_name);
     rc = -EINVAL;
   }
-  if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_host, top))) {
+  MlirPassManager host = vxl__uses_async_dialect(top) ? c->pm_host_async : c->pm_host;
+  if (rc == 0 && mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(host, top))) {
     if (d->n == 0) vxl__diag_add(d, "%s: error: the host pipeline failed", source_name);
     rc = -EINVAL;
   }
@@ -845,9 +876,27 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
     if (d->n == 0) vxl__diag_add(d, "%s: error: the lowered host module does not verify", source_name);
     rc = -EINVAL;
   }
+  /* an op of a dialect the host pipeline does not lower (bufferization,
+   * tensor, ...) would reach the JIT and fail there: said here, at its
+   * place in the program */
+  vxl__unlowered u = {top, {NULL}};
+  if (rc == 0) mlirOperationWalk(top, vxl__unlowered_cb, &u, MlirWalkPreOrder);
+  if (rc == 0 && !mlirOperationIsNull(u.found)) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(u.found));
+    vxl__diag_at(d, mlirOperationGetLocation(u.found),
+                 "unsupported: '%.*s' on the host (vortexd lowers a host side of the func, arith, math, "
+                 "memref, scf, cf, vector, index, affine, gpu, async and llvm dialects)",
+                 (int)n.length, n.data);
+    rc = -EINVAL;
+  }
   if (rc == 0) {
+    /* with the program's own locations: whatever the JIT reports about the
+     * host side then points into the program's file:line:col */
     vxl__buf out = {0};
-    mlirOperationPrint(top, vxl__buf_append, &out);
+    MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
+    mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
+    mlirOperationPrintWithFlags(top, flags, vxl__buf_append, &out);
+    mlirOpPrintingFlagsDestroy(flags);
     if (out.oom) {
       free(out.p);
       rc = -ENOMEM;

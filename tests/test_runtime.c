@@ -198,6 +198,101 @@ Test(runtime, vxc_run_executes_a_whole_program) {
   cr_assert_not_null(strstr(st, "\"hits\":1,"), "the second run's launch hit: %s", st);
 }
 
+/* A host side in the async dialect lowers the upstream way and runs with
+ * MLIR's async runtime; the fill helpers of MLIR's Vulkan and SPIR-V
+ * runners are there for programs written for those runners. */
+Test(runtime, vxc_run_lowers_async_and_has_the_runner_helpers) {
+  static char out[65536];
+  cr_assert(run_and_check(VXT_KERNELS_DIR "/../programs/async_fork_join.mlir", out, sizeof out), "%s", out);
+  cr_assert(run_and_check(VXT_KERNELS_DIR "/../programs/runner_helpers.mlir", out, sizeof out), "%s", out);
+}
+
+/* Writes text to dir/name; path gets the file's path. */
+static void write_program(const char *name, const char *text, char *path, size_t cap) {
+  snprintf(path, cap, "%.100s/%s", d.dir, name);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f, "%s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+Test(runtime, vxc_run_takes_mlir_runners_entry_point_options) {
+  char path[256], cmd[1024], out[8192];
+  write_program("answer.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  func.func @answer() -> i32 {\n"
+                "    %c = arith.constant 42 : i32\n"
+                "    return %c : i32\n"
+                "  }\n"
+                "}\n",
+                path, sizeof path);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run -e answer --entry-point-result=i32 %s 2>&1", VXT_VXC,
+           d.sock, path);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_str_eq(out, "42\n");
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run --entry-point-result=f64 %s 2>&1; echo rc=$?", VXT_VXC,
+           d.sock, path);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "--entry-point-result takes void, i32, i64 or f32, not 'f64'"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+}
+
+/* What goes wrong in a program run by `vxc run` is reported at the
+ * program's own file:line:col: a host op nothing lowers (before the JIT
+ * sees the temporary file), and a kernel's fault on the device. */
+Test(runtime, vxc_run_errors_point_into_the_program) {
+  char path[256], cmd[1024], out[8192];
+  write_program("tensor_host.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  func.func @main() {\n"
+                "    %t = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>\n"
+                "    %m = bufferization.to_buffer %t : tensor<2xf32> to memref<2xf32>\n"
+                "    %u = memref.cast %m : memref<2xf32> to memref<*xf32>\n"
+                "    call @printMemrefF32(%u) : (memref<*xf32>) -> ()\n"
+                "    return\n"
+                "  }\n"
+                "  func.func private @printMemrefF32(memref<*xf32>)\n"
+                "}\n",
+                path, sizeof path);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run %s 2>&1; echo rc=$?", VXT_VXC, d.sock, path);
+  vxt_run(cmd, out, sizeof out);
+  char want[512];
+  snprintf(want, sizeof want, "%s:3:10: error: unsupported: 'arith.constant' on the host", path);
+  cr_assert_not_null(strstr(out, want), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
+  cr_assert_null(strstr(out, "vxc-run-"), "no temporary file named: %s", out);
+
+  write_program("oob.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  gpu.module @k {\n"
+                "    gpu.func @wild(%out: memref<?xi32>) kernel {\n"
+                "      %t = gpu.thread_id x\n"
+                "      %far = arith.constant 100000000 : index\n"
+                "      %i = arith.addi %t, %far : index\n"
+                "      %v = arith.constant 1 : i32\n"
+                "      memref.store %v, %out[%i] : memref<?xi32>\n"
+                "      gpu.return\n"
+                "    }\n"
+                "  }\n"
+                "  func.func @main() {\n"
+                "    %c1 = arith.constant 1 : index\n"
+                "    %c4 = arith.constant 4 : index\n"
+                "    %d = gpu.alloc (%c4) : memref<?xi32>\n"
+                "    gpu.launch_func @k::@wild blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1)\n"
+                "        args(%d : memref<?xi32>)\n"
+                "    return\n"
+                "  }\n"
+                "}\n",
+                path, sizeof path);
+  snprintf(cmd, sizeof cmd, "env -u VORTEXD_RUNTIME_ERRORS %s --no-spawn --socket %s run %s 2>&1; echo rc=$?",
+           VXT_VXC, d.sock, path);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "oob.mlir:8:7)"), "the store's line in the program: %s", out);
+  cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
+  cr_assert_null(strstr(out, "gpu.binary"), "%s", out);
+  cr_assert_null(strstr(out, "vxc-run-"), "%s", out);
+}
+
 /* A device that cannot be had ends the program with status 1 and a
  * message, never with a crash in the first copy to the memory it could
  * not allocate. */
