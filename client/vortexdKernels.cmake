@@ -1,5 +1,5 @@
-# vortexd_add_kernels(TARGET FILES a.mlir ... [WARP_SIZE N] [OPT_LEVEL N]
-#                     [OUTPUT_DIRECTORY DIR])
+# vortexd_add_kernels(TARGET FILES a.mlir b.cu ... [WARP_SIZE N] [OPT_LEVEL N]
+#                     [OUTPUT_DIRECTORY DIR] [CGEIST PROGRAM] [CGEIST_FLAGS ...])
 #
 # Compiles each GPU-dialect MLIR file through `vxc compile` (the installed
 # vortexd::vxc_cli, which starts a vortexd when none runs) into one Vortex
@@ -13,8 +13,18 @@
 # `all`), and are listed in its VORTEXD_KERNEL_OBJECTS property, from where
 # a rule links them into a device image or installs them:
 #   get_target_property(objs device_kernels VORTEXD_KERNEL_OBJECTS)
+#
+# A file that is not .mlir (HIP or CUDA: .hip, .cu, ...) is first turned
+# into GPU-dialect MLIR by Polygeist's cgeist, as a build of cgeist users
+# runs it: `CGEIST FILE CGEIST_FLAGS -o DIR/<name>.mlir` (CGEIST: the
+# program, default `cgeist` on PATH; CGEIST_FLAGS default
+# `--function=* --emit-cuda -S`, to which a project adds its -I, arch and
+# resource-dir flags), then compiled like the others.  Its object is
+# rebuilt when the file changes; cgeist's own header dependencies are not
+# tracked.
 function(vortexd_add_kernels target)
-  cmake_parse_arguments(PARSE_ARGV 1 VXK "" "WARP_SIZE;OPT_LEVEL;OUTPUT_DIRECTORY" "FILES")
+  cmake_parse_arguments(PARSE_ARGV 1 VXK "" "WARP_SIZE;OPT_LEVEL;OUTPUT_DIRECTORY;CGEIST"
+                        "FILES;CGEIST_FLAGS")
   if(VXK_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "vortexd_add_kernels: unknown arguments ${VXK_UNPARSED_ARGUMENTS}")
   endif()
@@ -32,13 +42,34 @@ function(vortexd_add_kernels target)
   if(NOT dir)
     set(dir ${CMAKE_CURRENT_BINARY_DIR}/${target}.kernels)
   endif()
+  if(NOT DEFINED VXK_CGEIST_FLAGS)
+    set(VXK_CGEIST_FLAGS --function=* --emit-cuda -S)
+  endif()
   set(objects)
   foreach(src IN LISTS VXK_FILES)
     get_filename_component(abs ${src} ABSOLUTE)
     get_filename_component(stem ${src} NAME_WLE)
+    get_filename_component(ext ${src} LAST_EXT)
     set(obj ${dir}/${stem}.o)
     if(obj IN_LIST objects)
-      message(FATAL_ERROR "vortexd_add_kernels(${target}): two files named ${stem}.mlir")
+      message(FATAL_ERROR "vortexd_add_kernels(${target}): two files named ${stem}.*")
+    endif()
+    if(NOT ext STREQUAL ".mlir") # HIP or CUDA: cgeist first
+      if(NOT VXK_CGEIST)
+        find_program(VORTEXD_CGEIST cgeist)
+        if(NOT VORTEXD_CGEIST)
+          message(FATAL_ERROR "vortexd_add_kernels(${target}): ${src} needs cgeist (CGEIST or PATH)")
+        endif()
+        set(VXK_CGEIST ${VORTEXD_CGEIST})
+      endif()
+      set(mlir ${dir}/${stem}.mlir)
+      add_custom_command(OUTPUT ${mlir}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}
+        COMMAND ${VXK_CGEIST} ${abs} ${VXK_CGEIST_FLAGS} -o ${mlir}
+        DEPENDS ${abs}
+        COMMENT "Translating ${src} to the GPU dialect (cgeist)"
+        VERBATIM)
+      set(abs ${mlir})
     endif()
     add_custom_command(OUTPUT ${obj}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${dir}

@@ -39,15 +39,27 @@ grep -q "libvxc.so.0" <<<"$libs_cmake"
 # edit, and from a clean build directory every compile a cache hit
 proj=$work/kernels
 mkdir -p "$proj"
-cp "$here"/../examples/saxpy.mlir "$here"/../examples/two_kernels.mlir "$here"/../examples/mixed_args.mlir "$proj/"
-cat >"$proj/CMakeLists.txt" <<'CMAKE'
+cp "$here"/../examples/saxpy.mlir "$here"/../examples/two_kernels.mlir "$proj/"
+# a HIP file for cgeist: a stand-in cgeist (no Polygeist here) that checks it
+# got the default flags and writes the GPU dialect its input carries
+cp "$here"/../examples/mixed_args.mlir "$proj/mixed_args.hip"
+cat >"$work/cgeist" <<'SH'
+#!/bin/sh
+in=$1; shift
+[ "$1 $2 $3" = "--function=* --emit-cuda -S" ] || { echo "cgeist: unexpected flags $*" >&2; exit 1; }
+[ "$4" = "-o" ] || exit 1
+cp "$in" "$5"
+SH
+chmod +x "$work/cgeist"
+cat >"$proj/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.25)
 project(kernels NONE)
 find_package(vortexd 0.1 REQUIRED)
-vortexd_add_kernels(device_kernels FILES saxpy.mlir two_kernels.mlir mixed_args.mlir WARP_SIZE 8)
+vortexd_add_kernels(device_kernels FILES saxpy.mlir two_kernels.mlir mixed_args.hip WARP_SIZE 8
+                    CGEIST $work/cgeist)
 get_target_property(objects device_kernels VORTEXD_KERNEL_OBJECTS)
 list(LENGTH objects n)
-message(STATUS "kernel objects: ${n}")
+message(STATUS "kernel objects: \${n}")
 CMAKE
 export VORTEXD_SOCKET=$work/s.sock
 counter() { "$prefix/bin/vxc" --no-spawn stats --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
@@ -71,11 +83,15 @@ expect "an up-to-date build" "$(compiles)" 0
 echo "// edited" >>"$proj/two_kernels.mlir"
 expect "after editing one kernel" "$(compiles)" 1
 expect "misses after the edit" "$(counter misses)" $((m0 + 4))
+[ -s "$proj/build/device_kernels.kernels/mixed_args.o" ] || { echo "install_consumer: no object of the .hip" >&2; exit 1; }
+echo "// edited" >>"$proj/mixed_args.hip"
+expect "after editing the HIP file" "$(compiles)" 1
+expect "misses after that edit" "$(counter misses)" $((m0 + 5))
 h0=$(counter hits)
 rm -rf "$proj/build"
 configure
 expect "a clean build directory" "$(compiles)" 3
-expect "misses of the clean build" "$(counter misses)" $((m0 + 4))
+expect "misses of the clean build" "$(counter misses)" $((m0 + 5))
 expect "hits of the clean build" "$(counter hits)" $((h0 + 3))
 unset VORTEXD_SOCKET
 
