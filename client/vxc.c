@@ -200,6 +200,16 @@ static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd
       execv(program, args);
     else
       execvp(program, args);
+    /* into the log, with write(2) only (this is a fork of the caller) */
+    const char *why = strerror(errno);
+    static const char pre[] = "vxc: cannot run ";
+    ssize_t w = write(2, pre, sizeof pre - 1);
+    w += write(2, program, strlen(program));
+    w += write(2, ": ", 2);
+    w += write(2, why, strlen(why));
+    w += write(2, strchr(program, '/') ? "\n" : " (not beside the program, nor on PATH)\n",
+               strchr(program, '/') ? 1 : 39);
+    (void)w;
     _exit(127);
   }
   return pid;

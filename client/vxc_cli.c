@@ -441,8 +441,28 @@ static void report_connect_error(const char *socket, int rc) {
   char def[108] = "", dir[108], err[512];
   if (!socket) vxp_default_socket_path(def, sizeof def);
   const char *path = socket ? socket : def;
-  if (rc == -ECHILD)
-    fprintf(stderr, "vxc: vortexd did not start; see %s.log\n", path);
+  if (rc == -ECHILD) {
+    /* the log's last line says why (a bounded read of its tail) */
+    char log[160], tail[1024] = "";
+    snprintf(log, sizeof log, "%s.log", path);
+    int fd = open(log, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      off_t from = st.st_size > (off_t)sizeof tail - 1 ? st.st_size - (off_t)sizeof tail + 1 : 0;
+      ssize_t n = pread(fd, tail, sizeof tail - 1, from);
+      tail[n > 0 ? n : 0] = '\0';
+    }
+    if (fd >= 0) close(fd);
+    size_t n = strlen(tail);
+    while (n && tail[n - 1] == '\n')
+      tail[--n] = '\0';
+    const char *last = strrchr(tail, '\n');
+    last = last ? last + 1 : tail;
+    if (*last)
+      fprintf(stderr, "vxc: vortexd did not start: %s (log: %s)\n", shown(last), log);
+    else
+      fprintf(stderr, "vxc: vortexd did not start; see %s\n", log);
+  }
   else if (rc == -EACCES)
     fprintf(stderr, "vxc: the daemon at %s runs as another user; not trusting it with sources or objects\n",
             path);

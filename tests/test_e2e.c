@@ -1097,3 +1097,17 @@ Test(e2e, vxc_ls_inspect_and_keys_by_unique_prefix) {
   cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
   cr_assert_not_null(strstr(out, "(3 more;"), "a limited listing says what it left out: %s", out);
 }
+
+/* A vxc with no vortexd beside it nor on PATH says so, not "No child
+ * processes" with an empty log. */
+Test(e2e, a_missing_vortexd_is_named) {
+  char cmd[2048], out[4096];
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p -m 700 %s/lone && cp %s %s/lone/vxc && env -u VORTEXD_SOCKET PATH=/usr/bin:/bin %s/lone/vxc "
+           "--socket %s/lone/s.sock compile %s -o %s/lone/x.o 2>&1; echo rc=$?",
+           d.dir, VXT_VXC, d.dir, d.dir, d.dir, VXT_EXAMPLES_DIR "/saxpy.mlir", d.dir);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "vortexd did not start: vxc: cannot run vortexd: No such file or directory"),
+                     "%s", out);
+  cr_assert_not_null(strstr(out, "rc=2\n"), "%s", out);
+}
