@@ -354,8 +354,7 @@ static int vxk__open_schema_ro(vxk_cache *c, const char *name, int flags) {
     const char *v = (const char *)sqlite3_column_text(st, 0);
     rc = v && (strcmp(v, VXK_SCHEMA_VERSION) == 0 || strcmp(v, VXK_SCHEMA_PREVIOUS) == 0) ? SQLITE_OK
                                                                                           : SQLITE_MISMATCH;
-  }
-  else if (rc == SQLITE_DONE)
+  } else if (rc == SQLITE_DONE)
     rc = SQLITE_MISMATCH;
   sqlite3_finalize(st);
   return rc;
@@ -1131,8 +1130,10 @@ static int vxk__list_names(vxk_cache *c, sqlite3_stmt *names, vxk_info *v) {
   v->kernel_names = calloc(VXK_LIST_NAMES, sizeof *v->kernel_names);
   if (!v->kernel_names) out = VXK_ENOMEM;
   while (out == VXK_OK && (rc = sqlite3_step(names)) == SQLITE_ROW) {
-    if (!(v->kernel_names[v->nnames] = vxk__column_dup(names, 0))) out = VXK_ENOMEM;
-    else v->nnames++;
+    if (!(v->kernel_names[v->nnames] = vxk__column_dup(names, 0)))
+      out = VXK_ENOMEM;
+    else
+      v->nnames++;
   }
   if (out == VXK_OK && rc != SQLITE_DONE) out = vxk__fail(c, rc, "list");
   sqlite3_reset(names);

@@ -462,8 +462,7 @@ static void report_connect_error(const char *socket, int rc) {
       fprintf(stderr, "vxc: vortexd did not start: %s (log: %s)\n", shown(last), log);
     else
       fprintf(stderr, "vxc: vortexd did not start; see %s\n", log);
-  }
-  else if (rc == -EACCES)
+  } else if (rc == -EACCES)
     fprintf(stderr, "vxc: the daemon at %s runs as another user; not trusting it with sources or objects\n",
             path);
   else if ((rc == -EPERM || rc == -ELOOP) && vxp_path_dir(path, dir, sizeof dir) == 0 &&
@@ -742,9 +741,9 @@ typedef struct {
   int system_socket; /* socket is the system service's (vxp_client_socket_path) */
   int spawn;
   int json, verbose, host, openmetrics, disassemble;
-  uint32_t limit; /* ls: --limit */
+  uint32_t limit;                   /* ls: --limit */
   const char *entry, *entry_result; /* run: -e, --entry-point-result */
-  const char *out; /* -o's argument, or NULL */
+  const char *out;                  /* -o's argument, or NULL */
   const char *kernel, *max_size, *source_name;
   uint64_t prune_to; /* prune: --max-size, else max_cache_size (bytes), checked in main */
   const char *shlibs[16];
@@ -975,8 +974,9 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
     case O_SRC: in->source_name = optarg; break;
     case 'd': in->disassemble = 1; break;
     case 'e':
-      if (!*optarg || strlen(optarg) > 255 || strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                            "0123456789_.$") != strlen(optarg))
+      if (!*optarg || strlen(optarg) > 255 ||
+          strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                         "0123456789_.$") != strlen(optarg))
         return usage_error(cm, "-e takes a function name, not '%s'", shown(optarg));
       in->entry = optarg;
       break;
@@ -1131,14 +1131,14 @@ static int resolve_key(const command *cm, vxc_conn *conn, const char *prefix, ch
 
 static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn) {
   char key[65];
-  int status = strlen(in->args[0]) == 64 ? (memcpy(key, in->args[0], 65), 0)
-                                         : resolve_key(cm, conn, in->args[0], key);
+  int status =
+      strlen(in->args[0]) == 64 ? (memcpy(key, in->args[0], 65), 0) : resolve_key(cm, conn, in->args[0], key);
   if (status) return status;
   vxp_response r;
   int rc = vxc_fetch(conn, key, in->kernel, &r);
   if (rc) return request_failed(rc);
-  status = finish(&r, in->json, in->verbose, in->out ? out_target_of(in->out) : (out_target){OUT_NONE, NULL},
-                  key);
+  status =
+      finish(&r, in->json, in->verbose, in->out ? out_target_of(in->out) : (out_target){OUT_NONE, NULL}, key);
   vxp_response_clear(&r);
   return status;
 }
@@ -1199,8 +1199,7 @@ static int cmd_ls(const command *cm, invocation *in, vxc_conn *conn) {
   const char *prefix = in->nargs ? in->args[0] : NULL;
   vxp_response r;
   int rc = vxc_list(conn, prefix, in->limit, &r);
-  if (rc == -EINVAL)
-    return usage_error(cm, "'%s' is not a key prefix (lowercase hex digits)", shown(prefix));
+  if (rc == -EINVAL) return usage_error(cm, "'%s' is not a key prefix (lowercase hex digits)", shown(prefix));
   if (rc) return request_failed(rc);
   int status = 0;
   if (r.status != VXP_STATUS_OK) {
@@ -1221,7 +1220,8 @@ static int cmd_ls(const command *cm, invocation *in, vxc_conn *conn) {
              (unsigned long long)e->hits);
     }
     if (r.checked > r.nentries)
-      printf("(%llu more; vxc ls --limit N, or a key prefix)\n", (unsigned long long)(r.checked - r.nentries));
+      printf("(%llu more; vxc ls --limit N, or a key prefix)\n",
+             (unsigned long long)(r.checked - r.nentries));
   }
   vxp_response_clear(&r);
   return status;

@@ -164,8 +164,8 @@ int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t c
 /* What a listing found (vxd_store_list): entries moved to the callee,
  * which frees them with vxk_info_clear(entries, n). */
 typedef struct {
-  int rc;           /* 0 or a VXK error */
-  char err[256];    /* message when rc != 0 */
+  int rc;        /* 0 or a VXK error */
+  char err[256]; /* message when rc != 0 */
   vxk_info *entries;
   uint32_t n;
   uint64_t matched; /* entries the prefix matches (may exceed n) */

@@ -213,7 +213,8 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
       s->compile_buckets[b]++;
       s->compile_sum_us += us;
       s->pending.misses++;
-      if (r.status == VXP_STATUS_OK) vxd__store(s, j, &r, us);
+      if (r.status == VXP_STATUS_OK)
+        vxd__store(s, j, &r, us);
       else if (r.status == VXP_STATUS_COMPILE_ERROR)
         s->pending.compile_errors++;
     }

@@ -175,18 +175,18 @@ static void vxd__list_done(void *ud, vxd_list_result *res) {
     r.entries = calloc(res->n ? res->n : 1, sizeof *r.entries);
     for (uint32_t i = 0; r.entries && i < res->n; i++) { /* borrowed from res */
       const vxk_info *in = &res->entries[i];
-      r.entries[i] = (vxp_entry_info){.key = (char *)in->key,
-                                      .source_name = in->source_name,
-                                      .options = in->options,
-                                      .bytes = in->bytes,
-                                      .created_s = in->created_us / 1000000u,
-                                      .used_s = in->last_used_us / 1000000u,
-                                      .hits = in->hits,
-                                      .compile_us = in->compile_us,
-                                      .nkernels = in->nkernels,
-                                      .kernel_names = in->kernel_names,
-                                      .nnames = in->nnames < VXP_MAX_LIST_NAMES ? in->nnames
-                                                                                : VXP_MAX_LIST_NAMES};
+      r.entries[i] =
+          (vxp_entry_info){.key = (char *)in->key,
+                           .source_name = in->source_name,
+                           .options = in->options,
+                           .bytes = in->bytes,
+                           .created_s = in->created_us / 1000000u,
+                           .used_s = in->last_used_us / 1000000u,
+                           .hits = in->hits,
+                           .compile_us = in->compile_us,
+                           .nkernels = in->nkernels,
+                           .kernel_names = in->kernel_names,
+                           .nnames = in->nnames < VXP_MAX_LIST_NAMES ? in->nnames : VXP_MAX_LIST_NAMES};
     }
     r.nentries = r.entries ? res->n : 0;
     if (r.entries)

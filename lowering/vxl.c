@@ -66,8 +66,8 @@
  * convert-async-to-llvm, calls into MLIR's async runtime library
  * (libmlir_async_runtime), then the rest of VXL_PIPELINE_HOST. */
 #define VXL_PIPELINE_HOST_ASYNC                                                                              \
-  "builtin.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,gpu-to-llvm,"  \
-  "async-to-async-runtime,async-runtime-ref-counting,convert-async-to-llvm,finalize-memref-to-llvm,"          \
+  "builtin.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,gpu-to-llvm," \
+  "async-to-async-runtime,async-runtime-ref-counting,convert-async-to-llvm,finalize-memref-to-llvm,"         \
   "convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-vector-to-llvm,"                 \
   "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)"
 #define VXL_PIPELINE_FULL                                                                                    \

@@ -148,13 +148,13 @@ void vxl__kernel_info_clear(vxl__kernel_info *k);
 /* Per-compiler state the two halves share. */
 struct vxl_compiler {
   MlirContext ctx;
-  MlirModule prelude_hw;      /* parsed VXL_PRELUDE_HARDWARE */
-  MlirPassManager pm;         /* upstream lowering pipeline (base), parsed once */
-  MlirPassManager pm_full;    /* ... with affine/math/ub/strided-memref passes */
-  MlirPassManager pm_prep;    /* scf-for-to-while, before the divergence pass */
-  MlirPassManager pm_outline; /* gpu-kernel-outlining, for gpu.launch inputs */
-  MlirPassManager pm_host;    /* a program's host side to the LLVM dialect (VXL_PIPELINE_HOST) */
-  MlirPassManager pm_async;   /* gpu-async-region: synchronous gpu.alloc/memcpy/... made async */
+  MlirModule prelude_hw;         /* parsed VXL_PRELUDE_HARDWARE */
+  MlirPassManager pm;            /* upstream lowering pipeline (base), parsed once */
+  MlirPassManager pm_full;       /* ... with affine/math/ub/strided-memref passes */
+  MlirPassManager pm_prep;       /* scf-for-to-while, before the divergence pass */
+  MlirPassManager pm_outline;    /* gpu-kernel-outlining, for gpu.launch inputs */
+  MlirPassManager pm_host;       /* a program's host side to the LLVM dialect (VXL_PIPELINE_HOST) */
+  MlirPassManager pm_async;      /* gpu-async-region: synchronous gpu.alloc/memcpy/... made async */
   MlirPassManager pm_host_async; /* VXL_PIPELINE_HOST_ASYNC: a host side that uses the async
                                     dialect, lowered to MLIR's async runtime library */
   LLVMTargetMachineRef tm;

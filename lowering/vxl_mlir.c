@@ -816,8 +816,8 @@ typedef struct {
 static MlirWalkResult vxl__unlowered_cb(MlirOperation op, void *ud) {
   vxl__unlowered *u = ud;
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-  int ok = mlirOperationEqual(op, u->top) || vxl__op_is(op, "gpu.binary") || vxl__op_is(op, "gpu.launch_func") ||
-           (n.length > 5 && memcmp(n.data, "llvm.", 5) == 0);
+  int ok = mlirOperationEqual(op, u->top) || vxl__op_is(op, "gpu.binary") ||
+           vxl__op_is(op, "gpu.launch_func") || (n.length > 5 && memcmp(n.data, "llvm.", 5) == 0);
   if (ok) return MlirWalkResultAdvance;
   u->found = op;
   return MlirWalkResultInterrupt;

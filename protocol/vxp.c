@@ -29,7 +29,7 @@ const char *vxp_strerror(int err) {
 }
 
 static const char *const vxp__ops[] = {NULL,         "hello", "compile", "fetch", "stats", "verify",
-                                       "zero_stats", "clear", "prune",   "stop",  "host", "list"};
+                                       "zero_stats", "clear", "prune",   "stop",  "host",  "list"};
 static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found", "internal"};
 
 const char *vxp_op_name(vxp_op op) { return (op >= VXP_OP_HELLO && op <= VXP_OP_LAST) ? vxp__ops[op] : NULL; }
@@ -865,8 +865,7 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
     else if (vxp__key(k, "compile_sum_us"))
       rc = vxp__u64(v, &s->compile_sum_us);
     else if (vxp__key(k, "compile_buckets")) {
-      if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != VXP_COMPILE_BUCKETS)
-        rc = VXP_ETYPE;
+      if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != VXP_COMPILE_BUCKETS) rc = VXP_ETYPE;
       for (uint32_t j = 0; rc == VXP_OK && j < VXP_COMPILE_BUCKETS; j++)
         rc = vxp__u64(&v->via.array.ptr[j], &s->compile_buckets[j]);
     }

@@ -221,14 +221,14 @@ const char *vxp_status_name(vxp_status s);
 
 /* One cache entry as a list reply describes it. */
 typedef struct {
-  char *key;          /* 64 hex digits; malloc() */
-  char *source_name;  /* the source's file name in the key; "" when not
-                         recorded (an entry fetched by key); malloc() */
-  char *options;      /* the keyed options text; "" when not recorded */
-  uint64_t bytes;     /* object + metadata */
-  uint64_t created_s; /* Unix time stored (seconds) */
-  uint64_t used_s;    /* Unix time last read (seconds) */
-  uint64_t hits;      /* reads */
+  char *key;           /* 64 hex digits; malloc() */
+  char *source_name;   /* the source's file name in the key; "" when not
+                          recorded (an entry fetched by key); malloc() */
+  char *options;       /* the keyed options text; "" when not recorded */
+  uint64_t bytes;      /* object + metadata */
+  uint64_t created_s;  /* Unix time stored (seconds) */
+  uint64_t used_s;     /* Unix time last read (seconds) */
+  uint64_t hits;       /* reads */
   uint64_t compile_us; /* what compiling it took (microseconds) */
   uint32_t nkernels;
   char **kernel_names; /* the first min(nkernels, VXP_MAX_LIST_NAMES) */
@@ -237,8 +237,8 @@ typedef struct {
 
 /* Upper bounds of the compile-time histogram's buckets (microseconds);
  * the last bucket counts everything above the last bound. */
-#define VXP_COMPILE_BUCKET_BOUNDS_US                                                                          \
-  {5000u, 10000u, 25000u, 50000u, 100000u, 250000u, 500000u, 1000000u, 2500000u, 10000000u}
+#define VXP_COMPILE_BUCKET_BOUNDS_US                                                                         \
+  { 5000u, 10000u, 25000u, 50000u, 100000u, 250000u, 500000u, 1000000u, 2500000u, 10000000u }
 #define VXP_COMPILE_BUCKETS 11u
 
 /* Daemon counters (stats); persistent ones survive restarts. */

@@ -765,7 +765,8 @@ Test(cache, a_version_3_cache_is_migrated_in_place) {
   vxk_close(c);
   cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
   sqlite3_stmt *st = NULL;
-  cr_assert_eq(sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL), SQLITE_OK);
+  cr_assert_eq(sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL),
+               SQLITE_OK);
   cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
   cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "4");
   sqlite3_finalize(st);

@@ -1016,7 +1016,8 @@ Test(e2e, vxc_refuses_a_bad_warp_size_before_asking_the_daemon) {
 Test(e2e, vxc_ls_inspect_and_keys_by_unique_prefix) {
   static char out[65536];
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "cd %s && %s --socket %s compile %s && %s --socket %s compile %s && %s --socket %s compile %s",
+  snprintf(cmd, sizeof cmd,
+           "cd %s && %s --socket %s compile %s && %s --socket %s compile %s && %s --socket %s compile %s",
            d.dir, VXT_VXC, d.sock, VXT_EXAMPLES_DIR "/saxpy.mlir", VXT_VXC, d.sock,
            VXT_EXAMPLES_DIR "/two_kernels.mlir", VXT_VXC, d.sock, VXT_EXAMPLES_DIR "/saxpy.mlir");
   cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
@@ -1102,10 +1103,11 @@ Test(e2e, vxc_ls_inspect_and_keys_by_unique_prefix) {
  * processes" with an empty log. */
 Test(e2e, a_missing_vortexd_is_named) {
   char cmd[2048], out[4096];
-  snprintf(cmd, sizeof cmd,
-           "mkdir -p -m 700 %s/lone && cp %s %s/lone/vxc && env -u VORTEXD_SOCKET PATH=/usr/bin:/bin %s/lone/vxc "
-           "--socket %s/lone/s.sock compile %s -o %s/lone/x.o 2>&1; echo rc=$?",
-           d.dir, VXT_VXC, d.dir, d.dir, d.dir, VXT_EXAMPLES_DIR "/saxpy.mlir", d.dir);
+  snprintf(
+      cmd, sizeof cmd,
+      "mkdir -p -m 700 %s/lone && cp %s %s/lone/vxc && env -u VORTEXD_SOCKET PATH=/usr/bin:/bin %s/lone/vxc "
+      "--socket %s/lone/s.sock compile %s -o %s/lone/x.o 2>&1; echo rc=$?",
+      d.dir, VXT_VXC, d.dir, d.dir, d.dir, VXT_EXAMPLES_DIR "/saxpy.mlir", d.dir);
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "vortexd did not start: vxc: cannot run vortexd: No such file or directory"),
                      "%s", out);

@@ -216,15 +216,17 @@ Test(protocol, list_requests_and_answers_round_trip_within_their_bounds) {
   const vxp_request bad[] = {
       {.id = 9, .op = VXP_OP_LIST, .prefix = "ABC"},
       {.id = 9, .op = VXP_OP_LIST, .prefix = "ab*"},
-      {.id = 9, .op = VXP_OP_LIST, .prefix = "00000000000000000000000000000000000000000000000000000000000000000"},
+      {.id = 9,
+       .op = VXP_OP_LIST,
+       .prefix = "00000000000000000000000000000000000000000000000000000000000000000"},
       {.id = 9, .op = VXP_OP_LIST, .limit = VXP_MAX_LIST_ENTRIES + 1},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     uint8_t *frame;
     size_t len;
     cr_assert_eq(vxp_request_encode(&bad[i], &frame, &len), VXP_OK);
-    cr_assert_neq(vxp_request_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &back), VXP_OK,
-                  "case %zu", i);
+    cr_assert_neq(vxp_request_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &back),
+                  VXP_OK, "case %zu", i);
     cr_assert_eq(back.id, 9, "refused with its id");
     free(frame);
   }
@@ -242,7 +244,11 @@ Test(protocol, list_requests_and_answers_round_trip_within_their_bounds) {
                       .nkernels = 40,
                       .kernel_names = names,
                       .nnames = 2};
-  vxp_response in = {.id = 8, .op = VXP_OP_LIST, .status = VXP_STATUS_OK, .checked = 7, .entries = &e,
+  vxp_response in = {.id = 8,
+                     .op = VXP_OP_LIST,
+                     .status = VXP_STATUS_OK,
+                     .checked = 7,
+                     .entries = &e,
                      .nentries = 1},
                out;
   response_round_trip(&in, &out);
@@ -260,7 +266,8 @@ Test(protocol, list_requests_and_answers_round_trip_within_their_bounds) {
   uint8_t *frame;
   size_t flen;
   cr_assert_eq(vxp_response_encode(&in, &frame, &flen), VXP_OK);
-  cr_assert_neq(vxp_response_decode(frame + VXP_FRAME_HEADER_SIZE, flen - VXP_FRAME_HEADER_SIZE, &out), VXP_OK);
+  cr_assert_neq(vxp_response_decode(frame + VXP_FRAME_HEADER_SIZE, flen - VXP_FRAME_HEADER_SIZE, &out),
+                VXP_OK);
   free(frame);
 }
 

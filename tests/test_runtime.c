@@ -226,12 +226,12 @@ Test(runtime, vxc_run_takes_mlir_runners_entry_point_options) {
                 "  }\n"
                 "}\n",
                 path, sizeof path);
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run -e answer --entry-point-result=i32 %s 2>&1", VXT_VXC,
-           d.sock, path);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run -e answer --entry-point-result=i32 %s 2>&1",
+           VXT_VXC, d.sock, path);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   cr_assert_str_eq(out, "42\n");
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run --entry-point-result=f64 %s 2>&1; echo rc=$?", VXT_VXC,
-           d.sock, path);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run --entry-point-result=f64 %s 2>&1; echo rc=$?",
+           VXT_VXC, d.sock, path);
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "--entry-point-result takes void, i32, i64 or f32, not 'f64'"), "%s", out);
   cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
