@@ -117,6 +117,40 @@ Test(runtime, device_memory_persists_across_launches_and_loads_hit) {
   mgpuMemFree(dy, NULL);
 }
 
+/* The emulated device of a kernel is kept between its launches: launches
+ * of two kernels interleaved, each with its own arguments and block size,
+ * each see exactly their own inputs, never what the last launch left. */
+Test(runtime, kept_devices_start_every_launch_clean) {
+  enum { N = 96 };
+  size_t len = 0;
+  char *two = vxt_read_file(VXT_EXAMPLES_DIR "/two_kernels.mlir", &len);
+  cr_assert_not_null(two);
+  void *fill = mgpuModuleGetFunction(mgpuModuleLoad(two, len), "fill");
+  void *sax = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  cr_assert(fill && sax);
+  float *dx = mgpuMemAlloc(N * sizeof(float), NULL, false), *dy = mgpuMemAlloc(N * sizeof(float), NULL, false);
+  memref1d mx = {dx, dx, 0, N, 1}, my = {dy, dy, 0, N, 1};
+  float h[N];
+  for (int round = 0; round < 4; round++) {
+    /* x = round + 1 everywhere, with blocks of 16 or 64 threads */
+    float v = (float)(round + 1);
+    intptr_t n = N, block = round % 2 ? 64 : 16;
+    void *fp[] = {&v, &mx.allocated, &mx.aligned, &mx.offset, &mx.size, &mx.stride, &n};
+    mgpuLaunchKernel(fill, (N + block - 1) / block, 1, 1, block, 1, 1, 0, NULL, fp, NULL, 7);
+    memset(h, 0, sizeof h);
+    mgpuMemcpy(dy, h, sizeof h, NULL);
+    launch_saxpy(sax, N - round, 0.5f * (float)round, &mx, &my); /* y = a x over the first N - round */
+    mgpuMemcpy(h, dy, sizeof h, NULL);
+    for (int i = 0; i < N; i++) {
+      float want = i < N - round ? 0.5f * (float)round * v : 0.0f;
+      cr_assert_float_eq(h[i], want, 1e-6, "round %d: y[%d] = %f, want %f", round, i, h[i], want);
+    }
+  }
+  mgpuMemFree(dx, NULL);
+  mgpuMemFree(dy, NULL);
+  free(two);
+}
+
 /* What the host lowering puts in a gpu.binary: the key line, then the text. */
 static char *with_key(const char *key, size_t *len) {
   char *t = NULL;

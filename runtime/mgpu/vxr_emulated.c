@@ -65,49 +65,122 @@ static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, co
                       errcap);
 }
 
-static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t errcap) {
-  (void)b;
-  vxs_config c;
-  vxs_config_default(&c);
-  c.threads_per_warp = l->kernel->subgroup_size ? l->kernel->subgroup_size : 4;
-  uint32_t wpg = (l->threads_per_block + c.threads_per_warp - 1) / c.threads_per_warp;
-  c.warps_per_core = wpg * 2 < 4 ? 4 : wpg * 2;
-  c.barriers = 0;    /* vxs default: one per warp */
-  c.ipdom_depth = 0; /* vxs default: 2 x threads per warp */
+/* Devices kept between launches: creating a unicorn engine and loading an
+ * image, then translating its code again, cost more than a small kernel's
+ * whole run.  A launch of an image already run, with the same
+ * configuration and arena size, reuses that device: vxs_run restores the
+ * image's initial contents and resets every hart, the arena is written
+ * anew, and the engine keeps the code it translated (the image's text is
+ * written with the same bytes through the host mapping, so no translation
+ * goes stale).  At most VXR_EMU_DEVICES ($VORTEXD_EMULATED_DEVICES: fewer,
+ * 0 for a new device every launch, as before), the least recently used
+ * replaced. */
+#define VXR_EMU_DEVICES 8
+
+typedef struct {
+  vxs_device *dev;
+  uint8_t *elf; /* a copy of the image it loaded; malloc() */
+  size_t elf_size;
+  vxs_config cfg;
+  uint32_t arena_size;
+  uint64_t used; /* launch counter at its last use */
+} vxr__emu_slot;
+
+/* The emulated backend: the ABI's one instance (vxr_emulated_backend),
+ * called with the ABI's mutex held. */
+typedef struct {
+  vxr_backend b; /* first: the ABI sees a vxr_backend */
+  vxr__emu_slot slots[VXR_EMU_DEVICES];
+  uint64_t launches;
+  int keep; /* devices kept: 0..VXR_EMU_DEVICES, -1 until read */
+} vxr__emu;
+
+/* The device configuration launch l needs. */
+static void vxr__emu_config(const vxr_launch *l, vxs_config *c) {
+  vxs_config_default(c);
+  c->threads_per_warp = l->kernel->subgroup_size ? l->kernel->subgroup_size : 4;
+  uint32_t wpg = (l->threads_per_block + c->threads_per_warp - 1) / c->threads_per_warp;
+  c->warps_per_core = wpg * 2 < 4 ? 4 : wpg * 2;
+  c->barriers = 0;    /* vxs default: one per warp */
+  c->ipdom_depth = 0; /* vxs default: 2 x threads per warp */
   const char *cores = getenv("VORTEXD_EMULATED_CORES");
-  c.cores = cores && atoi(cores) > 0 ? (uint32_t)atoi(cores) : 1;
-  uint32_t lmem = c.warps_per_core * (l->kernel->shared_bytes + 65536u);
-  c.local_mem_bytes = lmem > (16u << 20) ? (16u << 20) : (lmem + 4095u) & ~4095u;
-  c.max_steps = 2000u * 1000u * 1000u;
-  vxs_device *dev = NULL;
-  int rc = vxs_device_create(&c, &dev);
+  c->cores = cores && atoi(cores) > 0 ? (uint32_t)atoi(cores) : 1;
+  uint32_t lmem = c->warps_per_core * (l->kernel->shared_bytes + 65536u);
+  c->local_mem_bytes = lmem > (16u << 20) ? (16u << 20) : (lmem + 4095u) & ~4095u;
+  c->max_steps = 2000u * 1000u * 1000u;
+}
+
+static void vxr__emu_drop(vxr__emu_slot *s) {
+  vxs_device_destroy(s->dev);
+  free(s->elf);
+  memset(s, 0, sizeof *s);
+}
+
+/* A device for l: a kept one that ran the same image with the same
+ * configuration and arena size, else a new one in the least recently used
+ * slot.  Returns the slot, or NULL with a message. */
+static vxr__emu_slot *vxr__emu_device(vxr__emu *e, const vxr_launch *l, char *err, size_t errcap) {
+  vxs_config c;
+  vxr__emu_config(l, &c);
+  if (e->keep < 0) {
+    const char *env = getenv("VORTEXD_EMULATED_DEVICES");
+    e->keep = env && *env ? atoi(env) : VXR_EMU_DEVICES;
+    if (e->keep < 0 || e->keep > VXR_EMU_DEVICES) e->keep = VXR_EMU_DEVICES;
+  }
+  vxr__emu_slot *victim = &e->slots[0];
+  for (int i = 0; i < (e->keep ? e->keep : 1); i++) {
+    vxr__emu_slot *s = &e->slots[i];
+    if (s->dev && s->elf_size == l->elf_size && s->arena_size == l->arena_size &&
+        memcmp(&s->cfg, &c, sizeof c) == 0 && memcmp(s->elf, l->elf, l->elf_size) == 0)
+      return s;
+    if (!s->dev || (victim->dev && s->used < victim->used)) victim = s;
+  }
+  vxr__emu_drop(victim);
+  int rc = vxs_device_create(&c, &victim->dev);
   if (rc != 0) {
     snprintf(err, errcap, "cannot create the emulated device (%d; %u threads per block)", rc,
              l->threads_per_block);
-    return -1;
+    return NULL;
   }
   const char *why = NULL;
+  victim->elf = malloc(l->elf_size ? l->elf_size : 1);
+  if (!victim->elf || (rc = vxs_load_elf(victim->dev, l->elf, l->elf_size, &why)) != 0 ||
+      (rc = vxs_mem_map(victim->dev, VXR_DEVICE_BASE, l->arena_size)) != 0) {
+    snprintf(err, errcap, "cannot load the emulated device (%d %s)", rc, why ? why : "");
+    vxr__emu_drop(victim);
+    return NULL;
+  }
+  memcpy(victim->elf, l->elf, l->elf_size);
+  victim->elf_size = l->elf_size;
+  victim->cfg = c;
+  victim->arena_size = l->arena_size;
+  return victim;
+}
+
+static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t errcap) {
+  vxr__emu *e = (vxr__emu *)b;
+  if (e->keep == 0 && e->slots[0].dev) vxr__emu_drop(&e->slots[0]); /* none kept */
+  vxr__emu_slot *s = vxr__emu_device(e, l, err, errcap);
+  if (!s) return -1;
+  s->used = ++e->launches;
   vxs_report rep;
   memset(&rep, 0, sizeof rep);
-  if ((rc = vxs_load_elf(dev, l->elf, l->elf_size, &why)) != 0 ||
-      (rc = vxs_mem_map(dev, VXR_DEVICE_BASE, l->arena_size)) != 0 ||
-      (rc = vxs_mem_write(dev, VXR_DEVICE_BASE, l->arena, l->arena_size)) != 0) {
-    snprintf(err, errcap, "cannot load the emulated device (%d %s)", rc, why ? why : "");
-    vxs_device_destroy(dev);
+  if (vxs_mem_write(s->dev, VXR_DEVICE_BASE, l->arena, l->arena_size) != 0) {
+    snprintf(err, errcap, "cannot write the arena to the emulated device");
+    vxr__emu_drop(s);
     return -1;
   }
-  rc = vxs_run(dev, l->args_addr, &rep);
-  fputs(vxs_console(dev), stdout); /* what the kernel printed, as a GPU's printf goes to stdout */
+  int rc = vxs_run(s->dev, l->args_addr, &rep);
+  fputs(vxs_console(s->dev), stdout); /* what the kernel printed, as a GPU's printf goes to stdout */
   fflush(stdout);
   if (rc != 0) {
     snprintf(err, errcap, "the kernel failed on the emulated device: %s", rep.error);
-    vxs_device_destroy(dev);
+    vxr__emu_drop(s); /* a failed run's device is not trusted again */
     return -1;
   }
-  rc = vxs_mem_read(dev, VXR_DEVICE_BASE, l->arena, l->arena_size);
-  vxs_device_destroy(dev);
-  if (rc != 0) {
+  if (vxs_mem_read(s->dev, VXR_DEVICE_BASE, l->arena, l->arena_size) != 0) {
     snprintf(err, errcap, "cannot read device memory back");
+    vxr__emu_drop(s);
     return -1;
   }
   return 0;
@@ -120,6 +193,8 @@ static int vxr__emu_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, ch
 }
 
 vxr_backend *vxr_emulated_backend(void) {
-  static vxr_backend b = {"emulated", 0, vxr__emu_open, vxr__emu_link, vxr__emu_run};
-  return &b;
+  /* the process's one emulated device backend, as the ABI it serves is the
+   * process's; its kept devices live as long as the process */
+  static vxr__emu e = {.b = {"emulated", 0, vxr__emu_open, vxr__emu_link, vxr__emu_run}, .keep = -1};
+  return &e.b;
 }
