@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,15 +184,54 @@ void vxc_close(vxc_conn *c) {
 
 const vxp_response *vxc_server_info(vxc_conn *c) { return vxc__hello(c) == 0 ? &c->hello : NULL; }
 
+/* A datagram socket at notify_path (in the caller's private runtime
+ * directory, replacing what is there) on which a daemon started with
+ * NOTIFY_SOCKET=notify_path says READY=1 once it listens (sd_notify(3),
+ * systemd's readiness protocol, which vortexd speaks anyway): the starter
+ * waits on it instead of polling the socket.  Returns the fd or -1 (then
+ * the starter polls). */
+static int vxc__notify_open(const char *notify_path) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(notify_path) >= sizeof a.sun_path) return -1;
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", notify_path);
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  unlink(notify_path);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Whether a datagram waiting on notify_fd says READY=1 (each read and
+ * dropped; at most a few are ever sent). */
+static int vxc__notified_ready(int notify_fd) {
+  char msg[512];
+  ssize_t n;
+  int ready = 0;
+  while ((n = recv(notify_fd, msg, sizeof msg - 1, 0)) >= 0) {
+    msg[n] = '\0';
+    for (const char *p = msg; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+      if (strncmp(p, "READY=1", 7) == 0 && (p[7] == '\n' || p[7] == '\0')) ready = 1;
+  }
+  return ready;
+}
+
 /* Starts `program --socket path` in a new session with stdin/stdout on
- * /dev/null and stderr on log_fd (appended); the daemon reads the rest of
- * its settings (idle timeout included) from the configuration file and the
- * environment it inherits.  Returns its pid or a negative errno. */
-static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd) {
+ * /dev/null and stderr on log_fd (appended), NOTIFY_SOCKET set to
+ * notify_path when not NULL; the daemon reads the rest of its settings
+ * (idle timeout included) from the configuration file and the environment
+ * it inherits.  Returns its pid or a negative errno. */
+static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd, const char *notify_path) {
   pid_t pid = fork();
   if (pid < 0) return -errno;
   if (pid == 0) {
     setsid();
+    if (notify_path)
+      setenv("NOTIFY_SOCKET", notify_path, 1);
+    else
+      unsetenv("NOTIFY_SOCKET"); /* a service manager's is not ours to answer */
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
     dup2(log_fd, 2);
@@ -269,12 +309,20 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
       vxc__beside_self(beside, sizeof beside);
       program = beside[0] ? beside : "vortexd";
     }
-    pid_t pid = vxc__spawn_daemon(program, path, logfd);
+    char notify_path[sizeof def + 16];
+    snprintf(notify_path, sizeof notify_path, "%s.notify", path);
+    int nfd = vxc__notify_open(notify_path);
+    pid_t pid = vxc__spawn_daemon(program, path, logfd, nfd >= 0 ? notify_path : NULL);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
+    for (int ready = 0;;) {
       rc = vxc_connect(path, out);
       if (rc != -ENOENT && rc != -ECONNREFUSED) break;
+      if (ready) { /* said it listens, yet refuses: as if it had not said */
+        ready = 0;
+        close(nfd);
+        nfd = -1;
+      }
       int st = 0;
       if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
         pid = 0;
@@ -289,8 +337,19 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
       clock_gettime(CLOCK_MONOTONIC, &now);
       long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
       if (ms > timeout_ms) break;
-      struct timespec d = {0, 10 * 1000 * 1000};
-      nanosleep(&d, NULL);
+      /* the daemon's READY=1 wakes us at once; the 10 ms timeout still
+       * notices a daemon that exited, or one another starter started */
+      if (nfd >= 0) {
+        struct pollfd p = {.fd = nfd, .events = POLLIN};
+        if (poll(&p, 1, 10) > 0) ready = vxc__notified_ready(nfd);
+      } else {
+        struct timespec d = {0, 10 * 1000 * 1000};
+        nanosleep(&d, NULL);
+      }
+    }
+    if (nfd >= 0) {
+      close(nfd);
+      unlink(notify_path);
     }
   }
   flock(lfd, LOCK_UN);

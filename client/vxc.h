@@ -50,9 +50,15 @@ int vxc_connect(const char *path, vxc_conn **out);
  * Before starting one, the socket's directory must pass
  * vxp_runtime_dir_open (ours, mode 0700, not a symbolic link; created when
  * missing) and the lock and log files in it are opened without following
- * symbolic links.  Returns -ECHILD when the started daemon exited at once
- * (its stderr is in PATH.log beside the socket), -EPERM / -ELOOP when the
- * directory is not private (vxp_runtime_dir_open explains). */
+ * symbolic links.  The started daemon gets NOTIFY_SOCKET=PATH.notify, a
+ * datagram socket there, and the caller wakes on its READY=1 (sd_notify,
+ * systemd's readiness protocol) rather than trying the socket on a timer
+ * (it still tries it every 10 ms, for a daemon another caller started).
+ * Returns -ECHILD when the started daemon exited at once (its stderr is in
+ * PATH.log beside the socket; a program that cannot be run says so there),
+ * -EPERM / -ELOOP when the directory is not private (vxp_runtime_dir_open
+ * explains).  Not thread-safe with respect to fork: call it from a
+ * single-threaded point of the program, as vxc does. */
 int vxc_connect_or_spawn(const char *path, const char *vortexd_program, int timeout_ms, vxc_conn **out);
 
 void vxc_close(vxc_conn *c);

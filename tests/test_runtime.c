@@ -128,7 +128,8 @@ Test(runtime, kept_devices_start_every_launch_clean) {
   void *fill = mgpuModuleGetFunction(mgpuModuleLoad(two, len), "fill");
   void *sax = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
   cr_assert(fill && sax);
-  float *dx = mgpuMemAlloc(N * sizeof(float), NULL, false), *dy = mgpuMemAlloc(N * sizeof(float), NULL, false);
+  float *dx = mgpuMemAlloc(N * sizeof(float), NULL, false),
+        *dy = mgpuMemAlloc(N * sizeof(float), NULL, false);
   memref1d mx = {dx, dx, 0, N, 1}, my = {dy, dy, 0, N, 1};
   float h[N];
   for (int round = 0; round < 4; round++) {
