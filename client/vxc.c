@@ -1,7 +1,7 @@
 /*
  * vxc.c - libvxc: blocking client of vortexd (see vxc.h).
  */
-#define _GNU_SOURCE /* struct ucred */
+#define _GNU_SOURCE /* struct ucred, execvpe, strerrordesc_np, environ */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -224,24 +224,41 @@ static int vxc__notified_ready(int notify_fd) {
  * (idle timeout included) from the configuration file and the environment
  * it inherits.  Returns its pid or a negative errno. */
 static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd, const char *notify_path) {
+  /* the child's environment, built before the fork (the child of a
+   * threaded caller may only make async-signal-safe calls): ours without
+   * a service manager's NOTIFY_SOCKET, which is not ours to answer, and
+   * with notify_path's */
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  char **envp = calloc(n + 2, sizeof *envp), *notify = NULL;
+  if (!envp) return -ENOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "NOTIFY_SOCKET=", 14) != 0) envp[k++] = environ[i];
+  if (notify_path && asprintf(&notify, "NOTIFY_SOCKET=%s", notify_path) >= 0) envp[k++] = notify;
+  envp[k] = NULL;
   pid_t pid = fork();
-  if (pid < 0) return -errno;
+  if (pid < 0) {
+    int e = errno;
+    free(envp);
+    free(notify);
+    return -e;
+  }
   if (pid == 0) {
     setsid();
-    if (notify_path)
-      setenv("NOTIFY_SOCKET", notify_path, 1);
-    else
-      unsetenv("NOTIFY_SOCKET"); /* a service manager's is not ours to answer */
     int nul = open("/dev/null", O_RDWR);
     if (nul >= 0) dup2(nul, 0), dup2(nul, 1);
     dup2(log_fd, 2);
     char *args[] = {(char *)program, (char *)"--socket", (char *)path, NULL};
     if (strchr(program, '/'))
-      execv(program, args);
+      execve(program, args, envp);
     else
-      execvp(program, args);
-    /* into the log, with write(2) only (this is a fork of the caller) */
-    const char *why = strerror(errno);
+      execvpe(program, args, envp);
+    /* into the log, with async-signal-safe calls only (this is a fork of
+     * the caller) */
+    const char *why = strerrordesc_np(errno);
+    if (!why) why = "error";
     static const char pre[] = "vxc: cannot run ";
     ssize_t w = write(2, pre, sizeof pre - 1);
     w += write(2, program, strlen(program));
@@ -252,6 +269,8 @@ static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd
     (void)w;
     _exit(127);
   }
+  free(envp);
+  free(notify);
   return pid;
 }
 

@@ -57,8 +57,8 @@ int vxc_connect(const char *path, vxc_conn **out);
  * Returns -ECHILD when the started daemon exited at once (its stderr is in
  * PATH.log beside the socket; a program that cannot be run says so there),
  * -EPERM / -ELOOP when the directory is not private (vxp_runtime_dir_open
- * explains).  Not thread-safe with respect to fork: call it from a
- * single-threaded point of the program, as vxc does. */
+ * explains).  Any thread: the started program's environment is built
+ * before the fork. */
 int vxc_connect_or_spawn(const char *path, const char *vortexd_program, int timeout_ms, vxc_conn **out);
 
 void vxc_close(vxc_conn *c);

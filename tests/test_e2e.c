@@ -1113,3 +1113,28 @@ Test(e2e, a_missing_vortexd_is_named) {
                      "%s", out);
   cr_assert_not_null(strstr(out, "rc=2\n"), "%s", out);
 }
+
+/* A started daemon tells its starter it is ready on a socket of the
+ * starter's own (removed after), never on a service manager's NOTIFY_SOCKET
+ * that vxc itself may have inherited. */
+Test(e2e, a_started_daemon_notifies_its_starter_only) {
+  char mgr[96], cmd[2048], out[4096];
+  snprintf(mgr, sizeof mgr, "%.80s/manager.sock", d.dir);
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  cr_assert_geq(fd, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", mgr);
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0, "%s", strerror(errno));
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p -m 700 %s/started && NOTIFY_SOCKET=%s %s --socket %s/started/s.sock compile %s -o "
+           "%s/started/x.o "
+           "2>&1 && ls -A %s/started && %s --socket %s/started/s.sock stop",
+           d.dir, mgr, VXT_VXC, d.dir, VXT_EXAMPLES_DIR "/saxpy.mlir", d.dir, d.dir, VXT_VXC, d.dir);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "x.o\n"), "%s", out);
+  cr_assert_null(strstr(out, ".notify"), "the notification socket is removed: %s", out);
+  char msg[256];
+  cr_assert_lt(recv(fd, msg, sizeof msg, 0), 0, "the manager's socket got a message");
+  cr_assert_eq(errno, EAGAIN);
+  close(fd);
+}
