@@ -289,6 +289,31 @@ static int write_stdout(const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* Writes n bytes to the device or pipe at path, opened for writing as it
+ * is (no creation, no truncation).  Returns 0 or -1 after a message. */
+static int write_through(const char *path, const uint8_t *p, size_t n) {
+  int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(w < 0 ? errno : EIO));
+      close(fd);
+      return -1;
+    }
+    p += w, n -= (size_t)w;
+  }
+  if (close(fd) != 0) {
+    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 /* Writes r's object where t says (name: the source's, for OUT_DIR) through
  * a temporary file beside the final one, renamed over it, so a reader
  * never sees half an object (an identical object already there is left in
@@ -318,6 +343,11 @@ static int write_object(const vxp_response *r, out_target t, const char *name, c
     fprintf(stderr, "vxc: output path too long\n");
     return -1;
   }
+  /* a device or a pipe (-o /dev/null, a FIFO) is written into, as cc
+   * writes into it: never replaced by a file renamed over it */
+  struct stat target;
+  if (t.kind == OUT_FILE && stat(path, &target) == 0 && (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)))
+    return write_through(path, r->object, r->object_size);
   if (snprintf(tmp, sizeof tmp, "%s/.vxc-XXXXXX", dir) >= (int)sizeof tmp) {
     fprintf(stderr, "vxc: output path too long\n");
     return -1;

@@ -1138,3 +1138,24 @@ Test(e2e, a_started_daemon_notifies_its_starter_only) {
   cr_assert_eq(errno, EAGAIN);
   close(fd);
 }
+
+/* -o names a device or a pipe: the object is written into it, as cc
+ * does, and the device stays a device (renaming a file over /dev/null, as
+ * root may, would break the machine). */
+Test(e2e, an_output_device_or_pipe_is_written_into_never_replaced) {
+  char cmd[2048], out[4096];
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile %s -o /dev/null 2>&1; echo rc=$?", VXT_VXC, d.sock,
+           VXT_EXAMPLES_DIR "/saxpy.mlir");
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_str_eq(out, "rc=0\n");
+  struct stat st;
+  cr_assert_eq(stat("/dev/null", &st), 0);
+  cr_assert(S_ISCHR(st.st_mode), "/dev/null is still a character device");
+  snprintf(cmd, sizeof cmd,
+           "cd %s && mkfifo pipe && { cat pipe > piped.o & } && %s --socket %s compile %s -o pipe && wait && "
+           "%s --socket %s compile %s -o file.o && cmp piped.o file.o && test -p pipe && echo SAME",
+           d.dir, VXT_VXC, d.sock, VXT_EXAMPLES_DIR "/saxpy.mlir", VXT_VXC, d.sock,
+           VXT_EXAMPLES_DIR "/saxpy.mlir");
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_str_eq(out, "SAME\n");
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A compile worker's memory over many compiles: one vortexd with one
+# worker compiles COMPILES distinct modules (each with a comment of its own,
+# so each is a miss), one kernel each but every 100th of 256 kernels
+# (bench/vxd_scale --print), sent by `vxc compile -`; every STEP compiles it
+# prints the worker's resident set (VmRSS of the daemon's child), its pid
+# (a new pid: the worker was replaced) and the daemon's.
+#   bash bench/rss.sh [BUILD_DIR] [COMPILES] [STEP]      (default 10000, 1000)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$root/build}
+compiles=${2:-10000}
+step=${3:-1000}
+dir=$(mktemp -d /tmp/vxd-rss-XXXXXX)
+"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" --workers 1 2>"$dir/log" &
+pid=$!
+trap 'kill -TERM $pid; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
+for _ in $(seq 200); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
+"$build/bench/vxd_scale" --print 1 >"$dir/k1.mlir"
+"$build/bench/vxd_scale" --print 256 >"$dir/k256.mlir"
+rss() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+report() {
+  local w
+  w=$(pgrep -P "$pid" | head -1)
+  printf '%8d compiles: worker %s MiB (pid %s), daemon %s MiB\n' "$1" "$(rss "$w")" "$w" "$(rss "$pid")"
+}
+report 0
+for ((i = 1; i <= compiles; i++)); do
+  src=$dir/k1.mlir
+  ((i % 100 == 0)) && src=$dir/k256.mlir
+  { cat "$src"; echo "// compile $i"; } | "$build/vxc" --no-spawn --socket "$dir/s.sock" compile - -o /dev/null
+  ((i % step == 0)) && report "$i"
+done
+"$build/vxc" --no-spawn --socket "$dir/s.sock" stats | grep -E "misses|worker restarts"
