@@ -5,6 +5,9 @@
  *   vxd_scale --print N                 (writes the N-kernel module to stdout)
  *   vxd_scale --branches N [N ...]      (in-process compile time of one kernel
  *                                        with N thread-dependent branches)
+ *   vxd_scale --codegen N [N ...]       (in-process compile time of the N-kernel
+ *                                        module with the code-generation pipeline
+ *                                        kept against built per module)
  *
  * For each N it generates one gpu.module of N distinct kernels (a bounds
  * check, a divergent branch, a small loop; a different constant each) and
@@ -128,12 +131,62 @@ static int bench_branches(int argc, char **argv) {
   return 0;
 }
 
+/* --codegen: the N-kernel module compiled in this process by two warm
+ * compilers, one keeping its code-generation pipeline (the default), one
+ * emitting through LLVM's C API (a pipeline built per module), paired:
+ * each of BENCH_RUNS runs (default 5) times 20 compiles of each, alternating;
+ * prints the runs' medians and min / median / max of kept/per-module. */
+static int bench_codegen(int argc, char **argv) {
+  int runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 5;
+  if (runs < 1) runs = 1;
+  enum { REPS = 20 };
+  vxl_compiler *kept, *plain;
+  if (vxl_compiler_create(&kept) != 0 || vxl_compiler_create(&plain) != 0 ||
+      vxl_compiler_reuse_codegen(plain, 0) != 0)
+    return 2;
+  vxl_options lo = {.opt_level = 2};
+  double *ratio = malloc(sizeof(double) * (size_t)runs), tk[REPS], tp[REPS];
+  printf("%8s %4s %14s %18s %12s\n", "kernels", "run", "kept ms (p50)", "per-module ms (p50)", "kept/per");
+  for (int a = 2; a < argc; a++) {
+    int n = atoi(argv[a]);
+    size_t len;
+    char *src = gen_module(n, &len);
+    vxl_result res;
+    for (int w = 0; w < 2; w++) { /* warm both */
+      vxl_compile(w ? plain : kept, src, len, "scale.mlir", &lo, &res);
+      vxl_result_clear(&res);
+    }
+    for (int r = 0; r < runs; r++) {
+      for (int i = 0; i < REPS; i++)
+        for (int w = 0; w < 2; w++) {
+          double t0 = bench_now_us();
+          vxl_compile(w ? plain : kept, src, len, "scale.mlir", &lo, &res);
+          (w ? tp : tk)[i] = bench_now_us() - t0;
+          if (!res.ok) return 1;
+          vxl_result_clear(&res);
+        }
+      double k = bench_median(tk, REPS), p = bench_median(tp, REPS);
+      ratio[r] = k / p;
+      printf("%8d %4d %14.2f %18.2f %11.3fx\n", n, r, k / 1e3, p / 1e3, ratio[r]);
+    }
+    qsort(ratio, (size_t)runs, sizeof *ratio, bench_cmp);
+    printf("%8d  kept/per-module min / median / max: %.3f / %.3f / %.3f\n", n, ratio[0],
+           ratio[(runs - 1) / 2], ratio[runs - 1]);
+    free(src);
+  }
+  free(ratio);
+  vxl_compiler_destroy(kept);
+  vxl_compiler_destroy(plain);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s SOCKET [N ...]\n", argv[0]);
     return 64;
   }
   if (strcmp(argv[1], "--branches") == 0) return bench_branches(argc, argv);
+  if (strcmp(argv[1], "--codegen") == 0) return bench_codegen(argc, argv);
   if (strcmp(argv[1], "--print") == 0) {
     size_t len;
     char *m = gen_module(argc > 2 ? atoi(argv[2]) : 1, &len);

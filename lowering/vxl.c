@@ -240,7 +240,17 @@ int vxl_compiler_create(vxl_compiler **out) {
     vxl_compiler_destroy(c);
     return -EINVAL;
   }
+  c->emitter = vxl_emitter_create(c->tm); /* NULL: each object through the C API */
   *out = c;
+  return 0;
+}
+
+int vxl_compiler_reuse_codegen(vxl_compiler *c, int reuse) {
+  if (!reuse) {
+    vxl_emitter_destroy(c->emitter);
+    c->emitter = NULL;
+  } else if (!c->emitter && !(c->emitter = vxl_emitter_create(c->tm)))
+    return -ENOMEM;
   return 0;
 }
 
@@ -248,6 +258,7 @@ LLVMTargetDataRef vxl__target_data(const vxl_compiler *c) { return LLVMCreateTar
 
 void vxl_compiler_destroy(vxl_compiler *c) {
   if (!c) return;
+  vxl_emitter_destroy(c->emitter); /* before the target machine it uses */
   if (c->tm) LLVMDisposeTargetMachine(c->tm);
   if (!mlirPassManagerIsNull(c->pm)) mlirPassManagerDestroy(c->pm);
   if (!mlirPassManagerIsNull(c->pm_full)) mlirPassManagerDestroy(c->pm_full);

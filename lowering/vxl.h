@@ -151,6 +151,13 @@ typedef struct {
 int vxl_compiler_create(vxl_compiler **out);
 void vxl_compiler_destroy(vxl_compiler *c);
 
+/* How c emits objects: reuse nonzero (the default) through one
+ * code-generation pipeline built when c was and run on every module
+ * (vxl_emit.h), 0 through LLVM's C API, which builds one per module.  The
+ * bytes are the same (test_layout compares them); for tests and
+ * benchmarks.  Returns 0, or -ENOMEM (c keeps the C API's way). */
+int vxl_compiler_reuse_codegen(vxl_compiler *c, int reuse);
+
 /* Longest file name an object's debug info gives its source (bytes). */
 #define VXL_DEBUG_FILE_MAX 255
 

@@ -429,6 +429,7 @@ static int vxl__emit_module(vxl_compiler *c, LLVMModuleRef m, const vxl_options 
     return -EINVAL;
   }
   vxl__branchless_selects(m);
+  if (c->emitter) return vxl_emitter_emit(c->emitter, m, obj, obj_size);
   LLVMMemoryBufferRef mb = NULL;
   msg = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, m, LLVMObjectFile, &msg, &mb)) {

@@ -23,6 +23,7 @@
 #include <mlir-c/Target/LLVMIR.h>
 
 #include "vxl.h"
+#include "vxl_emit.h"
 
 /* Growable NUL-terminated string, usable as an MlirStringCallback sink
  * (user data = the vxl__buf).  p is from malloc(); oom set on failure. */
@@ -157,6 +158,8 @@ struct vxl_compiler {
   MlirPassManager pm_async;      /* gpu-async-region: synchronous gpu.alloc/memcpy/... made async */
   MlirPassManager pm_host_async; /* VXL_PIPELINE_HOST_ASYNC: a host side that uses the async
                                     dialect, lowered to MLIR's async runtime library */
+  struct vxl_emitter *emitter;   /* tm's code-generation pipeline, built once (vxl_emit.h);
+                                    NULL: the C API's, built per module */
   LLVMTargetMachineRef tm;
   /* No LLVMTargetDataRef here: a DataLayout caches struct layouts by
    * StructType address, and every compile has its own LLVMContext, so a

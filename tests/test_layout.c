@@ -934,3 +934,34 @@ Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
   cr_assert_null(strstr(h.host_ir, "gpu.launch blocks"), "outlined");
   vxl_host_result_clear(&h);
 }
+
+/* One code-generation pipeline kept by the compiler and run on module
+ * after module emits exactly the bytes LLVM's C API emits with a pipeline
+ * built for each module: every kernel file of the tests, compiled twice
+ * over in turn (so the kept pipeline has run on many modules before), at
+ * two optimization levels. */
+Test(lowering, a_kept_codegen_pipeline_emits_the_c_apis_bytes) {
+  static const char *const files[] = {"polygeist_style", "control_flow",      "sgemm_tiled", "subgroups",
+                                      "printf",          "nested_divergence", "wide_types",  "math_libm",
+                                      "two_modules",     "dynamic_shared"};
+  enum { N = sizeof files / sizeof *files };
+  vxl_compiler *plain = NULL;
+  cr_assert_eq(vxl_compiler_create(&plain), 0);
+  cr_assert_eq(vxl_compiler_reuse_codegen(plain, 0), 0);
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < N; i++) {
+      char path[512];
+      snprintf(path, sizeof path, "%s/%s.mlir", VXT_KERNELS_DIR, files[i]);
+      vxl_options o = {.opt_level = round ? 3 : 2};
+      vxl_result kept, fresh;
+      cr_assert_eq(vxt_compile_file(cc, path, &o, &kept), 0, "%s", path);
+      cr_assert_eq(vxt_compile_file(plain, path, &o, &fresh), 0, "%s", path);
+      cr_assert(kept.ok && fresh.ok, "%s: %s", path, kept.ndiags ? kept.diags[0] : "");
+      cr_assert_eq(kept.object_size, fresh.object_size, "%s: %zu bytes against %zu", path, kept.object_size,
+                   fresh.object_size);
+      cr_assert_eq(memcmp(kept.object, fresh.object, kept.object_size), 0, "%s: the objects differ", path);
+      vxl_result_clear(&kept);
+      vxl_result_clear(&fresh);
+    }
+  vxl_compiler_destroy(plain);
+}
