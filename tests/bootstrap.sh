@@ -68,7 +68,17 @@ test)
      xargs -0 clang-format --dry-run --Werror) || { echo "bootstrap: run clang-format -i on the files above" >&2; exit 1; }
   echo "bootstrap: sources follow .clang-format"
   build "$root/build"
+  # the tests clean up what they make in /tmp: a green run leaves nothing new
+  leftovers() { find /tmp -maxdepth 1 -name 'vx[tkd]-*' -newer "$stamp" 2>/dev/null | sort; }
+  stamp=$(mktemp /tmp/vortexd-stamp-XXXXXX)
   (cd "$root/build" && ctest --output-on-failure)
+  left=$(leftovers)
+  rm -f "$stamp"
+  if [ -n "$left" ]; then
+    echo "bootstrap: the tests left these behind in /tmp:" >&2
+    echo "$left" >&2
+    exit 1
+  fi
   if [ "${VORTEXD_SKIP_SANITIZERS:-0}" != 1 ]; then
     echo "bootstrap: ASan + UBSan build"
     build "$root/build-asan" -DVORTEXD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug

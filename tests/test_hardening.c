@@ -38,10 +38,7 @@ static void setup(void) {
   cr_assert_not_null(mkdtemp(root));
 }
 
-static void teardown(void) {
-  snprintf(cmd, sizeof cmd, "pkill -TERM -f -- '--socket %s/' ; rm -rf %s", root, root);
-  vxt_run(cmd, out, sizeof out);
-}
+static void teardown(void) { vxt_remove_tree(root); }
 
 TestSuite(hardening, .init = setup, .fini = teardown, .timeout = 120);
 

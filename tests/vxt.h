@@ -67,6 +67,11 @@ pid_t vxt_daemon_start_logged(const char *sock, const char *cache, const char *l
  * 10 s).  Returns 0, or -1 when it exited or never answered. */
 int vxt_daemon_wait(const char *sock, pid_t pid);
 
+/* Stops every daemon serving a socket under dir and removes dir and all in
+ * it (what the tests made; vxt_daemon_start's directories go this way when
+ * the test's process exits). */
+void vxt_remove_tree(const char *dir);
+
 /* SIGTERM, then waits; returns the daemon's exit status (0 = clean). */
 int vxt_daemon_stop(vxt_daemon *d);
 

@@ -12,10 +12,38 @@
 #include "vxc.h"
 #include "vxt.h"
 
+/* The directories vxt_daemon_start made in this process, removed when it
+ * exits (each test runs in a process of its own), daemons still running on
+ * them stopped first. */
+#define VXT_MAX_DIRS 16
+static char vxt__dirs[VXT_MAX_DIRS][128];
+static int vxt__ndirs;
+static pid_t vxt__owner;
+
+static void vxt__remove_dirs(void) {
+  if (getpid() != vxt__owner) return; /* a forked child exiting: not ours */
+  for (int i = 0; i < vxt__ndirs; i++)
+    vxt_remove_tree(vxt__dirs[i]);
+}
+
+void vxt_remove_tree(const char *dir) {
+  char cmd[512];
+  /* "[/]" keeps pkill's pattern from matching the shell running it */
+  snprintf(cmd, sizeof cmd, "pkill -TERM -f -- '--socket [%c]%s/' ; rm -rf '%s'", dir[0], dir + 1, dir);
+  if (system(cmd) != 0) { /* nothing else to do at exit */
+  }
+}
+
 int vxt_daemon_start(vxt_daemon *d, const char *extra) {
   if (!d->dir[0]) {
     snprintf(d->dir, sizeof d->dir, "/tmp/vxt-XXXXXX");
     if (!mkdtemp(d->dir)) return -1;
+    if (vxt__owner != getpid()) {
+      vxt__owner = getpid();
+      vxt__ndirs = 0;
+      atexit(vxt__remove_dirs);
+    }
+    if (vxt__ndirs < VXT_MAX_DIRS) snprintf(vxt__dirs[vxt__ndirs++], sizeof vxt__dirs[0], "%s", d->dir);
   }
   snprintf(d->sock, sizeof d->sock, "%s/vortexd.sock", d->dir);
   snprintf(d->cache, sizeof d->cache, "%s/cache", d->dir);
