@@ -4,6 +4,7 @@
 #include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vxp.h"
 #include "vxp_config.h"
@@ -691,9 +692,21 @@ Test(config, remote_storage_urls_parse_as_ccache_and_sccache_write_them) {
   cr_assert_eq(vxp_config_bool("maybe", &b), -EINVAL);
 }
 
+/* The configuration file config_file wrote last, removed by the next call
+ * and when the test's process exits. */
+static char config_path[32];
+
+static void config_file_remove(void) {
+  if (config_path[0]) unlink(config_path);
+  config_path[0] = '\0';
+}
+
 /* Writes text to a fresh configuration file and points VORTEXD_CONFIG at it. */
 static void config_file(const char *text) {
-  char path[] = "/tmp/vxt-conf-XXXXXX";
+  if (!config_path[0]) atexit(config_file_remove);
+  config_file_remove();
+  char *path = config_path;
+  snprintf(config_path, sizeof config_path, "/tmp/vxt-conf-XXXXXX");
   int fd = mkstemp(path);
   cr_assert_geq(fd, 0);
   FILE *f = fdopen(fd, "w");
