@@ -522,6 +522,55 @@ static int runtime_library(char *buf, size_t cap) {
   return -1;
 }
 
+/* A new file in $TMPDIR (as mktemp(1) puts it; /tmp without one) named
+ * after stem, holding n bytes of data; its path into path (cap bytes).
+ * Returns 0, or 2 after a message (nothing left behind). */
+static int temp_file(const char *stem, const void *data, size_t n, char *path, size_t cap) {
+  const char *tmpdir = getenv("TMPDIR");
+  if (snprintf(path, cap, "%s/%s-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp", stem) >= (int)cap) {
+    fprintf(stderr, "vxc: $TMPDIR is too long\n");
+    return 2;
+  }
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    fprintf(stderr, "vxc: cannot create a temporary file: %s\n", strerror(errno));
+    return 2;
+  }
+  const uint8_t *p = data;
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, p + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += (size_t)w;
+  }
+  if (close(fd) != 0 || done != n) {
+    unlink(path);
+    fprintf(stderr, "vxc: cannot write %s\n", path);
+    return 2;
+  }
+  return 0;
+}
+
+/* Runs argv[0] (found on PATH) with argv, VORTEXD_SOCKET set to socket
+ * when not NULL, and waits for it.  Returns its wait status, or -1 when it
+ * could not be started. */
+static int run_child(char *const argv[], const char *socket) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (socket) setenv("VORTEXD_SOCKET", socket, 1); /* vxc is single-threaded */
+    execvp(argv[0], argv);
+    fprintf(stderr, "vxc: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  if (pid < 0) return -1;
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
 /* `vxc run`: the lowered host program through mlir-runner-22 with
  * libvortexd_runtime and MLIR's runner utilities (printMemref*), the
  * runtime pointed at the daemon vxc used.  Returns the exit status. */
@@ -537,23 +586,9 @@ static int run_program(const vxp_response *r, const char *socket, const char *en
     fprintf(stderr, "vxc: libvortexd_runtime.so not found (set VORTEXD_RUNTIME_LIB)\n");
     return 2;
   }
-  /* the lowered program for mlir-runner, in $TMPDIR as mktemp(1) puts it */
-  const char *tmpdir = getenv("TMPDIR");
+  /* the lowered program for mlir-runner */
   char path[4200];
-  snprintf(path, sizeof path, "%s/vxc-run-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  int fd = mkstemp(path);
-  if (fd < 0) {
-    fprintf(stderr, "vxc: cannot create a temporary file: %s\n", strerror(errno));
-    return 2;
-  }
-  size_t n = strlen(r->host_ir);
-  ssize_t w = write(fd, r->host_ir, n);
-  close(fd);
-  if (w != (ssize_t)n) {
-    unlink(path);
-    fprintf(stderr, "vxc: cannot write %s\n", path);
-    return 2;
-  }
+  if (temp_file("vxc-run", r->host_ir, strlen(r->host_ir), path, sizeof path) != 0) return 2;
   const char *runner = getenv("VORTEXD_MLIR_RUNNER");
   if (!runner || !*runner) runner = "mlir-runner-22";
   static char libs[16 + 4][4300];
@@ -580,20 +615,9 @@ static int run_program(const vxp_response *r, const char *socket, const char *en
     argv[a++] = libs[i];
   argv[a++] = path;
   argv[a] = NULL;
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv("VORTEXD_SOCKET", socket, 1); /* the runtime asks the daemon vxc used */
-    execvp(runner, argv);
-    fprintf(stderr, "vxc: cannot run %s: %s\n", runner, strerror(errno));
-    _exit(127);
-  }
-  int st = 0;
-  if (pid > 0)
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
+  int st = run_child(argv, socket); /* the runtime asks the daemon vxc used */
   unlink(path);
-  if (pid < 0) return 2;
+  if (st < 0) return 2;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -1260,42 +1284,14 @@ static int cmd_ls(const command *cm, invocation *in, vxc_conn *conn) {
 /* Writes object to a file in $TMPDIR and prints llvm-objdump's disassembly
  * of it on stdout.  Returns 0 or 2 after a message. */
 static int disassemble(const uint8_t *object, size_t size) {
-  const char *tmpdir = getenv("TMPDIR");
   char path[4200];
-  snprintf(path, sizeof path, "%s/vxc-inspect-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  int fd = mkstemp(path);
-  if (fd < 0) {
-    fprintf(stderr, "vxc: cannot create a temporary file: %s\n", strerror(errno));
-    return 2;
-  }
-  size_t done = 0;
-  while (done < size) {
-    ssize_t w = write(fd, object + done, size - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += (size_t)w;
-  }
-  close(fd);
-  if (done != size) {
-    unlink(path);
-    fprintf(stderr, "vxc: cannot write %s\n", path);
-    return 2;
-  }
+  if (temp_file("vxc-inspect", object, size, path, sizeof path) != 0) return 2;
   const char *objdump = getenv("VORTEXD_OBJDUMP");
   if (!objdump || !*objdump) objdump = VXC_LLVM_BINDIR "/llvm-objdump";
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execlp(objdump, objdump, "-d", "-r", "--no-show-raw-insn", path, (char *)NULL);
-    fprintf(stderr, "vxc: cannot run %s: %s\n", objdump, strerror(errno));
-    _exit(127);
-  }
-  int st = 0;
-  if (pid > 0)
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
+  char *argv[] = {(char *)objdump, (char *)"-d", (char *)"-r", (char *)"--no-show-raw-insn", path, NULL};
+  int st = run_child(argv, NULL);
   unlink(path);
-  if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+  if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     fprintf(stderr, "vxc: %s failed\n", objdump);
     return 2;
   }

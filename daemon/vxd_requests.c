@@ -102,6 +102,17 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   vxd__send(c, &r, 0);
 }
 
+/* A request that needs the cache while the daemon serves without one
+ * (or is stopping): answered with why; returns 1 then, else 0. */
+static int vxd__refused_without_cache(vxd_conn *c, const vxp_request *req) {
+  vxd_server *s = c->srv;
+  if (s->store) return 0;
+  char msg[600];
+  snprintf(msg, sizeof msg, "serving without a cache: %s", s->cache_err[0] ? s->cache_err : "stopping");
+  vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, msg, 0);
+  return 1;
+}
+
 /* Who waits for a whole-cache operation on the store thread. */
 typedef struct {
   vxd_server *srv;
@@ -134,12 +145,7 @@ static void vxd__admin_done(void *ud, const vxd_admin_result *res) {
 
 static void vxd__on_admin(vxd_conn *c, const vxp_request *req) {
   vxd_server *s = c->srv;
-  if (!s->store) {
-    char msg[600];
-    snprintf(msg, sizeof msg, "serving without a cache: %s", s->cache_err[0] ? s->cache_err : "stopping");
-    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, msg, 0);
-    return;
-  }
+  if (vxd__refused_without_cache(c, req)) return;
   vxd_admin_op op = req->op == VXP_OP_VERIFY  ? VXD_ADMIN_VERIFY
                     : req->op == VXP_OP_CLEAR ? VXD_ADMIN_CLEAR
                     : req->op == VXP_OP_PRUNE ? VXD_ADMIN_PRUNE
@@ -201,12 +207,7 @@ static void vxd__list_done(void *ud, vxd_list_result *res) {
 
 static void vxd__on_list(vxd_conn *c, const vxp_request *req) {
   vxd_server *s = c->srv;
-  if (!s->store) {
-    char msg[600];
-    snprintf(msg, sizeof msg, "serving without a cache: %s", s->cache_err[0] ? s->cache_err : "stopping");
-    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, msg, 0);
-    return;
-  }
+  if (vxd__refused_without_cache(c, req)) return;
   vxd__list_wait *w = calloc(1, sizeof *w);
   if (w) *w = (vxd__list_wait){s, c->id, req->id};
   vxd__flush_counters(s); /* the reads so far count as hits and use */
