@@ -91,6 +91,27 @@ Test(runtime, host_registered_memrefs_round_trip_through_a_launch) {
   free(y);
 }
 
+/* Two registered memrefs that touch in host memory (halves of one array,
+ * as two arrays on the stack may be): each is mirrored on its own, and
+ * the first byte of the second is not taken for the end of the first. */
+Test(runtime, adjacent_registered_memrefs_stay_apart) {
+  enum { N = 8 };
+  float *both = malloc(2 * N * sizeof *both), *y = both, *x = both + N; /* x right after y */
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i] = 1.0f;
+  memref1d mx = {x, x, 0, N, 1}, my = {y, y, 0, N, 1};
+  mgpuMemHostRegisterMemRef(1, &mx, 4);
+  mgpuMemHostRegisterMemRef(1, &my, 4);
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  cr_assert_not_null(fn);
+  launch_saxpy(fn, N, 3.0f, &mx, &my);
+  for (int i = 0; i < N; i++) {
+    cr_assert_float_eq(x[i], (float)i, 1e-6, "x[%d] = %f: written through y's mirror", i, x[i]);
+    cr_assert_float_eq(y[i], 3.0f * (float)i + 1.0f, 1e-6, "y[%d] = %f", i, y[i]);
+  }
+  free(both);
+}
+
 Test(runtime, device_memory_persists_across_launches_and_loads_hit) {
   enum { N = 64 };
   float *dx = mgpuMemAlloc(N * sizeof(float), NULL, false),

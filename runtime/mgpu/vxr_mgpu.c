@@ -170,8 +170,13 @@ static void vxr__free(uint32_t off, uint32_t size) {
  * region), or 0 when the device cannot see it. */
 static uint32_t vxr__device_address(const uint8_t *p) {
   if (p >= vxr.arena && p < vxr.arena + vxr.arena_cap) return vxr.base + (uint32_t)(p - vxr.arena);
+  /* the region holding p; only then one p ends (an empty view at a
+   * region's end): two regions may be adjacent in host memory, and the
+   * first byte of one is not the end of the other */
   for (vxr_region *r = vxr.regions; r; r = r->next)
-    if (p >= r->host && p <= r->host + r->size) return vxr.base + r->mirror + (uint32_t)(p - r->host);
+    if (p >= r->host && p < r->host + r->size) return vxr.base + r->mirror + (uint32_t)(p - r->host);
+  for (vxr_region *r = vxr.regions; r; r = r->next)
+    if (p == r->host + r->size) return vxr.base + r->mirror + (uint32_t)r->size;
   return 0;
 }
 
