@@ -26,7 +26,11 @@
 
 /* Protocol version announced in hello.  Bump on any incompatible change.
  *   1: first release, one object per kernel.
- *   2: one object per module, each kernel an entry symbol in it. */
+ *   2: one object per module, each kernel an entry symbol in it.
+ *   3: the administration requests (verify, zero_stats, clear, prune,
+ *      stop) and the version on every request.  Added within 3, as a
+ *      request an older daemon refuses and keys an older client ignores:
+ *      host, list, the stats' remote counters and compile-time buckets. */
 #define VXP_PROTOCOL_VERSION 3u
 /* Bytes in the frame length prefix. */
 #define VXP_FRAME_HEADER_SIZE 4u
@@ -343,8 +347,10 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
  * a frame of another shape (left unchanged).  Any thread. */
 int vxp_frame_set_id(uint8_t *frame, size_t len, uint64_t id);
 
-/* Decode one payload (without the length prefix).  Unknown keys, wrong value
- * types and missing required keys are errors.  On error *r is cleared and, when
+/* Decode one payload (without the length prefix).  In a request, unknown
+ * keys, wrong value types and missing required keys are errors; a response
+ * may carry keys this version does not know (ignored, so a newer daemon can
+ * add fields), but not a known key of the wrong type nor a missing one.  On error *r is cleared and, when
  * the id could be read, r->id holds it (so an error reply can echo it). */
 int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r);
 int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r);
