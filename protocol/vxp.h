@@ -350,8 +350,9 @@ int vxp_frame_set_id(uint8_t *frame, size_t len, uint64_t id);
 /* Decode one payload (without the length prefix).  In a request, unknown
  * keys, wrong value types and missing required keys are errors; a response
  * may carry keys this version does not know (ignored, so a newer daemon can
- * add fields), but not a known key of the wrong type nor a missing one.  On error *r is cleared and, when
- * the id could be read, r->id holds it (so an error reply can echo it). */
+ * add fields), but not a known key of the wrong type nor a missing one.
+ * On error *r is cleared and, when the id could be read, r->id holds it
+ * (so an error reply can echo it). */
 int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r);
 int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r);
 
