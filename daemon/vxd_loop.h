@@ -157,7 +157,7 @@ struct vxd_server {
   vxd_counts pending;
 };
 
-/* ---- vxd_server.c ---- */
+/* ---- vxd_log.c: log lines and the clock ---- */
 
 /* Log priorities (syslog's, as journald reads them). */
 enum { VXD_LOG_ERR = 3, VXD_LOG_WARNING = 4, VXD_LOG_NOTICE = 5, VXD_LOG_INFO = 6, VXD_LOG_DEBUG = 7 };
@@ -166,17 +166,23 @@ enum { VXD_LOG_ERR = 3, VXD_LOG_WARNING = 4, VXD_LOG_NOTICE = 5, VXD_LOG_INFO = 
  * log_level are dropped.  vxd__log logs at notice. */
 void vxd__log(const vxd_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vxd__log_at(const vxd_server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* vxd__log for callbacks: s is the vxd_server. */
+void vxd__log_line(void *s, const char *msg);
+/* Whether stderr is the journal: systemd set JOURNAL_STREAM to the
+ * device:inode of the stream it connected. */
+int vxd__stderr_is_journal(void);
+/* Loop time in milliseconds. */
+uint64_t vxd__now_ms(vxd_server *s);
+
+/* ---- vxd_server.c ---- */
+
 /* Shuts the daemon down (idempotent): stops listening, closes clients,
  * stops workers, writes what is queued. */
 void vxd__stop(vxd_server *s, const char *why);
-/* vxd__log for callbacks: s is the vxd_server. */
-void vxd__log_line(void *s, const char *msg);
 /* The cache database was found damaged (why: SQLite's words): logged once,
  * and the database replaced by a new one on the loop's next turn, outside
  * any callback of the store. */
 void vxd__cache_damaged(vxd_server *s, const char *why);
-/* Loop time in milliseconds. */
-uint64_t vxd__now_ms(vxd_server *s);
 /* Queues a worker's successful result for the store thread. */
 void vxd__store(vxd_server *s, const vxd_job *j, const vxp_response *r, uint64_t compile_us);
 /* Hands counters and LRU times to the store thread. */
