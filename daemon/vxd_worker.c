@@ -130,23 +130,6 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
   }
 }
 
-int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const uint8_t *source,
-                  size_t len, char key[VXK_KEY_HEX + 1]) {
-  char fp[2048], sdk[4200], debug_file[VXL_DEBUG_FILE_MAX + 1], file_part[VXL_DEBUG_FILE_MAX + 16];
-  if (vxl_fingerprint(o, fp, sizeof fp) < 0) return VXK_EINVAL;
-  vxl_debug_file_name(source_name, debug_file);
-  snprintf(file_part, sizeof file_part, "debug-file=%s", debug_file);
-  snprintf(sdk, sizeof sdk, "vortex-sdk=%s", cfg && cfg->vortex_sdk[0] ? cfg->vortex_sdk : "");
-  const char *parts[] = {VXD_SERVER_NAME, fp, file_part, sdk};
-  return vxk_key(source, len, parts, cfg && cfg->vortex_sdk[0] ? 4 : 3, key);
-}
-
-void vxd_cache_origin(const vxl_options *o, const char *source_name, char source[VXL_DEBUG_FILE_MAX + 1],
-                      char options[VXD_OPTIONS_MAX]) {
-  vxl_debug_file_name(source_name, source);
-  if (vxl_fingerprint(o, options, VXD_OPTIONS_MAX) < 0) options[0] = '\0';
-}
-
 /* With a Vortex SDK configured: each kernel of a successful compile also
  * as a .vxbin image, cached with it.  A link failure fails the compile
  * (internal: the SDK, not the source, is at fault). */
@@ -163,13 +146,6 @@ static void vxd__link_images(const vxd_config *cfg, vxp_response *resp) {
       return;
     }
   }
-}
-
-void vxd_options_from_request(const vxp_request *req, vxl_options *o) {
-  *o = (vxl_options){.opt_level = req->opt_level,
-                     .emit_ir = req->emit_ir,
-                     .warp_size = req->warp_size,
-                     .shuffle_insns = req->shuffle_insns};
 }
 
 /* The request being compiled, for the fatal-error handler: this process
