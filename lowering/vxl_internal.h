@@ -257,7 +257,18 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k);
  * module.  On success returns 0 with *out_module (caller destroys) and the
  * kernels in *kinfo / *nkernels (caller frees).  On a source error returns
  * -EINVAL with diagnostics in d. */
-/* vxl_lower_host's work (vxl_mlir.c): *host_ir (malloc()) and the count
+/* The kernel driver's front end (vxl_mlir.c), shared with the host
+ * lowering (vxl_host.c): the source as parseable text (Polygeist's DLTI
+ * values fixed in place, overlong literals and split-file markers refused;
+ * malloc(), NULL with *rc and a diagnostic), its parse under source_name
+ * (a null op after diagnostics), and upstream's gpu-kernel-outlining with
+ * clashing symbols qualified (0 or a negative errno). */
+char *vxl__source_text(const char *source, size_t len, const char *source_name, vxl__diags *d, int *rc);
+MlirOperation vxl__parse(MlirContext ctx, const char *text, size_t len, const char *source_name,
+                         vxl__diags *d);
+int vxl__outline(vxl_compiler *c, MlirOperation top, const char *source_name, vxl__diags *d);
+
+/* vxl_lower_host's work (vxl_host.c): *host_ir (malloc()) and the count
  * of gpu.modules replaced.  Returns 0, -EINVAL (diagnostics) or -ENOMEM. */
 int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
                     vxl_module_key_fn key_of, void *key_ud, vxl__diags *d, char **host_ir,
