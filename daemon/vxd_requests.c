@@ -67,18 +67,21 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
     ks.saved_us = (uint64_t)s->pending.saved_us;
   }
   vxp_response r = {.id = req->id, .op = VXP_OP_STATS, .status = VXP_STATUS_OK};
-  r.stats.hits = ks.hits;
-  r.stats.misses = ks.misses;
-  r.stats.compile_errors = ks.compile_errors;
-  r.stats.entries = ks.entries;
-  r.stats.bytes = ks.bytes;
+  /* the counters the cache keeps (vxk_stats), under the same names */
+#define VXD__FROM_CACHE(X)                                                                                   \
+  X(hits)                                                                                                    \
+  X(misses) X(compile_errors) X(entries) X(bytes) X(corrupt) X(evictions) X(max_bytes) X(l2_hits)            \
+      X(l2_misses) X(l2_errors) X(l2_timeouts) X(l2_corrupt) X(l2_rejected) X(l2_writes) X(l2_dropped)       \
+          X(l2_bytes_down) X(l2_bytes_up)
+#define VXD__COPY(name) r.stats.name = ks.name;
+  VXD__FROM_CACHE(VXD__COPY)
+#undef VXD__COPY
+#undef VXD__FROM_CACHE
+  /* and this daemon's own */
   r.stats.requests = s->requests;
   r.stats.workers = s->pool.nslots;
   r.stats.worker_restarts = s->pool.worker_restarts;
   r.stats.uptime_ms = vxd__now_ms(s) - s->start_ms;
-  r.stats.corrupt = ks.corrupt;
-  r.stats.evictions = ks.evictions;
-  r.stats.max_bytes = ks.max_bytes;
   r.stats.saved_ms = ks.saved_us / 1000u;
   r.stats.refused = s->refused;
   r.stats.timeouts = s->timeouts;
@@ -87,16 +90,6 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
     vxd_remote_describe(s->remote, remote, sizeof remote);
     r.stats.remote = remote; /* borrowed: r is not cleared */
   }
-  r.stats.l2_hits = ks.l2_hits;
-  r.stats.l2_misses = ks.l2_misses;
-  r.stats.l2_errors = ks.l2_errors;
-  r.stats.l2_timeouts = ks.l2_timeouts;
-  r.stats.l2_corrupt = ks.l2_corrupt;
-  r.stats.l2_rejected = ks.l2_rejected;
-  r.stats.l2_writes = ks.l2_writes;
-  r.stats.l2_dropped = ks.l2_dropped;
-  r.stats.l2_bytes_down = ks.l2_bytes_down;
-  r.stats.l2_bytes_up = ks.l2_bytes_up;
   memcpy(r.stats.compile_buckets, s->compile_buckets, sizeof r.stats.compile_buckets);
   r.stats.compile_sum_us = s->compile_sum_us;
   vxd__send(c, &r, 0);

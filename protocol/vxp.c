@@ -346,39 +346,18 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   }
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
+#define VXP__ONE(name, what) +1
     vxp__str(&pk, "stats");
-    msgpack_pack_map(&pk, 27 + (s->remote ? 1 : 0));
-    vxp__kv_u64(&pk, "hits", s->hits);
-    vxp__kv_u64(&pk, "misses", s->misses);
-    vxp__kv_u64(&pk, "compile_errors", s->compile_errors);
-    vxp__kv_u64(&pk, "entries", s->entries);
-    vxp__kv_u64(&pk, "bytes", s->bytes);
-    vxp__kv_u64(&pk, "requests", s->requests);
-    vxp__kv_u64(&pk, "workers", s->workers);
-    vxp__kv_u64(&pk, "worker_restarts", s->worker_restarts);
-    vxp__kv_u64(&pk, "uptime_ms", s->uptime_ms);
-    vxp__kv_u64(&pk, "corrupt", s->corrupt);
-    vxp__kv_u64(&pk, "evictions", s->evictions);
-    vxp__kv_u64(&pk, "max_bytes", s->max_bytes);
-    vxp__kv_u64(&pk, "saved_ms", s->saved_ms);
-    vxp__kv_u64(&pk, "refused", s->refused);
-    vxp__kv_u64(&pk, "timeouts", s->timeouts);
+    msgpack_pack_map(&pk, (0 VXP_STATS_COUNTERS(VXP__ONE)) + 1 + (s->remote ? 1 : 0));
+#undef VXP__ONE
+#define VXP__ENCODE(name, what) vxp__kv_u64(&pk, #name, s->name);
+    VXP_STATS_COUNTERS(VXP__ENCODE)
+#undef VXP__ENCODE
     if (s->remote) vxp__kv_str(&pk, "remote", s->remote);
-    vxp__kv_u64(&pk, "l2_hits", s->l2_hits);
-    vxp__kv_u64(&pk, "l2_misses", s->l2_misses);
-    vxp__kv_u64(&pk, "l2_errors", s->l2_errors);
-    vxp__kv_u64(&pk, "l2_timeouts", s->l2_timeouts);
-    vxp__kv_u64(&pk, "l2_corrupt", s->l2_corrupt);
-    vxp__kv_u64(&pk, "l2_rejected", s->l2_rejected);
-    vxp__kv_u64(&pk, "l2_writes", s->l2_writes);
-    vxp__kv_u64(&pk, "l2_dropped", s->l2_dropped);
-    vxp__kv_u64(&pk, "l2_bytes_down", s->l2_bytes_down);
-    vxp__kv_u64(&pk, "l2_bytes_up", s->l2_bytes_up);
     vxp__str(&pk, "compile_buckets");
     msgpack_pack_array(&pk, VXP_COMPILE_BUCKETS);
     for (uint32_t i = 0; i < VXP_COMPILE_BUCKETS; i++)
       msgpack_pack_uint64(&pk, s->compile_buckets[i]);
-    vxp__kv_u64(&pk, "compile_sum_us", s->compile_sum_us);
   }
   if (r->op == VXP_OP_LIST) {
     vxp__kv_u64(&pk, "checked", r->checked);
@@ -810,65 +789,21 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
   int rc = VXP_OK;
   for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
     const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
-    if (vxp__key(k, "hits"))
-      rc = vxp__u64(v, &s->hits);
-    else if (vxp__key(k, "misses"))
-      rc = vxp__u64(v, &s->misses);
-    else if (vxp__key(k, "compile_errors"))
-      rc = vxp__u64(v, &s->compile_errors);
-    else if (vxp__key(k, "entries"))
-      rc = vxp__u64(v, &s->entries);
-    else if (vxp__key(k, "bytes"))
-      rc = vxp__u64(v, &s->bytes);
-    else if (vxp__key(k, "requests"))
-      rc = vxp__u64(v, &s->requests);
-    else if (vxp__key(k, "workers"))
-      rc = vxp__u64(v, &s->workers);
-    else if (vxp__key(k, "worker_restarts"))
-      rc = vxp__u64(v, &s->worker_restarts);
-    else if (vxp__key(k, "uptime_ms"))
-      rc = vxp__u64(v, &s->uptime_ms);
-    else if (vxp__key(k, "corrupt"))
-      rc = vxp__u64(v, &s->corrupt);
-    else if (vxp__key(k, "evictions"))
-      rc = vxp__u64(v, &s->evictions);
-    else if (vxp__key(k, "max_bytes"))
-      rc = vxp__u64(v, &s->max_bytes);
-    else if (vxp__key(k, "saved_ms"))
-      rc = vxp__u64(v, &s->saved_ms);
-    else if (vxp__key(k, "refused"))
-      rc = vxp__u64(v, &s->refused);
-    else if (vxp__key(k, "timeouts"))
-      rc = vxp__u64(v, &s->timeouts);
-    else if (vxp__key(k, "remote"))
+#define VXP__DECODE(name, what)                                                                              \
+  if (vxp__key(k, #name)) {                                                                                  \
+    rc = vxp__u64(v, &s->name);                                                                              \
+    continue;                                                                                                \
+  }
+    VXP_STATS_COUNTERS(VXP__DECODE)
+#undef VXP__DECODE
+    if (vxp__key(k, "remote"))
       rc = vxp__strdup(v, &s->remote);
-    else if (vxp__key(k, "l2_hits"))
-      rc = vxp__u64(v, &s->l2_hits);
-    else if (vxp__key(k, "l2_misses"))
-      rc = vxp__u64(v, &s->l2_misses);
-    else if (vxp__key(k, "l2_errors"))
-      rc = vxp__u64(v, &s->l2_errors);
-    else if (vxp__key(k, "l2_timeouts"))
-      rc = vxp__u64(v, &s->l2_timeouts);
-    else if (vxp__key(k, "l2_corrupt"))
-      rc = vxp__u64(v, &s->l2_corrupt);
-    else if (vxp__key(k, "l2_rejected"))
-      rc = vxp__u64(v, &s->l2_rejected);
-    else if (vxp__key(k, "l2_writes"))
-      rc = vxp__u64(v, &s->l2_writes);
-    else if (vxp__key(k, "l2_dropped"))
-      rc = vxp__u64(v, &s->l2_dropped);
-    else if (vxp__key(k, "l2_bytes_down"))
-      rc = vxp__u64(v, &s->l2_bytes_down);
-    else if (vxp__key(k, "l2_bytes_up"))
-      rc = vxp__u64(v, &s->l2_bytes_up);
-    else if (vxp__key(k, "compile_sum_us"))
-      rc = vxp__u64(v, &s->compile_sum_us);
     else if (vxp__key(k, "compile_buckets")) {
       if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != VXP_COMPILE_BUCKETS) rc = VXP_ETYPE;
       for (uint32_t j = 0; rc == VXP_OK && j < VXP_COMPILE_BUCKETS; j++)
         rc = vxp__u64(&v->via.array.ptr[j], &s->compile_buckets[j]);
     }
+    /* unknown keys: ignored (a newer daemon's counters) */
   }
   return rc;
 }

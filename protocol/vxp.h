@@ -245,47 +245,49 @@ typedef struct {
   { 5000u, 10000u, 25000u, 50000u, 100000u, 250000u, 500000u, 1000000u, 2500000u, 10000000u }
 #define VXP_COMPILE_BUCKETS 11u
 
-/* Daemon counters (stats); persistent ones survive restarts. */
+/* The daemon's counters (stats), persistent ones surviving restarts: each
+ * a uint64_t field of vxp_stats and a key of the stats map of the same
+ * name, X(name, what).  The struct, its encoding and its decoding are
+ * generated from this one list (a counter is added here only). */
+#define VXP_STATS_COUNTERS(X)                                                                                \
+  X(hits, "compiles and fetches served from the cache (both levels)")                                        \
+  X(misses, "compile requests that had to compile")                                                          \
+  X(compile_errors, "compiles that failed with diagnostics")                                                 \
+  X(entries, "cache entries stored")                                                                         \
+  X(bytes, "object + metadata bytes stored")                                                                 \
+  X(requests, "requests since this daemon started")                                                          \
+  X(workers, "compile worker processes configured")                                                          \
+  X(worker_restarts, "workers restarted after a crash")                                                      \
+  X(uptime_ms, "since this daemon started")                                                                  \
+  X(corrupt, "entries dropped: failed their checksum")                                                       \
+  X(evictions, "entries evicted by the size limit or prune")                                                 \
+  X(max_bytes, "the cache's size limit (0: no cache)")                                                       \
+  X(saved_ms, "compile time the hits saved: each adds its entry's compile time")                             \
+  X(refused, "connections refused since start (peer credentials, connection limit)")                         \
+  X(timeouts, "connections closed since start for a stalled frame or idleness")                              \
+  /* the second cache level, a remote storage shared by daemons (all 0 without one) */                       \
+  X(l2_hits, "compiles and fetches answered from it (in hits too)")                                          \
+  X(l2_misses, "looked up there and not found")                                                              \
+  X(l2_errors, "reads and writes that failed (connection, protocol, a value failing its checksum)")          \
+  X(l2_timeouts, "reads and writes over remote_timeout")                                                     \
+  X(l2_corrupt, "values refused by their checksum (in l2_errors)")                                           \
+  X(l2_rejected, "values refused for their signature: unsigned, or not by a trusted key (in l2_errors)")     \
+  X(l2_writes, "entries written to it")                                                                      \
+  X(l2_dropped, "writes dropped: queue full or storage down")                                                \
+  X(l2_bytes_down, "value bytes read from it")                                                               \
+  X(l2_bytes_up, "value bytes written to it")                                                                \
+  X(compile_sum_us, "the time the compiles of compile_buckets took together (microseconds)")
+
 typedef struct {
-  uint64_t hits;            /* compile/fetch served from the cache */
-  uint64_t misses;          /* compile requests that had to compile */
-  uint64_t compile_errors;  /* compiles that failed with diagnostics */
-  uint64_t entries;         /* cache entries stored */
-  uint64_t bytes;           /* object + metadata bytes stored */
-  uint64_t requests;        /* requests since this daemon started */
-  uint64_t workers;         /* compile worker processes configured */
-  uint64_t worker_restarts; /* workers restarted after a crash */
-  uint64_t uptime_ms;       /* since this daemon started */
-  uint64_t corrupt;         /* entries dropped: failed their checksum */
-  uint64_t evictions;       /* entries evicted by the size limit or prune */
-  uint64_t max_bytes;       /* the cache's size limit (0: no cache) */
-  uint64_t saved_ms;        /* compile time the hits saved: each adds its
-                               entry's compile time (persistent) */
-  uint64_t refused;         /* connections refused since start (peer
-                               credentials, connection limit) */
-  uint64_t timeouts;        /* connections closed since start for a stalled
-                               frame or idleness */
-  /* the second cache level, a remote storage shared by several daemons
-   * (persistent; all 0 without one) */
-  char *remote;           /* where it is, password masked, and its state
-                             ("redis://h:6379/0, up"); NULL: none; malloc() */
-  uint64_t l2_hits;       /* compiles/fetches answered from it (in hits too) */
-  uint64_t l2_misses;     /* looked up there and not found */
-  uint64_t l2_errors;     /* reads and writes that failed (connection,
-                             protocol, a value failing its checksum) */
-  uint64_t l2_timeouts;   /* reads and writes over remote_timeout */
-  uint64_t l2_corrupt;    /* values refused by their checksum (in l2_errors) */
-  uint64_t l2_rejected;   /* values refused for their signature: unsigned,
-                             or not by a trusted key (in l2_errors) */
-  uint64_t l2_writes;     /* entries written to it */
-  uint64_t l2_dropped;    /* writes dropped: queue full or storage down */
-  uint64_t l2_bytes_down; /* value bytes read from it */
-  uint64_t l2_bytes_up;   /* value bytes written to it */
+#define VXP__STATS_FIELD(name, what) uint64_t name;
+  VXP_STATS_COUNTERS(VXP__STATS_FIELD)
+#undef VXP__STATS_FIELD
+  char *remote; /* the second level: where it is, password masked, and its
+                   state ("redis://h:6379/0, up"); NULL: none; malloc() */
   /* compiles since this daemon started, by the time they took (each
    * bucket counts those at most its bound, VXP_COMPILE_BUCKET_BOUNDS_US,
-   * and above the previous one), with their sum (microseconds) */
+   * and above the previous one) */
   uint64_t compile_buckets[VXP_COMPILE_BUCKETS];
-  uint64_t compile_sum_us;
 } vxp_stats;
 
 typedef struct {

@@ -206,6 +206,44 @@ Test(protocol, stats_response_round_trip) {
   vxp_response_clear(&out);
 }
 
+/* Every counter of the one list round-trips under its own name, and the
+ * map carries exactly the listed counters, the buckets and the remote. */
+Test(protocol, every_listed_stats_counter_round_trips) {
+  vxp_response in = {.id = 3, .op = VXP_OP_STATS, .status = VXP_STATUS_OK}, out;
+  uint64_t v = 1000;
+#define SET(name, what) in.stats.name = v++;
+  VXP_STATS_COUNTERS(SET)
+#undef SET
+  response_round_trip(&in, &out);
+  v = 1000;
+#define CHECK(name, what) cr_assert_eq(out.stats.name, v++, "%s", #name);
+  VXP_STATS_COUNTERS(CHECK)
+#undef CHECK
+  vxp_response_clear(&out);
+  uint8_t *frame;
+  size_t len;
+  cr_assert_eq(vxp_response_encode(&in, &frame, &len), VXP_OK);
+  msgpack_unpacked u;
+  msgpack_unpacked_init(&u);
+  cr_assert_eq(
+      msgpack_unpack_next(&u, (const char *)frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, NULL),
+      MSGPACK_UNPACK_SUCCESS);
+  const msgpack_object_map *m = &u.data.via.map;
+  uint32_t counters = 0;
+#define COUNT(name, what) counters++;
+  VXP_STATS_COUNTERS(COUNT)
+#undef COUNT
+  int found = 0;
+  for (uint32_t i = 0; i < m->size; i++)
+    if (m->ptr[i].key.via.str.size == 5 && memcmp(m->ptr[i].key.via.str.ptr, "stats", 5) == 0) {
+      cr_assert_eq(m->ptr[i].val.via.map.size, counters + 1, "the counters and compile_buckets, no remote");
+      found = 1;
+    }
+  cr_assert(found);
+  msgpack_unpacked_destroy(&u);
+  free(frame);
+}
+
 Test(protocol, list_requests_and_answers_round_trip_within_their_bounds) {
   vxp_request rq = {.id = 8, .op = VXP_OP_LIST, .prefix = "abc0", .limit = 2}, back;
   request_round_trip(&rq, &back);
