@@ -499,7 +499,7 @@ static void report_connect_error(const char *socket, int rc) {
            vxp_runtime_dir_open(dir, 0, 0, err, sizeof err) < 0)
     fprintf(stderr, "vxc: %s\n", err);
   else
-    fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", path, strerror(-rc));
+    fprintf(stderr, "vxc: cannot reach vortexd at %s: %s\n", path, vxp_strerror(rc));
 }
 
 /* libvortexd_runtime for `vxc run`: $VORTEXD_RUNTIME_LIB, else beside an
@@ -1091,7 +1091,7 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
 /* A request that got no answer (rc: libvxc's negative errno): said, and
  * the exit status of a daemon or I/O failure. */
 static int request_failed(int rc) {
-  fprintf(stderr, "vxc: request failed: %s\n", strerror(-rc));
+  fprintf(stderr, "vxc: request failed: %s\n", vxp_strerror(rc));
   return 2;
 }
 
