@@ -66,7 +66,7 @@ static const vxs_split_policy policies[] = {VXS_SPLIT_SMALLER, VXS_SPLIT_LARGER,
 Test(simt, a_divergent_branch_without_a_split_is_an_error_at_its_pc) {
   args_t a;
   vxs_report rep;
-  cr_assert_eq(run_case(0, 1, 8, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert_eq(run_case(0, 1, 8, 4, VXS_SPLIT_SMALLER, &a, &rep), VXS_EDEVICE);
   cr_assert(strstr(rep.error, "divergent branch without a split: threads 0x5 go to"), "%s", rep.error);
   cr_assert(strstr(rep.error, "(divergent_branch+0x"), "the report names the function: %s", rep.error);
   /* and, as the programs have line tables, the source line of the branch */
@@ -97,7 +97,7 @@ Test(simt, split_and_join_run_both_sides_under_every_policy) {
 Test(simt, a_join_without_its_split_is_an_error) {
   args_t a;
   vxs_report rep;
-  cr_assert_eq(run_case(2, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert_eq(run_case(2, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), VXS_EDEVICE);
   cr_assert(strstr(rep.error, "join of split depth 5 with IPDOM depth 0"), "%s", rep.error);
 }
 
@@ -114,7 +114,7 @@ Test(simt, pred_masks_threads_off_and_restores_the_mask_when_none_is_left) {
 Test(simt, a_barrier_only_some_warps_reach_is_a_deadlock) {
   args_t a;
   vxs_report rep;
-  cr_assert_eq(run_case(4, 1, 8, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert_eq(run_case(4, 1, 8, 4, VXS_SPLIT_SMALLER, &a, &rep), VXS_EDEVICE);
   cr_assert(strstr(rep.error, "deadlock: no running warp can release barrier"), "%s", rep.error);
 }
 
@@ -141,7 +141,7 @@ Test(simt, csrs_and_the_thread_layout_of_vx_spawn_threads) {
 Test(simt, unjoined_splits_overflow_the_ipdom_stack) {
   args_t a;
   vxs_report rep;
-  cr_assert_eq(run_case_ipdom(6, 1, 32, 32, VXS_SPLIT_SMALLER, 3, &a, &rep), 1);
+  cr_assert_eq(run_case_ipdom(6, 1, 32, 32, VXS_SPLIT_SMALLER, 3, &a, &rep), VXS_EDEVICE);
   cr_assert(strstr(rep.error, "IPDOM stack overflow (3 entries)"), "%s", rep.error);
   cr_assert_eq(rep.max_ipdom_depth, 3);
 }
@@ -149,17 +149,25 @@ Test(simt, unjoined_splits_overflow_the_ipdom_stack) {
 Test(simt, a_kernel_that_never_ends_stops_at_the_step_limit) {
   args_t a;
   vxs_report rep;
-  cr_assert_eq(run_case(7, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert_eq(run_case(7, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), VXS_EDEVICE);
   cr_assert(strstr(rep.error, "step limit reached (2000000 warp instructions)"), "%s", rep.error);
 }
 
 Test(simt, a_store_to_unmapped_memory_is_reported) {
   args_t a;
   vxs_report rep;
-  cr_assert_eq(run_case(8, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), 1);
+  cr_assert_eq(run_case(8, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), VXS_EDEVICE);
   cr_assert(strstr(rep.error, "thread 0: Invalid memory write (UC_ERR_WRITE_UNMAPPED) at pc"), "%s",
             rep.error);
   cr_assert(strstr(rep.error, "(bad_store+0x"), "%s", rep.error);
+}
+
+Test(simt, a_write_to_a_read_only_csr_fails_the_run) {
+  args_t a;
+  vxs_report rep;
+  cr_assert_eq(run_case(11, 1, 4, 4, VXS_SPLIT_SMALLER, &a, &rep), VXS_EDEVICE);
+  cr_assert(strstr(rep.error, "write to read-only CSR 0xcc0 at pc"), "%s", rep.error);
+  cr_assert(strstr(rep.error, "(csr_write+0x"), "%s", rep.error);
 }
 
 Test(simt, barriers_count_warps_and_order_local_memory) {

@@ -446,7 +446,7 @@ __attribute__((format(printf, 4, 5))) static int vxs__fail(vxs_device *d, uint32
   vxs__where(d, pc, where, sizeof where);
   snprintf(d->rep->error, sizeof d->rep->error, "%s at pc 0x%08x (%s), core %u warp %u, thread mask 0x%x",
            what, pc, where, w / d->cfg.warps_per_core, w % d->cfg.warps_per_core, d->warps[w].tmask);
-  return 1;
+  return VXS_EDEVICE;
 }
 
 /* ---- thread contexts ---- */
@@ -523,13 +523,13 @@ static bool vxs__csr(vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint32
   }
 }
 
-/* csrr-style reads of the CSRs above; returns -1 when inst is not one of
- * them (libunicorn executes it), 0 when handled, 1 on an error. */
+/* csrr-style reads of the CSRs above; returns 1 when inst is not one of
+ * them (libunicorn executes it), 0 when handled, VXS_EDEVICE on an error. */
 static int vxs__exec_csr(vxs_device *d, uint32_t w, uint32_t inst) {
   vxs_warp *wp = &d->warps[w];
   uint32_t f3 = (inst >> 12) & 7, rd = (inst >> 7) & 31, rs1 = (inst >> 15) & 31, csr = inst >> 20;
   uint32_t v;
-  if (f3 == 0 || f3 == 4 || !vxs__csr(d, w, 0, csr, &v)) return -1;
+  if (f3 == 0 || f3 == 4 || !vxs__csr(d, w, 0, csr, &v)) return 1;
   bool writes = f3 == 1 || f3 == 5 || rs1 != 0;
   if (writes) return vxs__fail(d, w, wp->pc, "write to read-only CSR 0x%03x", csr);
   for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++)
@@ -753,7 +753,7 @@ static int vxs__exec_plain(vxs_device *d, uint32_t w) {
   wp->pc = next;
   if (vxs__serial(d, next) && !vxs__serial(d, pc)) {
     for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++)
-      if ((wp->tmask >> t & 1) && vxs__serial_call(d, w, t, next)) return 1;
+      if ((wp->tmask >> t & 1) && vxs__serial_call(d, w, t, next)) return VXS_EDEVICE;
     wp->pc = vxs__xreg(d, wp->thread[vxs__last_thread(wp->tmask)], 1);
   }
   return 0;
@@ -768,7 +768,7 @@ static int vxs__step(vxs_device *d, uint32_t w) {
   if ((inst & 0x7F) == VXS_OPCODE_CUSTOM0) return vxs__exec_custom(d, w, inst);
   if ((inst & 0x7F) == VXS_OPCODE_SYSTEM) {
     int rc = vxs__exec_csr(d, w, inst);
-    if (rc >= 0) return rc;
+    if (rc <= 0) return rc;
   }
   return vxs__exec_plain(d, w);
 }
@@ -825,7 +825,7 @@ int vxs_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
     if (rep->warp_steps >= d->cfg.max_steps) {
       snprintf(rep->error, sizeof rep->error, "step limit reached (%llu warp instructions)",
                (unsigned long long)d->cfg.max_steps);
-      rc = 1;
+      rc = VXS_EDEVICE;
       break;
     }
   }

@@ -29,6 +29,7 @@
 #ifndef VXS_H
 #define VXS_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -112,10 +113,15 @@ int vxs_load_image(vxs_device *dev, uint32_t addr, const void *image, uint32_t s
  * thread 0 of each core, with CSR mscratch = argument_buffer, until every
  * warp has halted, an error or max_steps.  The console output of
  * vx_printf is appended to dev's console (vxs_console).  Returns 0 when the
- * run finished without error (rep->exit_code holds main's result), 1 when
- * the device failed (rep->error says how), -EINVAL without a loaded
- * image. */
+ * run finished without error (rep->exit_code holds main's result),
+ * VXS_EDEVICE when the device failed (rep->error says how), -EINVAL
+ * without a loaded image. */
 int vxs_run(vxs_device *dev, uint32_t argument_buffer, vxs_report *rep);
+
+/* What vxs_run returns when the kernel failed on the device (a fault, a
+ * divergence the hardware would abort on, a deadlock, the step limit):
+ * the run's own failure, not the emulator's, described in rep->error. */
+#define VXS_EDEVICE (-EIO)
 
 /* What the device printed so far (NUL-terminated; owned by dev, valid
  * until the next vxs_run or vxs_device_destroy). */

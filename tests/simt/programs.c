@@ -135,9 +135,15 @@ static void votes(void *a) {
     args->out[8 * global_id() + i] = (int32_t)r[i];
 }
 
+/* 11: a write to a read-only Vortex CSR (the thread id). */
+static void csr_write(void *a) {
+  (void)a;
+  __asm__ volatile("csrw 0xCC0, %0" : : "r"(1u));
+}
+
 static void (*const cases[])(void *) = {
     divergent_branch, split_join, join_without_split, pred_loop, barrier_deadlock, csrs, ipdom_overflow,
-    endless,          bad_store,  barrier_exchange,   votes};
+    endless,          bad_store,  barrier_exchange,   votes,     csr_write};
 
 int main(void) {
   args_t *args = (args_t *)VX_CSR(0x340);
