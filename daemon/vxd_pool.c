@@ -20,6 +20,7 @@
  * Loop thread only.
  */
 #define _GNU_SOURCE /* pipe2, closefrom */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -71,12 +72,14 @@ void vxd__job_free(vxd_job *j) {
   free(j);
 }
 
+/* Takes j, which a worker was running, off the in-flight list. */
 static void vxd__inflight_remove(vxd_server *s, vxd_job *j) {
   for (vxd_job **pp = &s->pool.inflight; *pp; pp = &(*pp)->next)
     if (*pp == j) {
       *pp = j->next;
       return;
     }
+  assert(!"a running job is on the in-flight list");
 }
 
 /* Answers every waiter of job j with resp (id replaced per waiter). */
@@ -194,7 +197,8 @@ static void vxd__worker_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf
 static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len) {
   vxd_server *s = w->srv;
   vxd_job *j = w->job;
-  if (!j) return; /* nothing asked: ignore */
+  if (!j) return;             /* nothing asked: ignore */
+  assert(j->started_ns != 0); /* dispatched */
   uv_timer_stop(&w->timer);
   w->job = NULL;
   vxd__inflight_remove(s, j);
