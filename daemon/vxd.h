@@ -141,8 +141,9 @@ typedef struct vxd_pending vxd_pending;
 /* Opens a second handle on the cache in cache_dir (max_bytes as vxk_open;
  * LRU times written at lru_resolution_us, vxk_set_lru_resolution) and
  * starts the store thread; failures of queued jobs are reported to
- * log(log_ud, message) on the loop thread.  Returns 0 and *out, or -1 with
- * a message in err (errcap bytes).  Loop thread. */
+ * log(log_ud, message) on the loop thread.  Returns 0 and *out, or a
+ * negative errno (vxk_open's, -ENOMEM, -EAGAIN: no thread) with a message
+ * in err (errcap bytes).  Loop thread. */
 int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, uint64_t lru_resolution_us,
                    void (*log)(void *, const char *), void *log_ud, vxd_store **out, char *err,
                    size_t errcap);
@@ -150,14 +151,13 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, u
 /* Queues r's object and kernel records (copied) for storing under key
  * (compile_us: what compiling took, microseconds; origin: copied, may be
  * NULL), and returns at once.  Once written, the entry is handed to the
- * written hook (to be shared).  Returns 0, or -1 when out of memory
- * (nothing queued). */
+ * written hook (to be shared).  Returns 0, or -ENOMEM (nothing queued). */
 int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us,
                   const vxk_origin *origin);
 
 /* Queues entry e (moved: e is left empty) for storing under key, as
  * vxd_store_put, but not handed to the written hook: an entry that came
- * from the remote level.  Returns 0, or -1 when out of memory (e kept). */
+ * from the remote level.  Returns 0, or -ENOMEM (e kept). */
 int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us,
                         const vxk_origin *origin);
 
@@ -173,8 +173,8 @@ typedef struct {
 
 /* Queues a listing of the entries whose key starts with prefix (vxk_list,
  * after the read counts queued before it are written); done(ud, result)
- * runs on the loop thread once it finished.  Returns 0, or -1 when out of
- * memory (nothing queued). */
+ * runs on the loop thread once it finished.  Returns 0, or -ENOMEM
+ * (nothing queued). */
 int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
                    void (*done)(void *ud, vxd_list_result *r), void *ud);
 
@@ -215,7 +215,7 @@ typedef struct {
 
 /* Queues op; done(ud, result) runs on the loop thread once it finished
  * (not at all if the store closes first: it drains its queue on close, so
- * only a failure to allocate loses it, reported by -1 here). */
+ * only a failure to allocate loses it, reported by -ENOMEM here). */
 int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
                     void (*done)(void *ud, const vxd_admin_result *r), void *ud);
 
@@ -262,14 +262,15 @@ typedef void (*vxd_remote_done_fn)(void *ud, const char *key, vxk_entry *e, uint
  * set; copied), without connecting yet (the first lookup or write does).
  * log(ud, level, line) reports state changes on the loop thread: one line
  * when the storage becomes unreachable, one when it is back, not one per
- * request.  Returns 0 and *out, or -1 with a message in err. Loop thread. */
+ * request.  Returns 0 and *out, or -ENOMEM / -EAGAIN (no thread) with a
+ * message in err.  Loop thread. */
 int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, int, const char *), void *ud,
                     vxd_remote **out, char *err, size_t errcap);
 
 /* Queues a lookup of key; done(ud, ...) runs later on the loop thread.
- * Returns 0 when queued, or -1 when the storage is backing off after a
- * failure, or too many lookups are waiting: the caller goes on without it
- * (a compile, not a wait).  Loop thread. */
+ * Returns 0 when queued, or -EAGAIN when the storage is backing off after
+ * a failure or too many lookups are waiting (the caller goes on without
+ * it: a compile, not a wait), -ENOMEM.  Loop thread. */
 int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, void *ud);
 
 /* Queues writing an entry to the storage, and returns at once; takes

@@ -360,7 +360,7 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
   vxd_remote *rm = calloc(1, sizeof *rm);
   if (!rm) {
     snprintf(err, errcap, "out of memory");
-    return -1;
+    return -ENOMEM;
   }
   rm->loop = loop;
   rm->cfg = cfg;
@@ -399,7 +399,7 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
   if (!started) {
     snprintf(err, errcap, "cannot start the remote storage's threads");
     uv_close((uv_handle_t *)&rm->async, vxd__remote_closed_cb);
-    return -1;
+    return -EAGAIN;
   }
   *out = rm;
   return 0;
@@ -407,7 +407,7 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
 
 int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, void *ud) {
   vxd__lookup *lk = calloc(1, sizeof *lk);
-  if (!lk) return -1;
+  if (!lk) return -ENOMEM;
   snprintf(lk->key, sizeof lk->key, "%s", key);
   lk->done = done;
   lk->ud = ud;
@@ -425,7 +425,7 @@ int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, 
   }
   uv_mutex_unlock(&rm->mu);
   if (refuse) free(lk);
-  return refuse ? -1 : 0;
+  return refuse ? -EAGAIN : 0;
 }
 
 void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,

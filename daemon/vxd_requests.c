@@ -291,10 +291,11 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
 
 /* An entry the remote level answered with: into the local cache (the
  * store's pending list serves it at once), not shared back.  Returns 0,
- * or -1 (out of memory: the caller treats the lookup as a miss). */
+ * or -ENOENT (serving without a cache) / -ENOMEM: the caller treats the
+ * lookup as a miss. */
 static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, uint64_t compile_us,
                       const vxk_origin *origin) {
-  return s->store && vxd_store_put_entry(s->store, key, e, compile_us, origin) == 0 ? 0 : -1;
+  return s->store ? vxd_store_put_entry(s->store, key, e, compile_us, origin) : -ENOENT;
 }
 
 static void vxd__fetch_answer(vxd_conn *c, const vxp_request *req, int rc) {

@@ -251,14 +251,15 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, u
   vxd_store *st = calloc(1, sizeof *st);
   if (!st) {
     snprintf(err, errcap, "out of memory");
-    return -1;
+    return -ENOMEM;
   }
   st->loop = loop;
   st->log = log;
   st->log_ud = log_ud;
-  if (vxk_open(cache_dir, max_bytes, &st->cache, err, errcap) != VXK_OK) {
+  int rc = vxk_open(cache_dir, max_bytes, &st->cache, err, errcap);
+  if (rc != VXK_OK) {
     free(st);
-    return -1;
+    return rc;
   }
   vxk_set_lru_resolution(st->cache, lru_resolution_us);
   uv_mutex_init(&st->mu);
@@ -274,7 +275,7 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, u
     uv_mutex_destroy(&st->mu);
     vxk_close(st->cache);
     free(st);
-    return -1;
+    return -EAGAIN;
   }
   *out = st;
   return 0;
@@ -309,7 +310,7 @@ int vxd_store_drop(vxd_store *st, const char *key) {
 int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
                     void (*done)(void *ud, const vxd_admin_result *r), void *ud) {
   vxd_pending *p = calloc(1, sizeof *p);
-  if (!p) return -1;
+  if (!p) return -ENOMEM;
   p->kind = VXD__STORE_ADMIN;
   p->admin = op;
   p->arg = arg;
@@ -322,7 +323,7 @@ int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
 int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
                    void (*done)(void *ud, vxd_list_result *r), void *ud) {
   vxd_pending *p = calloc(1, sizeof *p);
-  if (!p) return -1;
+  if (!p) return -ENOMEM;
   p->kind = VXD__STORE_LIST;
   snprintf(p->prefix, sizeof p->prefix, "%s", prefix ? prefix : "");
   p->arg = limit;
@@ -332,21 +333,21 @@ int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
   return 0;
 }
 
-/* Copies origin into p; 0 or -1 (out of memory). */
+/* Copies origin into p; 0 or -ENOMEM. */
 static int vxd__pending_origin(vxd_pending *p, const vxk_origin *origin) {
   if (!origin) return 0;
   p->source_name = origin->source_name ? strdup(origin->source_name) : NULL;
   p->options = origin->options ? strdup(origin->options) : NULL;
-  return (origin->source_name && !p->source_name) || (origin->options && !p->options) ? -1 : 0;
+  return (origin->source_name && !p->source_name) || (origin->options && !p->options) ? -ENOMEM : 0;
 }
 
 int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us,
                   const vxk_origin *origin) {
   vxd_pending *p = calloc(1, sizeof *p);
-  if (!p) return -1;
+  if (!p) return -ENOMEM;
   if (vxd__pending_origin(p, origin) != 0) {
     vxd__pending_free(p);
-    return -1;
+    return -ENOMEM;
   }
   p->kind = VXD__STORE_PUT;
   p->compile_us = compile_us;
@@ -367,7 +368,7 @@ int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_
   }
   if (!ok) {
     vxd__pending_free(p);
-    return -1;
+    return -ENOMEM;
   }
   vxd__store_queue(st, p);
   return 0;
@@ -381,7 +382,7 @@ int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t c
     if (p) free(p->source_name), free(p->options);
     free(p);
     free(ks);
-    return -1;
+    return -ENOMEM;
   }
   p->kind = VXD__STORE_PUT;
   p->compile_us = compile_us;
