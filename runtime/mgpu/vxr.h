@@ -41,14 +41,16 @@ typedef struct vxr_backend {
   const char *name;
   int runs_vxbin; /* loads .vxbin images: takes the one vortexd cached */
   /* Opens the device and places an arena of arena_size bytes on it: its
-   * device address in *base.  Returns 0 or -1 with a message. */
+   * device address in *base.  Returns 0 or a negative errno with a
+   * message. */
   int (*open)(struct vxr_backend *b, uint32_t arena_size, uint32_t *base, char *err, size_t errcap);
   /* Links the module object with this device's runtime into a loadable
-   * image whose main is entry.  Returns 0 and *elf (malloc()) or -1 with a
-   * message in err. */
+   * image whose main is entry.  Returns 0 and *elf (malloc()) or a
+   * negative errno with a message in err. */
   int (*link)(struct vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
               size_t *elf_size, char *err, size_t errcap);
-  /* Runs one launch to completion.  Returns 0 or -1 with a message. */
+  /* Runs one launch to completion.  Returns 0 or a negative errno with a
+   * message (VXS_EDEVICE, -EIO: the kernel failed on the device). */
   int (*run)(struct vxr_backend *b, const vxr_launch *l, char *err, size_t errcap);
 } vxr_backend;
 

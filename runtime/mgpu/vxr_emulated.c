@@ -161,14 +161,14 @@ static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t e
   vxr__emu *e = (vxr__emu *)b;
   if (e->keep == 0 && e->slots[0].dev) vxr__emu_drop(&e->slots[0]); /* none kept */
   vxr__emu_slot *s = vxr__emu_device(e, l, err, errcap);
-  if (!s) return -1;
+  if (!s) return -EIO;
   s->used = ++e->launches;
   vxs_report rep;
   memset(&rep, 0, sizeof rep);
   if (vxs_mem_write(s->dev, VXR_DEVICE_BASE, l->arena, l->arena_size) != 0) {
     snprintf(err, errcap, "cannot write the arena to the emulated device");
     vxr__emu_drop(s);
-    return -1;
+    return -EIO;
   }
   int rc = vxs_run(s->dev, l->args_addr, &rep);
   fputs(vxs_console(s->dev), stdout); /* what the kernel printed, as a GPU's printf goes to stdout */
@@ -176,12 +176,12 @@ static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t e
   if (rc != 0) {
     snprintf(err, errcap, "the kernel failed on the emulated device: %s", rep.error);
     vxr__emu_drop(s); /* a failed run's device is not trusted again */
-    return -1;
+    return rc;
   }
   if (vxs_mem_read(s->dev, VXR_DEVICE_BASE, l->arena, l->arena_size) != 0) {
     snprintf(err, errcap, "cannot read device memory back");
     vxr__emu_drop(s);
-    return -1;
+    return -EIO;
   }
   return 0;
 }

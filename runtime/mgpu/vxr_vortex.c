@@ -56,7 +56,7 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
   v->lib = dlopen(path && *path ? path : "libvortex.so", RTLD_NOW | RTLD_LOCAL);
   if (!v->lib) {
     snprintf(err, errcap, "cannot load the Vortex runtime (%s); set VORTEXD_LIBVORTEX", dlerror());
-    return -1;
+    return -ENOENT;
   }
   struct {
     void **fn;
@@ -73,14 +73,14 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
     if (!(*syms[i].fn = dlsym(v->lib, syms[i].name))) {
       snprintf(err, errcap, "the Vortex runtime has no %s", syms[i].name);
-      return -1;
+      return -ENOSYS;
     }
   *(void **)&v->mem_free = dlsym(v->lib, "vx_mem_free"); /* optional */
   uint64_t addr = 0;
   if (v->dev_open(&v->dev) != 0 || v->mem_alloc(v->dev, arena_size, VXR__MEM_READ_WRITE, &v->arena) != 0 ||
       v->mem_address(v->arena, &addr) != 0 || addr + arena_size > (1ull << 32)) {
     snprintf(err, errcap, "cannot open the Vortex device or allocate %u bytes on it", arena_size);
-    return -1;
+    return -EIO;
   }
   *base = (uint32_t)addr;
   return 0;
@@ -94,7 +94,7 @@ static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, con
     snprintf(err, errcap,
              "no .vxbin image from vortexd and VORTEXD_VORTEX_SDK is not set (the Vortex kernel SDK: link.ld "
              "and the device runtime)");
-    return -1;
+    return -ENOENT;
   }
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
   return vxr_link_vxbin(sdk, lld, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, image, image_size, err, errcap);
@@ -125,7 +125,7 @@ static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t er
     if (kernel) v->mem_free(kernel);
     if (args) v->mem_free(args);
   }
-  return rc ? -1 : 0;
+  return rc ? -EIO : 0;
 }
 
 vxr_backend *vxr_vortex_backend(void) {

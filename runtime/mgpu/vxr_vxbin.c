@@ -41,12 +41,13 @@ static int vxr__sdk_inputs(const char *dir, char **argv, int cap) {
 }
 
 /* An ELF executable as a .vxbin: u64 min_vma, u64 max_vma over its PT_LOAD
- * segments, then the memory image of [min_vma, max_vma).  0 or -1. */
+ * segments, then the memory image of [min_vma, max_vma).  0, -EINVAL (not
+ * such an executable) or -ENOMEM. */
 static int vxr__to_vxbin(const uint8_t *elf, size_t size, uint8_t **out, size_t *out_size) {
   elf_version(EV_CURRENT);
   Elf *e = elf_memory((char *)elf, size);
   size_t nph = 0;
-  int rc = -1;
+  int rc = -EINVAL;
   if (!e || elf_getphdrnum(e, &nph) != 0) goto done;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (size_t i = 0; i < nph; i++) {
@@ -59,7 +60,10 @@ static int vxr__to_vxbin(const uint8_t *elf, size_t size, uint8_t **out, size_t 
   if (lo >= hi || hi - lo > (256u << 20)) goto done;
   *out_size = 16 + (size_t)(hi - lo);
   *out = calloc(1, *out_size);
-  if (!*out) goto done;
+  if (!*out) {
+    rc = -ENOMEM;
+    goto done;
+  }
   for (int i = 0; i < 8; i++)
     (*out)[i] = (uint8_t)(lo >> (8 * i)), (*out)[8 + i] = (uint8_t)(hi >> (8 * i));
   for (size_t i = 0; i < nph; i++) {
@@ -80,14 +84,15 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
   *elf_size = 0;
   char dir[] = "/tmp/vortexd-link-XXXXXX";
   if (!mkdtemp(dir)) {
-    snprintf(err, errcap, "cannot create a temporary directory: %s", strerror(errno));
-    return -1;
+    int e = errno;
+    snprintf(err, errcap, "cannot create a temporary directory: %s", strerror(e));
+    return -e;
   }
   char objp[64], exe[64], defsym[256];
   snprintf(objp, sizeof objp, "%s/kernel.o", dir);
   snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
   snprintf(defsym, sizeof defsym, "--defsym=main=%s", entry);
-  int rc = -1;
+  int rc = -EIO;
   FILE *f = fopen(objp, "wb");
   int wrote = f && fwrite(obj, 1, obj_size, f) == obj_size;
   if (f && fclose(f) != 0) wrote = 0;
@@ -140,10 +145,8 @@ int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const cha
   size_t elf_size = 0;
   int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, &elf, &elf_size,
                         err, errcap);
-  if (rc == 0 && vxr__to_vxbin(elf, elf_size, image, image_size) != 0) {
+  if (rc == 0 && (rc = vxr__to_vxbin(elf, elf_size, image, image_size)) != 0)
     snprintf(err, errcap, "cannot make a .vxbin of kernel %s", entry);
-    rc = -1;
-  }
   free(elf);
   for (int i = 0; i < ninputs; i++)
     free(inputs[i]);

@@ -13,8 +13,8 @@
 /* Links obj (obj_size bytes) into an executable by the ld.lld at lld:
  * `-T script --defsym=main=entry obj inputs... libc libgcc` (at most 64
  * inputs), in a private temporary directory.  Returns 0 and *elf
- * (malloc()) / *elf_size, or -1 with a message in err.  Runs ld.lld as a
- * child process; any thread. */
+ * (malloc()) / *elf_size, or a negative errno with a message in err.  Runs
+ * ld.lld as a child process; any thread. */
 int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int ninputs, const char *libc,
                  const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
                  size_t *elf_size, char *err, size_t errcap);
@@ -23,8 +23,8 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
  * (its link.ld, then its *.o and *.a in name order) and libc / libgcc
  * (archives for libm and soft-float f64), by the ld.lld at lld, with
  * `entry` as main, and converts the executable into a .vxbin in *image
- * (malloc()) / *image_size.  Returns 0, or -1 with a message in err.
- * Runs ld.lld as a child process; any thread. */
+ * (malloc()) / *image_size.  Returns 0, or a negative errno with a message
+ * in err.  Runs ld.lld as a child process; any thread. */
 int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
                    size_t obj_size, const char *entry, uint8_t **image, size_t *image_size, char *err,
                    size_t errcap);
