@@ -33,6 +33,7 @@
 #include <sqlite3.h>
 
 #include "vxk.h"
+#include "vxp.h"
 #include "vxp_paths.h"
 
 #define VXK_SCHEMA_VERSION "4"
@@ -537,12 +538,7 @@ void vxk_close(vxk_cache *c) {
   free(c);
 }
 
-int vxk_key_valid(const char *s) {
-  if (!s || strlen(s) != VXK_KEY_HEX) return 0;
-  for (int i = 0; i < VXK_KEY_HEX; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return 1;
-}
+int vxk_key_valid(const char *s) { return vxp_key_prefix_valid(s, VXK_KEY_HEX); }
 
 /* Reads SUM(bytes) into c->total_bytes (at open, and after other
  * processes may have written). */
@@ -1108,15 +1104,6 @@ void vxk_info_clear(vxk_info *v, uint32_t n) {
   free(v);
 }
 
-/* Whether s is 0..64 lowercase hex digits. */
-static int vxk__prefix_valid(const char *s) {
-  size_t n = strlen(s);
-  if (n > VXK_KEY_HEX) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return 1;
-}
-
 static char *vxk__column_dup(sqlite3_stmt *st, int col) {
   const unsigned char *t = sqlite3_column_text(st, col);
   return strdup(t ? (const char *)t : "");
@@ -1146,7 +1133,7 @@ int vxk_list(vxk_cache *c, const char *prefix, uint32_t limit, vxk_info **out, u
   *n = 0;
   *matched = 0;
   if (!prefix) prefix = "";
-  if (!vxk__prefix_valid(prefix)) return VXK_EINVAL;
+  if (!vxp_key_prefix_valid(prefix, 0)) return VXK_EINVAL;
   if (limit > VXK_LIST_MAX) limit = VXK_LIST_MAX;
   char glob[VXK_KEY_HEX + 2];
   snprintf(glob, sizeof glob, "%s*", prefix); /* hex digits: no GLOB metacharacters */

@@ -53,14 +53,6 @@ static int vxc__read_full(int fd, uint8_t *p, size_t n) {
 }
 
 /* Sends req (id assigned here) and reads its response. */
-/* Whether s is a cache key: 64 lowercase hex digits (it names files). */
-static int vxc__key_valid(const char *s) {
-  size_t n = 0;
-  for (; s && n <= 64 && ((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')); n++) {
-  }
-  return s && n == 64 && s[64] == '\0';
-}
-
 /* Whether an ok reply to req holds what such a reply must: the op asked,
  * and for a compile or a fetch a well-formed key (the one asked for, for a
  * fetch) and an object, so that a caller never takes a reply without an
@@ -73,12 +65,13 @@ static int vxc__reply_complete(const vxp_request *req, const vxp_response *r) {
     size_t plen = req->prefix ? strlen(req->prefix) : 0;
     if (r->nentries > (req->limit ? req->limit : 100u) || r->nentries > r->checked) return 0;
     for (uint32_t i = 0; i < r->nentries; i++)
-      if (!vxc__key_valid(r->entries[i].key) || (plen && strncmp(r->entries[i].key, req->prefix, plen) != 0))
+      if (!vxp_key_prefix_valid(r->entries[i].key, 64) ||
+          (plen && strncmp(r->entries[i].key, req->prefix, plen) != 0))
         return 0;
     return 1;
   }
   if (req->op != VXP_OP_COMPILE && req->op != VXP_OP_FETCH) return 1;
-  if (!vxc__key_valid(r->key) || !r->object || r->object_size == 0) return 0;
+  if (!vxp_key_prefix_valid(r->key, 64) || !r->object || r->object_size == 0) return 0;
   return req->op != VXP_OP_FETCH || strcmp(r->key, req->key) == 0;
 }
 
@@ -411,25 +404,16 @@ int vxc_stats(vxc_conn *c, vxp_response *resp) {
   return vxc__roundtrip(c, &r, resp);
 }
 
-/* Whether s is min..64 lowercase hex digits. */
-static int vxc__hex_prefix(const char *s, size_t min) {
-  size_t n = s ? strlen(s) : 0;
-  if (n < min || n > 64) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
-  return 1;
-}
-
 int vxc_list(vxc_conn *c, const char *prefix, uint32_t limit, vxp_response *resp) {
   memset(resp, 0, sizeof *resp);
-  if ((prefix && !vxc__hex_prefix(prefix, 0)) || limit > VXP_MAX_LIST_ENTRIES) return -EINVAL;
+  if ((prefix && !vxp_key_prefix_valid(prefix, 0)) || limit > VXP_MAX_LIST_ENTRIES) return -EINVAL;
   vxp_request r = {.op = VXP_OP_LIST, .prefix = prefix && *prefix ? (char *)prefix : NULL, .limit = limit};
   return vxc__roundtrip(c, &r, resp);
 }
 
 int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *matched) {
   if (matched) *matched = 0;
-  if (!vxc__hex_prefix(prefix, VXC_MIN_KEY_PREFIX)) return -EINVAL;
+  if (!vxp_key_prefix_valid(prefix, VXC_MIN_KEY_PREFIX)) return -EINVAL;
   vxp_response r;
   int rc = vxc_list(c, prefix, 2, &r);
   if (rc != 0) return rc;

@@ -13,6 +13,14 @@
 
 #include "vxp.h"
 
+int vxp_key_prefix_valid(const char *s, size_t min) {
+  if (!s) return 0;
+  size_t n = 0;
+  for (; n <= 64 && ((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')); n++) {
+  }
+  return s[n] == '\0' && n >= min && n <= 64;
+}
+
 const char *vxp_strerror(int err) {
   switch (err) {
   case VXP_OK: return "success";
@@ -744,9 +752,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__u64(v, &r->max_size), have_max = true, groups |= 16;
     else if (vxp__key(k, "prefix")) {
       rc = vxp__strdup(v, &r->prefix), groups |= 32;
-      for (const char *p = rc == VXP_OK ? r->prefix : ""; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) rc = VXP_ETYPE;
-      if (rc == VXP_OK && strlen(r->prefix) > 64) rc = VXP_ETYPE;
+      if (rc == VXP_OK && !vxp_key_prefix_valid(r->prefix, 0)) rc = VXP_ETYPE;
     } else if (vxp__key(k, "limit")) {
       rc = vxp__u32(v, &r->limit), groups |= 32;
       if (rc == VXP_OK && (r->limit == 0 || r->limit > VXP_MAX_LIST_ENTRIES)) rc = VXP_ETYPE;

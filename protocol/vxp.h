@@ -68,6 +68,11 @@ enum {
                                                  (vxp_kernel_check) */
 };
 
+/* Whether s is a cache key (64 lowercase hex digits) or a prefix of one:
+ * min..64 lowercase hex digits (min 64: a whole key).  NULL is not.  What
+ * every side checks a key or key prefix against.  Any thread. */
+int vxp_key_prefix_valid(const char *s, size_t min);
+
 /* A static English description of err: the protocol's own wording for the
  * codes above, strerror(-err) for other errno values.  Any thread. */
 const char *vxp_strerror(int err);
