@@ -289,26 +289,30 @@ static int write_stdout(const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* Writes n bytes of p to fd, then closes it.  Returns 0, or an errno
+ * value (fd closed all the same). */
+static int write_close(int fd, const void *p, size_t n) {
+  const uint8_t *b = p;
+  int e = 0;
+  while (n && !e) {
+    ssize_t w = write(fd, b, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      e = w < 0 ? errno : EIO;
+    else
+      b += w, n -= (size_t)w;
+  }
+  if (close(fd) != 0 && !e) e = errno;
+  return e;
+}
+
 /* Writes n bytes to the device or pipe at path, opened for writing as it
  * is (no creation, no truncation).  Returns 0 or -1 after a message. */
 static int write_through(const char *path, const uint8_t *p, size_t n) {
   int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(w < 0 ? errno : EIO));
-      close(fd);
-      return -1;
-    }
-    p += w, n -= (size_t)w;
-  }
-  if (close(fd) != 0) {
-    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
+  int e = fd < 0 ? errno : write_close(fd, p, n);
+  if (e) {
+    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(e));
     return -1;
   }
   return 0;
@@ -360,21 +364,13 @@ static int write_object(const vxp_response *r, out_target t, const char *name, c
     fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
     return -1;
   }
-  const uint8_t *p = r->object;
-  size_t left = r->object_size;
-  int ok = fchmod(fd, 0666 & ~mask) == 0;
-  while (ok && left) {
-    ssize_t w = write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0)
-      ok = 0;
-    else
-      p += w, left -= (size_t)w;
-  }
-  int e = errno;
-  if (close(fd) != 0 && ok) ok = 0, e = errno;
-  if (ok && rename(tmp, path) != 0) ok = 0, e = errno;
-  if (!ok) {
+  int e = fchmod(fd, 0666 & ~mask) == 0 ? 0 : errno;
+  if (e)
+    close(fd);
+  else
+    e = write_close(fd, r->object, r->object_size);
+  if (!e && rename(tmp, path) != 0) e = errno;
+  if (e) {
     unlink(tmp);
     fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(e));
     return -1;
@@ -536,17 +532,10 @@ static int temp_file(const char *stem, const void *data, size_t n, char *path, s
     fprintf(stderr, "vxc: cannot create a temporary file: %s\n", strerror(errno));
     return 2;
   }
-  const uint8_t *p = data;
-  size_t done = 0;
-  while (done < n) {
-    ssize_t w = write(fd, p + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += (size_t)w;
-  }
-  if (close(fd) != 0 || done != n) {
+  int e = write_close(fd, data, n);
+  if (e) {
     unlink(path);
-    fprintf(stderr, "vxc: cannot write %s\n", path);
+    fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(e));
     return 2;
   }
   return 0;
