@@ -411,7 +411,7 @@ int vxc_list(vxc_conn *c, const char *prefix, uint32_t limit, vxp_response *resp
   return vxc__roundtrip(c, &r, resp);
 }
 
-int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *matched) {
+int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *matched, vxp_response *listing) {
   if (matched) *matched = 0;
   if (!vxp_key_prefix_valid(prefix, VXC_MIN_KEY_PREFIX)) return -EINVAL;
   vxp_response r;
@@ -426,7 +426,10 @@ int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *mat
     rc = -ENOTUNIQ;
   else
     memcpy(key, r.entries[0].key, 65);
-  vxp_response_clear(&r);
+  if (rc == 0 && listing)
+    *listing = r; /* moved */
+  else
+    vxp_response_clear(&r);
   return rc;
 }
 

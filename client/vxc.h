@@ -113,8 +113,10 @@ int vxc_list(vxc_conn *c, const char *prefix, uint32_t limit, vxp_response *resp
  * lowercase hex digits), as git resolves an abbreviated object name.
  * Returns 0 with key filled, -EINVAL (not such a prefix), -ENOENT (no
  * entry), -ENOTUNIQ (several: *matched says how many), -EIO (the daemon
- * refused the request), or a transport error as vxc_compile. */
-int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *matched);
+ * refused the request), or a transport error as vxc_compile.  With listing
+ * not NULL, a success also leaves there the list reply it was found in
+ * (its one entry's description; caller clears it with vxp_response_clear). */
+int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *matched, vxp_response *listing);
 
 /* An administration request: VXP_OP_VERIFY (check every entry, drop the
  * corrupt ones: resp->checked, resp->removed), VXP_OP_ZERO_STATS,

@@ -1146,12 +1146,14 @@ static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
   return status;
 }
 
-/* The one key prefix names (vxc_resolve_key), into key.  Returns 0, or
- * the exit status after a message: 1 no such entry, 2 several or a failure,
- * 64 not a key prefix. */
-static int resolve_key(const command *cm, vxc_conn *conn, const char *prefix, char key[65]) {
+/* The one key prefix names (vxc_resolve_key), into key; with listing not
+ * NULL, the list reply that names it too.  Returns 0, or the exit status
+ * after a message: 1 no such entry, 2 several or a failure, 64 not a key
+ * prefix. */
+static int resolve_key(const command *cm, vxc_conn *conn, const char *prefix, char key[65],
+                       vxp_response *listing) {
   uint64_t matched = 0;
-  int rc = vxc_resolve_key(conn, prefix, key, &matched);
+  int rc = vxc_resolve_key(conn, prefix, key, &matched, listing);
   if (rc == 0) return 0;
   if (rc == -EINVAL)
     return usage_error(cm, "'%s' is not a cache key or a prefix of one (%d to 64 lowercase hex digits)",
@@ -1174,8 +1176,8 @@ static int resolve_key(const command *cm, vxc_conn *conn, const char *prefix, ch
 
 static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn) {
   char key[65];
-  int status =
-      strlen(in->args[0]) == 64 ? (memcpy(key, in->args[0], 65), 0) : resolve_key(cm, conn, in->args[0], key);
+  int status = strlen(in->args[0]) == 64 ? (memcpy(key, in->args[0], 65), 0)
+                                         : resolve_key(cm, conn, in->args[0], key, NULL);
   if (status) return status;
   vxp_response r;
   int rc = vxc_fetch(conn, key, in->kernel, &r);
@@ -1289,17 +1291,10 @@ static int disassemble(const uint8_t *object, size_t size) {
 
 static int cmd_inspect(const command *cm, invocation *in, vxc_conn *conn) {
   char key[65];
-  int status = resolve_key(cm, conn, in->args[0], key);
-  if (status) return status;
   vxp_response info, r;
-  int rc = vxc_list(conn, key, 1, &info);
-  if (rc) return request_failed(rc);
-  if (info.status != VXP_STATUS_OK || info.nentries != 1) { /* evicted meanwhile */
-    vxp_response_clear(&info);
-    fprintf(stderr, "vxc: not_found: no cache entry %s\n", key);
-    return 1;
-  }
-  rc = vxc_fetch(conn, key, NULL, &r);
+  int status = resolve_key(cm, conn, in->args[0], key, &info); /* and its description */
+  if (status) return status;
+  int rc = vxc_fetch(conn, key, NULL, &r);
   if (rc) {
     vxp_response_clear(&info);
     return request_failed(rc);
