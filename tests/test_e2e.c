@@ -1097,6 +1097,19 @@ Test(e2e, vxc_ls_inspect_and_keys_by_unique_prefix) {
   cr_assert_not_null(strstr(out, "'fed' is not a cache key or a prefix of one"), "%s", out);
   cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
   cr_assert_not_null(strstr(out, "(3 more;"), "a limited listing says what it left out: %s", out);
+  /* options out of range: said, before anything is asked */
+  snprintf(cmd, sizeof cmd,
+           "%s --socket %s ls --limit 0 2>&1; echo rc=$?; %s --socket %s ls --limit 1001 2>&1; echo rc=$?; "
+           "%s --socket %s inspect fedc -d --json 2>&1; echo rc=$?",
+           VXT_VXC, d.sock, VXT_VXC, d.sock, VXT_VXC, d.sock);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "--limit takes a count from 1 to 1000, not '0'"), "%s", out);
+  cr_assert_not_null(strstr(out, "not '1001'"), "%s", out);
+  cr_assert_not_null(strstr(out, "-d prints a listing: not with --json"), "%s", out);
+  int usage = 0;
+  for (const char *p = out; (p = strstr(p, "rc=64\n")); p++)
+    usage++;
+  cr_assert_eq(usage, 3, "each a usage error: %s", out);
 }
 
 /* A vxc with no vortexd beside it nor on PATH says so, not "No child
