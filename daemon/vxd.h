@@ -19,6 +19,7 @@
 
 #include <uv.h>
 
+#include "vxd_pieces.h"
 #include "vxk.h"
 #include "vxk_sign.h"
 #include "vxl.h"
@@ -40,6 +41,8 @@ typedef struct {
   uint64_t max_unsent;          /* reply bytes a client may leave unread before
                                    its requests stop being read */
   uint64_t worker_memory;       /* RLIMIT_AS of a worker (bytes); 0 = none */
+  unsigned piece_helpers;       /* helper threads one compile may borrow idle
+                                   workers' cores for (vxd_pieces.h) */
   unsigned crash_memory_s;      /* an input that crashed a worker is refused at
                                    once for this long */
   uint64_t lru_resolution_us;   /* a read moves an entry's LRU time only when
@@ -100,9 +103,10 @@ int vxd_server_run(const vxd_config *cfg);
 #define VXD_WORKER_EXIT_FATAL 70
 
 /* Runs a compile worker on stdin/stdout until EOF with compiler c (which
- * it owns from then on: a forked copy of the daemon's template).  Returns
- * the exit status.  The worker process's only thread. */
-int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg);
+ * it owns from then on: a forked copy of the daemon's template), lending
+ * helper threads cores through cores as the worker in slot `slot`.
+ * Returns the exit status.  The worker process's main thread. */
+int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, unsigned slot);
 
 /* The lowering options of a compile request: what the worker compiles
  * with and what the daemon's cache key fingerprints (vxl_fingerprint), so

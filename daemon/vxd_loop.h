@@ -106,6 +106,8 @@ typedef struct {
   vxl_compiler *template_compiler;  /* warmed up once; every worker is forked
                                        with a copy of it */
   uv_signal_t sigchld;              /* reaps workers */
+  vxd_cores *cores;                 /* idle workers' cores, lent to busy
+                                       workers' helper threads (vxd_pieces.c) */
   vxd_job *queue_head, *queue_tail; /* waiting for a worker */
   vxd_job *inflight;                /* on a worker */
   vxd_job *lookups;                 /* waiting for the remote level's answer

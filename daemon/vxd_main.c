@@ -103,6 +103,8 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
    * (libLLVM, libMLIR, its heap): a limit under that fails every compile */
   if (cfg->worker_memory && cfg->worker_memory < (512ull << 20))
     return vxd__bad(pc, VXP_CONF_worker_memory, "0 or at least 512M (the compiler itself needs it)");
+  if (vxd__num(pc, VXP_CONF_piece_helpers, 0, 0, VXD_MAX_HELPERS, &v)) return 78;
+  cfg->piece_helpers = (unsigned)v;
   if (vxd__num(pc, VXP_CONF_crash_memory, 0, 0, 86400, &v)) return 78;
   cfg->crash_memory_s = (unsigned)v;
   if (vxd__num(pc, VXP_CONF_lru_resolution, 0, 0, 86400, &v)) return 78;

@@ -41,6 +41,7 @@
 #include "vxd_loop.h"
 
 static void vxd__respawn_cb(uv_timer_t *t);
+static void vxd__dispatch_queue(vxd_server *s);
 
 /* Remembers that compiling key crashed (or hung) a worker, twice, so that
  * the same input resubmitted is answered at once for crash_memory seconds
@@ -178,6 +179,7 @@ static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
     vxd__log_at(s, VXD_LOG_WARNING, "worker %u ended (%s %d); restarting", w->slot,
                 term_signal ? "signal" : "status", term_signal ? term_signal : (int)status);
   }
+  vxd_cores_reset(s->pool.cores, w->slot); /* its helpers died with it */
   vxd__worker_close(w);
   vxd__dispatch(s);
 }
@@ -292,7 +294,7 @@ static const char vxd__warmup_source[] =
     "}\n";
 
 int vxd__pool_init(vxd_server *s) {
-  if (vxl_compiler_create(&s->pool.template_compiler) != 0) {
+  if (vxd_compiler_new(&s->pool.template_compiler) != 0) {
     vxd__log_at(s, VXD_LOG_ERR, "cannot create the compiler (is LLVM's RISC-V target installed?)");
     return -1;
   }
@@ -303,6 +305,9 @@ int vxd__pool_init(vxd_server *s) {
       !r.ok)
     vxd__log_at(s, VXD_LOG_ERR, "the warm-up compile failed: %s", r.ndiags ? r.diags[0] : "out of memory");
   vxl_result_clear(&r);
+  s->pool.cores = vxd_cores_create(VXD_MAX_WORKERS); /* NULL: workers compile alone */
+  if (!s->pool.cores)
+    vxd__log_at(s, VXD_LOG_WARNING, "cannot share cores between workers: %s", strerror(errno));
   uv_signal_init(s->loop, &s->pool.sigchld);
   s->pool.sigchld.data = s;
   uv_signal_start(&s->pool.sigchld, vxd__sigchld_cb, SIGCHLD);
@@ -320,6 +325,8 @@ void vxd__pool_stop(vxd_server *s) {
   if (!uv_is_closing((uv_handle_t *)&s->pool.sigchld)) uv_close((uv_handle_t *)&s->pool.sigchld, NULL);
   vxl_compiler_destroy(s->pool.template_compiler);
   s->pool.template_compiler = NULL;
+  vxd_cores_destroy(s->pool.cores);
+  s->pool.cores = NULL;
 }
 
 /* Bounds the worker's address space (RLIMIT_AS): a source that makes the
@@ -340,7 +347,7 @@ static void vxd__limit_memory(uint64_t bytes) {
 /* The child side of vxd__spawn: stdin/stdout on the pipes, every other
  * descriptor of the daemon (socket, clients, cache, loop) closed, signal
  * handling back to defaults; then serve.  Never returns. */
-static void vxd__worker_child(vxd_server *s, int in, int out) {
+static void vxd__worker_child(vxd_server *s, unsigned slot, int in, int out) {
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0) _exit(126);
   prctl(PR_SET_NAME, "vortexd-worker"); /* what ps and top show (the command line is the daemon's) */
   closefrom(3);
@@ -351,7 +358,7 @@ static void vxd__worker_child(vxd_server *s, int in, int out) {
   signal(SIGTERM, SIG_DFL);
   signal(SIGHUP, SIG_DFL);
   vxd__limit_memory(s->cfg->worker_memory);
-  _exit(vxd_worker_serve(s->pool.template_compiler, s->cfg));
+  _exit(vxd_worker_serve(s->pool.template_compiler, s->cfg, s->pool.cores, slot));
 }
 
 void vxd__spawn(vxd_server *s, vxd_slot *slot) {
@@ -373,7 +380,7 @@ void vxd__spawn(vxd_server *s, vxd_slot *slot) {
     if (s->store) vxd_store_pause(s->store);
     if (s->remote) vxd_remote_pause(s->remote);
     pid = fork();
-    if (pid == 0) vxd__worker_child(s, in[0], out[1]);
+    if (pid == 0) vxd__worker_child(s, slot->index, in[0], out[1]);
     if (s->remote) vxd_remote_resume(s->remote);
     if (s->store) vxd_store_resume(s->store);
   }
@@ -393,6 +400,7 @@ void vxd__spawn(vxd_server *s, vxd_slot *slot) {
   }
   w->pid = pid;
   slot->w = w;
+  vxd_cores_reset(s->pool.cores, slot->index); /* nothing of a previous worker here is lent */
   uv_read_start((uv_stream_t *)&w->from, vxd__worker_alloc_cb, vxd__worker_read_cb);
   vxd__dispatch(s);
 }
@@ -406,8 +414,19 @@ static void vxd__worker_write_cb(uv_write_t *req, int status) {
   free(req); /* a failed write means the worker died: its exit callback fails the job */
 }
 
-/* Hands queued jobs to idle workers. */
+/* Hands queued jobs to idle workers, then tells the workers how many are
+ * left idle (their cores are what helper threads may borrow). */
 void vxd__dispatch(vxd_server *s) {
+  vxd__dispatch_queue(s);
+  int idle = 0;
+  for (unsigned i = 0; i < s->pool.nslots; i++) {
+    vxd_worker *w = s->pool.slots[i].w;
+    idle += w && !w->job && !w->exited;
+  }
+  vxd_cores_set_idle(s->pool.cores, idle);
+}
+
+static void vxd__dispatch_queue(vxd_server *s) {
   for (unsigned i = 0; i < s->pool.nslots && s->pool.queue_head; i++) {
     vxd_worker *w = s->pool.slots[i].w;
     if (!w || w->job || w->exited) continue;

@@ -27,8 +27,6 @@
 #include "vxp.h"
 #include "vxr_vxbin.h"
 
-#define VXD_WORKER_RECYCLE 2000
-
 static int vxd__read_full(int fd, void *buf, size_t n) {
   uint8_t *p = buf;
   while (n) {
@@ -69,11 +67,11 @@ static int vxd__kernel_to_wire(vxl_kernel *k, vxp_kernel *w) {
 }
 
 /* Compiles one request into resp (ownership of the results moves into resp). */
-static void vxd__compile(vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
+static void vxd__compile(vxd_crew *crew, vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
   vxl_options o;
   vxd_options_from_request(req, &o);
   vxl_result r;
-  int rc = vxl_compile(c, (const char *)req->source, req->source_len, req->source_name, &o, &r);
+  int rc = vxd_crew_compile(crew, c, (const char *)req->source, req->source_len, req->source_name, &o, &r);
   resp->op = VXP_OP_COMPILE;
   resp->id = req->id;
   if (rc == -ENOMEM) {
@@ -167,7 +165,9 @@ static void vxd__fatal(const char *reason) {
   _exit(VXD_WORKER_EXIT_FATAL);
 }
 
-int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg) {
+int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, unsigned slot) {
+  /* NULL: this worker compiles alone */
+  vxd_crew *crew = cfg->piece_helpers ? vxd_crew_create(cores, slot, cfg->piece_helpers) : NULL;
   signal(SIGPIPE, SIG_IGN);
   vxl_install_fatal_error_handler(vxd__fatal);
   signal(SIGINT, SIG_IGN); /* the daemon decides when workers stop */
@@ -193,13 +193,13 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg) {
     } else {
       if (++compiles % VXD_WORKER_RECYCLE == 0) {
         vxl_compiler_destroy(c);
-        if (vxl_compiler_create(&c) != 0) return 1;
+        if (vxd_compiler_new(&c) != 0) return 1;
       }
       vxd__current_id = id;
       if (req.op == VXP_OP_HOST)
         vxd__host(c, cfg, &req, &resp);
       else {
-        vxd__compile(c, &req, &resp);
+        vxd__compile(crew, c, &req, &resp);
         vxd__link_images(cfg, &resp);
       }
     }
@@ -220,6 +220,7 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg) {
     free(frame);
     if (wrc != 0) break;
   }
+  vxd_crew_destroy(crew);
   vxl_compiler_destroy(c);
   return 0;
 }

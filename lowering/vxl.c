@@ -332,13 +332,98 @@ static void vxl__attach_metadata(MlirModule mod, const vxl_kernel *ks, uint32_t 
   free(text);
 }
 
-int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                const vxl_options *opts, vxl_result *res) {
+/* A parsed source, stages 1-3 done: what every piece of it starts from. */
+struct vxl_source {
+  vxl_compiler *c;   /* whose context top lives in */
+  MlirOperation top; /* the parsed module, never changed after parsing */
+  char *source_name;
+  uint32_t nkernels;
+};
+
+uint32_t vxl_piece_count(uint32_t nkernels) {
+  uint32_t p = nkernels <= VXL_PIECE_KERNELS ? 1 : (nkernels - 1) / VXL_PIECE_KERNELS + 1;
+  return p < VXL_MAX_PIECES ? p : VXL_MAX_PIECES;
+}
+
+void vxl_piece_range(uint32_t nkernels, uint32_t piece, uint32_t *first, uint32_t *count) {
+  uint32_t p = vxl_piece_count(nkernels);
+  if (piece >= p) {
+    *first = nkernels, *count = 0;
+    return;
+  }
+  uint32_t lo = (uint32_t)((uint64_t)piece * nkernels / p);
+  uint32_t hi = (uint32_t)((uint64_t)(piece + 1) * nkernels / p);
+  *first = lo, *count = hi - lo;
+}
+
+/* The diagnostics of a compile of source_name, naming debug_name in
+ * locations (see vxl_debug_file_name). */
+static vxl__diags vxl__diags_for(const char *source_name, const char *debug_name) {
+  return (vxl__diags){.source_name = source_name, .debug_name = debug_name};
+}
+
+/* Moves diagnostics d into res and marks res failed, with a generic
+ * message if d has none. */
+static void vxl__fail(vxl__diags *d, int rc, vxl_result *res) {
+  if (d->n == 0 && rc != -ENOMEM) vxl__diag_add(d, "%s: error: compilation failed", d->source_name);
+  res->ok = false;
+  res->diags = d->v;
+  res->ndiags = d->n;
+}
+
+int vxl_source_parse(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                     vxl_source **out, vxl_result *res) {
   memset(res, 0, sizeof *res);
+  *out = NULL;
   if (!source_name || !*source_name) source_name = "<source>";
   char debug_name[VXL_DEBUG_FILE_MAX + 1];
   vxl_debug_file_name(source_name, debug_name);
-  vxl__diags d = {.source_name = source_name, .debug_name = debug_name};
+  vxl__diags d = vxl__diags_for(source_name, debug_name);
+  vxl_source *s = calloc(1, sizeof *s);
+  int rc = s && (s->source_name = strdup(source_name)) ? 0 : -ENOMEM;
+  c->cur_diags = &d;
+  if (rc == 0) rc = vxl__parse_source(c, source, len, source_name, &d, &s->top, &s->nkernels);
+  c->cur_diags = NULL;
+  if (rc) {
+    if (s) free(s->source_name);
+    free(s);
+    vxl__fail(&d, rc, res);
+    return rc == -ENOMEM ? -ENOMEM : 0;
+  }
+  s->c = c;
+  res->ok = true;
+  res->diags = d.v;
+  res->ndiags = d.n;
+  *out = s;
+  return 0;
+}
+
+uint32_t vxl_source_kernels(const vxl_source *s) { return s->nkernels; }
+
+void vxl_source_destroy(vxl_source *s) {
+  if (!s) return;
+  mlirOperationDestroy(s->top);
+  free(s->source_name);
+  free(s);
+}
+
+/* Compiles kernels first .. first + count - 1 of s into res: with
+ * want_ir, only as far as the lowered MLIR (res->lowered_ir, no object),
+ * else into the piece's object. */
+static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t first, uint32_t count,
+                              const vxl_options *opts, int want_ir, vxl_result *res) {
+  memset(res, 0, sizeof *res);
+  const char *source_name = s->source_name;
+  char debug_name[VXL_DEBUG_FILE_MAX + 1];
+  vxl_debug_file_name(source_name, debug_name);
+  vxl__diags d = vxl__diags_for(source_name, debug_name);
+  if (s->c != c) {
+    vxl__diag_add(&d, "%s: error: internal: compiled with another compiler than it was parsed with",
+                  source_name);
+    vxl__fail(&d, -EINVAL, res);
+    return 0;
+  }
+  if (s->nkernels == 0) count = 1; /* the lowering says why there is nothing to compile */
   MlirModule mod = {0};
   vxl__kernel_info *kinfo = NULL;
   uint32_t nk = 0;
@@ -360,7 +445,8 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   lctx = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(lctx, vxl__llvm_diagnostic, &llvm_diags);
   td = vxl__target_data(c);
-  rc = vxl__lower_to_llvm_dialect(c, source, len, source_name, opts, lctx, td, &d, &mod, &kinfo, &nk);
+  rc =
+      vxl__lower_to_llvm_dialect(c, s->top, first, count, source_name, opts, lctx, td, &d, &mod, &kinfo, &nk);
   if (rc) goto done;
 
   lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(mod), lctx);
@@ -388,7 +474,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
     vxl_kernel *k = &res->kernels[i];
     LLVMValueRef kf = LLVMGetNamedFunction(lm, kinfo[i].name);
     k->name = strdup(kinfo[i].name);
-    if (!k->name || asprintf(&k->entry, VXL_ENTRY_PREFIX "%u", i) < 0) {
+    if (!k->name || asprintf(&k->entry, VXL_ENTRY_PREFIX "%u", first + i) < 0) {
       k->entry = NULL;
       rc = -ENOMEM;
       break;
@@ -428,7 +514,7 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   }
   if (rc) goto done;
 
-  if (opts->emit_ir) {
+  if (want_ir) {
     /* only the printed IR shows the attribute: not built otherwise */
     vxl__attach_metadata(mod, res->kernels, nk);
     vxl__buf ir = {0};
@@ -439,13 +525,14 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
       goto done;
     }
     res->lowered_ir = ir.p;
+    goto done;
   }
   /* The MLIR module is done with: freeing it before LLVM's pipeline keeps
    * the heap that pipeline walks small (a 256-kernel module's O2 ran 20%
    * slower per kernel with it still alive). */
   mlirModuleDestroy(mod);
   mod = (MlirModule){NULL};
-  rc = vxl__emit_object(c, lm, res->kernels, nk, opts, &res->object, &res->object_size, &d);
+  rc = vxl__emit_object(c, lm, res->kernels, nk, first, opts, &res->object, &res->object_size, &d);
   if (rc == 0 && llvm_diags.errors) { /* LLVM reported errors and went on: no object */
     free(res->object);
     res->object = NULL;
@@ -474,10 +561,151 @@ done:
     free(res->object);
     res->object = NULL;
     res->object_size = 0;
-    if (res->ndiags == 0 && rc != -ENOMEM)
-      vxl__diag_add(&d, "%s: error: compilation failed", source_name), res->diags = d.v, res->ndiags = d.n;
+    vxl__fail(&d, rc, res);
   }
   return rc == -ENOMEM ? -ENOMEM : 0;
+}
+
+int vxl_compile_piece(vxl_compiler *c, const vxl_source *s, uint32_t piece, const vxl_options *opts,
+                      vxl_result *res) {
+  uint32_t first, count;
+  vxl_piece_range(s->nkernels, piece, &first, &count);
+  if (s->nkernels && count == 0) {
+    memset(res, 0, sizeof *res);
+    vxl__diags d = vxl__diags_for(s->source_name, NULL);
+    vxl__diag_add(&d, "%s: error: internal: a %u-kernel module has no piece %u", s->source_name, s->nkernels,
+                  piece);
+    vxl__fail(&d, -EINVAL, res);
+    return 0;
+  }
+  return vxl__compile_range(c, s, first, count, opts, 0, res);
+}
+
+int vxl_source_lowered_ir(vxl_compiler *c, const vxl_source *s, const vxl_options *opts, char **ir) {
+  vxl_result r;
+  *ir = NULL;
+  int rc = vxl__compile_range(c, s, 0, s->nkernels, opts, 1, &r);
+  if (rc == 0 && r.ok)
+    *ir = r.lowered_ir, r.lowered_ir = NULL;
+  else if (rc == 0)
+    rc = -EINVAL;
+  vxl_result_clear(&r);
+  return rc;
+}
+
+void vxl_compiler_set_merge(vxl_compiler *c, vxl_merge_fn merge, void *ud) {
+  c->merge = merge;
+  c->merge_ud = ud;
+}
+
+/* Appends diagnostic text to d unless d already holds the same line (each
+ * piece reports what is wrong outside its kernels again). */
+static int vxl__diag_take(vxl__diags *d, char *text) {
+  for (uint32_t i = 0; i < d->n; i++)
+    if (strcmp(d->v[i], text) == 0) {
+      free(text);
+      return 0;
+    }
+  if (d->n == d->cap) {
+    uint32_t cap = d->cap ? d->cap * 2 : 8;
+    char **v = realloc(d->v, cap * sizeof *v);
+    if (!v) {
+      free(text);
+      return -ENOMEM;
+    }
+    d->v = v;
+    d->cap = cap;
+  }
+  d->v[d->n++] = text;
+  return 0;
+}
+
+int vxl_result_merge(vxl_result *pieces, uint32_t n, vxl_merge_fn merge, void *merge_ud, vxl_result *res) {
+  memset(res, 0, sizeof *res);
+  vxl__diags d = {.source_name = "<source>"};
+  int rc = 0;
+  bool ok = n > 0;
+  uint32_t nk = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    ok = ok && pieces[i].ok;
+    nk += pieces[i].nkernels;
+    for (uint32_t j = 0; j < pieces[i].ndiags; j++) {
+      if (rc == 0)
+        rc = vxl__diag_take(&d, pieces[i].diags[j]);
+      else
+        free(pieces[i].diags[j]);
+    }
+    free(pieces[i].diags);
+    pieces[i].diags = NULL;
+    pieces[i].ndiags = 0;
+  }
+  if (ok && rc == 0 && n == 1) { /* one piece is the whole module */
+    *res = pieces[0];
+    memset(&pieces[0], 0, sizeof pieces[0]);
+  } else if (ok && rc == 0) {
+    const uint8_t **objs = calloc(n, sizeof *objs);
+    size_t *sizes = calloc(n, sizeof *sizes);
+    res->kernels = calloc(nk ? nk : 1, sizeof *res->kernels);
+    if (!objs || !sizes || !res->kernels) rc = -ENOMEM;
+    char err[512] = "";
+    if (rc == 0 && !merge) {
+      snprintf(err, sizeof err, "no way to link its pieces was given");
+      rc = -EINVAL;
+    }
+    for (uint32_t i = 0; rc == 0 && i < n; i++)
+      objs[i] = pieces[i].object, sizes[i] = pieces[i].object_size;
+    if (rc == 0) rc = merge(merge_ud, n, objs, sizes, &res->object, &res->object_size, err, sizeof err);
+    if (rc && rc != -ENOMEM)
+      vxl__diag_add(&d, "error: internal: linking the %u pieces of a %u-kernel module failed: %s", n, nk,
+                    err);
+    free(objs);
+    free(sizes);
+    /* the pieces' kernel records, in piece order */
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+      memcpy(res->kernels + res->nkernels, pieces[i].kernels, pieces[i].nkernels * sizeof *res->kernels);
+      res->nkernels += pieces[i].nkernels;
+      free(pieces[i].kernels);
+      pieces[i].kernels = NULL;
+      pieces[i].nkernels = 0;
+    }
+    res->ok = rc == 0;
+  }
+  if (!res->ok) {
+    free(res->object);
+    free(res->kernels);
+    res->object = NULL, res->kernels = NULL;
+    res->object_size = 0, res->nkernels = 0;
+    if (d.n == 0 && rc != -ENOMEM) vxl__diag_add(&d, "error: compilation failed");
+  }
+  res->diags = d.v;
+  res->ndiags = d.n;
+  for (uint32_t i = 0; i < n; i++)
+    vxl_result_clear(&pieces[i]);
+  return rc == -ENOMEM ? -ENOMEM : 0;
+}
+
+int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                const vxl_options *opts, vxl_result *res) {
+  vxl_source *s = NULL;
+  int rc = vxl_source_parse(c, source, len, source_name, &s, res);
+  if (rc || !res->ok) return rc;
+  vxl_result_clear(res);
+  uint32_t n = vxl_piece_count(s->nkernels);
+  vxl_result *pieces = calloc(n, sizeof *pieces);
+  if (!pieces) {
+    vxl_source_destroy(s);
+    return -ENOMEM;
+  }
+  for (uint32_t i = 0; i < n && rc == 0; i++)
+    rc = vxl_compile_piece(c, s, i, opts, &pieces[i]);
+  if (rc == 0) rc = vxl_result_merge(pieces, n, c->merge, c->merge_ud, res);
+  if (rc == 0 && res->ok && opts->emit_ir) rc = vxl_source_lowered_ir(c, s, opts, &res->lowered_ir);
+  if (rc == -EINVAL) rc = 0; /* the objects are there; the IR is not */
+  vxl_source_destroy(s);
+  for (uint32_t i = 0; i < n; i++)
+    vxl_result_clear(&pieces[i]);
+  free(pieces);
+  return rc;
 }
 
 int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel *k) {

@@ -47,8 +47,11 @@
  *   7: memref arguments carry their rank and element size in the metadata.
  *   8: line tables name the source's file only (no directory, keyed);
  *      cf.assert prints and traps on the device (was: host puts/abort);
- *      kernels past VXL_MAX_KERNEL_ARGS / VXL_MAX_ARG_BUFFER refused. */
-#define VXL_LOWERING_ABI_VERSION 8u
+ *      kernels past VXL_MAX_KERNEL_ARGS / VXL_MAX_ARG_BUFFER refused.
+ *   9: modules of more than VXL_PIECE_KERNELS kernels are compiled in
+ *      pieces linked into one object; module variables the kernels can
+ *      write are weak and hidden, named VXL_VAR_PREFIX "<name>". */
+#define VXL_LOWERING_ABI_VERSION 9u
 
 typedef struct vxl_compiler vxl_compiler;
 
@@ -172,12 +175,93 @@ int vxl_compiler_reuse_codegen(vxl_compiler *c, int reuse);
  * NUL-terminated string to out.  Any thread. */
 void vxl_debug_file_name(const char *source_name, char out[VXL_DEBUG_FILE_MAX + 1]);
 
+/* ---- pieces ----
+ *
+ * A module's kernels are compiled in pieces of at most VXL_PIECE_KERNELS
+ * consecutive kernels (in the order of the source), each piece a
+ * relocatable object with its kernels' entries (kernel i is still
+ * VXL_ENTRY_PREFIX "<i>"), linked in piece order into the module's one
+ * object.  The pieces depend on the kernel count only, never on who
+ * compiles them or how many compile at once, so a module compiled piece
+ * by piece on one thread and one whose pieces were compiled on several
+ * threads (each with its own compiler and its own parse of the source)
+ * are the same bytes.  A piece's work is its own kernels plus what they
+ * share (every non-kernel function and variable, pruned by the LLVM
+ * pipeline); the parse is the only step repeated per compiler. */
+#define VXL_PIECE_KERNELS 32u
+
+/* Most pieces of one module: larger modules have larger pieces. */
+#define VXL_MAX_PIECES 256u
+
+/* Name prefix of a module variable the kernels can write, in the object. */
+#define VXL_VAR_PREFIX "__vxl_var."
+
+/* How many pieces a module of nkernels kernels is compiled in: 1 up to
+ * VXL_PIECE_KERNELS kernels, else ceil(nkernels / VXL_PIECE_KERNELS), at
+ * most VXL_MAX_PIECES.  Any thread. */
+uint32_t vxl_piece_count(uint32_t nkernels);
+
+/* The kernels of piece `piece` of a module of nkernels kernels: *first,
+ * *count (as even as the piece count allows); count 0 past the last
+ * piece.  Any thread. */
+void vxl_piece_range(uint32_t nkernels, uint32_t piece, uint32_t *first, uint32_t *count);
+
+/* A parsed source, ready to be compiled piece by piece. */
+typedef struct vxl_source vxl_source;
+
+/* Parses (and checks, and outlines gpu.launch bodies of) one MLIR source
+ * of len bytes with c, as vxl_compile() does first.  Fills *res (caller
+ * clears): res->ok false and diagnostics when the source is refused, else
+ * *out (caller destroys with vxl_source_destroy; it belongs to c and must
+ * go before c does).  Returns 0 or -ENOMEM.  c's thread only. */
+int vxl_source_parse(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                     vxl_source **out, vxl_result *res);
+
+/* Kernels in the gpu.modules of s (0 is an error each piece reports). */
+uint32_t vxl_source_kernels(const vxl_source *s);
+
+void vxl_source_destroy(vxl_source *s);
+
+/* Compiles piece `piece` of s (parsed by c) into *res: the piece's kernels,
+ * its relocatable object and diagnostics.  Returns 0 or -ENOMEM, as
+ * vxl_compile().  c's thread only. */
+int vxl_compile_piece(vxl_compiler *c, const vxl_source *s, uint32_t piece, const vxl_options *opts,
+                      vxl_result *res);
+
+/* The whole module of s lowered to the LLVM dialect, as one module (the
+ * pieces' objects come from the same lowering, a piece at a time), with
+ * the kernels' layouts as its vortex.kernel_args attribute: *ir
+ * (malloc()).  What vxl_compile() returns as lowered_ir for opts.emit_ir.
+ * Returns 0, -EINVAL (the module does not compile) or -ENOMEM.  c's thread
+ * only. */
+int vxl_source_lowered_ir(vxl_compiler *c, const vxl_source *s, const vxl_options *opts, char **ir);
+
+/* Links n relocatable objects (objects[i], sizes[i] bytes), in that order,
+ * into one relocatable object: *out (malloc()), *out_size.  Returns 0, or
+ * a negative errno with a message in err (errcap bytes).  Must give the
+ * same bytes for the same inputs. */
+typedef int (*vxl_merge_fn)(void *ud, uint32_t n, const uint8_t *const *objects, const size_t *sizes,
+                            uint8_t **out, size_t *out_size, char *err, size_t errcap);
+
+/* Makes the results of all n pieces of one module (in piece order; they
+ * are cleared) the module's result *res: kernels concatenated, objects
+ * linked by merge (not called for one piece), diagnostics concatenated
+ * without repeats, no lowered_ir (vxl_source_lowered_ir).  res->ok only if every piece is.  Returns 0 or
+ * -ENOMEM.  Any thread. */
+int vxl_result_merge(vxl_result *pieces, uint32_t n, vxl_merge_fn merge, void *merge_ud, vxl_result *res);
+
+/* The merge vxl_compile() links pieces with (NULL: a module of more than
+ * one piece fails with a diagnostic). */
+void vxl_compiler_set_merge(vxl_compiler *c, vxl_merge_fn merge, void *merge_ud);
+
 /* Compiles one MLIR source of len bytes (need not be NUL-terminated).
  * source_name is the file name diagnostics use; the object's debug info
  * names vxl_debug_file_name(source_name).  Always fills *res (the
  * caller releases it with vxl_result_clear): on a source error res->ok is
- * false and res->diags says why, with file:line:col.  Returns 0, or -ENOMEM
- * when memory ran out (res then may be partial but is safe to clear). */
+ * false and res->diags says why, with file:line:col.  Parses, compiles
+ * each piece in turn and merges them (vxl_compiler_set_merge).  Returns 0,
+ * or -ENOMEM when memory ran out (res then may be partial but is safe to
+ * clear). */
 int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *source_name,
                 const vxl_options *opts, vxl_result *res);
 

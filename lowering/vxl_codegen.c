@@ -15,6 +15,7 @@
  *   vx_spawn_threads(3, &buf->grid_dim, &buf->block_dim, body, buf);
  * `body(buf)` loads each argument from the buffer and calls the kernel.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,14 +204,39 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   free(vals);
 }
 
-/* Makes every definition internal except the kernels' entries, so O2
- * inlines each kernel into its entry and drops what no entry uses. */
+/* Makes every function internal except the kernels' entries, so O2
+ * inlines each kernel into its entry and drops what no entry uses.
+ *
+ * The module is one piece of a source's module (vxl.h), linked with the
+ * others into one object, so its variables are linked as the kernels of
+ * one module need them: read-only data is each piece's own (internal); a
+ * variable the kernels can write is defined weak and hidden in every piece
+ * that uses it, as VXL_VAR_PREFIX and its name, so the linked pieces share
+ * one copy and no library's symbol of the same name can take its place.
+ * The lowering's own per-launch state (__vxl_ names, written by each entry
+ * before use) stays internal to its piece. */
 static void vxl__internalize(LLVMModuleRef m, const vxl_kernel *kernels, uint32_t n) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f)) LLVMSetLinkage(f, LLVMInternalLinkage);
   for (uint32_t i = 0; i < n; i++) {
     LLVMValueRef e = LLVMGetNamedFunction(m, kernels[i].entry);
     if (e) LLVMSetLinkage(e, LLVMExternalLinkage);
+  }
+  for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g)) {
+    if (LLVMIsDeclaration(g)) continue;
+    size_t len = 0;
+    const char *name = LLVMGetValueName2(g, &len);
+    if (LLVMIsGlobalConstant(g)) {
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+    } else if (!(len >= 6 && memcmp(name, "__vxl_", 6) == 0)) {
+      char *renamed = NULL;
+      if (asprintf(&renamed, VXL_VAR_PREFIX "%.*s", (int)len, name) > 0) {
+        LLVMSetValueName2(g, renamed, strlen(renamed));
+        free(renamed);
+      }
+      LLVMSetLinkage(g, LLVMWeakAnyLinkage);
+      LLVMSetVisibility(g, LLVMHiddenVisibility);
+    }
   }
   /* Thread-locals are reached through tp in an executable: local-exec
    * (the default initial-exec model needs a GOT the kernel image has not). */
@@ -496,7 +522,7 @@ static void vxl__pin_thread_control(LLVMModuleRef m) {
   }
 }
 
-int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n,
+int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
                      const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d) {
   vxl__pin_thread_control(m);
   for (uint32_t i = 0; i < n; i++) {
@@ -505,7 +531,7 @@ int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint
       vxl__diag_add(d, "error: internal: kernel %s vanished during translation", kernels[i].name);
       return -EINVAL;
     }
-    vxl__add_entry(m, kf, i, kernels[i].entry, kernels[i].shared_bytes);
+    vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes);
   }
   vxl__internalize(m, kernels, n);
   return vxl__emit_module(c, m, opts, obj, obj_size, d);

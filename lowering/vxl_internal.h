@@ -166,6 +166,8 @@ struct vxl_compiler {
    * long-lived one hands out stale layouts for types that reuse a freed
    * type's address.  Each compile creates its own (vxl__target_data). */
   vxl__diags *cur_diags; /* where the context's diagnostic handler writes */
+  vxl_merge_fn merge;    /* links a module's pieces (vxl_compiler_set_merge) */
+  void *merge_ud;
   /* View helpers parsed so far, by memref type text: later compiles clone
    * them (cheaper than printing and parsing MLIR text per argument).  The
    * ops are unowned, in ctx; at most VXL__VIEW_CACHE (further types are
@@ -274,10 +276,22 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
                     vxl_module_key_fn key_of, void *key_ud, vxl__diags *d, char **host_ir,
                     uint32_t *nmodules);
 
-int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                               const vxl_options *opts, LLVMContextRef lctx, LLVMTargetDataRef td,
-                               vxl__diags *d, MlirModule *out_module, vxl__kernel_info **kinfo,
-                               uint32_t *nkernels);
+/* Stages 1-3 of a compile: source text checked, parsed, sizes checked,
+ * gpu.launch bodies outlined, clashing symbols qualified.  Returns 0 with
+ * *top (the module op, caller destroys) and the number of kernels in its
+ * gpu.modules, or -EINVAL (diagnostics in d) / -ENOMEM. */
+int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const char *source_name, vxl__diags *d,
+                      MlirOperation *top, uint32_t *nkernels);
+
+/* Stages 4-9: kernels first .. first + count - 1 of top (and everything
+ * else of its gpu.modules), copied into a new module lowered to the LLVM
+ * dialect; top is not changed.  Returns 0 with *out_module (caller
+ * destroys), *kinfo (malloc(), *nkernels entries, in source order), or
+ * -EINVAL (diagnostics in d) / -ENOMEM. */
+int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t first, uint32_t count,
+                               const char *source_name, const vxl_options *opts, LLVMContextRef lctx,
+                               LLVMTargetDataRef td, vxl__diags *d, MlirModule *out_module,
+                               vxl__kernel_info **kinfo, uint32_t *nkernels);
 
 /* Uniformity analysis and vx_split/vx_join/vx_pred insertion on one
  * func.func (vxl_divergence.c); rewrites divergent scf.index_switch and
@@ -300,10 +314,10 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, 
 /* LLVM side: adds each kernel's Vortex entry (a body that unpacks the
  * argument buffer, and kernels[i].entry, which spawns the grid), runs the
  * LLVM pipeline once over the whole module and emits one object into *obj
- * (malloc(), *obj_size bytes).  Layouts must already be filled by
- * vxl__layout().  m stays owned by the caller.  Returns 0, -ENOMEM, or
- * -EINVAL with diags. */
-int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n,
+ * (malloc(), *obj_size bytes).  kernels[i] is kernel first + i of the
+ * source.  Layouts must already be filled by vxl__layout().  m stays owned by the caller.  Returns 0,
+ * -ENOMEM, or -EINVAL with diags. */
+int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
                      const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d);
 
 /* The LLVM struct type of a kernel's whole argument buffer: its parameters

@@ -354,12 +354,14 @@ int vxl__outline(vxl_compiler *c, MlirOperation top, const char *source_name, vx
   return vxl__qualify_clashes(c->ctx, top);
 }
 
-/* Stage 4: moves the ops of every gpu.module of top into rw->mod (host code
- * is not compiled), collecting the gpu.funcs into *funcs and counting the
- * kernels.  Returns 0, or -EINVAL with a diagnostic (no kernels; one
- * symbol meaning two things). */
-static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, vxl__ops *funcs,
-                       uint32_t *nkernels_out) {
+/* Stage 4: copies the ops of every gpu.module of top into rw->mod (host
+ * code is not compiled; top is left as it was), collecting the gpu.funcs
+ * into *funcs and counting the kernels.  Of the kernels, only those
+ * numbered first .. first + count - 1 (in the order of the source) are
+ * copied: one piece of the module.  Returns 0, or -EINVAL with a
+ * diagnostic (no kernels; one symbol meaning two things). */
+static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, uint32_t first,
+                       uint32_t count, vxl__ops *funcs, uint32_t *nkernels_out) {
   vxl__diags *d = rw->d;
   MlirBlock mbody = mlirModuleGetBody(rw->mod);
   int rc = 0;
@@ -372,6 +374,12 @@ static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, 
     while (!mlirOperationIsNull(inner)) {
       MlirOperation next = mlirOperationGetNextInBlock(inner);
       MlirStringRef n = vxl__op_name(inner);
+      int is_kernel = vxl__streq(n, "gpu.func") &&
+                      !mlirAttributeIsNull(mlirOperationGetAttributeByName(inner, vxl__str("gpu.kernel")));
+      if (is_kernel && (nkernels++ < first || nkernels > first + count)) {
+        inner = next; /* another piece's kernel */
+        continue;
+      }
       if (!vxl__streq(n, "gpu.module_end")) {
         /* gpu.modules declaring one external function the same way share
          * one declaration; anything else with one name in two gpu.modules
@@ -395,7 +403,6 @@ static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, 
           if (vxl__is_declaration(inner) && vxl__is_declaration(prev) &&
               mlirIdentifierEqual(mlirOperationGetName(inner), mlirOperationGetName(prev)) &&
               !mlirAttributeIsNull(t1) && !mlirAttributeIsNull(t2) && mlirAttributeEqual(t1, t2)) {
-            mlirOperationDestroy(inner);
             inner = next;
             continue;
           }
@@ -404,13 +411,9 @@ static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, 
                        (int)sn.length, sn.data);
           rc = -EINVAL;
         }
-        mlirOperationRemoveFromParent(inner);
-        mlirBlockAppendOwnedOperation(mbody, inner);
-        if (vxl__streq(n, "gpu.func")) {
-          vxl__ops_push(funcs, inner);
-          if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(inner, vxl__str("gpu.kernel"))))
-            nkernels++;
-        }
+        MlirOperation copy = mlirOperationClone(inner);
+        mlirBlockAppendOwnedOperation(mbody, copy);
+        if (vxl__streq(n, "gpu.func")) vxl__ops_push(funcs, copy);
       }
       inner = next;
     }
@@ -514,15 +517,12 @@ static int vxl__to_llvm_dialect(vxl_compiler *c, vxl__rw *rw, const char *source
   return rc;
 }
 
-int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                               const vxl_options *opts, LLVMContextRef lctx, LLVMTargetDataRef td,
-                               vxl__diags *d, MlirModule *out_module, vxl__kernel_info **kinfo_out,
-                               uint32_t *nkernels_out) {
-  MlirContext ctx = c->ctx;
+int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const char *source_name, vxl__diags *d,
+                      MlirOperation *top_out, uint32_t *nkernels_out) {
   int rc;
   char *text = vxl__source_text(source, len, source_name, d, &rc); /* 1 */
   if (!text) return rc;
-  MlirOperation top = vxl__parse(ctx, text, len, source_name, d); /* 2 */
+  MlirOperation top = vxl__parse(c->ctx, text, len, source_name, d); /* 2 */
   free(text);
   if (mlirOperationIsNull(top)) return -EINVAL;
   rc = vxl__check_sizes(top, d);                          /* 2b: memory the target cannot hold */
@@ -531,6 +531,26 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, 
     mlirOperationDestroy(top);
     return rc;
   }
+  uint32_t n = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(top)));
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    if (!vxl__streq(vxl__op_name(op), "gpu.module")) continue;
+    for (MlirOperation k = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)));
+         !mlirOperationIsNull(k); k = mlirOperationGetNextInBlock(k))
+      n += vxl__streq(vxl__op_name(k), "gpu.func") &&
+           !mlirAttributeIsNull(mlirOperationGetAttributeByName(k, vxl__str("gpu.kernel")));
+  }
+  *top_out = top;
+  *nkernels_out = n;
+  return 0;
+}
+
+int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t first, uint32_t count,
+                               const char *source_name, const vxl_options *opts, LLVMContextRef lctx,
+                               LLVMTargetDataRef td, vxl__diags *d, MlirModule *out_module,
+                               vxl__kernel_info **kinfo_out, uint32_t *nkernels_out) {
+  MlirContext ctx = c->ctx;
+  int rc;
   MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
   vxl__rw rw = {.c = c, .mod = mod, .d = d, .lctx = lctx, .td = td};
   rw.sg = (vxl__subgroups){.ctx = ctx,
@@ -539,9 +559,9 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, const char *source, size_t len, 
                            .warp_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE,
                            .shuffle_insns = opts->shuffle_insns};
   vxl__ops funcs = {0};
-  uint32_t nkernels = 0;
-  rc = vxl__gather(&rw, top, source_name, &funcs, &nkernels); /* 4 */
-  mlirOperationDestroy(top);
+  uint32_t total = 0;
+  rc = vxl__gather(&rw, top, source_name, first, count, &funcs, &total); /* 4 */
+  uint32_t nkernels = first >= total ? 0 : total - first < count ? total - first : count;
   if (rc == 0) rc = vxl__check_supported(&rw, mlirModuleGetOperation(mod)); /* 5 */
   if (rc == 0) vxl__add_prelude(c, mod);                                    /* 6 */
   /* 7: memory placement, then each gpu.func to a func.func */

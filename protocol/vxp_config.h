@@ -36,6 +36,8 @@
   X(max_unsent, "VORTEXD_MAX_UNSENT", "64M",                                                                 \
     "reply bytes a client may leave unread before the daemon stops reading its requests")                    \
   X(worker_memory, "VORTEXD_WORKER_MEMORY", "4G", "address space of a compile worker (bytes; 0 = no limit)") \
+  X(piece_helpers, "VORTEXD_PIECE_HELPERS", "15",                                                            \
+    "helper threads a compile of many kernels may run on idle workers' cores (0 = none)")                    \
   X(crash_memory, "VORTEXD_CRASH_MEMORY", "300",                                                             \
     "seconds an input that crashed a worker is answered at once instead of compiled")                        \
   X(lru_resolution, "VORTEXD_LRU_RESOLUTION", "60",                                                          \

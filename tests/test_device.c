@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "vxl.h"
+#include "vxr_vxbin.h"
 #include "vxt.h"
 #include "vxt_device.h"
 #include "vxt_lowering.h"
@@ -31,7 +32,17 @@
 #define DEV(off) (VXT_MEM_BASE + (off))
 
 static vxl_compiler *cc;
-static void setup(void) { cr_assert_eq(vxl_compiler_create(&cc), 0); }
+/* A module of more than VXL_PIECE_KERNELS kernels is linked from pieces
+ * by ld.lld -r, as in the daemon. */
+static int merge(void *ud, uint32_t n, const uint8_t *const *objs, const size_t *sizes, uint8_t **out,
+                 size_t *out_size, char *err, size_t errcap) {
+  (void)ud;
+  return vxr_link_relocatable(VXT_LD, n, objs, sizes, out, out_size, err, errcap);
+}
+static void setup(void) {
+  cr_assert_eq(vxl_compiler_create(&cc), 0);
+  vxl_compiler_set_merge(cc, merge, NULL);
+}
 static void teardown(void) { vxl_compiler_destroy(cc); }
 TestSuite(device, .init = setup, .fini = teardown, .timeout = 600);
 #ifdef VXT_CORPUS_DIR
@@ -731,6 +742,43 @@ Test(device, module_with_two_kernels_and_a_barrier) {
     cr_assert_eq(b[i], a[i] + a[i], "b[%u]", i);
   free(mem), free(a);
   vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+Test(device, kernels_of_every_piece_of_a_large_module_run) {
+  size_t len;
+  char *src = vxt_many_kernels(70, &len);
+  vxl_result r;
+  cr_assert_eq(vxl_compile(cc, src, len, "many.mlir", &(vxl_options){.opt_level = 2}, &r), 0);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  cr_assert_eq(vxl_piece_count(r.nkernels), 3);
+  uint32_t n = 45;
+  float *a = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++)
+    a[i] = rndf();
+  /* the first and last kernel of each piece */
+  for (uint32_t p = 0; p < 3; p++) {
+    uint32_t first, count;
+    vxl_piece_range(r.nkernels, p, &first, &count);
+    for (uint32_t ki = first; ki < first + count; ki += count - 1) {
+      char name[16];
+      snprintf(name, sizeof name, "k%u", ki);
+      const vxl_kernel *k = kernel(&r, name);
+      vxt_image img = {0};
+      uint32_t ao = vxt_image_put(&img, a, n * 4), oo = vxt_image_put(&img, NULL, n * 4);
+      uint32_t ad = DEV(ao), od = DEV(oo);
+      const void *vals[] = {&ad, &od, &n};
+      uint8_t *mem = launch_on(vxt_simt_matrix, 2, k, &img, vals, 2, 1, 1, 32, 1, 1, 0, NULL, 0);
+      for (uint32_t i = 0; i < n; i++) {
+        float want = a[i] * (float)ki + (float)(ki % 4 + 1) + 0.5f;
+        cr_assert_eq(((float *)(mem + oo))[i], want, "k%u out[%u]", ki, i);
+      }
+      free(mem);
+      vxt_image_free(&img);
+    }
+  }
+  free(a);
+  free(src);
   vxl_result_clear(&r);
 }
 

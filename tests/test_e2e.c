@@ -296,6 +296,40 @@ Test(e2e, one_text_from_two_directories_gives_one_object_naming_no_directory) {
   free(src);
 }
 
+Test(e2e, a_large_module_is_the_same_bytes_from_one_worker_or_several) {
+  size_t len;
+  char *src = vxt_many_kernels(100, &len);
+  cr_assert_not_null(src);
+  /* two workers: the one compiling borrows the idle one's core */
+  vxc_conn *c = conn();
+  vxp_response a = compile_as(c, src, len, "many.mlir");
+  cr_assert_eq(a.status, VXP_STATUS_OK, "%s", a.message ? a.message : "");
+  cr_assert_eq(a.nkernels, 100);
+  for (uint32_t i = 0; i < a.nkernels; i++) {
+    char want[32];
+    snprintf(want, sizeof want, "__vxl_main_%u", i);
+    cr_assert_str_eq(a.kernels[i].entry, want);
+    cr_assert_null(vxt_elf_check(a.object, a.object_size, want), "%s", want);
+  }
+  vxc_close(c);
+  /* one worker, on its own: every piece on one thread */
+  vxt_daemon d2 = {0};
+  cr_assert_eq(vxt_daemon_start(&d2, "--workers=1"), 0);
+  vxc_conn *c2 = NULL;
+  cr_assert_eq(vxc_connect(d2.sock, &c2), 0);
+  vxp_response b = compile_as(c2, src, len, "many.mlir");
+  cr_assert_not(b.cached);
+  cr_assert_str_eq(b.key, a.key);
+  cr_assert_eq(b.object_size, a.object_size);
+  cr_assert_eq(memcmp(b.object, a.object, a.object_size), 0, "one worker or two: the same bytes");
+  vxc_close(c2);
+  cr_assert_eq(vxt_daemon_stop(&d2), 0);
+  vxt_remove_tree(d2.dir);
+  vxp_response_clear(&a);
+  vxp_response_clear(&b);
+  free(src);
+}
+
 Test(e2e, source_errors_come_back_as_diagnostics_and_the_daemon_goes_on) {
   vxc_conn *c = conn();
   const char *bad[] = {

@@ -42,6 +42,17 @@ const char *vxt_kernel_body(const char *entry);
 /* Reads a whole file into a malloc()ed buffer; NULL on error. */
 char *vxt_read_file(const char *path, size_t *len);
 
+/* One gpu.module of n kernels @k0 .. @k<n-1> (vxt_many.c), each
+ *   k<i>(a: memref<?xf32>, out: memref<?xf32>, n: i32):
+ *     out[g] = a[g] * i + table[i % 4] + bias[0]  for g < n,
+ * with table a private constant {1, 2, 3, 4} and bias a public module
+ * variable of initial value 0.5.  malloc()ed text, *len bytes; NULL on
+ * OOM. */
+char *vxt_many_kernels(unsigned n, size_t *len);
+
+/* How many symbols named name obj's symbol table defines. */
+unsigned vxt_elf_count_defined(const uint8_t *obj, size_t len, const char *name);
+
 /* A vortexd started for one test in a fresh temporary directory. */
 typedef struct {
   pid_t pid;

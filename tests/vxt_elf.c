@@ -36,6 +36,25 @@ static const Elf32_Sym *vxt__symbol(const uint8_t *obj, size_t len, const char *
   return NULL;
 }
 
+unsigned vxt_elf_count_defined(const uint8_t *obj, size_t len, const char *name) {
+  if (len < sizeof(Elf32_Ehdr)) return 0;
+  const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
+  if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
+  const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
+  unsigned count = 0;
+  for (int i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+    const Elf32_Shdr *strs = &sh[sh[i].sh_link];
+    if ((size_t)sh[i].sh_offset + sh[i].sh_size > len || (size_t)strs->sh_offset + strs->sh_size > len)
+      return 0;
+    const Elf32_Sym *sym = (const Elf32_Sym *)(obj + sh[i].sh_offset);
+    for (size_t j = 0; j < sh[i].sh_size / sizeof(Elf32_Sym); j++)
+      count += sym[j].st_name < strs->sh_size && sym[j].st_shndx != SHN_UNDEF &&
+               strcmp((const char *)obj + strs->sh_offset + sym[j].st_name, name) == 0;
+  }
+  return count;
+}
+
 int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
   return vxt__symbol(obj, len, name, want_defined) != NULL;
 }

@@ -6,7 +6,12 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +80,200 @@ static int vxr__to_vxbin(const uint8_t *elf, size_t size, uint8_t **out, size_t 
 done:
   if (e) elf_end(e);
   return rc;
+}
+
+/* An ld.lld -r started before its inputs exist: input i is the read end
+ * of a pipe at the child's descriptor 3 + i (/dev/fd/3+i; LLVM reads a
+ * pipe as a stream), the output comes back on its stdout (-o -). */
+struct vxr_rlink {
+  pid_t pid;
+  uint32_t n;
+  int out;  /* read end of the child's stdout */
+  int in[]; /* write ends, one per input */
+};
+
+/* Moves fd to a close-on-exec descriptor at least min (so the child's
+ * dup2s into 3 .. 3 + n - 1 cannot overwrite a source).  -1 on failure
+ * (fd closed either way). */
+static int vxr__fd_above(int fd, int min) {
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, min);
+  close(fd);
+  return moved;
+}
+
+int vxr_rlink_start(const char *lld, uint32_t n, vxr_rlink **out, char *err, size_t errcap) {
+  *out = NULL;
+  if (n == 0 || n > VXR_LINK_MAX_INPUTS) {
+    snprintf(err, errcap, "%u objects to link (1 to %u)", n, VXR_LINK_MAX_INPUTS);
+    return -EINVAL;
+  }
+  vxr_rlink *l = calloc(1, sizeof *l + n * sizeof(int));
+  int *child_in = calloc(n, sizeof *child_in);
+  char **argv = calloc(n + 6, sizeof *argv);
+  char(*names)[16] = calloc(n, sizeof *names);
+  if (!l || !child_in || !argv || !names) {
+    free(l), free(child_in), free(argv), free(names);
+    return -ENOMEM;
+  }
+  int high = 3 + (int)n + 8, child_out = -1, rc = 0;
+  l->n = n;
+  l->out = -1;
+  for (uint32_t i = 0; i < n; i++)
+    l->in[i] = child_in[i] = -1;
+  for (uint32_t i = 0; i < n && rc == 0; i++) {
+    int p[2];
+    if (pipe(p) != 0 || (child_in[i] = vxr__fd_above(p[0], high)) < 0 ||
+        (l->in[i] = vxr__fd_above(p[1], high)) < 0)
+      rc = -errno;
+  }
+  int p[2];
+  if (rc == 0 && (pipe(p) != 0 || (l->out = vxr__fd_above(p[0], high)) < 0 ||
+                  (child_out = vxr__fd_above(p[1], high)) < 0))
+    rc = -errno;
+  posix_spawn_file_actions_t fa;
+  if (rc == 0 && posix_spawn_file_actions_init(&fa) == 0) {
+    int a = 0;
+    argv[a++] = (char *)lld, argv[a++] = (char *)"-r", argv[a++] = (char *)"--no-warnings";
+    for (uint32_t i = 0; i < n; i++) {
+      snprintf(names[i], sizeof names[i], "/dev/fd/%u", 3 + i);
+      argv[a++] = names[i];
+      posix_spawn_file_actions_adddup2(&fa, child_in[i], 3 + (int)i);
+    }
+    argv[a++] = (char *)"-o", argv[a++] = (char *)"-", argv[a] = NULL;
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, child_out, 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    int e = posix_spawn(&l->pid, lld, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e != 0) rc = -e;
+  } else if (rc == 0) {
+    rc = -ENOMEM;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (child_in[i] >= 0) close(child_in[i]);
+  if (child_out >= 0) close(child_out);
+  free(child_in), free(argv), free(names);
+  if (rc != 0) {
+    snprintf(err, errcap, "cannot start %s: %s", lld, strerror(-rc));
+    l->pid = 0;
+    vxr_rlink_cancel(l);
+    return rc;
+  }
+  *out = l;
+  return 0;
+}
+
+void vxr_rlink_cancel(vxr_rlink *l) {
+  if (!l) return;
+  for (uint32_t i = 0; i < l->n; i++)
+    if (l->in[i] >= 0) close(l->in[i]);
+  if (l->out >= 0) close(l->out);
+  if (l->pid > 0) {
+    kill(l->pid, SIGKILL);
+    while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
+  free(l);
+}
+
+int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *sizes, uint8_t **out,
+                     size_t *out_size, char *err, size_t errcap) {
+  *out = NULL;
+  *out_size = 0;
+  uint32_t n = l->n;
+  size_t *sent = calloc(n, sizeof *sent), cap = 0, len = 0;
+  struct pollfd *fds = calloc(n + 1, sizeof *fds);
+  uint8_t *buf = NULL;
+  int rc = sent && fds ? 0 : -ENOMEM;
+  /* a child that stops reading makes a write fail with EPIPE, not kill
+   * this process: SIGPIPE blocked on this thread, and one it raised
+   * consumed before the mask is restored */
+  sigset_t pipe_only, old_mask;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  for (uint32_t i = 0; i < n && rc == 0; i++)
+    if (fcntl(l->in[i], F_SETFL, O_NONBLOCK) != 0) rc = -errno;
+  /* every input written as the child reads it, in whatever order, while
+   * its output is read: no pipe can fill up with both sides waiting */
+  while (rc == 0) {
+    nfds_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+      if (l->in[i] >= 0) fds[k++] = (struct pollfd){.fd = l->in[i], .events = POLLOUT};
+    fds[k++] = (struct pollfd){.fd = l->out, .events = POLLIN};
+    if (poll(fds, k, -1) < 0) {
+      if (errno != EINTR) rc = -errno;
+      continue;
+    }
+    for (nfds_t j = 0; j + 1 < k && rc == 0; j++) {
+      if (!fds[j].revents) continue;
+      uint32_t i = 0;
+      while (l->in[i] != fds[j].fd)
+        i++;
+      ssize_t w = sizes[i] > sent[i] ? write(l->in[i], objects[i] + sent[i], sizes[i] - sent[i]) : 0;
+      if (w < 0 && errno != EAGAIN && errno != EINTR) { /* the child stopped reading: its status says why */
+        close(l->in[i]);
+        l->in[i] = -1;
+        continue;
+      }
+      if (w > 0) sent[i] += (size_t)w;
+      if (sent[i] == sizes[i]) {
+        close(l->in[i]);
+        l->in[i] = -1;
+      }
+    }
+    if (rc || !fds[k - 1].revents) continue;
+    if (len == cap) {
+      size_t ncap = cap ? cap * 2 : 1u << 16;
+      uint8_t *nb = ncap <= (1u << 30) ? realloc(buf, ncap) : NULL;
+      if (!nb) {
+        rc = -ENOMEM;
+        break;
+      }
+      buf = nb, cap = ncap;
+    }
+    ssize_t r = read(l->out, buf + len, cap - len);
+    if (r == 0) break; /* the child is done */
+    if (r > 0)
+      len += (size_t)r;
+    else if (errno != EINTR && errno != EAGAIN)
+      rc = -errno;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (l->in[i] >= 0) close(l->in[i]), l->in[i] = -1;
+  close(l->out);
+  l->out = -1;
+  sigset_t pending;
+  if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&old_mask, SIGPIPE))
+    sigtimedwait(&pipe_only, NULL, &(struct timespec){0, 0});
+  pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+  int st = 0;
+  if (rc != 0) kill(l->pid, SIGKILL);
+  while (waitpid(l->pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  l->pid = 0;
+  if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0 && len > 0)) {
+    snprintf(err, errcap, "ld.lld -r of %u objects failed (%s %d)", n,
+             WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    rc = -EIO;
+  } else if (rc != 0) {
+    snprintf(err, errcap, "feeding ld.lld -r: %s", strerror(-rc));
+  }
+  if (rc == 0)
+    *out = buf, *out_size = len;
+  else
+    free(buf);
+  free(sent);
+  free(fds);
+  vxr_rlink_cancel(l);
+  return rc;
+}
+
+int vxr_link_relocatable(const char *lld, uint32_t n, const uint8_t *const *objects, const size_t *sizes,
+                         uint8_t **out, size_t *out_size, char *err, size_t errcap) {
+  vxr_rlink *l;
+  int rc = vxr_rlink_start(lld, n, &l, err, errcap);
+  return rc ? rc : vxr_rlink_finish(l, objects, sizes, out, out_size, err, errcap);
 }
 
 int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int ninputs, const char *libc,

@@ -10,6 +10,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Most objects one relocatable link takes (a descriptor each). */
+#define VXR_LINK_MAX_INPUTS 512u
+
+/* Links n relocatable objects (objects[i], sizes[i] bytes, at most 1 GiB
+ * out), in that order, into one relocatable object: `ld.lld -r` (the
+ * ld.lld at lld) reading them from pipes and writing the output to
+ * another, so nothing goes through the file system and the output depends
+ * only on the inputs and their order.  Returns 0 with *out (malloc()) /
+ * *out_size, or a negative errno with a message in err.  Runs ld.lld as a
+ * child process (posix_spawn); any thread.  vxr_rlink_start() then
+ * vxr_rlink_finish(). */
+int vxr_link_relocatable(const char *lld, uint32_t n, const uint8_t *const *objects, const size_t *sizes,
+                         uint8_t **out, size_t *out_size, char *err, size_t errcap);
+
+/* A relocatable link started before its inputs exist: ld.lld loads (its
+ * libLLVM alone takes ~16 ms) while they are being compiled. */
+typedef struct vxr_rlink vxr_rlink;
+
+/* Starts `ld.lld -r` of n inputs yet to come.  Returns 0 and *out, or a
+ * negative errno with a message in err.  Any thread; the link belongs to
+ * the caller until finished or cancelled. */
+int vxr_rlink_start(const char *lld, uint32_t n, vxr_rlink **out, char *err, size_t errcap);
+
+/* Gives l its n inputs and waits for the output, as vxr_link_relocatable
+ * does.  l is gone afterwards, whatever the result. */
+int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *sizes, uint8_t **out,
+                     size_t *out_size, char *err, size_t errcap);
+
+/* Stops l's ld.lld (killed and reaped) and frees l.  NULL-safe. */
+void vxr_rlink_cancel(vxr_rlink *l);
+
 /* Links obj (obj_size bytes) into an executable by the ld.lld at lld:
  * `-T script --defsym=main=entry obj inputs... libc libgcc` (at most 64
  * inputs), in a private temporary directory.  Returns 0 and *elf

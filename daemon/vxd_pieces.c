@@ -1,0 +1,249 @@
+/*
+ * vxd_pieces.c - one module's pieces compiled on the idle cores.
+ *
+ * The lowering compiles a module of more than VXL_PIECE_KERNELS kernels
+ * in pieces linked into one object (vxl.h, "pieces"); the pieces depend
+ * on the kernel count alone, so who compiles which piece changes nothing
+ * in the result.  A worker compiling such a module borrows the cores of
+ * idle workers for helper threads, each with its own compiler (an MLIR
+ * context is one thread's) and its own parse of the source; the worker
+ * and its helpers take the pieces one at a time from a shared counter,
+ * and the worker links them in piece order.
+ *
+ * Cores are lent through a page the daemon shares with its workers (made
+ * before the first fork): `idle`, the number of idle workers, written by
+ * the daemon's loop only, and one count per worker slot of the helpers
+ * that worker runs, written by that worker only (and reset by the daemon
+ * when the slot's worker is replaced, so a crashed worker's loans end with
+ * it).  Spare cores are idle minus all loans.  A worker borrows one only
+ * while spare > 0; a helper gives its core back before its next piece as
+ * soon as spare < 0, which happens when a new job went to a worker whose
+ * core was lent: a build that fills every core gets its cores back within
+ * one piece.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "vxd_pieces.h"
+#include "vxr_vxbin.h"
+
+struct vxd_cores {
+  atomic_int idle;
+  unsigned nslots;
+  atomic_int lent[]; /* per worker slot */
+};
+
+vxd_cores *vxd_cores_create(unsigned nslots) {
+  size_t size = sizeof(vxd_cores) + nslots * sizeof(atomic_int);
+  vxd_cores *k = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (k == MAP_FAILED) return NULL;
+  atomic_init(&k->idle, 0);
+  k->nslots = nslots;
+  for (unsigned i = 0; i < nslots; i++)
+    atomic_init(&k->lent[i], 0);
+  return k;
+}
+
+void vxd_cores_destroy(vxd_cores *k) {
+  if (k) munmap(k, sizeof(vxd_cores) + k->nslots * sizeof(atomic_int));
+}
+
+void vxd_cores_set_idle(vxd_cores *k, int idle) {
+  if (k) atomic_store(&k->idle, idle);
+}
+
+void vxd_cores_reset(vxd_cores *k, unsigned slot) {
+  if (k && slot < k->nslots) atomic_store(&k->lent[slot], 0);
+}
+
+/* Idle workers whose cores nobody borrowed (negative: more borrowed than
+ * idle). */
+static int vxd__spare(vxd_cores *k) {
+  int lent = 0;
+  for (unsigned i = 0; i < k->nslots; i++)
+    lent += atomic_load(&k->lent[i]);
+  return atomic_load(&k->idle) - lent;
+}
+
+/* Borrows one spare core for slot; 1 if it did.  Two workers borrowing
+ * the last core at once may both give it back: a lost chance, never an
+ * overcommitted core. */
+static int vxd__borrow(vxd_cores *k, unsigned slot) {
+  if (!k || slot >= k->nslots || vxd__spare(k) <= 0) return 0;
+  atomic_fetch_add(&k->lent[slot], 1);
+  if (vxd__spare(k) >= 0) return 1;
+  atomic_fetch_sub(&k->lent[slot], 1);
+  return 0;
+}
+
+static void vxd__give_back(vxd_cores *k, unsigned slot) { atomic_fetch_sub(&k->lent[slot], 1); }
+
+/* ---- the merge: pieces linked by ld.lld -r ---- */
+
+_Static_assert(VXL_MAX_PIECES <= VXR_LINK_MAX_INPUTS, "every piece of a module is one input of its link");
+
+int vxd_merge_pieces(void *ud, uint32_t n, const uint8_t *const *objects, const size_t *sizes, uint8_t **out,
+                     size_t *out_size, char *err, size_t errcap) {
+  (void)ud;
+  return vxr_link_relocatable(VXD_LLD, n, objects, sizes, out, out_size, err, errcap);
+}
+
+/* vxl_merge_fn over a link started when the piece count was known (ud: a
+ * vxr_rlink * that the merge takes and clears; NULL when it could not
+ * start: a link started now). */
+static int vxd__merge_started(void *ud, uint32_t n, const uint8_t *const *objects, const size_t *sizes,
+                              uint8_t **out, size_t *out_size, char *err, size_t errcap) {
+  vxr_rlink **link = ud, *l = *link;
+  *link = NULL;
+  if (!l) return vxd_merge_pieces(NULL, n, objects, sizes, out, out_size, err, errcap);
+  return vxr_rlink_finish(l, objects, sizes, out, out_size, err, errcap);
+}
+
+int vxd_compiler_new(vxl_compiler **out) {
+  int rc = vxl_compiler_create(out);
+  if (rc == 0) vxl_compiler_set_merge(*out, vxd_merge_pieces, NULL);
+  return rc;
+}
+
+/* ---- helpers ---- */
+
+/* One module being compiled: what the worker and its helpers share. */
+typedef struct {
+  const char *source;
+  size_t len;
+  const char *source_name;
+  const vxl_options *opts;
+  uint32_t npieces;
+  atomic_uint next; /* the next piece to take */
+  vxl_result *pieces;
+  atomic_int oom;
+  atomic_uint helped; /* pieces the helpers compiled */
+  vxd_cores *cores;
+  unsigned slot;
+} vxd__module;
+
+typedef struct vxd__helper {
+  vxl_compiler *c; /* kept across modules; NULL until first needed */
+  unsigned compiles;
+  pthread_t thread;
+  vxd__module *m;
+} vxd__helper;
+
+struct vxd_crew {
+  vxd_cores *cores;
+  unsigned slot;
+  vxd__helper helpers[VXD_MAX_HELPERS];
+  unsigned max; /* helpers at most */
+  unsigned last_helped;
+};
+
+vxd_crew *vxd_crew_create(vxd_cores *cores, unsigned slot, unsigned max_helpers) {
+  vxd_crew *w = calloc(1, sizeof *w);
+  if (w)
+    w->cores = cores, w->slot = slot, w->max = max_helpers < VXD_MAX_HELPERS ? max_helpers : VXD_MAX_HELPERS;
+  return w;
+}
+
+void vxd_crew_destroy(vxd_crew *w) {
+  if (!w) return;
+  for (unsigned i = 0; i < VXD_MAX_HELPERS; i++)
+    vxl_compiler_destroy(w->helpers[i].c);
+  free(w);
+}
+
+/* Takes pieces of m from its counter and compiles them with c from s
+ * until none is left, or (stop_when_short) until the cores are
+ * overcommitted.  Returns the number compiled. */
+static unsigned vxd__take_pieces(vxd__module *m, vxl_compiler *c, const vxl_source *s, int stop_when_short) {
+  unsigned done = 0;
+  for (;;) {
+    if (stop_when_short && vxd__spare(m->cores) < 0) break;
+    unsigned i = atomic_fetch_add(&m->next, 1);
+    if (i >= m->npieces) break;
+    if (vxl_compile_piece(c, s, i, m->opts, &m->pieces[i]) == -ENOMEM) atomic_store(&m->oom, 1);
+    done++;
+  }
+  return done;
+}
+
+static void *vxd__helper_main(void *arg) {
+  vxd__helper *h = arg;
+  vxd__module *m = h->m;
+  if (h->c && h->compiles >= VXD_WORKER_RECYCLE) { /* as the worker's own compiler is */
+    vxl_compiler_destroy(h->c);
+    h->c = NULL;
+    h->compiles = 0;
+  }
+  if (!h->c && vxl_compiler_create(&h->c) != 0) h->c = NULL;
+  vxl_source *s = NULL;
+  vxl_result parsed;
+  memset(&parsed, 0, sizeof parsed);
+  if (h->c && vxl_source_parse(h->c, m->source, m->len, m->source_name, &s, &parsed) == 0 && s) {
+    unsigned done = vxd__take_pieces(m, h->c, s, 1);
+    h->compiles += done;
+    atomic_fetch_add(&m->helped, done);
+  }
+  vxl_source_destroy(s);
+  vxl_result_clear(&parsed);
+  vxd__give_back(m->cores, m->slot);
+  return NULL;
+}
+
+unsigned vxd_crew_last_helped(const vxd_crew *w) { return w->last_helped; }
+
+int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                     const vxl_options *opts, vxl_result *res) {
+  vxl_source *s = NULL;
+  if (w) w->last_helped = 0;
+  int rc = vxl_source_parse(c, source, len, source_name, &s, res);
+  if (rc || !res->ok) return rc;
+  vxl_result_clear(res);
+  vxd__module m = {.source = source,
+                   .len = len,
+                   .source_name = source_name,
+                   .opts = opts,
+                   .npieces = vxl_piece_count(vxl_source_kernels(s)),
+                   .cores = w ? w->cores : NULL,
+                   .slot = w ? w->slot : 0};
+  atomic_init(&m.next, 0);
+  atomic_init(&m.oom, 0);
+  atomic_init(&m.helped, 0);
+  m.pieces = calloc(m.npieces, sizeof *m.pieces);
+  if (!m.pieces) {
+    vxl_source_destroy(s);
+    return -ENOMEM;
+  }
+  /* ld.lld loads while the pieces compile */
+  vxr_rlink *link = NULL;
+  char err[256];
+  if (m.npieces > 1 && vxr_rlink_start(VXD_LLD, m.npieces, &link, err, sizeof err) != 0) link = NULL;
+  unsigned started = 0;
+  for (unsigned i = 0; w && i < w->max && i + 1 < m.npieces; i++) {
+    if (!vxd__borrow(m.cores, m.slot)) break;
+    vxd__helper *h = &w->helpers[i];
+    h->m = &m;
+    if (pthread_create(&h->thread, NULL, vxd__helper_main, h) != 0) {
+      vxd__give_back(m.cores, m.slot);
+      break;
+    }
+    started++;
+  }
+  vxd__take_pieces(&m, c, s, 0);
+  for (unsigned i = 0; i < started; i++)
+    pthread_join(w->helpers[i].thread, NULL);
+  if (w) w->last_helped = atomic_load(&m.helped);
+  rc = atomic_load(&m.oom) ? -ENOMEM : vxl_result_merge(m.pieces, m.npieces, vxd__merge_started, &link, res);
+  vxr_rlink_cancel(link); /* not merged: a piece failed */
+  if (rc == 0 && res->ok && opts->emit_ir && vxl_source_lowered_ir(c, s, opts, &res->lowered_ir) == -ENOMEM)
+    rc = -ENOMEM;
+  vxl_source_destroy(s);
+  for (uint32_t i = 0; i < m.npieces; i++)
+    vxl_result_clear(&m.pieces[i]);
+  free(m.pieces);
+  return rc;
+}

@@ -1,0 +1,195 @@
+/*
+ * test_pieces.c - a module compiled in pieces: the split, the link, and
+ * the pieces compiled on helper threads with borrowed cores
+ * (daemon/vxd_pieces.c) giving the bytes of the serial compile.
+ */
+#define _GNU_SOURCE /* open_memstream */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vxd_pieces.h"
+#include "vxl.h"
+#include "vxt.h"
+
+static vxl_compiler *cc;
+static vxd_cores *cores;
+static vxd_crew *crew;
+
+static void setup(void) {
+  cr_assert_eq(vxd_compiler_new(&cc), 0);
+  cores = vxd_cores_create(4);
+  cr_assert_not_null(cores);
+  crew = vxd_crew_create(cores, 0, VXD_MAX_HELPERS);
+  cr_assert_not_null(crew);
+}
+
+static void teardown(void) {
+  vxd_crew_destroy(crew);
+  vxd_cores_destroy(cores);
+  vxl_compiler_destroy(cc);
+}
+
+TestSuite(pieces, .init = setup, .fini = teardown);
+
+static const vxl_options o2 = {.opt_level = 2};
+
+static void assert_same_result(const vxl_result *a, const vxl_result *b, unsigned n) {
+  cr_assert(a->ok && b->ok, "%u kernels: %s / %s", n, a->ndiags ? a->diags[0] : "",
+            b->ndiags ? b->diags[0] : "");
+  cr_assert_eq(a->nkernels, n);
+  cr_assert_eq(b->nkernels, n);
+  cr_assert_eq(a->object_size, b->object_size, "%u kernels: %zu vs %zu bytes", n, a->object_size,
+               b->object_size);
+  cr_assert(memcmp(a->object, b->object, a->object_size) == 0, "%u kernels: objects differ", n);
+  for (unsigned i = 0; i < n; i++) {
+    const vxl_kernel *x = &a->kernels[i], *y = &b->kernels[i];
+    char want_name[16], want_entry[32];
+    snprintf(want_name, sizeof want_name, "k%u", i);
+    snprintf(want_entry, sizeof want_entry, VXL_ENTRY_PREFIX "%u", i);
+    cr_assert_str_eq(x->name, want_name);
+    cr_assert_str_eq(y->name, want_name);
+    cr_assert_str_eq(x->entry, want_entry);
+    cr_assert_str_eq(y->entry, want_entry);
+    cr_assert_eq(x->nargs, y->nargs);
+    cr_assert_eq(x->buffer_size, y->buffer_size);
+    cr_assert_null(vxt_elf_check(a->object, a->object_size, x->entry), "%s", x->entry);
+  }
+}
+
+Test(pieces, a_module_is_split_by_its_kernel_count_alone) {
+  cr_assert_eq(vxl_piece_count(0), 1);
+  cr_assert_eq(vxl_piece_count(1), 1);
+  cr_assert_eq(vxl_piece_count(VXL_PIECE_KERNELS), 1);
+  cr_assert_eq(vxl_piece_count(VXL_PIECE_KERNELS + 1), 2);
+  cr_assert_eq(vxl_piece_count(256), 256 / VXL_PIECE_KERNELS);
+  cr_assert_eq(vxl_piece_count(VXL_PIECE_KERNELS * VXL_MAX_PIECES), VXL_MAX_PIECES);
+  cr_assert_eq(vxl_piece_count(UINT32_MAX), VXL_MAX_PIECES, "bounded: one pipe per piece at the link");
+  uint32_t first, count;
+  vxl_piece_range(UINT32_MAX, VXL_MAX_PIECES - 1, &first, &count);
+  cr_assert_eq(first + count, UINT32_MAX);
+  for (uint32_t n = 1; n <= 1000; n++) {
+    uint32_t p = vxl_piece_count(n), next = 0, lo = UINT32_MAX, hi = 0;
+    for (uint32_t i = 0; i < p; i++) {
+      vxl_piece_range(n, i, &first, &count);
+      cr_assert_eq(first, next, "n=%u piece %u starts at %u, not %u", n, i, first, next);
+      cr_assert(count >= 1 && count <= VXL_PIECE_KERNELS, "n=%u piece %u has %u kernels", n, i, count);
+      next = first + count;
+      lo = count < lo ? count : lo;
+      hi = count > hi ? count : hi;
+    }
+    cr_assert_eq(next, n, "n=%u: the pieces cover %u kernels", n, next);
+    cr_assert_leq(hi - lo, 1, "n=%u: pieces of %u to %u kernels", n, lo, hi);
+    vxl_piece_range(n, p, &first, &count);
+    cr_assert_eq(count, 0);
+  }
+}
+
+Test(pieces, pieces_on_helper_threads_give_the_bytes_of_the_serial_compile) {
+  static const unsigned sizes[] = {1, VXL_PIECE_KERNELS, VXL_PIECE_KERNELS + 1, 70, 130};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    unsigned n = sizes[s];
+    size_t len;
+    char *src = vxt_many_kernels(n, &len);
+    cr_assert_not_null(src);
+    vxl_result serial, parallel;
+    cr_assert_eq(vxl_compile(cc, src, len, "many.mlir", &o2, &serial), 0);
+    vxd_cores_set_idle(cores, 3); /* three idle workers: up to three helpers */
+    cr_assert_eq(vxd_crew_compile(crew, cc, src, len, "many.mlir", &o2, &parallel), 0);
+    assert_same_result(&serial, &parallel, n);
+    if (vxl_piece_count(n) > 1)
+      cr_assert_gt(vxd_crew_last_helped(crew), 0, "%u kernels: no piece was compiled by a helper", n);
+    else
+      cr_assert_eq(vxd_crew_last_helped(crew), 0);
+    vxl_result_clear(&serial);
+    vxl_result_clear(&parallel);
+    free(src);
+  }
+}
+
+Test(pieces, no_core_is_borrowed_when_no_worker_is_idle) {
+  size_t len;
+  char *src = vxt_many_kernels(100, &len);
+  vxl_result alone, helped;
+  vxd_cores_set_idle(cores, 0);
+  cr_assert_eq(vxd_crew_compile(crew, cc, src, len, "many.mlir", &o2, &alone), 0);
+  cr_assert_eq(vxd_crew_last_helped(crew), 0);
+  vxd_cores_set_idle(cores, 1);
+  cr_assert_eq(vxd_crew_compile(crew, cc, src, len, "many.mlir", &o2, &helped), 0);
+  cr_assert_gt(vxd_crew_last_helped(crew), 0);
+  assert_same_result(&alone, &helped, 100);
+  /* every loan was given back: a second crew in another slot borrows too */
+  vxd_crew *other = vxd_crew_create(cores, 1, VXD_MAX_HELPERS);
+  vxl_result again;
+  cr_assert_eq(vxd_crew_compile(other, cc, src, len, "many.mlir", &o2, &again), 0);
+  cr_assert_gt(vxd_crew_last_helped(other), 0);
+  assert_same_result(&alone, &again, 100);
+  vxd_crew_destroy(other);
+  vxl_result_clear(&alone);
+  vxl_result_clear(&helped);
+  vxl_result_clear(&again);
+  free(src);
+}
+
+Test(pieces, a_module_variable_is_one_copy_in_the_linked_object) {
+  size_t len;
+  char *src = vxt_many_kernels(100, &len);
+  vxl_result r;
+  cr_assert_eq(vxl_compile(cc, src, len, "many.mlir", &o2, &r), 0);
+  cr_assert(r.ok);
+  /* every piece defines it (weak); the link keeps one definition */
+  cr_assert_eq(vxt_elf_count_defined(r.object, r.object_size, VXL_VAR_PREFIX "bias"), 1);
+  cr_assert_eq(vxt_elf_count_defined(r.object, r.object_size, "bias"), 0);
+  vxl_result_clear(&r);
+  free(src);
+}
+
+Test(pieces, errors_in_several_pieces_are_each_reported_once) {
+  size_t len;
+  char *src = vxt_many_kernels(70, &len);
+  /* break kernel 3 (piece 0) and kernel 60 (piece 1) with an op the
+   * lowering refuses, and add a broken function every piece holds */
+  char *text = NULL;
+  size_t tlen = 0;
+  FILE *f = open_memstream(&text, &tlen);
+  const char *k3 = strstr(src, "gpu.func @k3(");
+  const char *k60 = strstr(src, "gpu.func @k60(");
+  cr_assert(k3 && k60);
+  const char *bad = "      %bad = gpu.cluster_id x\n";
+  const char *k0 = strstr(src, "    gpu.func @k0(");
+  const char *k3_body = strchr(k3, '\n') + 1, *k60_body = strchr(k60, '\n') + 1;
+  fwrite(src, 1, (size_t)(k0 - src), f);
+  fputs("    gpu.func @helper() {\n      %h = gpu.cluster_id y\n      gpu.return\n    }\n", f);
+  fwrite(k0, 1, (size_t)(k3_body - k0), f);
+  fputs(bad, f);
+  fwrite(k3_body, 1, (size_t)(k60_body - k3_body), f);
+  fputs(bad, f);
+  fputs(k60_body, f);
+  fclose(f);
+  vxl_result serial, parallel;
+  cr_assert_eq(vxl_compile(cc, text, tlen, "many.mlir", &o2, &serial), 0);
+  vxd_cores_set_idle(cores, 2);
+  cr_assert_eq(vxd_crew_compile(crew, cc, text, tlen, "many.mlir", &o2, &parallel), 0);
+  for (int p = 0; p < 2; p++) {
+    const vxl_result *r = p ? &parallel : &serial;
+    cr_assert_not(r->ok);
+    cr_assert_null(r->object);
+    cr_assert_eq(r->nkernels, 0);
+    unsigned cluster = 0;
+    for (uint32_t i = 0; i < r->ndiags; i++) {
+      cr_assert_eq(strncmp(r->diags[i], "many.mlir:", 10), 0, "%s", r->diags[i]);
+      cluster += strstr(r->diags[i], "gpu.cluster_id") != NULL;
+      for (uint32_t j = 0; j < i; j++)
+        cr_assert_str_neq(r->diags[i], r->diags[j], "said twice");
+    }
+    cr_assert_eq(cluster, 3, "%s", r->ndiags ? r->diags[0] : "");
+  }
+  cr_assert_eq(serial.ndiags, parallel.ndiags);
+  for (uint32_t i = 0; i < serial.ndiags; i++)
+    cr_assert_str_eq(serial.diags[i], parallel.diags[i]);
+  vxl_result_clear(&serial);
+  vxl_result_clear(&parallel);
+  free(text);
+  free(src);
+}
