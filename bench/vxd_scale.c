@@ -19,8 +19,23 @@
  *            LLVM-dialect module vortexd lowered (less work than the daemon).
  * Then prints the ratios: chain/miss, miss/inproc, and each size's miss
  * against the previous size's.
+ *
+ *   vxd_scale --workers ONE TWO ALONE [N ...]   (default N: 64 256)
+ *
+ * One module of N kernels compiled in parallel pieces (vxd_pieces.c), in
+ * BENCH_RUNS paired runs of:
+ *   one   - a miss on the daemon at socket ONE (one worker: every piece
+ *           on one thread);
+ *   two   - a miss on TWO (two workers: the idle one's core is borrowed);
+ *   chain - as above;
+ *   busy  - two different N-kernel modules sent at once to TWO (both
+ *           workers busy: what a build that fills every core sees);
+ *   alone - the same two at once to ALONE (two workers, piece_helpers 0:
+ *           as before pieces were compiled in parallel).
+ * Prints medians and the per-run ratios one/two, chain/two, busy/alone.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +44,7 @@
 
 #include "bench_util.h"
 #include "vxc.h"
+#include "vxd_pieces.h"
 #include "vxl.h"
 
 /* One module of n kernels; malloc()ed text, *len bytes. */
@@ -97,7 +113,7 @@ static int bench_branches(int argc, char **argv) {
   int runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 3;
   if (runs < 1) runs = 1;
   vxl_compiler *comp;
-  if (vxl_compiler_create(&comp) != 0) return 2;
+  if (vxd_compiler_new(&comp) != 0) return 2;
   vxl_options lo = {.opt_level = 2};
   double *t = malloc(sizeof(double) * (size_t)runs), prev = 0;
   printf("%9s %12s %10s\n", "branches", "compile ms", "vs prev");
@@ -141,7 +157,7 @@ static int bench_codegen(int argc, char **argv) {
   if (runs < 1) runs = 1;
   enum { REPS = 20 };
   vxl_compiler *kept, *plain;
-  if (vxl_compiler_create(&kept) != 0 || vxl_compiler_create(&plain) != 0 ||
+  if (vxd_compiler_new(&kept) != 0 || vxd_compiler_new(&plain) != 0 ||
       vxl_compiler_reuse_codegen(plain, 0) != 0)
     return 2;
   vxl_options lo = {.opt_level = 2};
@@ -180,6 +196,120 @@ static int bench_codegen(int argc, char **argv) {
   return 0;
 }
 
+/* A miss of src (len bytes) on c, made unique by tag; microseconds, or
+ * -1 on failure. */
+static double miss_us(vxc_conn *c, const char *src, size_t len, const char *tag, uint32_t want_kernels) {
+  size_t tlen = strlen(tag);
+  char *var = malloc(len + tlen + 8);
+  memcpy(var, src, len);
+  size_t n = len + (size_t)sprintf(var + len, "\n// %s\n", tag);
+  vxp_response r;
+  double t0 = bench_now_us();
+  int rc = vxc_compile(c, var, n, "scale.mlir", NULL, &r);
+  double us = bench_now_us() - t0;
+  free(var);
+  if (rc != 0 || r.status != VXP_STATUS_OK || r.cached || r.nkernels != want_kernels) {
+    fprintf(stderr, "miss of %u kernels failed: %s\n", want_kernels, rc ? "no answer" : r.message);
+    us = -1;
+  }
+  if (rc == 0) vxp_response_clear(&r);
+  return us;
+}
+
+typedef struct {
+  vxc_conn *c;
+  const char *src;
+  size_t len;
+  char tag[96];
+  uint32_t kernels;
+  double us;
+} par_miss;
+
+static void *par_miss_main(void *arg) {
+  par_miss *p = arg;
+  p->us = miss_us(p->c, p->src, p->len, p->tag, p->kernels);
+  return NULL;
+}
+
+/* Two misses sent at once on two connections to sock; wall time in
+ * microseconds until both are answered, or -1. */
+static double two_at_once_us(vxc_conn *const c[2], const char *src, size_t len, const char *tag,
+                             uint32_t kernels) {
+  par_miss p[2];
+  pthread_t t[2];
+  double t0 = bench_now_us();
+  for (int i = 0; i < 2; i++) {
+    p[i] = (par_miss){.c = c[i], .src = src, .len = len, .kernels = kernels};
+    snprintf(p[i].tag, sizeof p[i].tag, "%s module %d", tag, i);
+    pthread_create(&t[i], NULL, par_miss_main, &p[i]);
+  }
+  for (int i = 0; i < 2; i++)
+    pthread_join(t[i], NULL);
+  double us = bench_now_us() - t0;
+  return p[0].us < 0 || p[1].us < 0 ? -1 : us;
+}
+
+static int bench_workers(int argc, char **argv) {
+  if (argc < 5) {
+    fprintf(stderr, "usage: %s --workers ONE TWO ALONE [N ...]\n", argv[0]);
+    return 64;
+  }
+  int defaults[] = {64, 256}, nsizes = argc > 5 ? argc - 5 : 2;
+  int runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 5;
+  if (runs < 1) runs = 1;
+  vxc_conn *one, *two[2], *alone[2];
+  if (vxc_connect(argv[2], &one) != 0 || vxc_connect(argv[3], &two[0]) != 0 ||
+      vxc_connect(argv[3], &two[1]) != 0 || vxc_connect(argv[4], &alone[0]) != 0 ||
+      vxc_connect(argv[4], &alone[1]) != 0) {
+    fprintf(stderr, "cannot connect to the three daemons\n");
+    return 2;
+  }
+  double *t1 = calloc((size_t)runs, sizeof(double)), *t2 = calloc((size_t)runs, sizeof(double));
+  double *tc = calloc((size_t)runs, sizeof(double)), *tb = calloc((size_t)runs, sizeof(double));
+  double *ta = calloc((size_t)runs, sizeof(double)), *r12 = calloc((size_t)runs, sizeof(double));
+  double *rc2 = calloc((size_t)runs, sizeof(double)), *rba = calloc((size_t)runs, sizeof(double));
+  printf("%8s %9s %9s %8s %9s %10s %9s %9s %10s\n", "kernels", "one ms", "two ms", "one/two", "chain ms",
+         "chain/two", "busy ms", "alone ms", "busy/alone");
+  for (int s = 0; s < nsizes; s++) {
+    uint32_t n = (uint32_t)(argc > 5 ? atoi(argv[s + 5]) : defaults[s]);
+    size_t len;
+    char *src = gen_module((int)n, &len);
+    vxp_response r;
+    vxc_compile_options o = {.opt_level = 2, .emit_ir = 1};
+    if (vxc_compile(one, src, len, "scale.mlir", &o, &r) != 0 || !r.lowered_ir) return 1;
+    char *lowered = strdup(r.lowered_ir);
+    vxp_response_clear(&r);
+    char tag[64];
+    snprintf(tag, sizeof tag, "warm-up %d", getpid());
+    if (miss_us(two[0], src, len, tag, n) < 0 || two_at_once_us(alone, src, len, tag, n) < 0) return 1;
+    for (int i = 0; i < runs; i++) {
+      snprintf(tag, sizeof tag, "workers %d %ld %d", getpid(), (long)time(NULL), i);
+      t1[i] = miss_us(one, src, len, tag, n);
+      t2[i] = miss_us(two[0], src, len, tag, n);
+      tc[i] = bench_chain_us(lowered);
+      tb[i] = two_at_once_us(two, src, len, tag, n);
+      ta[i] = two_at_once_us(alone, src, len, tag, n);
+      if (t1[i] < 0 || t2[i] < 0 || tc[i] < 0 || tb[i] < 0 || ta[i] < 0) return 1;
+      r12[i] = t1[i] / t2[i], rc2[i] = tc[i] / t2[i], rba[i] = tb[i] / ta[i];
+    }
+    /* ratios: min / median / max over the runs */
+    printf("%8u %9.1f %9.1f %8.2fx %9.1f %9.2fx %9.1f %9.1f %9.2fx\n", n, bench_median(t1, runs) / 1e3,
+           bench_median(t2, runs) / 1e3, bench_median(r12, runs), bench_median(tc, runs) / 1e3,
+           bench_median(rc2, runs), bench_median(tb, runs) / 1e3, bench_median(ta, runs) / 1e3,
+           bench_median(rba, runs));
+    printf("%8s %29s %5.2f-%.2f %19s %5.2f-%.2f %29s %5.2f-%.2f\n", "min-max", "", r12[0], r12[runs - 1], "",
+           rc2[0], rc2[runs - 1], "", rba[0], rba[runs - 1]);
+    fflush(stdout);
+    free(lowered);
+    free(src);
+  }
+  vxc_close(one);
+  for (int i = 0; i < 2; i++)
+    vxc_close(two[i]), vxc_close(alone[i]);
+  free(t1), free(t2), free(tc), free(tb), free(ta), free(r12), free(rc2), free(rba);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s SOCKET [N ...]\n", argv[0]);
@@ -187,6 +317,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[1], "--branches") == 0) return bench_branches(argc, argv);
   if (strcmp(argv[1], "--codegen") == 0) return bench_codegen(argc, argv);
+  if (strcmp(argv[1], "--workers") == 0) return bench_workers(argc, argv);
   if (strcmp(argv[1], "--print") == 0) {
     size_t len;
     char *m = gen_module(argc > 2 ? atoi(argv[2]) : 1, &len);
@@ -207,7 +338,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   vxl_compiler *comp;
-  if (vxl_compiler_create(&comp) != 0) return 2;
+  if (vxd_compiler_new(&comp) != 0) return 2;
   vxl_options lo = {.opt_level = 2};
   double *ti = malloc(sizeof(double) * (size_t)runs), *tm = malloc(sizeof(double) * (size_t)runs);
   double *tc = malloc(sizeof(double) * (size_t)runs), *rcm = malloc(sizeof(double) * (size_t)runs);
