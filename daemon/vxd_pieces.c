@@ -112,13 +112,15 @@ int vxd_compiler_new(vxl_compiler **out) {
 
 /* ---- helpers ---- */
 
+/* A source of this many bytes most likely has more than one piece. */
+#define VXD_EARLY_HELPER_BYTES (64u << 10)
+
 /* One module being compiled: what the worker and its helpers share. */
 typedef struct {
   const char *source;
   size_t len;
   const char *source_name;
   const vxl_options *opts;
-  uint32_t npieces;
   atomic_uint next; /* the next piece to take */
   vxl_result *pieces;
   atomic_int oom;
@@ -159,12 +161,16 @@ void vxd_crew_destroy(vxd_crew *w) {
 /* Takes pieces of m from its counter and compiles them with c from s
  * until none is left, or (stop_when_short) until the cores are
  * overcommitted.  Returns the number compiled. */
-static unsigned vxd__take_pieces(vxd__module *m, vxl_compiler *c, const vxl_source *s, int stop_when_short) {
+/* Takes pieces of m (n in all) from its counter and compiles them with c
+ * from s until none is left, or (stop_when_short) until the cores are
+ * overcommitted.  Returns the number compiled. */
+static unsigned vxd__take_pieces(vxd__module *m, vxl_compiler *c, const vxl_source *s, uint32_t n,
+                                 int stop_when_short) {
   unsigned done = 0;
   for (;;) {
     if (stop_when_short && vxd__spare(m->cores) < 0) break;
     unsigned i = atomic_fetch_add(&m->next, 1);
-    if (i >= m->npieces) break;
+    if (i >= n) break;
     if (vxl_compile_piece(c, s, i, m->opts, &m->pieces[i]) == -ENOMEM) atomic_store(&m->oom, 1);
     done++;
   }
@@ -183,8 +189,9 @@ static void *vxd__helper_main(void *arg) {
   vxl_source *s = NULL;
   vxl_result parsed;
   memset(&parsed, 0, sizeof parsed);
+  /* its own parse gives the piece count the worker's does */
   if (h->c && vxl_source_parse(h->c, m->source, m->len, m->source_name, &s, &parsed) == 0 && s) {
-    unsigned done = vxd__take_pieces(m, h->c, s, 1);
+    unsigned done = vxd__take_pieces(m, h->c, s, vxl_piece_count(vxl_source_kernels(s)), 1);
     h->compiles += done;
     atomic_fetch_add(&m->helped, done);
   }
@@ -194,55 +201,65 @@ static void *vxd__helper_main(void *arg) {
   return NULL;
 }
 
+/* Starts helpers first .. limit - 1 of w on m, each on a borrowed core,
+ * until no core is spare.  Returns how many run. */
+static unsigned vxd__start_helpers(vxd_crew *w, vxd__module *m, unsigned first, unsigned limit) {
+  unsigned i = first;
+  for (; w && i < limit && i < w->max; i++) {
+    if (!vxd__borrow(m->cores, m->slot)) break;
+    vxd__helper *h = &w->helpers[i];
+    h->m = m;
+    if (pthread_create(&h->thread, NULL, vxd__helper_main, h) != 0) {
+      vxd__give_back(m->cores, m->slot);
+      break;
+    }
+  }
+  return i - first;
+}
+
 unsigned vxd_crew_last_helped(const vxd_crew *w) { return w->last_helped; }
 
 int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t len, const char *source_name,
                      const vxl_options *opts, vxl_result *res) {
-  vxl_source *s = NULL;
   if (w) w->last_helped = 0;
-  int rc = vxl_source_parse(c, source, len, source_name, &s, res);
-  if (rc || !res->ok) return rc;
-  vxl_result_clear(res);
   vxd__module m = {.source = source,
                    .len = len,
                    .source_name = source_name,
                    .opts = opts,
-                   .npieces = vxl_piece_count(vxl_source_kernels(s)),
                    .cores = w ? w->cores : NULL,
                    .slot = w ? w->slot : 0};
   atomic_init(&m.next, 0);
   atomic_init(&m.oom, 0);
   atomic_init(&m.helped, 0);
-  m.pieces = calloc(m.npieces, sizeof *m.pieces);
-  if (!m.pieces) {
-    vxl_source_destroy(s);
-    return -ENOMEM;
-  }
-  /* ld.lld loads while the pieces compile */
+  m.pieces = calloc(VXL_MAX_PIECES, sizeof *m.pieces); /* helpers may start before the count is known */
+  if (!m.pieces) return -ENOMEM;
+  /* a source this large most likely has several pieces: one helper
+   * parses it alongside the worker instead of after */
+  unsigned helpers = len >= VXD_EARLY_HELPER_BYTES ? vxd__start_helpers(w, &m, 0, 1) : 0;
+  vxl_source *s = NULL;
+  int rc = vxl_source_parse(c, source, len, source_name, &s, res);
+  uint32_t n = rc == 0 && res->ok ? vxl_piece_count(vxl_source_kernels(s)) : 0;
   vxr_rlink *link = NULL;
-  char err[256];
-  if (m.npieces > 1 && vxr_rlink_start(VXD_LLD, m.npieces, &link, err, sizeof err) != 0) link = NULL;
-  unsigned started = 0;
-  for (unsigned i = 0; w && i < w->max && i + 1 < m.npieces; i++) {
-    if (!vxd__borrow(m.cores, m.slot)) break;
-    vxd__helper *h = &w->helpers[i];
-    h->m = &m;
-    if (pthread_create(&h->thread, NULL, vxd__helper_main, h) != 0) {
-      vxd__give_back(m.cores, m.slot);
-      break;
-    }
-    started++;
+  if (n) {
+    vxl_result_clear(res);
+    /* ld.lld loads while the pieces compile */
+    char err[256];
+    if (n > 1 && vxr_rlink_start(VXD_LLD, n, &link, err, sizeof err) != 0) link = NULL;
+    helpers += vxd__start_helpers(w, &m, helpers, n - 1);
   }
-  vxd__take_pieces(&m, c, s, 0);
-  for (unsigned i = 0; i < started; i++)
+  if (n == 0) atomic_store(&m.next, VXL_MAX_PIECES); /* refused: nothing for an early helper either */
+  vxd__take_pieces(&m, c, s, n, 0);
+  for (unsigned i = 0; i < helpers; i++)
     pthread_join(w->helpers[i].thread, NULL);
   if (w) w->last_helped = atomic_load(&m.helped);
-  rc = atomic_load(&m.oom) ? -ENOMEM : vxl_result_merge(m.pieces, m.npieces, vxd__merge_started, &link, res);
-  vxr_rlink_cancel(link); /* not merged: a piece failed */
-  if (rc == 0 && res->ok && opts->emit_ir && vxl_source_lowered_ir(c, s, opts, &res->lowered_ir) == -ENOMEM)
-    rc = -ENOMEM;
+  if (n) {
+    rc = atomic_load(&m.oom) ? -ENOMEM : vxl_result_merge(m.pieces, n, vxd__merge_started, &link, res);
+    vxr_rlink_cancel(link); /* not merged: a piece failed */
+    if (rc == 0 && res->ok && opts->emit_ir && vxl_source_lowered_ir(c, s, opts, &res->lowered_ir) == -ENOMEM)
+      rc = -ENOMEM;
+  }
   vxl_source_destroy(s);
-  for (uint32_t i = 0; i < m.npieces; i++)
+  for (uint32_t i = 0; i < VXL_MAX_PIECES; i++)
     vxl_result_clear(&m.pieces[i]);
   free(m.pieces);
   return rc;
