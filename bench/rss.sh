@@ -5,6 +5,9 @@
 # (bench/vxd_scale --print), sent by `vxc compile -`; every STEP compiles it
 # prints the worker's resident set (VmRSS of the daemon's child), its pid
 # (a new pid: the worker was replaced) and the daemon's.
+# With WORKERS=2 (default 1) two workers serve one client: the idle one's
+# core is lent to the busy one's helper thread on every 256-kernel module,
+# and the report shows both workers.
 #   bash bench/rss.sh [BUILD_DIR] [COMPILES] [STEP]      (default 10000, 1000)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,7 +15,7 @@ build=${1:-$root/build}
 compiles=${2:-10000}
 step=${3:-1000}
 dir=$(mktemp -d /tmp/vxd-rss-XXXXXX)
-"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" --workers 1 2>"$dir/log" &
+"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" --workers "${WORKERS:-1}" 2>"$dir/log" &
 pid=$!
 trap 'kill -TERM $pid; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
 for _ in $(seq 200); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
@@ -20,9 +23,11 @@ for _ in $(seq 200); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
 "$build/bench/vxd_scale" --print 256 >"$dir/k256.mlir"
 rss() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 report() {
-  local w
-  w=$(pgrep -P "$pid" | head -1)
-  printf '%8d compiles: worker %s MiB (pid %s), daemon %s MiB\n' "$1" "$(rss "$w")" "$w" "$(rss "$pid")"
+  local w line=""
+  for w in $(pgrep -P "$pid" -x vortexd-worker); do
+    line+="worker $(rss "$w") MiB (pid $w), "
+  done
+  printf '%8d compiles: %sdaemon %s MiB\n' "$1" "$line" "$(rss "$pid")"
 }
 report 0
 for ((i = 1; i <= compiles; i++)); do
