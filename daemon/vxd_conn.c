@@ -80,18 +80,6 @@ void vxd__conn_close(vxd_conn *c) {
   uv_close((uv_handle_t *)&c->timer, vxd__conn_close_cb);
 }
 
-/* Whether a compile job in the queue or in flight has c among its waiters
- * (then c is waiting for an answer, not idle). */
-static int vxd__conn_waiting(const vxd_conn *c) {
-  const vxd_server *s = c->srv;
-  const vxd_job *lists[2] = {s->pool.inflight, s->pool.queue_head};
-  for (int l = 0; l < 2; l++)
-    for (const vxd_job *j = lists[l]; j; j = j->next)
-      for (const vxd_waiter *w = j->waiters; w; w = w->next)
-        if (w->conn_id == c->id) return 1;
-  return 0;
-}
-
 static void vxd__conn_timer_cb(uv_timer_t *t);
 
 /* (Re)arms c's one timer: a started frame must arrive within
@@ -120,7 +108,7 @@ static void vxd__conn_timer_cb(uv_timer_t *t) {
     vxd__send_error(c, 0, (vxp_op)0, VXP_STATUS_BAD_REQUEST, msg, 1);
     return;
   }
-  if (c->unsent || vxd__conn_waiting(c)) { /* answers still to come or to go */
+  if (c->unsent || c->waiting) { /* answers still to come or to go */
     vxd__conn_arm(c);
     return;
   }
@@ -245,7 +233,7 @@ static void vxd__conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *bu
       return;
     }
     if (c->in.n < VXP_FRAME_HEADER_SIZE + len) break;
-    vxd__on_payload(c, c->in.p + VXP_FRAME_HEADER_SIZE, len);
+    c->srv->on_payload(c, c->in.p + VXP_FRAME_HEADER_SIZE, len);
     vxd__rbuf_consume(&c->in, VXP_FRAME_HEADER_SIZE + len);
   }
   if (nread > 0 || !c->in.n) vxd__conn_arm(c); /* bytes arrived: the frame clock restarts */

@@ -3,11 +3,20 @@
  * the server, connection, job and worker records, and the functions one
  * file calls in another.
  *
- *   vxd_server.c    lifecycle: start-up, flush timer, shutdown
+ *   vxd_server.c    start-up: cache, workers, socket, timers; the loop
+ *   vxd_shutdown.c  stopping: socket, clients, workers, queued writes
+ *   vxd_requests.c  hello / stats / fetch / compile / admin requests
+ *   vxd_jobs.c      compile jobs: their lists and waiters, answers
+ *   vxd_pool.c      the worker processes that run jobs
+ *   vxd_cache.c     the loop's side of the cache: opening, damage,
+ *                   counters and results handed to the store thread
  *   vxd_conn.c      client connections: frames in, responses out
- *   vxd_requests.c  hello / stats / fetch / compile
- *   vxd_pool.c      compile jobs and worker processes
- *   vxd_store.c     the cache's writes, on a thread of their own
+ *   vxd_log.c       log lines and the clock
+ *   vxd_store.c, vxd_remote.c  the cache's writes and the shared level,
+ *                   on threads of their own
+ *
+ * Each file calls only files below it in this list (vxd_conn.c hands
+ * payloads up through vxd_server.on_payload), so there is no circle.
  *
  * THREAD NOTES: loop thread only.
  */
@@ -40,8 +49,10 @@ typedef struct vxd_conn {
   vxd_server *srv;
   uint64_t id;
   vxd_rbuf in;
-  size_t unsent; /* reply bytes queued, not yet written to the socket */
-  int paused;    /* reading stopped until unsent drains */
+  size_t unsent;    /* reply bytes queued, not yet written to the socket */
+  int paused;       /* reading stopped until unsent drains */
+  unsigned waiting; /* requests of this connection that jobs wait to answer
+                       (vxd_jobs.c); such a connection is not idle */
   int closing;
   struct vxd_conn *prev, *next;
 } vxd_conn;
@@ -65,8 +76,17 @@ typedef struct vxd_job {
   char source_name[VXL_DEBUG_FILE_MAX + 1];
   char options[VXD_OPTIONS_MAX];
   vxd_waiter *waiters;
-  struct vxd_job *next; /* in the queue or the in-flight list */
+  struct vxd_job *next; /* on one of vxd_jobs' lists */
 } vxd_job;
+
+/* Every job is on exactly one of these (vxd_jobs.c alone edits them). */
+typedef struct {
+  vxd_job *lookups;                 /* waiting for the remote level's answer
+                                       (at most one per key) */
+  vxd_job *queue_head, *queue_tail; /* waiting for a worker */
+  vxd_job *inflight;                /* on a worker */
+  uint64_t next_id;
+} vxd_jobs;
 
 typedef struct vxd_worker {
   pid_t pid;          /* forked from the template compiler (vxd_pool.c) */
@@ -103,16 +123,11 @@ typedef struct {
 
 /* The compile jobs and the worker processes (vxd_pool.c). */
 typedef struct {
-  vxl_compiler *template_compiler;  /* warmed up once; every worker is forked
-                                       with a copy of it */
-  uv_signal_t sigchld;              /* reaps workers */
-  vxd_cores *cores;                 /* idle workers' cores, lent to busy
-                                       workers' helper threads (vxd_pieces.c) */
-  vxd_job *queue_head, *queue_tail; /* waiting for a worker */
-  vxd_job *inflight;                /* on a worker */
-  vxd_job *lookups;                 /* waiting for the remote level's answer
-                                       (at most one per key) */
-  uint64_t next_job_id;
+  vxl_compiler *template_compiler; /* warmed up once; every worker is forked
+                                      with a copy of it */
+  uv_signal_t sigchld;             /* reaps workers */
+  vxd_cores *cores;                /* idle workers' cores, lent to busy
+                                      workers' helper threads (vxd_pieces.c) */
   vxd_slot slots[VXD_MAX_WORKERS];
   unsigned nslots;
   uint64_t worker_restarts;            /* since start */
@@ -153,7 +168,11 @@ struct vxd_server {
   /* compiles since start by duration (stats: vxp_stats.compile_buckets) */
   uint64_t compile_buckets[VXP_COMPILE_BUCKETS];
   uint64_t compile_sum_us;
+  vxd_jobs jobs;
   vxd_pool pool;
+  /* handles one whole request payload of a connection (vxd_conn.c calls
+   * it; vxd_requests.c's vxd__on_payload) */
+  void (*on_payload)(vxd_conn *c, const uint8_t *p, size_t len);
   /* counters: requests since start; persistent counts not yet flushed */
   uint64_t requests;
   vxd_counts pending;
@@ -176,22 +195,73 @@ int vxd__stderr_is_journal(void);
 /* Loop time in milliseconds. */
 uint64_t vxd__now_ms(vxd_server *s);
 
-/* ---- vxd_server.c ---- */
+/* ---- vxd_shutdown.c ---- */
 
 /* Shuts the daemon down (idempotent): stops listening, closes clients,
- * stops workers, writes what is queued. */
+ * stops workers, writes what is queued; logs "stopping (why)" unless why
+ * is NULL (a start-up failure, logged already).  Every handle is then
+ * closing, so the loop ends. */
 void vxd__stop(vxd_server *s, const char *why);
+/* Removes a stale socket name in the runtime directory: only a socket (a
+ * regular file or anything else named like the socket is left alone and
+ * refused).  Returns 0 or -1 (logged). */
+int vxd__remove_stale_socket(vxd_server *s, const char *base);
+/* uv_close(h) unless it was never initialized or is already closing. */
+void vxd__close_if_open(uv_handle_t *h);
+
+/* ---- vxd_cache.c ---- */
+
+/* Opens the cache, its store thread and the shared level behind it.
+ * Returns 0, or -1 with the reason in s->cache_err (then the flush tick
+ * tries again every 10 s). */
+int vxd__cache_open(vxd_server *s);
+/* The flush timer (every second): replaces a damaged database, retries an
+ * unusable cache, hands counters and LRU times to the store thread. */
+void vxd__cache_tick_cb(uv_timer_t *t);
 /* The cache database was found damaged (why: SQLite's words): logged once,
  * and the database replaced by a new one on the loop's next turn, outside
  * any callback of the store. */
 void vxd__cache_damaged(vxd_server *s, const char *why);
-/* Queues a worker's successful result for the store thread. */
-void vxd__store(vxd_server *s, const vxd_job *j, const vxp_response *r, uint64_t compile_us);
+/* Queues a finished job's successful result for the store thread. */
+void vxd__cache_put(vxd_server *s, const vxd_job *j, const vxp_response *r, uint64_t compile_us);
 /* Hands counters and LRU times to the store thread. */
 void vxd__flush_counters(vxd_server *s);
 /* Writes the entries queued so far and, with a shared level, waits (at most
  * timeout_ms) until they are shared: what stats and stopping report. */
 void vxd__share_queued(vxd_server *s, unsigned timeout_ms);
+
+/* ---- vxd_jobs.c ---- */
+
+/* A job for request req (a miss of key), not on any list yet, with no
+ * waiter: the request frame for a worker encoded.  NULL on OOM. */
+vxd_job *vxd__job_create(vxd_server *s, const vxp_request *req, const char key[VXK_KEY_HEX + 1]);
+/* Adds request req_id of c (read at arrived_ns, uv_hrtime()) to j's
+ * waiters.  0 or -ENOMEM. */
+int vxd__job_wait(vxd_job *j, vxd_conn *c, uint64_t req_id, uint64_t arrived_ns);
+/* A job of key on any list that another request may join, or NULL. */
+vxd_job *vxd__job_shared(vxd_server *s, const char *key);
+/* Puts j on the lookups list / takes the job of key off it (NULL: none). */
+void vxd__job_await_remote(vxd_server *s, vxd_job *j);
+vxd_job *vxd__job_take_remote(vxd_server *s, const char *key);
+/* Puts j at the end of the queue (the caller dispatches). */
+void vxd__job_queue(vxd_server *s, vxd_job *j);
+/* Takes the first queued job onto the in-flight list (started now), or
+ * NULL when none waits. */
+vxd_job *vxd__job_next(vxd_server *s);
+/* Puts j, whose worker died, back at the head of the queue. */
+void vxd__job_retry(vxd_server *s, vxd_job *j);
+/* j's worker answered r (the worker's response; its key is replaced):
+ * counted, queued for the cache when ok, answered to every waiter, freed. */
+void vxd__job_done(vxd_server *s, vxd_job *j, vxp_response *r);
+/* j (in flight) failed: every waiter gets an "internal" answer saying msg;
+ * j is freed. */
+void vxd__job_fail(vxd_server *s, vxd_job *j, const char *msg);
+/* Frees j (on no list) and its waiters, unanswered. */
+void vxd__job_free(vxd_server *s, vxd_job *j);
+/* Whether a job is queued or on a worker. */
+int vxd__jobs_running(const vxd_server *s);
+/* Frees every job on every list, unanswered (shutdown). */
+void vxd__jobs_clear(vxd_server *s);
 
 /* ---- vxd_conn.c ---- */
 
@@ -220,8 +290,6 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len);
 
 /* ---- vxd_pool.c ---- */
 
-/* Frees job j and its waiters. */
-void vxd__job_free(vxd_job *j);
 /* Creates the template compiler and compiles a small kernel with it, so
  * that forked workers start warm; starts reaping workers.  Called once at
  * start-up, before the store thread exists.  Returns 0 or -1 (logged). */

@@ -1,9 +1,9 @@
 /*
- * vxd_pool.c - compile jobs and the worker processes that run them.
+ * vxd_pool.c - the worker processes that run compile jobs.
  *
- * A miss becomes a job (identical requests in flight share one), queued to
- * a pool of pre-started worker processes (vxd_worker.c) that keep warm
- * compilers, talking protocol frames over pipes.  A worker that
+ * Queued jobs (vxd_jobs.c) go to a pool of pre-started worker processes
+ * (vxd_worker.c) that keep warm compilers, talking protocol frames over
+ * pipes; each finished job goes back to vxd_jobs.c.  A worker that
  * crashes or exceeds the job timeout fails only the request it was
  * compiling and is restarted; a job whose worker crashed is retried once.
  * Workers are forked, not executed: before serving, the daemon creates a
@@ -63,62 +63,6 @@ const char *vxd__crash_recall(vxd_server *s, const char *key) {
   return NULL;
 }
 
-void vxd__job_free(vxd_job *j) {
-  while (j->waiters) {
-    vxd_waiter *w = j->waiters;
-    j->waiters = w->next;
-    free(w);
-  }
-  free(j->frame);
-  free(j);
-}
-
-/* Takes j, which a worker was running, off the in-flight list. */
-static void vxd__inflight_remove(vxd_server *s, vxd_job *j) {
-  for (vxd_job **pp = &s->pool.inflight; *pp; pp = &(*pp)->next)
-    if (*pp == j) {
-      *pp = j->next;
-      return;
-    }
-  assert(!"a running job is on the in-flight list");
-}
-
-/* Answers every waiter of job j with resp (id replaced per waiter). */
-static void vxd__answer_job(vxd_server *s, vxd_job *j, vxp_response *resp) {
-  /* encoded once; each waiter gets a copy with its own request id */
-  uint8_t *frame = NULL;
-  size_t len = 0;
-  if (vxd__encode(resp, &frame, &len) != 0) {
-    for (vxd_waiter *w = j->waiters; w; w = w->next) {
-      vxd_conn *c = vxd__conn_find(s, w->conn_id);
-      if (c) vxd__conn_close(c);
-    }
-    return;
-  }
-  for (vxd_waiter *w = j->waiters; w; w = w->next) {
-    vxd_conn *c = vxd__conn_find(s, w->conn_id);
-    if (!c) continue;
-    uint8_t *copy = w->next ? malloc(len) : frame; /* the last one takes the frame */
-    if (!copy) {
-      vxd__conn_close(c);
-      continue;
-    }
-    if (copy != frame) memcpy(copy, frame, len);
-    if (copy == frame) frame = NULL;
-    vxp_frame_set_id(copy, len, w->req_id);
-    vxd__send_frame(c, copy, len, 0);
-    vxd__log_at(s, VXD_LOG_DEBUG, "%s %.12s %s %llu us", vxp_op_name(j->op), j->key,
-                resp->status == VXP_STATUS_OK ? "miss" : vxp_status_name(resp->status),
-                (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u));
-  }
-  free(frame);
-}
-
-static void vxd__fail_job(vxd_server *s, vxd_job *j, const char *msg) {
-  vxp_response r = {.op = j->op, .status = VXP_STATUS_INTERNAL, .message = (char *)msg, .key = j->key};
-  vxd__answer_job(s, j, &r);
-}
-
 void vxd__worker_handle_close_cb(uv_handle_t *h) {
   vxd_worker *w = h->data;
   if (--w->open_handles > 0) return;
@@ -153,10 +97,7 @@ static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
     /* The worker may have died for reasons of its own (killed, out of
      * memory): give the job one more worker.  A source that crashes the
      * compiler crashes the second one too and then fails. */
-    vxd__inflight_remove(s, w->job);
-    w->job->next = s->pool.queue_head;
-    s->pool.queue_head = w->job;
-    if (!s->pool.queue_tail) s->pool.queue_tail = w->job;
+    vxd__job_retry(s, w->job);
     w->job = NULL;
   }
   if (w->job) {
@@ -168,10 +109,8 @@ static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
       snprintf(msg, sizeof msg,
                "compile worker crashed twice (last: %s %d) while compiling this source; it was restarted",
                term_signal ? "signal" : "exit status", term_signal ? term_signal : (int)status);
-    vxd__fail_job(s, w->job, msg);
     if (!w->timed_out && !w->job->emit_ir) vxd__crash_remember(s, w->job->key, msg); /* not a slow one */
-    vxd__inflight_remove(s, w->job);
-    vxd__job_free(w->job);
+    vxd__job_fail(s, w->job, msg);
     w->job = NULL;
   }
   if (!s->stopping) {
@@ -195,7 +134,7 @@ static void vxd__worker_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf
   vxd__rbuf_alloc(&w->in, buf);
 }
 
-/* A whole response frame from a worker. */
+/* A whole response frame from a worker: its job is done. */
 static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len) {
   vxd_server *s = w->srv;
   vxd_job *j = w->job;
@@ -203,38 +142,19 @@ static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len
   assert(j->started_ns != 0); /* dispatched */
   uv_timer_stop(&w->timer);
   w->job = NULL;
-  vxd__inflight_remove(s, j);
   memcpy(w->last_key, j->key, sizeof w->last_key);
   w->last_message[0] = '\0';
   vxp_response r;
   if (vxp_response_decode(payload, len, &r) != VXP_OK) {
-    vxd__fail_job(s, j, "compile worker sent a malformed result");
+    vxd__job_fail(s, j, "compile worker sent a malformed result");
   } else {
-    if (j->op == VXP_OP_COMPILE) { /* a host lowering is neither a miss nor cached */
-      uint64_t us = (uv_hrtime() - j->started_ns) / 1000u;
-      static const uint32_t bounds[] = VXP_COMPILE_BUCKET_BOUNDS_US;
-      size_t b = 0;
-      while (b < sizeof bounds / sizeof *bounds && us > bounds[b])
-        b++;
-      s->compile_buckets[b]++;
-      s->compile_sum_us += us;
-      s->pending.misses++;
-      if (r.status == VXP_STATUS_OK)
-        vxd__store(s, j, &r, us);
-      else if (r.status == VXP_STATUS_COMPILE_ERROR)
-        s->pending.compile_errors++;
-    }
     if (r.status == VXP_STATUS_INTERNAL && r.message && !j->emit_ir)
       snprintf(w->last_message, sizeof w->last_message, "%s", r.message);
     else
       w->last_key[0] = '\0'; /* only an internal answer can precede a fatal exit */
-    free(r.key);
-    r.key = j->op == VXP_OP_COMPILE ? strdup(j->key) : NULL;
-    r.cached = false;
-    vxd__answer_job(s, j, &r);
+    vxd__job_done(s, j, &r);
     vxp_response_clear(&r);
   }
-  vxd__job_free(j);
   vxd__dispatch(s);
 }
 
@@ -427,17 +347,12 @@ void vxd__dispatch(vxd_server *s) {
 }
 
 static void vxd__dispatch_queue(vxd_server *s) {
-  for (unsigned i = 0; i < s->pool.nslots && s->pool.queue_head; i++) {
+  for (unsigned i = 0; i < s->pool.nslots && s->jobs.queue_head; i++) {
     vxd_worker *w = s->pool.slots[i].w;
     if (!w || w->job || w->exited) continue;
-    vxd_job *j = s->pool.queue_head;
-    s->pool.queue_head = j->next;
-    if (!s->pool.queue_head) s->pool.queue_tail = NULL;
-    j->next = s->pool.inflight;
-    s->pool.inflight = j;
+    vxd_job *j = vxd__job_next(s);
     w->job = j;
     w->timed_out = 0;
-    j->started_ns = uv_hrtime();
     uv_write_t *wr = calloc(1, sizeof *wr);
     uv_buf_t b = uv_buf_init((char *)j->frame, (unsigned)j->frame_len);
     if (!wr || uv_write(wr, (uv_stream_t *)&w->to, &b, 1, vxd__worker_write_cb) != 0) {

@@ -361,30 +361,14 @@ static int vxd__key(const vxd_server *s, const vxp_request *req, char key[VXK_KE
   return vxd_cache_key(s->cfg, &o, req->source_name, req->source, req->source_len, key);
 }
 
-static void vxd__queue_job(vxd_server *s, vxd_job *j) {
-  j->next = NULL;
-  if (s->pool.queue_tail)
-    s->pool.queue_tail->next = j;
-  else
-    s->pool.queue_head = j;
-  s->pool.queue_tail = j;
-  vxd__dispatch(s);
-}
-
 /* The remote level answered a compile's lookup of key (ud: the server):
  * a hit answers every waiter from it, anything else compiles. */
 static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, uint64_t compile_us) {
   vxd_server *s = ud;
-  vxd_job *j = NULL;
-  for (vxd_job **pp = &s->pool.lookups; *pp; pp = &(*pp)->next)
-    if (strcmp((*pp)->key, key) == 0) {
-      j = *pp;
-      *pp = j->next;
-      break;
-    }
+  vxd_job *j = vxd__job_take_remote(s, key);
   if (!j) return;
   if (s->stopping) {
-    vxd__job_free(j);
+    vxd__job_free(s, j);
     return;
   }
   vxk_origin origin = {j->source_name, j->options};
@@ -400,10 +384,11 @@ static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, ui
       } else
         vxd__send_error(c, w->req_id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "cache read failed", 0);
     }
-    vxd__job_free(j);
+    vxd__job_free(s, j);
     return;
   }
-  vxd__queue_job(s, j);
+  vxd__job_queue(s, j);
+  vxd__dispatch(s);
 }
 
 static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
@@ -441,55 +426,29 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
     return;
   }
 
-  vxd_waiter *wt = calloc(1, sizeof *wt);
-  if (!wt) {
-    vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
-    return;
-  }
-  wt->conn_id = c->id;
-  wt->req_id = req->id;
-  wt->arrived_ns = arrived_ns;
   /* the same source already compiling, queued or looked up remotely: wait
    * for that */
-  if (!req->emit_ir && !host) {
-    vxd_job *lists[3] = {s->pool.inflight, s->pool.queue_head, s->pool.lookups};
-    for (int l = 0; l < 3; l++)
-      for (vxd_job *j = lists[l]; j; j = j->next)
-        if (!j->emit_ir && strcmp(j->key, key) == 0) {
-          wt->next = j->waiters;
-          j->waiters = wt;
-          return;
-        }
-  }
-  vxd_job *j = calloc(1, sizeof *j);
-  if (!j) {
-    free(wt);
-    vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
+  int shareable = !req->emit_ir && !host;
+  vxd_job *j = shareable ? vxd__job_shared(s, key) : NULL;
+  if (j) {
+    if (vxd__job_wait(j, c, req->id, arrived_ns) != 0)
+      vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
     return;
   }
-  j->id = ++s->pool.next_job_id;
-  memcpy(j->key, key, sizeof j->key);
-  j->emit_ir = req->emit_ir || req->op == VXP_OP_HOST;
-  j->op = req->op;
-  j->waiters = wt;
-  vxl_options o;
-  vxd_options_from_request(req, &o);
-  vxd_cache_origin(&o, req->source_name, j->source_name, j->options);
-  vxp_request wreq = *req;
-  wreq.id = j->id;
-  if (vxp_request_encode(&wreq, &j->frame, &j->frame_len) != VXP_OK) {
-    vxd__job_free(j);
+  j = vxd__job_create(s, req, key);
+  if (!j || vxd__job_wait(j, c, req->id, arrived_ns) != 0) {
+    if (j) vxd__job_free(s, j);
     vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "could not queue the compile", 0);
     return;
   }
   /* not in the local cache: the shared level next, when it is there and
    * answering (else compile now) */
-  if (!j->emit_ir && s->remote && vxd_remote_lookup(s->remote, key, vxd__compile_remote_done, s) == 0) {
-    j->next = s->pool.lookups;
-    s->pool.lookups = j;
+  if (shareable && s->remote && vxd_remote_lookup(s->remote, key, vxd__compile_remote_done, s) == 0) {
+    vxd__job_await_remote(s, j);
     return;
   }
-  vxd__queue_job(s, j);
+  vxd__job_queue(s, j);
+  vxd__dispatch(s);
 }
 
 void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {

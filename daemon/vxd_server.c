@@ -1,18 +1,19 @@
 /*
- * vxd_server.c - the vortexd loop's lifecycle: start-up (cache, store
- * thread, socket or socket activation, workers), the periodic flush of
- * counters and LRU times to the store thread, and shutdown on a signal or
- * the idle timeout.
+ * vxd_server.c - the vortexd loop's start-up: the template compiler and
+ * the workers, the cache, the socket (or systemd's), the signals and
+ * timers; then the loop, until vxd_shutdown.c has closed every handle.
  *
- * The request path, file by file: vxd_conn.c reads a frame, vxd_requests.c
- * keys it and asks the cache (a hit is answered at once), vxd_pool.c runs a
- * miss on a worker (vxd_worker.c, lowering/), the result is answered to
- * every waiter and queued to vxd_store.c, which writes it to the cache on
- * its own thread.
+ * The request path, file by file (docs/architecture.md): vxd_conn.c
+ * reads a frame, vxd_requests.c keys it and asks the cache (a hit is
+ * answered at once), vxd_jobs.c makes a miss a job, vxd_pool.c runs it on
+ * a worker (vxd_worker.c, lowering/), vxd_jobs.c answers every waiter and
+ * hands the result to vxd_cache.c, whose store thread (vxd_store.c) writes
+ * it.
  *
  * THREAD NOTES: everything here runs on the loop thread, except what
- * vxd_store.c runs on its thread.  Handles are freed only in their close
- * callbacks; write buffers live until their write callbacks.
+ * vxd_store.c and vxd_remote.c run on their threads.  Handles are freed
+ * only in their close callbacks; write buffers live until their write
+ * callbacks.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,64 +32,6 @@
 
 #include "vxd_loop.h"
 #include "vxp_paths.h"
-
-/* Queues a worker's successful result for the store thread. */
-void vxd__store(vxd_server *s, const vxd_job *j, const vxp_response *r, uint64_t compile_us) {
-  vxk_origin origin = {j->source_name, j->options};
-  if (s->store && vxd_store_put(s->store, j->key, r, compile_us, &origin) != 0)
-    vxd__log_at(s, VXD_LOG_WARNING, "not cached %s: out of memory", j->key);
-}
-
-/* The store thread wrote a compiled entry: share it (written hook). */
-static void vxd__share(void *ud, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,
-                       uint32_t n, uint64_t compile_us) {
-  vxd_remote_put(((vxd_server *)ud)->remote, key, object, object_size, ks, n, compile_us);
-}
-
-static void vxd__remote_log(void *ud, int level, const char *line) { vxd__log_at(ud, level, "%s", line); }
-
-/* Hands the counters and the LRU times of the entries read to the store
- * thread (every second, and when stopping). */
-void vxd__flush_counters(vxd_server *s) {
-  if (s->remote) vxd_remote_take_counts(s->remote, &s->pending);
-  if (!s->store) return; /* without a cache the counts stay here (stats) */
-  vxd_store_flush(s->store, s->cache, &s->pending);
-  s->pending = (vxd_counts){0};
-}
-
-static void vxd__flush_cb(uv_timer_t *t);
-
-void vxd__cache_damaged(vxd_server *s, const char *why) {
-  if (!s->store || s->cache_damaged) return; /* said once per database */
-  s->cache_damaged = 1;
-  vxd__log_at(
-      s, VXD_LOG_ERR,
-      "cache database %s/cache.db is damaged (%s): keeping it as cache.db.corrupt and starting a new one",
-      s->cfg->cache_dir, why);
-  /* replaced before the next request is read: the flush tick, brought forward */
-  if (!s->stopping && uv_is_active((uv_handle_t *)&s->flush))
-    uv_timer_start(&s->flush, vxd__flush_cb, 0, 1000);
-}
-
-static void vxd__cache_damaged_cb(void *ud, const char *why) { vxd__cache_damaged(ud, why); }
-
-static int vxd__open_cache(vxd_server *s);
-
-/* Replaces a damaged database: both handles closed (the queued writes fail
- * on it), the file kept aside (vxk_discard), a new cache opened and the
- * damage counted.  Loop thread, outside any store callback. */
-static void vxd__replace_cache(vxd_server *s) {
-  vxd_store *st = s->store;
-  s->store = NULL;
-  vxd_store_close(st);
-  vxk_close(s->cache);
-  s->cache = NULL;
-  s->cache_damaged = 0;
-  char err[512];
-  if (vxk_discard(s->cfg->cache_dir, err, sizeof err) != VXK_OK) vxd__log_at(s, VXD_LOG_ERR, "%s", err);
-  s->pending.corrupt++;
-  vxd__open_cache(s);
-}
 
 /* Descriptors kept free for what the daemon opens after start-up: workers
  * restarted, the cache reopened, the shared level's connections, a
@@ -125,111 +68,9 @@ static void vxd__fit_connections(vxd_server *s) {
               s->max_connections);
 }
 
-/* Seconds between attempts to open a cache that could not be opened. */
-#define VXD_CACHE_RETRY_MS 10000
-
-/* Opens the cache, its store thread and the shared level behind it.
- * Returns 0, or -1 with the reason in s->cache_err: the daemon then serves
- * without a cache (as ccache compiles without its cache) and tries again
- * every VXD_CACHE_RETRY_MS, so that a full disk, an unusable directory or
- * one another user could write stops mattering once it is mended, without
- * a restart.  Loop thread. */
-static int vxd__open_cache(vxd_server *s) {
-  const vxd_config *cfg = s->cfg;
-  char err[512] = "";
-  int rc = vxk_open(cfg->cache_dir, cfg->max_cache_bytes, &s->cache, err, sizeof err);
-  if (rc == VXK_OK) {
-    vxk_set_lru_resolution(s->cache, cfg->lru_resolution_us);
-    if (vxd_store_open(s->loop, cfg->cache_dir, cfg->max_cache_bytes, cfg->lru_resolution_us, vxd__log_line,
-                       s, &s->store, err, sizeof err) != 0) {
-      vxk_close(s->cache);
-      s->cache = NULL;
-      rc = VXK_EIO;
-    }
-  }
-  s->cache_retry_ms = vxd__now_ms(s) + VXD_CACHE_RETRY_MS;
-  if (rc != VXK_OK) {
-    /* said once per cause, not at every attempt */
-    if (strcmp(err, s->cache_err) != 0)
-      vxd__log_at(s, rc == VXK_EUNTRUSTED ? VXD_LOG_ERR : VXD_LOG_WARNING,
-                  "%s; serving without a cache (trying again every %u s)", err, VXD_CACHE_RETRY_MS / 1000);
-    snprintf(s->cache_err, sizeof s->cache_err, "%s", err);
-    return -1;
-  }
-  const char *notice = vxk_open_notice(s->cache);
-  if (notice) vxd__log_at(s, VXD_LOG_WARNING, "%s", notice);
-  if (s->cache_err[0]) vxd__log(s, "cache %s opened: serving with a cache again", cfg->cache_dir);
-  s->cache_err[0] = '\0';
-  vxd_store_on_damaged(s->store, vxd__cache_damaged_cb, s);
-  if (s->remote) {
-    vxd_store_on_written(s->store, vxd__share, s);
-  } else if (cfg->remote_on) {
-    if (vxd_remote_open(s->loop, cfg, vxd__remote_log, s, &s->remote, err, sizeof err) != 0) {
-      vxd__log_at(s, VXD_LOG_WARNING, "remote storage not used: %s", err);
-    } else {
-      char where[800];
-      vxd_remote_describe(s->remote, where, sizeof where);
-      vxd__log_at(s, VXD_LOG_INFO, "remote storage %s", where);
-      vxd_store_on_written(s->store, vxd__share, s);
-    }
-  }
-  return 0;
-}
-
-static void vxd__flush_cb(uv_timer_t *t) {
-  vxd_server *s = t->data;
-  if (s->cache_damaged && !s->stopping) vxd__replace_cache(s);
-  if (!s->store && !s->stopping && vxd__now_ms(s) >= s->cache_retry_ms) vxd__open_cache(s);
-  vxd__flush_counters(s);
-}
-
-void vxd__share_queued(vxd_server *s, unsigned timeout_ms) {
-  if (!s->store || !s->remote) return;
-  vxd_store_drain(s->store);
-  vxd_store_reap(s->store); /* hands the written entries to the writer */
-  vxd_remote_drain(s->remote, timeout_ms);
-}
-
 static void vxd__watchdog_cb(uv_timer_t *t) {
   (void)t;
   sd_notify(0, "WATCHDOG=1");
-}
-
-static int vxd__remove_stale_socket(vxd_server *s, const char *base);
-
-static void vxd__close_if_open(uv_handle_t *h) {
-  if (h->loop && !uv_is_closing(h)) uv_close(h, NULL);
-}
-
-void vxd__stop(vxd_server *s, const char *why) {
-  if (s->stopping) return;
-  s->stopping = 1;
-  vxd__log(s, "stopping (%s)", why);
-  sd_notify(0, "STOPPING=1");
-  vxd__close_if_open((uv_handle_t *)&s->listener);
-  if (s->bound_socket) vxd__remove_stale_socket(s, vxp_path_base(s->cfg->socket_path));
-  for (vxd_conn *c = s->conns; c; c = c->next)
-    vxd__conn_close(c);
-  for (unsigned i = 0; i < s->pool.nslots; i++)
-    vxd__close_if_open((uv_handle_t *)&s->pool.slots[i].respawn);
-  vxd__pool_stop(s);
-  vxd__close_if_open((uv_handle_t *)&s->sigint);
-  vxd__close_if_open((uv_handle_t *)&s->sigterm);
-  vxd__close_if_open((uv_handle_t *)&s->idle);
-  vxd__close_if_open((uv_handle_t *)&s->flush);
-  vxd__close_if_open((uv_handle_t *)&s->watchdog);
-  vxd__share_queued(s, VXD_REMOTE_STOP_MS); /* so that their counts are flushed too */
-  vxd__flush_counters(s);
-  vxd_store_close(s->store); /* writes what is queued first (and shares it) */
-  s->store = NULL;
-  vxd_remote_close(s->remote); /* answers its lookups, then writes its queue */
-  s->remote = NULL;
-  while (s->pool.queue_head) { /* queued jobs will not run */
-    vxd_job *j = s->pool.queue_head;
-    s->pool.queue_head = j->next;
-    vxd__job_free(j);
-  }
-  s->pool.queue_tail = NULL;
 }
 
 static void vxd__signal_cb(uv_signal_t *h, int signum) {
@@ -238,30 +79,7 @@ static void vxd__signal_cb(uv_signal_t *h, int signum) {
 
 static void vxd__idle_cb(uv_timer_t *t) {
   vxd_server *s = t->data;
-  if (!s->conns && !s->pool.queue_head && !s->pool.inflight) vxd__stop(s, "idle timeout");
-}
-
-/* Removes a stale socket name in the runtime directory: only a socket (a
- * regular file or anything else named like the socket is left alone and
- * refused).  Returns 0 or -1 (logged). */
-static int vxd__remove_stale_socket(vxd_server *s, const char *base) {
-  struct stat st;
-  if (fstatat(s->dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return 0;
-    vxd__log_at(s, VXD_LOG_ERR, "cannot inspect %s: %s", s->cfg->socket_path, strerror(errno));
-    return -1;
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    vxd__log_at(s, VXD_LOG_ERR, "%s exists and is not a socket; not removing it (choose another --socket)",
-                s->cfg->socket_path);
-    return -1;
-  }
-  if (unlinkat(s->dir_fd, base, 0) != 0 && errno != ENOENT) {
-    vxd__log_at(s, VXD_LOG_ERR, "cannot remove the stale socket %s: %s", s->cfg->socket_path,
-                strerror(errno));
-    return -1;
-  }
-  return 0;
+  if (!s->conns && !vxd__jobs_running(s)) vxd__stop(s, "idle timeout");
 }
 
 /* Opens and checks the runtime directory (the socket's, or systemd's
@@ -338,6 +156,7 @@ int vxd_server_run(const vxd_config *cfg) {
   s->lock_fd = s->dir_fd = -1;
   s->log_journal = vxd__stderr_is_journal();
   s->loop = uv_default_loop();
+  s->on_payload = vxd__on_payload;
   s->start_ms = uv_now(s->loop);
   s->hot = vxd_hot_create(VXD_HOT_MAX_BYTES); /* NULL: hits all read the cache */
   if (vxd__pool_init(s) != 0) {
@@ -345,7 +164,7 @@ int vxd_server_run(const vxd_config *cfg) {
     free(s);
     return 1;
   }
-  if (vxd__open_cache(s) != 0 && cfg->remote_on)
+  if (vxd__cache_open(s) != 0 && cfg->remote_on)
     vxd__log_at(s, VXD_LOG_WARNING,
                 "remote storage not used while there is no local cache: it sits behind one");
   /* workers first: once the socket accepts, a compile finds them ready */
@@ -360,20 +179,8 @@ int vxd_server_run(const vxd_config *cfg) {
   vxd__fit_connections(s);
   int status = vxd__listen(s);
   if (status != 0) {
-    for (unsigned i = 0; i < s->pool.nslots; i++)
-      uv_close((uv_handle_t *)&s->pool.slots[i].respawn, NULL);
-    vxd__pool_stop(s);
-    vxd_store_close(s->store);
-    vxd_remote_close(s->remote);
-    vxd__close_if_open((uv_handle_t *)&s->listener);
-    uv_run(s->loop, UV_RUN_DEFAULT);
-    uv_loop_close(s->loop);
-    vxd_hot_destroy(s->hot);
-    vxk_close(s->cache);
-    if (s->lock_fd >= 0) close(s->lock_fd);
-    if (s->dir_fd >= 0) close(s->dir_fd);
-    free(s);
-    return status;
+    vxd__stop(s, NULL); /* why was logged */
+    goto done;
   }
   uv_signal_init(s->loop, &s->sigint);
   uv_signal_init(s->loop, &s->sigterm);
@@ -382,7 +189,7 @@ int vxd_server_run(const vxd_config *cfg) {
   uv_signal_start(&s->sigterm, vxd__signal_cb, SIGTERM);
   uv_timer_init(s->loop, &s->flush);
   s->flush.data = s;
-  uv_timer_start(&s->flush, vxd__flush_cb, 1000, 1000);
+  uv_timer_start(&s->flush, vxd__cache_tick_cb, 1000, 1000);
   uv_timer_init(s->loop, &s->idle);
   s->idle.data = s;
   if (cfg->idle_timeout_s)
@@ -399,13 +206,9 @@ int vxd_server_run(const vxd_config *cfg) {
   if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec >= 2000)
     uv_timer_start(&s->watchdog, vxd__watchdog_cb, 0, wd_usec / 2000);
 
-  uv_run(s->loop, UV_RUN_DEFAULT);
-
-  while (s->pool.inflight) {
-    vxd_job *j = s->pool.inflight;
-    s->pool.inflight = j->next;
-    vxd__job_free(j);
-  }
+done:
+  uv_run(s->loop, UV_RUN_DEFAULT); /* until vxd__stop has closed every handle */
+  vxd__jobs_clear(s);
   vxd_hot_destroy(s->hot);
   int lrc = uv_loop_close(s->loop);
   if (lrc != 0) vxd__log_at(s, VXD_LOG_WARNING, "loop closed with handles still open");
@@ -413,5 +216,5 @@ int vxd_server_run(const vxd_config *cfg) {
   if (s->lock_fd >= 0) close(s->lock_fd);
   if (s->dir_fd >= 0) close(s->dir_fd);
   free(s);
-  return 0;
+  return status;
 }
