@@ -154,20 +154,21 @@ static int vxk__prepare(vxk_cache *c, const char *sql, sqlite3_stmt **st) {
   return rc == SQLITE_OK ? 0 : vxk__fail(c, rc, "prepare");
 }
 
-/* mkdir -p with mode 0700 for what it creates; 0 or -1 with errno. */
+/* mkdir -p with mode 0700 for what it creates; 0 or a negative errno (also
+ * left in errno). */
 static int vxk__mkdirs(const char *dir) {
   char p[4096];
   if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
     errno = ENAMETOOLONG;
-    return -1;
+    return -ENAMETOOLONG;
   }
   for (char *s = p + 1; *s; s++) {
     if (*s != '/') continue;
     *s = '\0';
-    if (mkdir(p, 0700) != 0 && errno != EEXIST) return -1;
+    if (mkdir(p, 0700) != 0 && errno != EEXIST) return -errno;
     *s = '/';
   }
-  return (mkdir(p, 0700) != 0 && errno != EEXIST) ? -1 : 0;
+  return (mkdir(p, 0700) != 0 && errno != EEXIST) ? -errno : 0;
 }
 
 /* The database and the files SQLite keeps beside it. */

@@ -95,7 +95,7 @@ int vxd__cache_open(vxd_server *s) {
       vxd__log_at(s, rc == VXK_EUNTRUSTED ? VXD_LOG_ERR : VXD_LOG_WARNING,
                   "%s; serving without a cache (trying again every %u s)", err, VXD_CACHE_RETRY_MS / 1000);
     snprintf(s->cache_err, sizeof s->cache_err, "%s", err);
-    return -1;
+    return rc;
   }
   const char *notice = vxk_open_notice(s->cache);
   if (notice) vxd__log_at(s, VXD_LOG_WARNING, "%s", notice);

@@ -198,9 +198,9 @@ void vxd__job_fail(vxd_server *s, vxd_job *j, const char *msg) {
 
 int vxd__jobs_running(const vxd_server *s) { return s->jobs.queue_head || s->jobs.inflight; }
 
-void vxd__jobs_clear(vxd_server *s) {
-  vxd_job **lists[3] = {&s->jobs.queue_head, &s->jobs.inflight, &s->jobs.lookups};
-  for (int l = 0; l < 3; l++)
+void vxd__jobs_clear(vxd_server *s, int inflight) {
+  vxd_job **lists[3] = {&s->jobs.queue_head, &s->jobs.lookups, &s->jobs.inflight};
+  for (int l = 0; l < (inflight ? 3 : 2); l++)
     while (*lists[l]) {
       vxd_job *j = *lists[l];
       *lists[l] = j->next;

@@ -204,7 +204,7 @@ uint64_t vxd__now_ms(vxd_server *s);
 void vxd__stop(vxd_server *s, const char *why);
 /* Removes a stale socket name in the runtime directory: only a socket (a
  * regular file or anything else named like the socket is left alone and
- * refused).  Returns 0 or -1 (logged). */
+ * refused: -EEXIST).  Returns 0 or a negative errno (logged). */
 int vxd__remove_stale_socket(vxd_server *s, const char *base);
 /* uv_close(h) unless it was never initialized or is already closing. */
 void vxd__close_if_open(uv_handle_t *h);
@@ -212,8 +212,8 @@ void vxd__close_if_open(uv_handle_t *h);
 /* ---- vxd_cache.c ---- */
 
 /* Opens the cache, its store thread and the shared level behind it.
- * Returns 0, or -1 with the reason in s->cache_err (then the flush tick
- * tries again every 10 s). */
+ * Returns 0, or a VXK error code (negative errno) with the reason in
+ * s->cache_err (then the flush tick tries again every 10 s). */
 int vxd__cache_open(vxd_server *s);
 /* The flush timer (every second): replaces a damaged database, retries an
  * unusable cache, hands counters and LRU times to the store thread. */
@@ -260,8 +260,9 @@ void vxd__job_fail(vxd_server *s, vxd_job *j, const char *msg);
 void vxd__job_free(vxd_server *s, vxd_job *j);
 /* Whether a job is queued or on a worker. */
 int vxd__jobs_running(const vxd_server *s);
-/* Frees every job on every list, unanswered (shutdown). */
-void vxd__jobs_clear(vxd_server *s);
+/* Frees the jobs that wait, unanswered, and with inflight nonzero those
+ * on workers too (only once no worker can report on one: after the loop). */
+void vxd__jobs_clear(vxd_server *s, int inflight);
 
 /* ---- vxd_conn.c ---- */
 
@@ -292,7 +293,8 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len);
 
 /* Creates the template compiler and compiles a small kernel with it, so
  * that forked workers start warm; starts reaping workers.  Called once at
- * start-up, before the store thread exists.  Returns 0 or -1 (logged). */
+ * start-up, before the store thread exists.  Returns 0 or a negative errno
+ * (logged). */
 int vxd__pool_init(vxd_server *s);
 /* Starts a worker in slot: forks this process, the child serves with its
  * copy of the template compiler. */

@@ -214,9 +214,10 @@ static const char vxd__warmup_source[] =
     "}\n";
 
 int vxd__pool_init(vxd_server *s) {
-  if (vxd_compiler_new(&s->pool.template_compiler) != 0) {
+  int rc = vxd_compiler_new(&s->pool.template_compiler);
+  if (rc != 0) {
     vxd__log_at(s, VXD_LOG_ERR, "cannot create the compiler (is LLVM's RISC-V target installed?)");
-    return -1;
+    return rc;
   }
   vxl_options o = {.opt_level = 2};
   vxl_result r;

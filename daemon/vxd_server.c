@@ -85,8 +85,8 @@ static void vxd__idle_cb(uv_timer_t *t) {
 /* Opens and checks the runtime directory (the socket's, or systemd's
  * $RUNTIME_DIRECTORY under socket activation), takes the single-instance
  * lock in it, then binds the socket (mode 0600, or 0660 with the allowed
- * group) or adopts the one systemd passed.  Returns 0, 1 (failure, logged)
- * or 2 (another daemon holds the lock). */
+ * group) or adopts the one systemd passed.  Returns 0, -EADDRINUSE when
+ * another daemon holds the lock, or another negative errno (logged). */
 static int vxd__listen(vxd_server *s) {
   const char *path = s->cfg->socket_path;
   int activated = sd_listen_fds(1) >= 1;
@@ -96,19 +96,19 @@ static int vxd__listen(vxd_server *s) {
     snprintf(dir, sizeof dir, "%s", rtenv);
   else if (vxp_path_dir(path, dir, sizeof dir) != 0) {
     vxd__log_at(s, VXD_LOG_ERR, "socket path too long: %s", path);
-    return 1;
+    return -ENAMETOOLONG;
   }
   int group_ok = s->cfg->allowed_gid != (gid_t)-1;
   s->dir_fd = vxp_runtime_dir_open(dir, 1, group_ok, err, sizeof err);
   if (s->dir_fd < 0) {
     vxd__log_at(s, VXD_LOG_ERR, "%s", err);
-    return 1;
+    return s->dir_fd;
   }
   const char *base = vxp_path_base(path);
   char lock[256];
   if (snprintf(lock, sizeof lock, "%s.lock", base) >= (int)sizeof lock) {
     vxd__log_at(s, VXD_LOG_ERR, "socket name too long: %s", base);
-    return 1;
+    return -ENAMETOOLONG;
   }
   s->lock_fd = vxp_private_file_open(s->dir_fd, lock, O_RDWR | O_CREAT);
   if (s->lock_fd < 0) {
@@ -117,22 +117,27 @@ static int vxd__listen(vxd_server *s) {
                 e == ELOOP   ? "it is a symbolic link"
                 : e == EPERM ? "not owned by this user"
                              : strerror(e));
-    return 1;
+    return -e;
   }
   if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
     vxd__log_at(s, VXD_LOG_ERR, "another vortexd already serves %s", path);
-    return 2;
+    return -EADDRINUSE;
   }
   uv_pipe_init(s->loop, &s->listener, 0);
   s->listener.data = s;
   if (activated) { /* systemd socket activation */
-    if (uv_pipe_open(&s->listener, SD_LISTEN_FDS_START) != 0) return 1;
+    int rc = uv_pipe_open(&s->listener, SD_LISTEN_FDS_START);
+    if (rc != 0) {
+      vxd__log_at(s, VXD_LOG_ERR, "cannot use the socket systemd passed: %s", uv_strerror(rc));
+      return rc; /* libuv's codes are negative errno values */
+    }
   } else {
-    if (vxd__remove_stale_socket(s, base) != 0) return 1; /* we hold the lock */
-    int rc = uv_pipe_bind(&s->listener, path);
+    int rc = vxd__remove_stale_socket(s, base); /* we hold the lock */
+    if (rc != 0) return rc;
+    rc = uv_pipe_bind(&s->listener, path);
     if (rc != 0) {
       vxd__log_at(s, VXD_LOG_ERR, "cannot bind %s: %s", path, uv_strerror(rc));
-      return 1;
+      return rc;
     }
     s->bound_socket = 1;
     fchmodat(s->dir_fd, base, group_ok ? 0660 : 0600, 0);
@@ -143,7 +148,7 @@ static int vxd__listen(vxd_server *s) {
   int rc = uv_listen((uv_stream_t *)&s->listener, 128, vxd__on_connection);
   if (rc != 0) {
     vxd__log_at(s, VXD_LOG_ERR, "cannot listen on %s: %s", path, uv_strerror(rc));
-    return 1;
+    return rc;
   }
   return 0;
 }
@@ -177,8 +182,11 @@ int vxd_server_run(const vxd_config *cfg) {
     vxd__spawn(s, &s->pool.slots[i]);
   }
   vxd__fit_connections(s);
-  int status = vxd__listen(s);
-  if (status != 0) {
+  int rc = vxd__listen(s);
+  /* the process exit status (vxd.h): 2 another daemon serves, 1 any other
+   * failure to serve */
+  int status = rc == 0 ? 0 : rc == -EADDRINUSE ? 2 : 1;
+  if (rc != 0) {
     vxd__stop(s, NULL); /* why was logged */
     goto done;
   }
@@ -208,7 +216,7 @@ int vxd_server_run(const vxd_config *cfg) {
 
 done:
   uv_run(s->loop, UV_RUN_DEFAULT); /* until vxd__stop has closed every handle */
-  vxd__jobs_clear(s);
+  vxd__jobs_clear(s, 1);           /* the workers are gone */
   vxd_hot_destroy(s->hot);
   int lrc = uv_loop_close(s->loop);
   if (lrc != 0) vxd__log_at(s, VXD_LOG_WARNING, "loop closed with handles still open");

@@ -46,25 +46,26 @@ void vxd__stop(vxd_server *s, const char *why) {
   s->store = NULL;
   vxd_remote_close(s->remote); /* answers its lookups, then writes its queue */
   s->remote = NULL;
-  vxd__jobs_clear(s); /* queued jobs will not run; those in flight have no worker */
+  vxd__jobs_clear(s, 0); /* queued jobs will not run */
 }
 
 int vxd__remove_stale_socket(vxd_server *s, const char *base) {
   struct stat st;
   if (fstatat(s->dir_fd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return 0;
-    vxd__log_at(s, VXD_LOG_ERR, "cannot inspect %s: %s", s->cfg->socket_path, strerror(errno));
-    return -1;
+    int e = errno;
+    if (e == ENOENT) return 0;
+    vxd__log_at(s, VXD_LOG_ERR, "cannot inspect %s: %s", s->cfg->socket_path, strerror(e));
+    return -e;
   }
   if (!S_ISSOCK(st.st_mode)) {
     vxd__log_at(s, VXD_LOG_ERR, "%s exists and is not a socket; not removing it (choose another --socket)",
                 s->cfg->socket_path);
-    return -1;
+    return -EEXIST;
   }
   if (unlinkat(s->dir_fd, base, 0) != 0 && errno != ENOENT) {
-    vxd__log_at(s, VXD_LOG_ERR, "cannot remove the stale socket %s: %s", s->cfg->socket_path,
-                strerror(errno));
-    return -1;
+    int e = errno;
+    vxd__log_at(s, VXD_LOG_ERR, "cannot remove the stale socket %s: %s", s->cfg->socket_path, strerror(e));
+    return -e;
   }
   return 0;
 }

@@ -407,6 +407,65 @@ void vxl_source_destroy(vxl_source *s) {
   free(s);
 }
 
+/* The kernel records of a translated piece: for kinfo[i] (nk of them,
+ * kernel first + i of the source), its entry symbol and its argument
+ * buffer laid out by LLVM's data layout td from the translated function's
+ * parameters (vxl__layout), into res->kernels.  Returns 0, -ENOMEM, or
+ * -EINVAL with a diagnostic in d (a buffer over VXL_MAX_ARG_BUFFER). */
+static int vxl__kernel_records(LLVMModuleRef lm, LLVMTargetDataRef td, const vxl__kernel_info *kinfo,
+                               uint32_t nk, uint32_t first, const vxl_options *opts, vxl__diags *d,
+                               vxl_result *res) {
+  LLVMContextRef lctx = LLVMGetModuleContext(lm);
+  const char *source_name = d->source_name;
+  int rc = 0;
+  res->kernels = calloc(nk ? nk : 1, sizeof *res->kernels);
+  if (!res->kernels) return -ENOMEM;
+  res->nkernels = nk;
+  for (uint32_t i = 0; i < nk && rc == 0; i++) {
+    vxl_kernel *k = &res->kernels[i];
+    LLVMValueRef kf = LLVMGetNamedFunction(lm, kinfo[i].name);
+    k->name = strdup(kinfo[i].name);
+    if (!k->name || asprintf(&k->entry, VXL_ENTRY_PREFIX "%u", first + i) < 0) {
+      k->entry = NULL;
+      rc = -ENOMEM;
+      break;
+    }
+    if (!kf) {
+      vxl__diag_add(d, "%s: error: internal: kernel %s missing after translation", source_name, k->name);
+      rc = -EINVAL;
+      break;
+    }
+    LLVMTypeRef fty = LLVMGlobalGetValueType(kf);
+    uint32_t np = LLVMCountParamTypes(fty);
+    if (np != kinfo[i].nargs) {
+      vxl__diag_add(d, "%s: error: internal: kernel %s has %u LLVM parameters for %u arguments", source_name,
+                    k->name, np, kinfo[i].nargs);
+      rc = -EINVAL;
+      break;
+    }
+    LLVMTypeRef *params = malloc((np ? np : 1) * sizeof *params);
+    if (!params) {
+      rc = -ENOMEM;
+      break;
+    }
+    LLVMGetParamTypes(fty, params);
+    rc = vxl__layout(td, lctx, params, np, &kinfo[i], k);
+    free(params);
+    if (rc == 0 && k->buffer_size > VXL_MAX_ARG_BUFFER) {
+      vxl__diag_at(d, kinfo[i].loc,
+                   "unsupported: kernel @%s needs an argument buffer of %u bytes (at most %u)", k->name,
+                   k->buffer_size, VXL_MAX_ARG_BUFFER);
+      rc = -EINVAL;
+      break;
+    }
+    k->grid_dims = kinfo[i].grid_dims ? kinfo[i].grid_dims : 1;
+    memcpy(k->known_block, kinfo[i].known_block, sizeof k->known_block);
+    k->shared_bytes = kinfo[i].shared_bytes;
+    k->subgroup_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE;
+  }
+  return rc;
+}
+
 /* Compiles kernels first .. first + count - 1 of s into res: with
  * want_ir, only as far as the lowered MLIR (res->lowered_ir, no object),
  * else into the piece's object. */
@@ -464,54 +523,7 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
   LLVMSetDataLayout(lm, dl);
   LLVMDisposeMessage(dl);
 
-  res->kernels = calloc(nk, sizeof *res->kernels);
-  if (!res->kernels) {
-    rc = -ENOMEM;
-    goto done;
-  }
-  res->nkernels = nk;
-  for (uint32_t i = 0; i < nk && rc == 0; i++) {
-    vxl_kernel *k = &res->kernels[i];
-    LLVMValueRef kf = LLVMGetNamedFunction(lm, kinfo[i].name);
-    k->name = strdup(kinfo[i].name);
-    if (!k->name || asprintf(&k->entry, VXL_ENTRY_PREFIX "%u", first + i) < 0) {
-      k->entry = NULL;
-      rc = -ENOMEM;
-      break;
-    }
-    if (!kf) {
-      vxl__diag_add(&d, "%s: error: internal: kernel %s missing after translation", source_name, k->name);
-      rc = -EINVAL;
-      break;
-    }
-    LLVMTypeRef fty = LLVMGlobalGetValueType(kf);
-    uint32_t np = LLVMCountParamTypes(fty);
-    if (np != kinfo[i].nargs) {
-      vxl__diag_add(&d, "%s: error: internal: kernel %s has %u LLVM parameters for %u arguments", source_name,
-                    k->name, np, kinfo[i].nargs);
-      rc = -EINVAL;
-      break;
-    }
-    LLVMTypeRef *params = malloc((np ? np : 1) * sizeof *params);
-    if (!params) {
-      rc = -ENOMEM;
-      break;
-    }
-    LLVMGetParamTypes(fty, params);
-    rc = vxl__layout(td, lctx, params, np, &kinfo[i], k);
-    free(params);
-    if (rc == 0 && k->buffer_size > VXL_MAX_ARG_BUFFER) {
-      vxl__diag_at(&d, kinfo[i].loc,
-                   "unsupported: kernel @%s needs an argument buffer of %u bytes (at most %u)", k->name,
-                   k->buffer_size, VXL_MAX_ARG_BUFFER);
-      rc = -EINVAL;
-      break;
-    }
-    k->grid_dims = kinfo[i].grid_dims ? kinfo[i].grid_dims : 1;
-    memcpy(k->known_block, kinfo[i].known_block, sizeof k->known_block);
-    k->shared_bytes = kinfo[i].shared_bytes;
-    k->subgroup_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE;
-  }
+  rc = vxl__kernel_records(lm, td, kinfo, nk, first, opts, &d, res);
   if (rc) goto done;
 
   if (want_ir) {

@@ -187,33 +187,34 @@ static void vxr__digest(const void *data, size_t size, uint8_t out[32]) {
   EVP_Digest(data, size, out, &n, EVP_sha256(), NULL);
 }
 
-/* The entry for key read from the cache directly (no daemon), into r. */
+/* The entry for key read from the cache directly (no daemon), into r.
+ * Returns 0 or a negative errno / VXK code (said through vxr__fail). */
 static int vxr__from_cache(const char *key, vxp_response *r) {
   vxp_config cfg;
   char err[4200];
-  if (vxp_config_load(&cfg, err, sizeof err) != 0) {
+  int rc = vxp_config_load(&cfg, err, sizeof err);
+  if (rc != 0) {
     vxr__fail("%s", err);
-    return -1;
+    return rc;
   }
   vxk_cache *c = NULL;
-  if (vxk_open_readonly(cfg.value[VXP_CONF_cache_dir], &c, err, sizeof err) != VXK_OK) {
+  if ((rc = vxk_open_readonly(cfg.value[VXP_CONF_cache_dir], &c, err, sizeof err)) != VXK_OK) {
     vxr__fail("no vortexd answers and %s", err);
-    return -1;
+    return rc;
   }
   vxk_entry e;
-  int rc = vxk_get(c, key, NULL, &e);
+  rc = vxk_get(c, key, NULL, &e);
   vxk_close(c);
   if (rc != VXK_OK) {
     vxr__fail("no vortexd answers and the cache in %s has %s entry %s", cfg.value[VXP_CONF_cache_dir],
               rc == VXK_ENOTFOUND ? "no" : "no readable", key);
-    return -1;
+    return rc;
   }
   memset(r, 0, sizeof *r);
   r->kernels = calloc(e.nkernels ? e.nkernels : 1, sizeof *r->kernels);
-  rc = r->kernels ? 0 : -1;
+  rc = r->kernels ? 0 : -ENOMEM;
   for (uint32_t i = 0; rc == 0 && i < e.nkernels; i++, r->nkernels++)
-    if (vxp_kernel_meta_decode(e.kernels[i].metadata, e.kernels[i].metadata_size, &r->kernels[i]) != VXP_OK)
-      rc = -1;
+    rc = vxp_kernel_meta_decode(e.kernels[i].metadata, e.kernels[i].metadata_size, &r->kernels[i]);
   r->object = e.object, r->object_size = e.object_size;
   e.object = NULL;
   vxk_entry_clear(&e);
@@ -223,7 +224,8 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
 }
 
 /* Compiles (or fetches) text through the daemon into r; falls back to the
- * cache by the key line. */
+ * cache by the key line.  Returns 0 or a negative errno / project code
+ * (said through vxr__fail). */
 static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
   static const char tag[] = "// vortexd-key: ";
   /* the key line is not part of the module: vortexd keyed the text after it */
@@ -246,7 +248,7 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
       vxr__fail("vortexd could not compile the module: %s",
                 r->message ? r->message : vxp_status_name(r->status));
       vxp_response_clear(r);
-      return -1;
+      return -EINVAL;
     }
   }
   if (body != text) {
@@ -256,7 +258,7 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
     if (vxk_key_valid(key)) return vxr__from_cache(key, r);
   }
   vxr__fail("no vortexd answers (%s) and the module carries no cache key", vxp_strerror(rc));
-  return -1;
+  return rc ? rc : -ENOENT;
 }
 
 void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
