@@ -924,25 +924,127 @@ static const char *option_name(int c, const struct option *opts) {
   return "?";
 }
 
+/* Long options of every command (getopt_long values past the short ones). */
+enum {
+  O_JSON = 256,
+  O_IR,
+  O_WARP,
+  O_KERNEL,
+  O_SHFL,
+  O_MAXSIZE,
+  O_SHLIB,
+  O_HOST,
+  O_SRC,
+  O_HELP,
+  O_FORMAT,
+  O_LIMIT,
+  O_RESULT
+};
+
+/* Applies option c (its value, NULL for a flag) to in, checking the
+ * value.  0, or the usage error's status (said on stderr). */
+static int apply_option(const command *cm, int c, const char *value, invocation *in) {
+  switch (c) {
+  case 'o': in->out = value; break;
+  case 'v': in->verbose = 1; break;
+  case 'O':
+    if (value[0] < '0' || value[0] > '3' || value[1])
+      return usage_error(cm, "-O takes 0, 1, 2 or 3, not '%s'", value);
+    in->co.opt_level = (uint32_t)(value[0] - '0');
+    break;
+  case O_JSON: in->json = 1; break;
+  case O_FORMAT:
+    if (strcmp(value, "openmetrics") == 0)
+      in->openmetrics = 1;
+    else if (strcmp(value, "json") == 0)
+      in->json = 1;
+    else if (strcmp(value, "table") != 0)
+      return usage_error(cm, "--format takes table, json or openmetrics, not '%s'", value);
+    break;
+  case O_IR: in->co.emit_ir = 1; break;
+  case O_HOST: in->host = 1; break;
+  case O_WARP: {
+    char *end = NULL;
+    unsigned long w = strtoul(value, &end, 10);
+    if (!*value || *end || w == 0 || w > 32 || (w & (w - 1)))
+      return usage_error(cm, "--warp-size takes a power of two from 1 to 32, not '%s'", value);
+    in->co.warp_size = (uint32_t)w;
+    break;
+  }
+  case O_KERNEL: in->kernel = value; break;
+  case O_SHFL: in->co.shuffle_insns = 1; break;
+  case O_MAXSIZE: in->max_size = value; break;
+  case O_SRC: in->source_name = value; break;
+  case 'd': in->disassemble = 1; break;
+  case 'e':
+    if (!*value || strlen(value) > 255 ||
+        strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                      "0123456789_.$") != strlen(value))
+      return usage_error(cm, "-e takes a function name, not '%s'", shown(value));
+    in->entry = value;
+    break;
+  case O_RESULT:
+    if (strcmp(value, "void") && strcmp(value, "i32") && strcmp(value, "i64") && strcmp(value, "f32"))
+      return usage_error(cm, "--entry-point-result takes void, i32, i64 or f32, not '%s'", shown(value));
+    in->entry_result = value;
+    break;
+  case O_LIMIT: {
+    char *end = NULL;
+    unsigned long n = strtoul(value, &end, 10);
+    if (!*value || *end || n == 0 || n > VXP_MAX_LIST_ENTRIES)
+      return usage_error(cm, "--limit takes a count from 1 to %u, not '%s'", VXP_MAX_LIST_ENTRIES, value);
+    in->limit = (uint32_t)n;
+    break;
+  }
+  case O_SHLIB:
+    if (in->nshlibs == 16) return usage_error(cm, "at most 16 --shared-libs");
+    in->shlibs[in->nshlibs++] = value;
+    break;
+  }
+  return 0;
+}
+
+/* The operands and option combinations of an invocation whose options
+ * parse_command read: each command's count of operands, the options that
+ * exclude each other.  0, or the usage error's status (said on stderr). */
+static int check_arguments(const command *cm, invocation *in) {
+  if (strcmp(cm->name, "help") == 0) {
+    if (in->nargs > 1) return usage_error(cm, "takes at most one command name");
+    return 0;
+  }
+  if (cm->nargs == NARGS_OPTIONAL) {
+    if (in->nargs > 1)
+      return usage_error(cm, "takes at most one key prefix, got %d ('%s', '%s'%s)", in->nargs, in->args[0],
+                         in->args[1], in->nargs > 2 ? ", ..." : "");
+  } else if (in->nargs != cm->nargs) {
+    if (cm->nargs == 0 && cm->op == VXP_OP_PRUNE)
+      return usage_error(cm,
+                         "unexpected argument '%s'; the size goes with --max-size (vxc prune --max-size %s)",
+                         in->args[0], in->args[0]);
+    if (cm->nargs == 0) return usage_error(cm, "unexpected argument '%s'", in->args[0]);
+    if (in->nargs == 0)
+      return usage_error(cm, "missing %s",
+                         cm->run == cmd_fetch || cm->run == cmd_inspect
+                             ? "the cache key (or a unique prefix of it)"
+                             : "the source file (FILE.mlir, or - for standard input)");
+    return usage_error(cm, "takes one %s, got %d ('%s', '%s'%s)",
+                       cm->run == cmd_fetch || cm->run == cmd_inspect ? "key" : "source", in->nargs,
+                       in->args[0], in->args[1], in->nargs > 2 ? ", ..." : "");
+  }
+  if (in->out && strcmp(in->out, "-") == 0 && (in->json || in->co.emit_ir))
+    return usage_error(cm, "-o - writes the object to standard output: not with %s",
+                       in->json ? "--json" : "--emit-ir");
+  if (in->host && (in->co.emit_ir || in->co.warp_size || in->co.shuffle_insns || in->verbose))
+    return usage_error(cm, "--host takes only -o and --json");
+  if (in->source_name && !*in->source_name) return usage_error(cm, "--source-name needs a name");
+  if (in->disassemble && in->json) return usage_error(cm, "-d prints a listing: not with --json");
+  return 0;
+}
+
 /* Parses a command's own options and arguments into in (argv[0] is the
  * command's name).  Returns 0, -1 for --help (printed), or 64 after a
  * message naming the problem. */
 static int parse_command(const command *cm, int argc, char **argv, invocation *in) {
-  enum {
-    O_JSON = 256,
-    O_IR,
-    O_WARP,
-    O_KERNEL,
-    O_SHFL,
-    O_MAXSIZE,
-    O_SHLIB,
-    O_HOST,
-    O_SRC,
-    O_HELP,
-    O_FORMAT,
-    O_LIMIT,
-    O_RESULT
-  };
   static const struct option opts[] = {{"json", no_argument, NULL, O_JSON},
                                        {"emit-ir", no_argument, NULL, O_IR},
                                        {"host", no_argument, NULL, O_HOST},
@@ -984,97 +1086,12 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
       if (needs[k].c == c && !(cm->opts & needs[k].need))
         return usage_error(cm, "'%s%s' is not an option of this command", c < 256 ? "" : "--",
                            option_name(c, opts));
-    switch (c) {
-    case 'o': in->out = optarg; break;
-    case 'v': in->verbose = 1; break;
-    case 'O':
-      if (optarg[0] < '0' || optarg[0] > '3' || optarg[1])
-        return usage_error(cm, "-O takes 0, 1, 2 or 3, not '%s'", optarg);
-      in->co.opt_level = (uint32_t)(optarg[0] - '0');
-      break;
-    case O_JSON: in->json = 1; break;
-    case O_FORMAT:
-      if (strcmp(optarg, "openmetrics") == 0)
-        in->openmetrics = 1;
-      else if (strcmp(optarg, "json") == 0)
-        in->json = 1;
-      else if (strcmp(optarg, "table") != 0)
-        return usage_error(cm, "--format takes table, json or openmetrics, not '%s'", optarg);
-      break;
-    case O_IR: in->co.emit_ir = 1; break;
-    case O_HOST: in->host = 1; break;
-    case O_WARP: {
-      char *end = NULL;
-      unsigned long w = strtoul(optarg, &end, 10);
-      if (!*optarg || *end || w == 0 || w > 32 || (w & (w - 1)))
-        return usage_error(cm, "--warp-size takes a power of two from 1 to 32, not '%s'", optarg);
-      in->co.warp_size = (uint32_t)w;
-      break;
-    }
-    case O_KERNEL: in->kernel = optarg; break;
-    case O_SHFL: in->co.shuffle_insns = 1; break;
-    case O_MAXSIZE: in->max_size = optarg; break;
-    case O_SRC: in->source_name = optarg; break;
-    case 'd': in->disassemble = 1; break;
-    case 'e':
-      if (!*optarg || strlen(optarg) > 255 ||
-          strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                         "0123456789_.$") != strlen(optarg))
-        return usage_error(cm, "-e takes a function name, not '%s'", shown(optarg));
-      in->entry = optarg;
-      break;
-    case O_RESULT:
-      if (strcmp(optarg, "void") && strcmp(optarg, "i32") && strcmp(optarg, "i64") && strcmp(optarg, "f32"))
-        return usage_error(cm, "--entry-point-result takes void, i32, i64 or f32, not '%s'", shown(optarg));
-      in->entry_result = optarg;
-      break;
-    case O_LIMIT: {
-      char *end = NULL;
-      unsigned long n = strtoul(optarg, &end, 10);
-      if (!*optarg || *end || n == 0 || n > VXP_MAX_LIST_ENTRIES)
-        return usage_error(cm, "--limit takes a count from 1 to %u, not '%s'", VXP_MAX_LIST_ENTRIES, optarg);
-      in->limit = (uint32_t)n;
-      break;
-    }
-    case O_SHLIB:
-      if (in->nshlibs == 16) return usage_error(cm, "at most 16 --shared-libs");
-      in->shlibs[in->nshlibs++] = optarg;
-      break;
-    }
+    int rc = apply_option(cm, c, optarg, in);
+    if (rc) return rc;
   }
   in->args = argv + optind;
   in->nargs = argc - optind;
-  if (strcmp(cm->name, "help") == 0) {
-    if (in->nargs > 1) return usage_error(cm, "takes at most one command name");
-    return 0;
-  }
-  if (cm->nargs == NARGS_OPTIONAL) {
-    if (in->nargs > 1)
-      return usage_error(cm, "takes at most one key prefix, got %d ('%s', '%s'%s)", in->nargs, in->args[0],
-                         in->args[1], in->nargs > 2 ? ", ..." : "");
-  } else if (in->nargs != cm->nargs) {
-    if (cm->nargs == 0 && cm->op == VXP_OP_PRUNE)
-      return usage_error(cm,
-                         "unexpected argument '%s'; the size goes with --max-size (vxc prune --max-size %s)",
-                         in->args[0], in->args[0]);
-    if (cm->nargs == 0) return usage_error(cm, "unexpected argument '%s'", in->args[0]);
-    if (in->nargs == 0)
-      return usage_error(cm, "missing %s",
-                         cm->run == cmd_fetch || cm->run == cmd_inspect
-                             ? "the cache key (or a unique prefix of it)"
-                             : "the source file (FILE.mlir, or - for standard input)");
-    return usage_error(cm, "takes one %s, got %d ('%s', '%s'%s)",
-                       cm->run == cmd_fetch || cm->run == cmd_inspect ? "key" : "source", in->nargs,
-                       in->args[0], in->args[1], in->nargs > 2 ? ", ..." : "");
-  }
-  if (in->out && strcmp(in->out, "-") == 0 && (in->json || in->co.emit_ir))
-    return usage_error(cm, "-o - writes the object to standard output: not with %s",
-                       in->json ? "--json" : "--emit-ir");
-  if (in->host && (in->co.emit_ir || in->co.warp_size || in->co.shuffle_insns || in->verbose))
-    return usage_error(cm, "--host takes only -o and --json");
-  if (in->source_name && !*in->source_name) return usage_error(cm, "--source-name needs a name");
-  if (in->disassemble && in->json) return usage_error(cm, "-d prints a listing: not with --json");
-  return 0;
+  return check_arguments(cm, in);
 }
 
 /* A request that got no answer (rc: libvxc's negative errno): said, and

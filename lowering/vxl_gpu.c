@@ -360,10 +360,13 @@ static int vxl__rewrite_gpu_op(vxl__rw *rw, MlirOperation op, vxl__kernel_info *
   return 0;
 }
 
-/* Converts one gpu.func (already moved into the new module) to func.func.
- * For kernels fills *k. */
-int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
-  MlirContext ctx = rw->c->ctx;
+/* What vxl__convert_func refuses before it changes anything: a gpu.func
+ * without a name, type or body, a name that is not NUL-free UTF-8 (names
+ * travel as msgpack str and JSON strings and become C symbols), workgroup
+ * attributions outside a kernel.  Fills *fname, *fty; returns 0 or
+ * -EINVAL with a diagnostic at the function. */
+static int vxl__check_func(vxl__rw *rw, MlirOperation gf, int is_kernel, MlirStringRef *fname_out,
+                           MlirType *fty_out) {
   MlirLocation loc = mlirOperationGetLocation(gf);
   MlirAttribute sym = mlirOperationGetAttributeByName(gf, vxl__str("sym_name"));
   MlirAttribute fta = mlirOperationGetAttributeByName(gf, vxl__str("function_type"));
@@ -372,7 +375,6 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
     return -EINVAL;
   }
   MlirStringRef fname = mlirStringAttrGetValue(sym);
-  /* names travel as msgpack str and JSON strings and become C symbols */
   if (memchr(fname.data, '\0', fname.length)) {
     vxl__diag_at(rw->d, loc, "unsupported: gpu.func symbol name contains a NUL byte");
     return -EINVAL;
@@ -381,22 +383,84 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
     vxl__diag_at(rw->d, loc, "unsupported: gpu.func symbol name is not valid UTF-8");
     return -EINVAL;
   }
-  MlirType fty = mlirTypeAttrGetValue(fta);
-  intptr_t nin = mlirFunctionTypeGetNumInputs(fty);
-  MlirRegion body = mlirOperationGetRegion(gf, 0);
-  MlirBlock entry = mlirRegionGetFirstBlock(body);
-  if (mlirBlockIsNull(entry)) {
+  if (mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(gf, 0)))) {
     vxl__diag_at(rw->d, loc, "unsupported: gpu.func @%.*s without a body", (int)fname.length, fname.data);
     return -EINVAL;
   }
   int64_t nworkgroup = 0;
   MlirAttribute wa = mlirOperationGetAttributeByName(gf, vxl__str("workgroup_attributions"));
   if (!mlirAttributeIsNull(wa) && mlirAttributeIsAInteger(wa)) nworkgroup = mlirIntegerAttrGetValueInt(wa);
-  if (!k && nworkgroup > 0) {
+  if (!is_kernel && nworkgroup > 0) {
     vxl__diag_at(rw->d, loc, "unsupported: workgroup attributions on non-kernel gpu.func @%.*s",
                  (int)fname.length, fname.data);
     return -EINVAL;
   }
+  *fname_out = fname;
+  *fty_out = mlirTypeAttrGetValue(fta);
+  return 0;
+}
+
+/* Rewrites the body of converted function ff: its cf.assert ops, then its
+ * gpu.* ops, those asserts' printfs included (collected first: a walk must
+ * not see the ops it mutates).  k: the kernel's record, or NULL.  Returns
+ * 0, -ENOMEM or -EINVAL with a diagnostic. */
+static int vxl__rewrite_body(vxl__rw *rw, MlirOperation ff, vxl__kernel_info *k) {
+  int rc = 0;
+  vxl__ops ops = {0};
+  vxl__collect_ops(ff, &ops);
+  for (size_t i = 0; i < ops.n && rc == 0 && !ops.oom; i++)
+    if (vxl__op_is(ops.v[i], "cf.assert")) rc = vxl__lower_assert(rw, ops.v[i]);
+  free(ops.v);
+  ops = (vxl__ops){0};
+  if (rc == 0) vxl__collect_ops(ff, &ops);
+  if (ops.oom) {
+    free(ops.v);
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < ops.n && rc == 0; i++) {
+    MlirStringRef n = vxl__op_name(ops.v[i]);
+    if (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) rc = vxl__rewrite_gpu_op(rw, ops.v[i], k);
+  }
+  free(ops.v);
+  return rc;
+}
+
+/* The kernel record of gpu.func gf (named fname, nin arguments) before its
+ * arguments are looked at: name, location, room for the argument types,
+ * grid dimensions 1, the known block size if it has one.  0 or -ENOMEM. */
+static int vxl__kernel_info_start(vxl__kernel_info *k, MlirOperation gf, MlirStringRef fname, intptr_t nin) {
+  k->name = strndup(fname.data, fname.length);
+  k->loc = mlirOperationGetLocation(gf);
+  k->nargs = (uint32_t)nin;
+  k->arg_types = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_types);
+  k->arg_rank = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_rank);
+  k->arg_elem = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_elem);
+  k->grid_dims = 1;
+  if (!k->name || !k->arg_types || !k->arg_rank || !k->arg_elem) return -ENOMEM;
+  MlirAttribute kb = mlirOperationGetAttributeByName(gf, vxl__str("gpu.known_block_size"));
+  if (mlirAttributeIsNull(kb)) /* outlined gpu.launch bodies carry it as an inherent attribute */
+    kb = mlirOperationGetAttributeByName(gf, vxl__str("known_block_size"));
+  if (!mlirAttributeIsNull(kb) && mlirAttributeIsADenseI32Array(kb) && mlirDenseArrayGetNumElements(kb) == 3)
+    for (int i = 0; i < 3; i++)
+      k->known_block[i] = (uint32_t)mlirDenseI32ArrayGetElement(kb, i);
+  return 0;
+}
+
+/* Converts one gpu.func (already moved into the new module) to func.func.
+ * For kernels fills *k. */
+int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
+  MlirContext ctx = rw->c->ctx;
+  MlirLocation loc = mlirOperationGetLocation(gf);
+  MlirStringRef fname;
+  MlirType fty;
+  int crc = vxl__check_func(rw, gf, k != NULL, &fname, &fty);
+  if (crc) return crc;
+  intptr_t nin = mlirFunctionTypeGetNumInputs(fty);
+  MlirRegion body = mlirOperationGetRegion(gf, 0);
+  MlirBlock entry = mlirRegionGetFirstBlock(body);
+  int64_t nworkgroup = 0;
+  MlirAttribute wa = mlirOperationGetAttributeByName(gf, vxl__str("workgroup_attributions"));
+  if (!mlirAttributeIsNull(wa) && mlirAttributeIsAInteger(wa)) nworkgroup = mlirIntegerAttrGetValueInt(wa);
 
   /* New signature: kernel memrefs become !llvm.ptr. */
   MlirType *ins = calloc(nin ? (size_t)nin : 1, sizeof *ins);
@@ -409,25 +473,9 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
     free(ins);
     return -EINVAL;
   }
-  if (k) {
-    k->name = strndup(fname.data, fname.length);
-    k->loc = loc;
-    k->nargs = (uint32_t)nin;
-    k->arg_types = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_types);
-    k->arg_rank = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_rank);
-    k->arg_elem = calloc(nin ? (size_t)nin : 1, sizeof *k->arg_elem);
-    k->grid_dims = 1;
-    if (!k->name || !k->arg_types || !k->arg_rank || !k->arg_elem) {
-      free(ins);
-      return -ENOMEM;
-    }
-    MlirAttribute kb = mlirOperationGetAttributeByName(gf, vxl__str("gpu.known_block_size"));
-    if (mlirAttributeIsNull(kb)) /* outlined gpu.launch bodies carry it as an inherent attribute */
-      kb = mlirOperationGetAttributeByName(gf, vxl__str("known_block_size"));
-    if (!mlirAttributeIsNull(kb) && mlirAttributeIsADenseI32Array(kb) &&
-        mlirDenseArrayGetNumElements(kb) == 3)
-      for (int i = 0; i < 3; i++)
-        k->known_block[i] = (uint32_t)mlirDenseI32ArrayGetElement(kb, i);
+  if (k && vxl__kernel_info_start(k, gf, fname, nin) != 0) {
+    free(ins);
+    return -ENOMEM;
   }
   for (intptr_t i = 0; i < nin; i++) {
     MlirType t = mlirFunctionTypeGetInput(fty, i);
@@ -502,24 +550,5 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
   }
   if (rc) return rc;
 
-  /* Rewrite the body's cf.assert ops, then its gpu.* ops, those asserts'
-   * printfs included (collected first: a walk must not see the ops it
-   * mutates). */
-  vxl__ops ops = {0};
-  vxl__collect_ops(ff, &ops);
-  for (size_t i = 0; i < ops.n && rc == 0 && !ops.oom; i++)
-    if (vxl__op_is(ops.v[i], "cf.assert")) rc = vxl__lower_assert(rw, ops.v[i]);
-  free(ops.v);
-  ops = (vxl__ops){0};
-  if (rc == 0) vxl__collect_ops(ff, &ops);
-  if (ops.oom) {
-    free(ops.v);
-    return -ENOMEM;
-  }
-  for (size_t i = 0; i < ops.n && rc == 0; i++) {
-    MlirStringRef n = vxl__op_name(ops.v[i]);
-    if (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) rc = vxl__rewrite_gpu_op(rw, ops.v[i], k);
-  }
-  free(ops.v);
-  return rc;
+  return vxl__rewrite_body(rw, ff, k);
 }

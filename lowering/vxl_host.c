@@ -202,12 +202,20 @@ static int vxl__register_launch_strings(vxl_compiler *c, MlirOperation top) {
       MlirAttribute s = vxl__launch_string(top, v);
       if (mlirAttributeIsNull(s)) continue;
       if (!declared) {
-        MlirModule wrap = mlirModuleCreateParse(
-            c->ctx, vxl__str("module {\n  func.func private @vortexdRegisterConstant(!llvm.ptr, i64)\n}\n"));
-        if (mlirModuleIsNull(wrap)) return -ENOMEM;
-        MlirOperation decl = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
-        mlirOperationRemoveFromParent(decl);
-        mlirModuleDestroy(wrap);
+        /* func.func private @vortexdRegisterConstant(!llvm.ptr, i64) */
+        MlirType params[2] = {mlirLLVMPointerTypeGet(c->ctx, 0), i64};
+        MlirOperationState ds = mlirOperationStateGet(vxl__str("func.func"), mlirLocationUnknownGet(c->ctx));
+        MlirNamedAttribute da[] = {
+            vxl__named(c->ctx, "sym_name", mlirStringAttrGet(c->ctx, vxl__str("vortexdRegisterConstant"))),
+            vxl__named(c->ctx, "function_type",
+                       mlirTypeAttrGet(mlirFunctionTypeGet(c->ctx, 2, params, 0, NULL))),
+            vxl__named(c->ctx, "sym_visibility", mlirStringAttrGet(c->ctx, vxl__str("private"))),
+        };
+        mlirOperationStateAddAttributes(&ds, sizeof da / sizeof *da, da);
+        MlirRegion body = mlirRegionCreate(); /* empty: a declaration */
+        mlirOperationStateAddOwnedRegions(&ds, 1, &body);
+        MlirOperation decl = mlirOperationCreate(&ds);
+        if (mlirOperationIsNull(decl)) return -ENOMEM;
         mlirBlockAppendOwnedOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(top, 0)), decl);
         declared = 1;
       }

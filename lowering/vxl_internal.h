@@ -25,7 +25,20 @@
 #include "vxl.h"
 #include "vxl_emit.h"
 
-/* Growable NUL-terminated string, usable as an MlirStringCallback sink
+/* How the lowering builds IR.  A single operation (arith.constant,
+ * func.call, llvm.mlir.global, a func.func declaration, the rewritten gpu
+ * ops) is built through MLIR's C API, an MlirOperationState, as MLIR's own
+ * C API tests do.  A whole helper function with a body - the device-ABI
+ * prelude, a workgroup buffer's view, a gpu.printf wrapper, a subgroup
+ * collective - is written as MLIR text and parsed into the context: the C
+ * API offers no builder above the generic operation state (no block
+ * arguments by name, no regions built from nested builders, no
+ * verification until the whole function exists), so such a body built op
+ * by op is several times longer than the MLIR it stands for, and cannot be
+ * read against the MLIR it produces.  The view helpers are parsed once per
+ * compiler and cloned after (vxl_compiler.view_ops).
+ *
+ * Growable NUL-terminated string, usable as an MlirStringCallback sink
  * (user data = the vxl__buf).  p is from malloc(); oom set on failure. */
 typedef struct {
   char *p;

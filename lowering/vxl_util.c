@@ -204,14 +204,20 @@ MlirValue vxl__const_i32(MlirContext ctx, MlirLocation loc, MlirBlock blk, MlirO
  * body: a number the MLIR side leaves for main (vxl_codegen.c).  Returns 0
  * or -ENOMEM. */
 int vxl__add_constant_i32(MlirContext ctx, MlirBlock body, const char *name, uint32_t value) {
-  char text[160];
-  snprintf(text, sizeof text, "module {\nllvm.mlir.global internal constant @%s(%u : i32) : i32\n}\n", name,
-           value);
-  MlirModule wrap = mlirModuleCreateParse(ctx, vxl__str(text));
-  if (mlirModuleIsNull(wrap)) return -ENOMEM;
-  MlirOperation gl = mlirBlockGetFirstOperation(mlirModuleGetBody(wrap));
-  mlirOperationRemoveFromParent(gl);
-  mlirModuleDestroy(wrap);
+  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
+  MlirOperationState st = mlirOperationStateGet(vxl__str("llvm.mlir.global"), mlirLocationUnknownGet(ctx));
+  MlirNamedAttribute attrs[] = {
+      vxl__named(ctx, "sym_name", mlirStringAttrGet(ctx, vxl__str(name))),
+      vxl__named(ctx, "global_type", mlirTypeAttrGet(i32)),
+      vxl__named(ctx, "linkage", mlirLLVMLinkageAttrGet(ctx, MlirLLVMLinkageInternal)),
+      vxl__named(ctx, "constant", mlirUnitAttrGet(ctx)),
+      vxl__named(ctx, "value", mlirIntegerAttrGet(i32, (int64_t)value)),
+  };
+  mlirOperationStateAddAttributes(&st, sizeof attrs / sizeof *attrs, attrs);
+  MlirRegion init = mlirRegionCreate(); /* empty: the value attribute is the initializer */
+  mlirOperationStateAddOwnedRegions(&st, 1, &init);
+  MlirOperation gl = mlirOperationCreate(&st);
+  if (mlirOperationIsNull(gl)) return -ENOMEM;
   mlirBlockAppendOwnedOperation(body, gl);
   return 0;
 }
