@@ -6,6 +6,7 @@
  * gone.  Loop thread only.
  */
 #define _GNU_SOURCE /* struct ucred */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -61,8 +62,10 @@ void vxd__rbuf_consume(vxd_rbuf *rb, size_t n) {
 
 static void vxd__conn_close_cb(uv_handle_t *h) {
   vxd_conn *c = h->data;
+  assert(c->closing && c->open_handles > 0); /* closed through vxd__conn_close, once per handle */
   if (--c->open_handles > 0) return;
   vxd_server *s = c->srv;
+  assert(s->nconns > 0 && (c->prev ? c->prev->next == c : s->conns == c)); /* on the list */
   if (c->prev)
     c->prev->next = c->next;
   else

@@ -82,6 +82,7 @@ vxd_job *vxd__job_shared(vxd_server *s, const char *key) {
 }
 
 void vxd__job_await_remote(vxd_server *s, vxd_job *j) {
+  assert(!j->emit_ir && !vxd__job_shared(s, j->key)); /* one lookup per key */
   j->next = s->jobs.lookups;
   s->jobs.lookups = j;
 }
@@ -98,6 +99,7 @@ vxd_job *vxd__job_take_remote(vxd_server *s, const char *key) {
 }
 
 void vxd__job_queue(vxd_server *s, vxd_job *j) {
+  assert(j->waiters && j->started_ns == 0); /* a new job, someone waits for it */
   j->next = NULL;
   if (s->jobs.queue_tail)
     s->jobs.queue_tail->next = j;
@@ -109,6 +111,7 @@ void vxd__job_queue(vxd_server *s, vxd_job *j) {
 vxd_job *vxd__job_next(vxd_server *s) {
   vxd_job *j = s->jobs.queue_head;
   if (!j) return NULL;
+  assert(j->started_ns == 0 || j->crashes > 0); /* started again only after its worker died */
   s->jobs.queue_head = j->next;
   if (!s->jobs.queue_head) s->jobs.queue_tail = NULL;
   j->next = s->jobs.inflight;

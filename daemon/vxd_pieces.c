@@ -22,6 +22,7 @@
  * one piece.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -81,7 +82,11 @@ static int vxd__borrow(vxd_cores *k, unsigned slot) {
   return 0;
 }
 
-static void vxd__give_back(vxd_cores *k, unsigned slot) { atomic_fetch_sub(&k->lent[slot], 1); }
+static void vxd__give_back(vxd_cores *k, unsigned slot) {
+  int was = atomic_fetch_sub(&k->lent[slot], 1);
+  assert(was > 0); /* only what this worker borrowed (its slot is reset only when it is gone) */
+  (void)was;
+}
 
 /* ---- the merge: pieces linked by ld.lld -r ---- */
 
@@ -180,6 +185,7 @@ static unsigned vxd__take_pieces(vxd__module *m, vxl_compiler *c, const vxl_sour
 static void *vxd__helper_main(void *arg) {
   vxd__helper *h = arg;
   vxd__module *m = h->m;
+  assert(m && m->cores);                           /* a helper runs on a borrowed core */
   if (h->c && h->compiles >= VXD_WORKER_RECYCLE) { /* as the worker's own compiler is */
     vxl_compiler_destroy(h->c);
     h->c = NULL;

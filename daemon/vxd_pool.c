@@ -65,6 +65,7 @@ const char *vxd__crash_recall(vxd_server *s, const char *key) {
 
 void vxd__worker_handle_close_cb(uv_handle_t *h) {
   vxd_worker *w = h->data;
+  assert(w->open_handles > 0); /* three handles, each closed once */
   if (--w->open_handles > 0) return;
   vxd_server *s = w->srv;
   vxd_slot *slot = &s->pool.slots[w->slot];
@@ -352,6 +353,7 @@ static void vxd__dispatch_queue(vxd_server *s) {
     vxd_worker *w = s->pool.slots[i].w;
     if (!w || w->job || w->exited) continue;
     vxd_job *j = vxd__job_next(s);
+    assert(j); /* the loop runs while jobs are queued */
     w->job = j;
     w->timed_out = 0;
     uv_write_t *wr = calloc(1, sizeof *wr);

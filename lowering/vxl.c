@@ -2,6 +2,7 @@
  * vxl.c - the lowering driver: compiler lifetime, one compile end to end.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -633,6 +634,7 @@ static int vxl__diag_take(vxl__diags *d, char *text) {
 }
 
 int vxl_result_merge(vxl_result *pieces, uint32_t n, vxl_merge_fn merge, void *merge_ud, vxl_result *res) {
+  assert(n > 0 && n <= VXL_MAX_PIECES);
   memset(res, 0, sizeof *res);
   vxl__diags d = {.source_name = "<source>"};
   int rc = 0;
