@@ -641,41 +641,27 @@ static int show_config(const vxp_config *pc, int json) {
 }
 
 /* The counters in the OpenMetrics text format (what Prometheus scrapes, and
- * node_exporter's textfile collector reads): counters as _total, sizes and
- * states as gauges, ending in "# EOF". */
+ * node_exporter's textfile collector reads), from VXP_STATS_COUNTERS:
+ * counters as vortexd_<name>_total, levels and settings as gauges, the
+ * durations in seconds, the compile times as a histogram; ending in
+ * "# EOF". */
+/* One OpenMetrics counter or gauge: vortexd_<name>, with _total for a
+ * counter's sample. */
+static void print_metric(const char *name, const char *type, const char *help, uint64_t v) {
+  printf("# TYPE vortexd_%s %s\n# HELP vortexd_%s %s\nvortexd_%s%s %llu\n", name, type, name, help, name,
+         strcmp(type, "counter") ? "" : "_total", (unsigned long long)v);
+}
+
 static void print_openmetrics(const vxp_stats *s) {
-  static const struct {
-    const char *name, *type, *help;
-    size_t off;
-  } m[] = {
-#define VXC__M(name, type, help, field) {name, type, help, offsetof(vxp_stats, field)}
-      VXC__M("vortexd_hits", "counter", "Compiles and fetches served from the cache (both levels).", hits),
-      VXC__M("vortexd_misses", "counter", "Compiles that compiled.", misses),
-      VXC__M("vortexd_compile_errors", "counter", "Compiles that failed with diagnostics.", compile_errors),
-      VXC__M("vortexd_evictions", "counter", "Entries evicted for the size limit.", evictions),
-      VXC__M("vortexd_corrupt", "counter", "Damaged entries and databases dropped.", corrupt),
-      VXC__M("vortexd_requests", "counter", "Requests since the daemon started.", requests),
-      VXC__M("vortexd_worker_restarts", "counter", "Workers restarted after a crash or hang.",
-             worker_restarts),
-      VXC__M("vortexd_refused", "counter", "Connections refused.", refused),
-      VXC__M("vortexd_timeouts", "counter", "Connections closed for a stalled frame or idleness.", timeouts),
-      VXC__M("vortexd_l2_hits", "counter", "Entries read from the shared level.", l2_hits),
-      VXC__M("vortexd_l2_misses", "counter", "Lookups the shared level did not have.", l2_misses),
-      VXC__M("vortexd_l2_errors", "counter", "Failed exchanges with the shared level.", l2_errors),
-      VXC__M("vortexd_l2_rejected", "counter", "Shared values refused for their signature.", l2_rejected),
-      VXC__M("vortexd_l2_writes", "counter", "Entries written to the shared level.", l2_writes),
-      VXC__M("vortexd_cache_entries", "gauge", "Entries in the local cache.", entries),
-      VXC__M("vortexd_cache_bytes", "gauge", "Bytes stored in the local cache.", bytes),
-      VXC__M("vortexd_cache_max_bytes", "gauge", "The local cache's size limit in bytes.", max_bytes),
-      VXC__M("vortexd_workers", "gauge", "Compile worker processes.", workers),
-#undef VXC__M
-  };
-  for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
-    uint64_t v;
-    memcpy(&v, (const char *)s + m[i].off, sizeof v);
-    printf("# TYPE %s %s\n# HELP %s %s\n%s%s %llu\n", m[i].name, m[i].type, m[i].name, m[i].help, m[i].name,
-           strcmp(m[i].type, "counter") ? "" : "_total", (unsigned long long)v);
-  }
+#define VXC__METRIC(name, kind, what) VXC__METRIC_##kind(name, what)
+#define VXC__METRIC_COUNTER(name, what) print_metric(#name, "counter", what, s->name);
+#define VXC__METRIC_GAUGE(name, what) print_metric(#name, "gauge", what, s->name);
+#define VXC__METRIC_TIME(name, what) /* in seconds, below */
+  VXP_STATS_COUNTERS(VXC__METRIC)
+#undef VXC__METRIC
+#undef VXC__METRIC_COUNTER
+#undef VXC__METRIC_GAUGE
+#undef VXC__METRIC_TIME
   printf("# TYPE vortexd_time_saved_seconds counter\n# HELP vortexd_time_saved_seconds Compile time the hits "
          "saved.\nvortexd_time_saved_seconds_total %.3f\n",
          s->saved_ms / 1000.0);
@@ -703,24 +689,26 @@ static void print_stats(const vxp_stats *s, const char *server, const char *sock
   uint64_t asked = s->hits + s->misses;
   double ratio = asked ? 100.0 * (double)s->hits / (double)asked : 0.0;
   if (json) {
-    json_t *o = json_pack(
-        "{s:I,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "hits", (json_int_t)s->hits,
-        "misses", (json_int_t)s->misses, "compile_errors", (json_int_t)s->compile_errors, "hit_ratio",
-        ratio / 100.0, "entries", (json_int_t)s->entries, "bytes", (json_int_t)s->bytes, "max_bytes",
-        (json_int_t)s->max_bytes, "evictions", (json_int_t)s->evictions, "corrupt", (json_int_t)s->corrupt,
-        "saved_ms", (json_int_t)s->saved_ms, "requests", (json_int_t)s->requests, "workers",
-        (json_int_t)s->workers, "worker_restarts", (json_int_t)s->worker_restarts, "refused",
-        (json_int_t)s->refused, "timeouts", (json_int_t)s->timeouts, "uptime_ms", (json_int_t)s->uptime_ms);
-    if (o && s->remote) {
-      json_t *l2 = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "storage", s->remote, "hits",
-                             (json_int_t)s->l2_hits, "misses", (json_int_t)s->l2_misses, "errors",
-                             (json_int_t)s->l2_errors, "timeouts", (json_int_t)s->l2_timeouts, "corrupt",
-                             (json_int_t)s->l2_corrupt, "rejected", (json_int_t)s->l2_rejected, "writes",
-                             (json_int_t)s->l2_writes, "dropped", (json_int_t)s->l2_dropped, "bytes_down",
-                             (json_int_t)s->l2_bytes_down, "bytes_up", (json_int_t)s->l2_bytes_up);
+    /* every counter under its name (VXP_STATS_COUNTERS), those of the
+     * remote level (l2_*) without the prefix in "remote", with one */
+    json_t *o = json_object(), *l2 = s->remote ? json_pack("{s:s}", "storage", s->remote) : NULL;
+#define VXC__JSON(name, kind, what)                                                                          \
+  if (strncmp(#name, "l2_", 3) != 0)                                                                         \
+    json_object_set_new(o, #name, json_integer((json_int_t)s->name));                                        \
+  else if (l2)                                                                                               \
+    json_object_set_new(l2, #name + 3, json_integer((json_int_t)s->name));
+    if (o) {
+      VXP_STATS_COUNTERS(VXC__JSON)
+      json_object_del(o, "compile_sum_us"); /* in the OpenMetrics histogram only */
+      json_object_set_new(o, "hit_ratio", json_real(ratio / 100.0));
+    }
+#undef VXC__JSON
+    if (o && l2) {
       json_object_set_new(o, "l1_hits",
                           json_integer((json_int_t)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0)));
       json_object_set_new(o, "remote", l2);
+    } else if (l2) {
+      json_decref(l2);
     }
     if (o) {
       json_object_set_new(o, "socket", json_text(socket));

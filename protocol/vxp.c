@@ -354,11 +354,11 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   }
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
-#define VXP__ONE(name, what) +1
+#define VXP__ONE(name, kind, what) +1
     vxp__str(&pk, "stats");
     msgpack_pack_map(&pk, (0 VXP_STATS_COUNTERS(VXP__ONE)) + 1 + (s->remote ? 1 : 0));
 #undef VXP__ONE
-#define VXP__ENCODE(name, what) vxp__kv_u64(&pk, #name, s->name);
+#define VXP__ENCODE(name, kind, what) vxp__kv_u64(&pk, #name, s->name);
     VXP_STATS_COUNTERS(VXP__ENCODE)
 #undef VXP__ENCODE
     if (s->remote) vxp__kv_str(&pk, "remote", s->remote);
@@ -795,7 +795,7 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
   int rc = VXP_OK;
   for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
     const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
-#define VXP__DECODE(name, what)                                                                              \
+#define VXP__DECODE(name, kind, what)                                                                        \
   if (vxp__key(k, #name)) {                                                                                  \
     rc = vxp__u64(v, &s->name);                                                                              \
     continue;                                                                                                \

@@ -252,39 +252,43 @@ typedef struct {
 
 /* The daemon's counters (stats), persistent ones surviving restarts: each
  * a uint64_t field of vxp_stats and a key of the stats map of the same
- * name, X(name, what).  The struct, its encoding and its decoding are
- * generated from this one list (a counter is added here only). */
+ * name, X(name, kind, what).  The struct, its encoding and decoding, and
+ * vxc's JSON and OpenMetrics output are generated from this one list (a
+ * counter is added here only).  kind says how a metric shows it:
+ *   COUNTER  only grows (OpenMetrics "vortexd_<name>_total")
+ *   GAUGE    a level or a setting ("vortexd_<name>")
+ *   TIME     a duration in ms or us, shown in seconds under its own name */
 #define VXP_STATS_COUNTERS(X)                                                                                \
-  X(hits, "compiles and fetches served from the cache (both levels)")                                        \
-  X(misses, "compile requests that had to compile")                                                          \
-  X(compile_errors, "compiles that failed with diagnostics")                                                 \
-  X(entries, "cache entries stored")                                                                         \
-  X(bytes, "object + metadata bytes stored")                                                                 \
-  X(requests, "requests since this daemon started")                                                          \
-  X(workers, "compile worker processes configured")                                                          \
-  X(worker_restarts, "workers restarted after a crash")                                                      \
-  X(uptime_ms, "since this daemon started")                                                                  \
-  X(corrupt, "entries dropped: failed their checksum")                                                       \
-  X(evictions, "entries evicted by the size limit or prune")                                                 \
-  X(max_bytes, "the cache's size limit (0: no cache)")                                                       \
-  X(saved_ms, "compile time the hits saved: each adds its entry's compile time")                             \
-  X(refused, "connections refused since start (peer credentials, connection limit)")                         \
-  X(timeouts, "connections closed since start for a stalled frame or idleness")                              \
+  X(hits, COUNTER, "compiles and fetches served from the cache (both levels)")                               \
+  X(misses, COUNTER, "compile requests that had to compile")                                                 \
+  X(compile_errors, COUNTER, "compiles that failed with diagnostics")                                        \
+  X(entries, GAUGE, "cache entries stored")                                                                  \
+  X(bytes, GAUGE, "object + metadata bytes stored")                                                          \
+  X(requests, COUNTER, "requests since this daemon started")                                                 \
+  X(workers, GAUGE, "compile worker processes configured")                                                   \
+  X(worker_restarts, COUNTER, "workers restarted after a crash")                                             \
+  X(uptime_ms, TIME, "since this daemon started")                                                            \
+  X(corrupt, COUNTER, "entries dropped: failed their checksum")                                              \
+  X(evictions, COUNTER, "entries evicted by the size limit or prune")                                        \
+  X(max_bytes, GAUGE, "the cache's size limit (0: no cache)")                                                \
+  X(saved_ms, TIME, "compile time the hits saved: each adds its entry's compile time")                       \
+  X(refused, COUNTER, "connections refused since start (peer credentials, connection limit)")                \
+  X(timeouts, COUNTER, "connections closed since start for a stalled frame or idleness")                     \
   /* the second cache level, a remote storage shared by daemons (all 0 without one) */                       \
-  X(l2_hits, "compiles and fetches answered from it (in hits too)")                                          \
-  X(l2_misses, "looked up there and not found")                                                              \
-  X(l2_errors, "reads and writes that failed (connection, protocol, a value failing its checksum)")          \
-  X(l2_timeouts, "reads and writes over remote_timeout")                                                     \
-  X(l2_corrupt, "values refused by their checksum (in l2_errors)")                                           \
-  X(l2_rejected, "values refused for their signature: unsigned, or not by a trusted key (in l2_errors)")     \
-  X(l2_writes, "entries written to it")                                                                      \
-  X(l2_dropped, "writes dropped: queue full or storage down")                                                \
-  X(l2_bytes_down, "value bytes read from it")                                                               \
-  X(l2_bytes_up, "value bytes written to it")                                                                \
-  X(compile_sum_us, "the time the compiles of compile_buckets took together (microseconds)")
+  X(l2_hits, COUNTER, "compiles and fetches answered from it (in hits too)")                                 \
+  X(l2_misses, COUNTER, "looked up there and not found")                                                     \
+  X(l2_errors, COUNTER, "reads and writes that failed (connection, protocol, a bad checksum)")               \
+  X(l2_timeouts, COUNTER, "reads and writes over remote_timeout")                                            \
+  X(l2_corrupt, COUNTER, "values refused by their checksum (in l2_errors)")                                  \
+  X(l2_rejected, COUNTER, "values refused for their signature: unsigned or untrusted (in l2_errors)")        \
+  X(l2_writes, COUNTER, "entries written to it")                                                             \
+  X(l2_dropped, COUNTER, "writes dropped: queue full or storage down")                                       \
+  X(l2_bytes_down, COUNTER, "value bytes read from it")                                                      \
+  X(l2_bytes_up, COUNTER, "value bytes written to it")                                                       \
+  X(compile_sum_us, TIME, "the time the compiles of compile_buckets took together (microseconds)")
 
 typedef struct {
-#define VXP__STATS_FIELD(name, what) uint64_t name;
+#define VXP__STATS_FIELD(name, kind, what) uint64_t name;
   VXP_STATS_COUNTERS(VXP__STATS_FIELD)
 #undef VXP__STATS_FIELD
   char *remote; /* the second level: where it is, password masked, and its

@@ -211,12 +211,12 @@ Test(protocol, stats_response_round_trip) {
 Test(protocol, every_listed_stats_counter_round_trips) {
   vxp_response in = {.id = 3, .op = VXP_OP_STATS, .status = VXP_STATUS_OK}, out;
   uint64_t v = 1000;
-#define SET(name, what) in.stats.name = v++;
+#define SET(name, kind, what) in.stats.name = v++;
   VXP_STATS_COUNTERS(SET)
 #undef SET
   response_round_trip(&in, &out);
   v = 1000;
-#define CHECK(name, what) cr_assert_eq(out.stats.name, v++, "%s", #name);
+#define CHECK(name, kind, what) cr_assert_eq(out.stats.name, v++, "%s", #name);
   VXP_STATS_COUNTERS(CHECK)
 #undef CHECK
   vxp_response_clear(&out);
@@ -230,7 +230,7 @@ Test(protocol, every_listed_stats_counter_round_trips) {
       MSGPACK_UNPACK_SUCCESS);
   const msgpack_object_map *m = &u.data.via.map;
   uint32_t counters = 0;
-#define COUNT(name, what) counters++;
+#define COUNT(name, kind, what) counters++;
   VXP_STATS_COUNTERS(COUNT)
 #undef COUNT
   int found = 0;
