@@ -50,6 +50,8 @@ typedef struct {
   gid_t allowed_gid;            /* clients of this group may connect too; (gid_t)-1: none */
   char vortex_sdk[4096];        /* Vortex kernel SDK: kernels also linked into .vxbin
                                    images (cached with the object); "" = none */
+  struct vxd_sdk *sdk;          /* what those images depend on, digested for the
+                                   key (vxd_sdk_open); NULL without an SDK */
   int verbose;
   int log_level; /* lines above this priority are dropped (VXD_LOG_*; syslog's) */
   /* the second cache level: a Redis server several daemons share */
@@ -93,6 +95,28 @@ typedef struct {
 #undef VXD__COUNT_FIELD
 } vxd_counts;
 
+/* ---- vxd_sdk.c: what a linked image depends on ---- */
+
+typedef struct vxd_sdk vxd_sdk;
+
+/* Digests the Vortex SDK in dir (its link.ld, objects and archives, as
+ * vxr_sdk_inputs lists them) and the libc and libgcc archives at the
+ * given paths: one SHA-256 over each file's base name, size and bytes.
+ * Returns 0 and *out (vxd_sdk_close), or a negative errno with a message
+ * in err (a file that cannot be read). */
+int vxd_sdk_open(const char *dir, const char *libc, const char *libgcc, vxd_sdk **out, char *err,
+                 size_t errcap);
+
+/* Digests s's files again if one of them was replaced, added, removed or
+ * modified since (by device, inode, size and modification time).  Returns
+ * 1 when the digest changed, 0 when not, or a negative errno (a file could
+ * not be read: the digest stays).  The loop thread. */
+int vxd_sdk_refresh(vxd_sdk *s);
+
+/* The current digest: 64 hex digits. */
+const char *vxd_sdk_digest(const vxd_sdk *s);
+void vxd_sdk_close(vxd_sdk *s);
+
 /* Runs the daemon until SIGINT/SIGTERM (or the idle timeout).  Returns the
  * process exit status: 0 clean, 1 start-up failure, 2 already running. */
 int vxd_server_run(const vxd_config *cfg);
@@ -115,8 +139,9 @@ void vxd_options_from_request(const vxp_request *req, vxl_options *o);
 
 /* The cache key of source compiled with options o: SHA-256 (vxk_key) over
  * this daemon's version, the lowering's fingerprint of o (everything that
- * changes a compile's output, which only the lowering knows), the Vortex
- * SDK's directory when cfg has one (entries then hold .vxbin images) and
+ * changes a compile's output, which only the lowering knows), the digest
+ * of what the images are linked from when cfg has a Vortex SDK (entries
+ * then hold .vxbin images; vxd_sdk_digest: contents, not paths) and
  * the file name the object's debug info gives the source
  * (vxl_debug_file_name of source_name: its last component, never a
  * directory) and the source bytes.  The rest of source_name is left out on

@@ -119,6 +119,9 @@ int vxd__cache_open(vxd_server *s) {
 
 void vxd__cache_tick_cb(uv_timer_t *t) {
   vxd_server *s = t->data;
+  if (s->cfg->sdk && vxd_sdk_refresh(s->cfg->sdk) == 1)
+    vxd__log_at(s, VXD_LOG_INFO, "the Vortex SDK in %s changed: images linked from now on get new keys",
+                s->cfg->vortex_sdk);
   if (s->cache_damaged && !s->stopping) vxd__replace_cache(s);
   if (!s->store && !s->stopping && vxd__now_ms(s) >= s->cache_retry_ms) vxd__cache_open(s);
   vxd__flush_counters(s);

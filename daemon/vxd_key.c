@@ -22,9 +22,10 @@ int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *sourc
   if (vxl_fingerprint(o, fp, sizeof fp) < 0) return VXK_EINVAL;
   vxl_debug_file_name(source_name, debug_file);
   snprintf(file_part, sizeof file_part, "debug-file=%s", debug_file);
-  snprintf(sdk, sizeof sdk, "vortex-sdk=%s", cfg && cfg->vortex_sdk[0] ? cfg->vortex_sdk : "");
+  /* the images' inputs by content, not where they are (vxd_sdk.c) */
+  snprintf(sdk, sizeof sdk, "vortex-sdk=%s", cfg && cfg->sdk ? vxd_sdk_digest(cfg->sdk) : "");
   const char *parts[] = {VXD_SERVER_NAME, fp, file_part, sdk};
-  return vxk_key(source, len, parts, cfg && cfg->vortex_sdk[0] ? 4 : 3, key);
+  return vxk_key(source, len, parts, cfg && cfg->sdk ? 4 : 3, key);
 }
 
 void vxd_cache_origin(const vxl_options *o, const char *source_name, char source[VXL_DEBUG_FILE_MAX + 1],

@@ -124,6 +124,10 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   if (strlen(pc->value[VXP_CONF_vortex_sdk]) >= sizeof cfg->vortex_sdk)
     return vxd__bad(pc, VXP_CONF_vortex_sdk, "path too long");
   memcpy(cfg->vortex_sdk, pc->value[VXP_CONF_vortex_sdk], strlen(pc->value[VXP_CONF_vortex_sdk]) + 1);
+  char sdk_err[4200];
+  if (cfg->vortex_sdk[0] &&
+      vxd_sdk_open(cfg->vortex_sdk, VXD_LIBC, VXD_LIBGCC, &cfg->sdk, sdk_err, sizeof sdk_err) != 0)
+    return vxd__bad(pc, VXP_CONF_vortex_sdk, sdk_err);
   static const char *const levels[] = {"error", "warning", "notice", "info", "debug"};
   cfg->log_level = -1;
   for (int i = 0; i < 5; i++)
@@ -214,6 +218,7 @@ int main(int argc, char **argv) {
     }
     rc = vxd_server_run(&cfg);
   }
+  vxd_sdk_close(cfg.sdk);
   vxk_signer_free(cfg.remote_signer);
   vxk_trust_free(cfg.remote_trust);
   return rc;

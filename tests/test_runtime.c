@@ -532,6 +532,31 @@ Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
   cr_assert(r.cached, "a hit");
   cr_assert_not_null(r.kernels[0].image);
   cr_assert_gt(r.kernels[0].image_size, 16);
+  char key[65]; /* 64 hex digits */
+  snprintf(key, sizeof key, "%s", r.key);
+  vxp_response_clear(&r);
+  /* the key names the SDK's contents: a changed link script is a new key
+   * (noticed within the daemon's one-second tick) ... */
+  char cmd[2048], out[512], saved[300];
+  snprintf(saved, sizeof saved, "%s/link.ld.orig", d.dir);
+  snprintf(cmd, sizeof cmd,
+           "cp -L %s/link.ld %s && rm %s/link.ld && cp %s %s/link.ld && echo '/* v2 */' >> %s/link.ld", sdk,
+           saved, sdk, saved, sdk, sdk);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  usleep(1500 * 1000);
+  cr_assert_eq(vxc_compile(c, saxpy, saxpy_len, VXP_DEVICE_MODULE_NAME, NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
+  cr_assert_not(r.cached, "another SDK: compiled and linked again");
+  cr_assert_str_neq(r.key, key);
+  cr_assert_not_null(r.kernels[0].image);
+  vxp_response_clear(&r);
+  /* ... and the same contents again, as another file, the old key */
+  snprintf(cmd, sizeof cmd, "cp %s %s/link.ld.new && mv %s/link.ld.new %s/link.ld", saved, sdk, sdk, sdk);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  usleep(1500 * 1000);
+  cr_assert_eq(vxc_compile(c, saxpy, saxpy_len, VXP_DEVICE_MODULE_NAME, NULL, &r), 0);
+  cr_assert(r.cached, "the first SDK's contents: its entry");
+  cr_assert_str_eq(r.key, key);
   vxp_response_clear(&r);
   vxc_close(c);
 }

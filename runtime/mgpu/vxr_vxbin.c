@@ -26,7 +26,7 @@ static int vxr__name_cmp(const void *a, const void *b) {
 
 /* The .o files, then the .a files, of dir, in name order, into argv (at
  * most cap entries, strdup()ed).  Returns the count. */
-static int vxr__sdk_inputs(const char *dir, char **argv, int cap) {
+static int vxr__sdk_objects(const char *dir, char **argv, int cap) {
   int n = 0;
   for (int pass = 0; pass < 2; pass++) {
     DIR *d = opendir(dir);
@@ -333,13 +333,18 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
   return rc;
 }
 
+int vxr_sdk_inputs(const char *sdk, char **paths, int cap) {
+  if (cap < 1 || asprintf(&paths[0], "%s/link.ld", sdk) < 0) return 0;
+  return 1 + vxr__sdk_objects(sdk, paths + 1, cap - 1);
+}
+
 int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
                    size_t obj_size, const char *entry, uint8_t **image, size_t *image_size, char *err,
                    size_t errcap) {
   err[0] = '\0';
   char script[4200], *inputs[64];
   snprintf(script, sizeof script, "%s/link.ld", sdk);
-  int ninputs = vxr__sdk_inputs(sdk, inputs, 64);
+  int ninputs = vxr__sdk_objects(sdk, inputs, 64);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
   int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, &elf, &elf_size,

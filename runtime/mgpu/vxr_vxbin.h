@@ -50,6 +50,15 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
                  const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
                  size_t *elf_size, char *err, size_t errcap);
 
+/* Most SDK inputs one image link takes (its link.ld, .o and .a files). */
+#define VXR_SDK_MAX_INPUTS 65
+
+/* The files of the Vortex kernel SDK in directory sdk that vxr_link_vxbin
+ * links an image with: its link.ld, then its .o files, then its .a files,
+ * each group in name order; at most cap paths into paths (each malloc()).
+ * Returns how many.  Any thread. */
+int vxr_sdk_inputs(const char *sdk, char **paths, int cap);
+
 /* Links obj (obj_size bytes) with the Vortex kernel SDK in directory sdk
  * (its link.ld, then its *.o and *.a in name order) and libc / libgcc
  * (archives for libm and soft-float f64), by the ld.lld at lld, with
