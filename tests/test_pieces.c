@@ -5,9 +5,11 @@
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vxd_pieces.h"
 #include "vxl.h"
@@ -128,6 +130,52 @@ Test(pieces, no_core_is_borrowed_when_no_worker_is_idle) {
   vxd_crew_destroy(other);
   vxl_result_clear(&alone);
   vxl_result_clear(&helped);
+  vxl_result_clear(&again);
+  free(src);
+}
+
+typedef struct {
+  vxl_compiler *c;
+  vxd_crew *crew;
+  const char *src;
+  size_t len;
+  vxl_result res;
+  int rc;
+} compile_job;
+
+static void *compile_on_thread(void *arg) {
+  compile_job *j = arg;
+  j->rc = vxd_crew_compile(j->crew, j->c, j->src, j->len, "many.mlir", &o2, &j->res);
+  return NULL;
+}
+
+Test(pieces, a_helper_gives_its_core_back_when_work_arrives_for_it) {
+  size_t len;
+  char *src = vxt_many_kernels(320, &len); /* 10 pieces */
+  vxl_result alone;
+  vxd_cores_set_idle(cores, 0);
+  cr_assert_eq(vxl_compile(cc, src, len, "many.mlir", &o2, &alone), 0);
+  cr_assert(alone.ok);
+  /* one idle worker's core lent; then a job goes to that worker (idle 0):
+   * the helper stops before its next piece (each takes tens of ms) */
+  vxd_cores_set_idle(cores, 1);
+  compile_job j = {.c = cc, .crew = crew, .src = src, .len = len};
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, compile_on_thread, &j), 0);
+  usleep(20 * 1000);
+  vxd_cores_set_idle(cores, 0);
+  pthread_join(t, NULL);
+  cr_assert_eq(j.rc, 0);
+  cr_assert_leq(vxd_crew_last_helped(crew), 2,
+                "the helper compiled %u of 10 pieces after its core was wanted", vxd_crew_last_helped(crew));
+  assert_same_result(&alone, &j.res, 320);
+  /* the loan ended: with the core idle again, a helper can borrow it */
+  vxd_cores_set_idle(cores, 1);
+  vxl_result again;
+  cr_assert_eq(vxd_crew_compile(crew, cc, src, len, "many.mlir", &o2, &again), 0);
+  cr_assert_geq(vxd_crew_last_helped(crew), 3);
+  vxl_result_clear(&alone);
+  vxl_result_clear(&j.res);
   vxl_result_clear(&again);
   free(src);
 }
