@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,9 +157,24 @@ static MlirModule vxl__parse_prelude(MlirContext ctx, const char *text) {
   return mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(text));
 }
 
+/* What MLIR and LLVM register for the whole process (the pass registry,
+ * the RISC-V target), into global tables with no lock of their own: done
+ * once, so that compilers can be created on several threads at once. */
+static pthread_once_t vxl__globals_once = PTHREAD_ONCE_INIT;
+
+static void vxl__register_globals(void) {
+  mlirRegisterAllPasses();
+  LLVMInitializeRISCVTargetInfo();
+  LLVMInitializeRISCVTarget();
+  LLVMInitializeRISCVTargetMC();
+  LLVMInitializeRISCVAsmPrinter();
+  LLVMInitializeRISCVAsmParser(); /* inline asm (.insn, csrr) in objects */
+}
+
 int vxl_compiler_create(vxl_compiler **out) {
   vxl_compiler *c = calloc(1, sizeof *c);
   if (!c) return -ENOMEM;
+  pthread_once(&vxl__globals_once, vxl__register_globals);
 
   MlirDialectRegistry reg = mlirDialectRegistryCreate();
   mlirRegisterAllDialects(reg);
@@ -168,7 +184,6 @@ int vxl_compiler_create(vxl_compiler **out) {
   mlirDialectRegistryDestroy(reg);
   mlirContextSetAllowUnregisteredDialects(c->ctx, true);
   mlirRegisterAllLLVMTranslations(c->ctx);
-  mlirRegisterAllPasses();
   /* Patterns and generic op creation need the dialects loaded, not only
    * registered (pitfall 1). */
   static const char *const dialects[] = {"builtin", "func", "arith", "llvm",   "gpu", "memref", "scf",
@@ -215,11 +230,6 @@ int vxl_compiler_create(vxl_compiler **out) {
     return -EINVAL;
   }
 
-  LLVMInitializeRISCVTargetInfo();
-  LLVMInitializeRISCVTarget();
-  LLVMInitializeRISCVTargetMC();
-  LLVMInitializeRISCVAsmPrinter();
-  LLVMInitializeRISCVAsmParser(); /* inline asm (.insn, csrr) in objects */
   LLVMTargetRef target = NULL;
   char *err = NULL;
   if (LLVMGetTargetFromTriple(VXL_TRIPLE, &target, &err)) {
