@@ -196,16 +196,17 @@ int vxl_compiler_create(vxl_compiler **out) {
   c->cur_diags = &d;
   c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
   MlirLogicalResult pr = mlirLogicalResultSuccess();
-  const char *pipelines[7] = {VXL_PIPELINE_BASE,
+  const char *pipelines[8] = {VXL_PIPELINE_BASE,
                               VXL_PIPELINE_FULL,
                               "builtin.module(scf-for-to-while)",
                               "builtin.module(gpu-kernel-outlining)",
                               VXL_PIPELINE_HOST,
                               "builtin.module(func.func(gpu-async-region))",
-                              VXL_PIPELINE_HOST_ASYNC};
-  MlirPassManager *pms[7] = {&c->pm,      &c->pm_full,  &c->pm_prep,      &c->pm_outline,
-                             &c->pm_host, &c->pm_async, &c->pm_host_async};
-  for (int i = 0; i < 7; i++) {
+                              VXL_PIPELINE_HOST_ASYNC,
+                              "builtin.module(symbol-dce)"};
+  MlirPassManager *pms[8] = {&c->pm,      &c->pm_full,  &c->pm_prep,       &c->pm_outline,
+                             &c->pm_host, &c->pm_async, &c->pm_host_async, &c->pm_dce};
+  for (int i = 0; i < 8; i++) {
     *pms[i] = mlirPassManagerCreate(c->ctx);
     vxl__buf perr = {0};
     if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(*pms[i]),
@@ -278,6 +279,7 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm_host)) mlirPassManagerDestroy(c->pm_host);
   if (!mlirPassManagerIsNull(c->pm_async)) mlirPassManagerDestroy(c->pm_async);
   if (!mlirPassManagerIsNull(c->pm_host_async)) mlirPassManagerDestroy(c->pm_host_async);
+  if (!mlirPassManagerIsNull(c->pm_dce)) mlirPassManagerDestroy(c->pm_dce);
   if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
   for (unsigned i = 0; i < c->nviews; i++) {
     mlirOperationDestroy(c->view_ops[i]);

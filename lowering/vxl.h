@@ -185,9 +185,9 @@ void vxl_debug_file_name(const char *source_name, char out[VXL_DEBUG_FILE_MAX + 
  * compiles them or how many compile at once, so a module compiled piece
  * by piece on one thread and one whose pieces were compiled on several
  * threads (each with its own compiler and its own parse of the source)
- * are the same bytes.  A piece's work is its own kernels plus what they
- * share (every non-kernel function and variable, pruned by the LLVM
- * pipeline); the parse is the only step repeated per compiler. */
+ * are the same bytes.  A piece's work is its own kernels plus the
+ * functions and variables they use (upstream symbol-dce prunes the rest);
+ * the parse is the only step repeated per compiler. */
 #define VXL_PIECE_KERNELS 32u
 
 /* Most pieces of one module: larger modules have larger pieces. */

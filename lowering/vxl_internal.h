@@ -169,6 +169,7 @@ struct vxl_compiler {
   MlirPassManager pm_outline;    /* gpu-kernel-outlining, for gpu.launch inputs */
   MlirPassManager pm_host;       /* a program's host side to the LLVM dialect (VXL_PIPELINE_HOST) */
   MlirPassManager pm_async;      /* gpu-async-region: synchronous gpu.alloc/memcpy/... made async */
+  MlirPassManager pm_dce;        /* symbol-dce: what a piece's kernels do not use */
   MlirPassManager pm_host_async; /* VXL_PIPELINE_HOST_ASYNC: a host side that uses the async
                                     dialect, lowered to MLIR's async runtime library */
   struct vxl_emitter *emitter;   /* tm's code-generation pipeline, built once (vxl_emit.h);

@@ -446,6 +446,34 @@ static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, 
   return funcs->oom ? -ENOMEM : rc;
 }
 
+/* Stage 5b: drops the functions and private globals no kernel of this
+ * piece reaches (upstream symbol-dce, with every function but the kernels
+ * made private first: a piece would otherwise lower every helper of the
+ * module again, only for LLVM to drop it), then lists the gpu.funcs left
+ * in *funcs.  After the checks of stage 5, so a function no kernel uses
+ * is still refused when it holds what the lowering refuses.  Returns 0,
+ * -EINVAL (the pass failed) or -ENOMEM. */
+static int vxl__drop_unused(vxl__rw *rw, vxl__ops *funcs) {
+  MlirContext ctx = rw->c->ctx;
+  MlirBlock body = mlirModuleGetBody(rw->mod);
+  MlirAttribute priv = mlirStringAttrGet(ctx, vxl__str("private"));
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    int func = vxl__op_is(op, "gpu.func") || vxl__op_is(op, "func.func");
+    if (func && mlirAttributeIsNull(mlirOperationGetAttributeByName(op, vxl__str("gpu.kernel"))))
+      mlirOperationSetAttributeByName(op, vxl__str("sym_visibility"), priv);
+  }
+  if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(rw->c->pm_dce, mlirModuleGetOperation(rw->mod)))) {
+    vxl__diag_add(rw->d, "error: internal: symbol-dce failed");
+    return -EINVAL;
+  }
+  funcs->n = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (vxl__op_is(op, "gpu.func")) vxl__ops_push(funcs, op);
+  return funcs->oom ? -ENOMEM : 0;
+}
+
 /* Stage 6: the Vortex device-ABI helpers (vxl_prelude.h), copied in. */
 static void vxl__add_prelude(vxl_compiler *c, MlirModule mod) {
   MlirBlock mbody = mlirModuleGetBody(mod);
@@ -563,6 +591,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
   rc = vxl__gather(&rw, top, source_name, first, count, &funcs, &total); /* 4 */
   uint32_t nkernels = first >= total ? 0 : total - first < count ? total - first : count;
   if (rc == 0) rc = vxl__check_supported(&rw, mlirModuleGetOperation(mod)); /* 5 */
+  if (rc == 0) rc = vxl__drop_unused(&rw, &funcs);                          /* 5b */
   if (rc == 0) vxl__add_prelude(c, mod);                                    /* 6 */
   /* 7: memory placement, then each gpu.func to a func.func */
   if (rc == 0) rc = vxl__place_workgroup_globals(&rw);

@@ -45,9 +45,10 @@ char *vxt_read_file(const char *path, size_t *len);
 /* One gpu.module of n kernels @k0 .. @k<n-1> (vxt_many.c), each
  *   k<i>(a: memref<?xf32>, out: memref<?xf32>, n: i32):
  *     out[g] = a[g] * i + table[i % 4] + bias[0]  for g < n,
- * with table a private constant {1, 2, 3, 4} and bias a public module
- * variable of initial value 0.5.  malloc()ed text, *len bytes; NULL on
- * OOM. */
+ * with table a private constant {1, 2, 3, 4}, bias a public module
+ * variable of initial value 0.5, the product through a helper function
+ * every kernel calls (@scaled), and a helper none calls (@unused).
+ * malloc()ed text, *len bytes; NULL on OOM. */
 char *vxt_many_kernels(unsigned n, size_t *len);
 
 /* How many symbols named name obj's symbol table defines. */

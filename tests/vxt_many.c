@@ -12,7 +12,15 @@ char *vxt_many_kernels(unsigned n, size_t *len) {
   fputs("module attributes {gpu.container_module} {\n"
         "  gpu.module @many {\n"
         "    memref.global \"private\" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>\n"
-        "    memref.global @bias : memref<1xf32> = dense<0.5>\n",
+        "    memref.global @bias : memref<1xf32> = dense<0.5>\n"
+        "    func.func @scaled(%x: f32, %k: f32) -> f32 {\n"
+        "      %y = arith.mulf %x, %k : f32\n"
+        "      return %y : f32\n"
+        "    }\n"
+        "    func.func @unused(%x: f32) -> f32 {\n"
+        "      %y = arith.addf %x, %x : f32\n"
+        "      return %y : f32\n"
+        "    }\n",
         f);
   for (unsigned i = 0; i < n; i++)
     fprintf(f,
@@ -33,7 +41,7 @@ char *vxt_many_kernels(unsigned n, size_t *len) {
             "        %%c0 = arith.constant 0 : index\n"
             "        %%bv = memref.load %%b[%%c0] : memref<1xf32>\n"
             "        %%k = arith.constant %u.0 : f32\n"
-            "        %%y = arith.mulf %%x, %%k : f32\n"
+            "        %%y = func.call @scaled(%%x, %%k) : (f32, f32) -> f32\n"
             "        %%z = arith.addf %%y, %%tv : f32\n"
             "        %%w = arith.addf %%z, %%bv : f32\n"
             "        memref.store %%w, %%out[%%g] : memref<?xf32>\n"
