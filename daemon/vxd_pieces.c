@@ -228,6 +228,8 @@ unsigned vxd_crew_last_helped(const vxd_crew *w) { return w->last_helped; }
 int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t len, const char *source_name,
                      const vxl_options *opts, vxl_result *res) {
   if (w) w->last_helped = 0;
+  if (vxl_options_check(opts, source_name, res) != 0) return 0;
+  vxl_result_clear(res);
   vxd__module m = {.source = source,
                    .len = len,
                    .source_name = source_name,

@@ -479,6 +479,28 @@ static int vxl__kernel_records(LLVMModuleRef lm, LLVMTargetDataRef td, const vxl
   return rc;
 }
 
+/* The options' values a compile cannot start with: -EINVAL with a
+ * diagnostic naming d's source, or 0. */
+static int vxl__check_options(const vxl_options *opts, vxl__diags *d) {
+  uint32_t w = opts->warp_size;
+  if (w > 32 || (w & (w - 1))) {
+    vxl__diag_add(d, "%s: error: warp size %u is not a power of two from 1 to 32", d->source_name, w);
+    return -EINVAL;
+  }
+  return 0;
+}
+
+int vxl_options_check(const vxl_options *opts, const char *source_name, vxl_result *res) {
+  memset(res, 0, sizeof *res);
+  vxl__diags d = vxl__diags_for(source_name && *source_name ? source_name : "<source>", NULL);
+  int rc = vxl__check_options(opts, &d);
+  if (rc)
+    vxl__fail(&d, rc, res);
+  else
+    res->ok = true;
+  return rc;
+}
+
 /* Compiles kernels first .. first + count - 1 of s into res: with
  * want_ir, only as far as the lowered MLIR (res->lowered_ir, no object),
  * else into the piece's object. */
@@ -495,7 +517,6 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
     vxl__fail(&d, -EINVAL, res);
     return 0;
   }
-  if (s->nkernels == 0) count = 1; /* the lowering says why there is nothing to compile */
   MlirModule mod = {0};
   vxl__kernel_info *kinfo = NULL;
   uint32_t nk = 0;
@@ -506,12 +527,7 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
   c->cur_diags = &d;
   vxl__llvm_diags llvm_diags = {&d, source_name, 0};
   int rc = 0;
-  uint32_t w = opts->warp_size;
-  if (w > 32 || (w & (w - 1))) {
-    vxl__diag_add(&d, "%s: error: warp size %u is not a power of two from 1 to 32", source_name, w);
-    rc = -EINVAL;
-    goto done;
-  }
+  if ((rc = vxl__check_options(opts, &d)) != 0) goto done;
   /* one LLVM context per compile: the MLIR side sizes workgroup buffers
    * with it, then the module is translated into it */
   lctx = LLVMContextCreate();
@@ -595,7 +611,7 @@ int vxl_compile_piece(vxl_compiler *c, const vxl_source *s, uint32_t piece, cons
                       vxl_result *res) {
   uint32_t first, count;
   vxl_piece_range(s->nkernels, piece, &first, &count);
-  if (s->nkernels && count == 0) {
+  if (count == 0) {
     memset(res, 0, sizeof *res);
     vxl__diags d = vxl__diags_for(s->source_name, NULL);
     vxl__diag_add(&d, "%s: error: internal: a %u-kernel module has no piece %u", s->source_name, s->nkernels,
@@ -712,6 +728,8 @@ int vxl_result_merge(vxl_result *pieces, uint32_t n, vxl_merge_fn merge, void *m
 
 int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *source_name,
                 const vxl_options *opts, vxl_result *res) {
+  if (vxl_options_check(opts, source_name, res) != 0) return 0;
+  vxl_result_clear(res);
   vxl_source *s = NULL;
   int rc = vxl_source_parse(c, source, len, source_name, &s, res);
   if (rc || !res->ok) return rc;

@@ -206,6 +206,12 @@ uint32_t vxl_piece_count(uint32_t nkernels);
  * piece.  Any thread. */
 void vxl_piece_range(uint32_t nkernels, uint32_t piece, uint32_t *first, uint32_t *count);
 
+/* Checks opts before any work (warp_size a power of two up to 32): fills
+ * *res (caller clears), res->ok false with a diagnostic naming
+ * source_name when a value is refused.  Returns 0 or -EINVAL.  Any
+ * thread. */
+int vxl_options_check(const vxl_options *opts, const char *source_name, vxl_result *res);
+
 /* A parsed source, ready to be compiled piece by piece. */
 typedef struct vxl_source vxl_source;
 
@@ -217,7 +223,8 @@ typedef struct vxl_source vxl_source;
 int vxl_source_parse(vxl_compiler *c, const char *source, size_t len, const char *source_name,
                      vxl_source **out, vxl_result *res);
 
-/* Kernels in the gpu.modules of s (0 is an error each piece reports). */
+/* Kernels in the gpu.modules of s: at least 1 (a source without kernels
+ * is refused by vxl_source_parse). */
 uint32_t vxl_source_kernels(const vxl_source *s);
 
 void vxl_source_destroy(vxl_source *s);

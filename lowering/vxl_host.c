@@ -291,15 +291,10 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
                     uint32_t *nmodules) {
   *host_ir = NULL;
   *nmodules = 0;
-  int rc;
-  char *text = vxl__source_text(source, len, source_name, d, &rc); /* 1 */
-  if (!text) return rc;
-  MlirOperation top = vxl__parse(c->ctx, text, len, source_name, d); /* 2 */
-  free(text);
-  if (mlirOperationIsNull(top)) return -EINVAL;
-  rc = vxl__check_sizes(top, d);
-  if (rc == 0) rc = vxl__outline(c, top, source_name, d); /* 3 */
-  if (rc == 0) rc = vxl__resolve_polygeist(c, top, d);
+  MlirOperation top;
+  int rc = vxl__parse_checked(c, source, len, source_name, d, &top); /* 1-3 */
+  if (rc) return rc;
+  rc = vxl__resolve_polygeist(c, top, d);
   if (rc == 0) rc = vxl__register_launch_strings(c, top);
   /* cgeist's DLTI spec describes the host; the host's own llvm.data_layout
    * (or the target machine's) is what LLVM uses */

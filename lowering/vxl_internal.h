@@ -290,10 +290,16 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
                     vxl_module_key_fn key_of, void *key_ud, vxl__diags *d, char **host_ir,
                     uint32_t *nmodules);
 
-/* Stages 1-3 of a compile: source text checked, parsed, sizes checked,
- * gpu.launch bodies outlined, clashing symbols qualified.  Returns 0 with
- * *top (the module op, caller destroys) and the number of kernels in its
- * gpu.modules, or -EINVAL (diagnostics in d) / -ENOMEM. */
+/* Stages 1-3, what a kernel compile and a host lowering both start with:
+ * source text checked, parsed, sizes checked, gpu.launch bodies outlined,
+ * clashing symbols qualified.  Returns 0 with *top (the module op, caller
+ * destroys), or -EINVAL (diagnostics in d) / -ENOMEM. */
+int vxl__parse_checked(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                       vxl__diags *d, MlirOperation *top);
+
+/* vxl__parse_checked for a kernel compile: also counts the kernels in the
+ * gpu.modules (*nkernels) and refuses a module without any.  Returns 0
+ * with *top (caller destroys), or -EINVAL (diagnostics in d) / -ENOMEM. */
 int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const char *source_name, vxl__diags *d,
                       MlirOperation *top, uint32_t *nkernels);
 

@@ -359,7 +359,7 @@ int vxl__outline(vxl_compiler *c, MlirOperation top, const char *source_name, vx
  * into *funcs and counting the kernels.  Of the kernels, only those
  * numbered first .. first + count - 1 (in the order of the source) are
  * copied: one piece of the module.  Returns 0, or -EINVAL with a
- * diagnostic (no kernels; one symbol meaning two things). */
+ * diagnostic (one symbol meaning two things). */
 static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, uint32_t first,
                        uint32_t count, vxl__ops *funcs, uint32_t *nkernels_out) {
   vxl__diags *d = rw->d;
@@ -417,30 +417,6 @@ static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, 
       }
       inner = next;
     }
-  }
-  if (rc == 0 && nkernels == 0) {
-    /* point at the first GPU op that is not in a kernel, if there is one */
-    vxl__ops all = {0};
-    vxl__collect_ops(top, &all);
-    MlirOperation stray = {NULL};
-    for (size_t i = 0; i < all.n && mlirOperationIsNull(stray); i++) {
-      MlirStringRef n = vxl__op_name(all.v[i]);
-      if (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0 && !vxl__streq(n, "gpu.module") &&
-          !vxl__streq(n, "gpu.launch_func"))
-        stray = all.v[i];
-    }
-    free(all.v);
-    if (!mlirOperationIsNull(stray)) {
-      MlirStringRef n = vxl__op_name(stray);
-      vxl__diag_at(d, mlirOperationGetLocation(stray),
-                   "unsupported: %.*s outside a gpu.func kernel: no kernels in this module (vortexd "
-                   "compiles the kernels of gpu.modules)",
-                   (int)n.length, n.data);
-    } else {
-      vxl__diag_add(d, "%s:1:1: error: no kernels: the module has no gpu.func with the kernel attribute",
-                    source_name);
-    }
-    rc = -EINVAL;
   }
   *nkernels_out = nkernels;
   return funcs->oom ? -ENOMEM : rc;
@@ -545,8 +521,9 @@ static int vxl__to_llvm_dialect(vxl_compiler *c, vxl__rw *rw, const char *source
   return rc;
 }
 
-int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const char *source_name, vxl__diags *d,
-                      MlirOperation *top_out, uint32_t *nkernels_out) {
+int vxl__parse_checked(vxl_compiler *c, const char *source, size_t len, const char *source_name,
+                       vxl__diags *d, MlirOperation *top_out) {
+  *top_out = (MlirOperation){NULL};
   int rc;
   char *text = vxl__source_text(source, len, source_name, d, &rc); /* 1 */
   if (!text) return rc;
@@ -559,6 +536,41 @@ int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const cha
     mlirOperationDestroy(top);
     return rc;
   }
+  *top_out = top;
+  return 0;
+}
+
+/* A module without kernels: refused, at the first GPU op that is not in a
+ * kernel if there is one.  Returns -EINVAL. */
+static int vxl__refuse_no_kernels(MlirOperation top, const char *source_name, vxl__diags *d) {
+  vxl__ops all = {0};
+  vxl__collect_ops(top, &all);
+  MlirOperation stray = {NULL};
+  for (size_t i = 0; i < all.n && mlirOperationIsNull(stray); i++) {
+    MlirStringRef n = vxl__op_name(all.v[i]);
+    if (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0 && !vxl__streq(n, "gpu.module") &&
+        !vxl__streq(n, "gpu.launch_func"))
+      stray = all.v[i];
+  }
+  free(all.v);
+  if (!mlirOperationIsNull(stray)) {
+    MlirStringRef n = vxl__op_name(stray);
+    vxl__diag_at(d, mlirOperationGetLocation(stray),
+                 "unsupported: %.*s outside a gpu.func kernel: no kernels in this module (vortexd "
+                 "compiles the kernels of gpu.modules)",
+                 (int)n.length, n.data);
+  } else {
+    vxl__diag_add(d, "%s:1:1: error: no kernels: the module has no gpu.func with the kernel attribute",
+                  source_name);
+  }
+  return -EINVAL;
+}
+
+int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const char *source_name, vxl__diags *d,
+                      MlirOperation *top_out, uint32_t *nkernels_out) {
+  MlirOperation top;
+  int rc = vxl__parse_checked(c, source, len, source_name, d, &top);
+  if (rc) return rc;
   uint32_t n = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(top)));
        !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
@@ -567,6 +579,11 @@ int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const cha
          !mlirOperationIsNull(k); k = mlirOperationGetNextInBlock(k))
       n += vxl__streq(vxl__op_name(k), "gpu.func") &&
            !mlirAttributeIsNull(mlirOperationGetAttributeByName(k, vxl__str("gpu.kernel")));
+  }
+  if (n == 0) {
+    rc = vxl__refuse_no_kernels(top, source_name, d);
+    mlirOperationDestroy(top);
+    return rc;
   }
   *top_out = top;
   *nkernels_out = n;
