@@ -11,10 +11,14 @@
 #define EF_RISCV_FLOAT_ABI_SINGLE 0x0002
 #endif
 
-/* The symbol `name` of obj (defined or not, want_defined -1 for either),
- * or NULL. */
-static const Elf32_Sym *vxt__symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
-  if (len < sizeof(Elf32_Ehdr)) return NULL;
+/* The symbols named name in obj's symbol table (defined or not,
+ * want_defined -1 for either): how many, and the first in *first (may be
+ * NULL). */
+static unsigned vxt__symbols(const uint8_t *obj, size_t len, const char *name, int want_defined,
+                             const Elf32_Sym **first) {
+  unsigned count = 0;
+  if (first) *first = NULL;
+  if (len < sizeof(Elf32_Ehdr)) return 0;
   const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
   if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
   const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
@@ -22,7 +26,7 @@ static const Elf32_Sym *vxt__symbol(const uint8_t *obj, size_t len, const char *
     if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
     const Elf32_Shdr *strs = &sh[sh[i].sh_link];
     if ((size_t)sh[i].sh_offset + sh[i].sh_size > len || (size_t)strs->sh_offset + strs->sh_size > len)
-      return NULL;
+      return 0;
     const Elf32_Sym *sym = (const Elf32_Sym *)(obj + sh[i].sh_offset);
     size_t n = sh[i].sh_size / sizeof(Elf32_Sym);
     for (size_t j = 0; j < n; j++) {
@@ -30,29 +34,23 @@ static const Elf32_Sym *vxt__symbol(const uint8_t *obj, size_t len, const char *
       const char *s = (const char *)obj + strs->sh_offset + sym[j].st_name;
       if (strcmp(s, name) != 0) continue;
       int defined = sym[j].st_shndx != SHN_UNDEF;
-      if (want_defined < 0 || defined == want_defined) return &sym[j];
+      if (want_defined >= 0 && defined != want_defined) continue;
+      if (first && !*first) *first = &sym[j];
+      count++;
     }
   }
-  return NULL;
+  return count;
+}
+
+/* The first symbol `name` of obj (want_defined as above), or NULL. */
+static const Elf32_Sym *vxt__symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
+  const Elf32_Sym *first;
+  vxt__symbols(obj, len, name, want_defined, &first);
+  return first;
 }
 
 unsigned vxt_elf_count_defined(const uint8_t *obj, size_t len, const char *name) {
-  if (len < sizeof(Elf32_Ehdr)) return 0;
-  const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
-  if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
-  const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
-  unsigned count = 0;
-  for (int i = 0; i < eh->e_shnum; i++) {
-    if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
-    const Elf32_Shdr *strs = &sh[sh[i].sh_link];
-    if ((size_t)sh[i].sh_offset + sh[i].sh_size > len || (size_t)strs->sh_offset + strs->sh_size > len)
-      return 0;
-    const Elf32_Sym *sym = (const Elf32_Sym *)(obj + sh[i].sh_offset);
-    for (size_t j = 0; j < sh[i].sh_size / sizeof(Elf32_Sym); j++)
-      count += sym[j].st_name < strs->sh_size && sym[j].st_shndx != SHN_UNDEF &&
-               strcmp((const char *)obj + strs->sh_offset + sym[j].st_name, name) == 0;
-  }
-  return count;
+  return vxt__symbols(obj, len, name, 1, NULL);
 }
 
 int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
