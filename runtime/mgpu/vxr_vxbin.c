@@ -1,7 +1,10 @@
 /*
- * vxr_vxbin.c - linking a module object into a loadable Vortex image
- * (.vxbin), shared by libvortexd_runtime's Vortex backend and vortexd
- * (which links and caches images when a Vortex kernel SDK is configured).
+ * vxr_vxbin.c - linking with ld.lld: a module's pieces into one
+ * relocatable object (vortexd), a module object into an executable and a
+ * loadable Vortex image (.vxbin), shared by libvortexd_runtime's backends
+ * and vortexd (which links and caches images when a Vortex kernel SDK is
+ * configured).  Every link runs ld.lld by posix_spawn with the objects
+ * and the output on pipes: no fork of a large process, no temporary file.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -101,7 +104,12 @@ static int vxr__fd_above(int fd, int min) {
   return moved;
 }
 
-int vxr_rlink_start(const char *lld, uint32_t n, vxr_rlink **out, char *err, size_t errcap) {
+/* Starts `lld pre... /dev/fd/3 .. /dev/fd/(3+n-1) post... -o -`: n inputs
+ * from pipes (given by vxr_rlink_finish), the output on a pipe, stdin and
+ * stderr /dev/null.  0 and *out, or a negative errno with a message in
+ * err. */
+static int vxr__lld_start(const char *lld, const char *const *pre, int npre, uint32_t n, char *const *post,
+                          int npost, vxr_rlink **out, char *err, size_t errcap) {
   *out = NULL;
   if (n == 0 || n > VXR_LINK_MAX_INPUTS) {
     snprintf(err, errcap, "%u objects to link (1 to %u)", n, VXR_LINK_MAX_INPUTS);
@@ -109,7 +117,7 @@ int vxr_rlink_start(const char *lld, uint32_t n, vxr_rlink **out, char *err, siz
   }
   vxr_rlink *l = calloc(1, sizeof *l + n * sizeof(int));
   int *child_in = calloc(n, sizeof *child_in);
-  char **argv = calloc(n + 6, sizeof *argv);
+  char **argv = calloc(n + (size_t)npre + (size_t)npost + 4, sizeof *argv);
   char(*names)[16] = calloc(n, sizeof *names);
   if (!l || !child_in || !argv || !names) {
     free(l), free(child_in), free(argv), free(names);
@@ -133,12 +141,16 @@ int vxr_rlink_start(const char *lld, uint32_t n, vxr_rlink **out, char *err, siz
   posix_spawn_file_actions_t fa;
   if (rc == 0 && posix_spawn_file_actions_init(&fa) == 0) {
     int a = 0;
-    argv[a++] = (char *)lld, argv[a++] = (char *)"-r", argv[a++] = (char *)"--no-warnings";
+    argv[a++] = (char *)lld;
+    for (int i = 0; i < npre; i++)
+      argv[a++] = (char *)pre[i];
     for (uint32_t i = 0; i < n; i++) {
       snprintf(names[i], sizeof names[i], "/dev/fd/%u", 3 + i);
       argv[a++] = names[i];
       posix_spawn_file_actions_adddup2(&fa, child_in[i], 3 + (int)i);
     }
+    for (int i = 0; i < npost; i++)
+      argv[a++] = post[i];
     argv[a++] = (char *)"-o", argv[a++] = (char *)"-", argv[a] = NULL;
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, child_out, 1);
@@ -161,6 +173,11 @@ int vxr_rlink_start(const char *lld, uint32_t n, vxr_rlink **out, char *err, siz
   }
   *out = l;
   return 0;
+}
+
+int vxr_rlink_start(const char *lld, uint32_t n, vxr_rlink **out, char *err, size_t errcap) {
+  static const char *const relocatable[] = {"-r", "--no-warnings"};
+  return vxr__lld_start(lld, relocatable, 2, n, NULL, 0, out, err, errcap);
 }
 
 void vxr_rlink_cancel(vxr_rlink *l) {
@@ -281,55 +298,24 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
                  size_t *elf_size, char *err, size_t errcap) {
   *elf = NULL;
   *elf_size = 0;
-  char dir[] = "/tmp/vortexd-link-XXXXXX";
-  if (!mkdtemp(dir)) {
-    int e = errno;
-    snprintf(err, errcap, "cannot create a temporary directory: %s", strerror(e));
-    return -e;
+  if (ninputs > 64) {
+    snprintf(err, errcap, "%d inputs to link kernel %s with (at most 64)", ninputs, entry);
+    return -EINVAL;
   }
-  char objp[64], exe[64], defsym[256];
-  snprintf(objp, sizeof objp, "%s/kernel.o", dir);
-  snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
+  char defsym[256];
   snprintf(defsym, sizeof defsym, "--defsym=main=%s", entry);
-  int rc = -EIO;
-  FILE *f = fopen(objp, "wb");
-  int wrote = f && fwrite(obj, 1, obj_size, f) == obj_size;
-  if (f && fclose(f) != 0) wrote = 0;
-  if (!wrote || ninputs > 64) {
-    snprintf(err, errcap, "cannot write %s", objp);
-  } else {
-    char *argv[80];
-    int a = 0;
-    argv[a++] = (char *)lld, argv[a++] = (char *)"-T", argv[a++] = (char *)script, argv[a++] = defsym;
-    argv[a++] = objp;
-    for (int i = 0; i < ninputs; i++)
-      argv[a++] = inputs[i];
-    argv[a++] = (char *)libc, argv[a++] = (char *)libgcc;
-    argv[a++] = (char *)"-o", argv[a++] = exe, argv[a] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-      execv(lld, argv);
-      _exit(127);
-    }
-    int st = 0;
-    if (pid > 0) waitpid(pid, &st, 0);
-    FILE *in = NULL;
-    if (pid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      snprintf(err, errcap, "linking kernel %s with %s (%s) failed", entry, script, lld);
-    else if ((in = fopen(exe, "rb"))) {
-      fseek(in, 0, SEEK_END);
-      long n = ftell(in);
-      fseek(in, 0, SEEK_SET);
-      *elf = n > 0 ? malloc((size_t)n) : NULL;
-      if (*elf && fread(*elf, 1, (size_t)n, in) == (size_t)n) *elf_size = (size_t)n, rc = 0;
-      fclose(in);
-    }
-    if (rc != 0 && !err[0]) snprintf(err, errcap, "cannot read the linked image of kernel %s", entry);
-    if (rc != 0) free(*elf), *elf = NULL;
-  }
-  unlink(objp);
-  unlink(exe);
-  rmdir(dir);
+  const char *pre[] = {"-T", script, defsym};
+  char *post[66];
+  for (int i = 0; i < ninputs; i++)
+    post[i] = inputs[i];
+  post[ninputs] = (char *)libc, post[ninputs + 1] = (char *)libgcc;
+  /* the object through a pipe, as a relocatable link takes its pieces */
+  vxr_rlink *l;
+  int rc = vxr__lld_start(lld, pre, 3, 1, post, ninputs + 2, &l, err, errcap);
+  if (rc != 0) return rc; /* err says why ld.lld did not start */
+  rc = vxr_rlink_finish(l, &obj, &obj_size, elf, elf_size, err, errcap);
+  if (rc != 0 && rc != -ENOMEM)
+    snprintf(err, errcap, "linking kernel %s with %s (%s) failed", entry, script, lld);
   return rc;
 }
 

@@ -43,7 +43,8 @@ void vxr_rlink_cancel(vxr_rlink *l);
 
 /* Links obj (obj_size bytes) into an executable by the ld.lld at lld:
  * `-T script --defsym=main=entry obj inputs... libc libgcc` (at most 64
- * inputs), in a private temporary directory.  Returns 0 and *elf
+ * inputs), the object and the executable through pipes as
+ * vxr_link_relocatable does (no temporary file).  Returns 0 and *elf
  * (malloc()) / *elf_size, or a negative errno with a message in err.  Runs
  * ld.lld as a child process; any thread. */
 int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int ninputs, const char *libc,
