@@ -10,14 +10,12 @@ build=${1:-$root/build}
 file=${2:-$root/../shared/corpus/vortex-hip/metadata_test.mlir}
 [ -f "$file" ] || file=$root/tests/kernels/polygeist_style.mlir
 command -v ccache >/dev/null || { echo "bench/cli.sh: ccache is not installed" >&2; exit 2; }
-dir=$(mktemp -d /tmp/vxd-cli-XXXXXX)
-"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" 2>/dev/null &
-pid=$!
-trap 'kill -TERM $pid; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
+source "$root/bench/daemon.sh"
+bench_init cli
+bench_daemon d
 printf 'int add(int a, int b) { return a + b; }\n' >"$dir/x.c"
 export CCACHE_DIR=$dir/ccache
-vxc=("$build/vxc" --no-spawn --socket "$dir/s.sock" compile -o "$dir/out/" "$file")
+vxc=("$build/vxc" --no-spawn --socket "$sock" compile -o "$dir/out/" "$file")
 cc=("$(command -v ccache)" gcc -c "$dir/x.c" -o "$dir/x.o")
 "${vxc[@]}" >/dev/null
 "${cc[@]}"

@@ -11,17 +11,17 @@ build=${1:-$root/build}
 shift || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10 100000)
+source "$root/bench/daemon.sh"
+bench_init hits
 for lru in ${BENCH_LRU:-60 0}; do
 echo "== lru_resolution $lru s"
 for n in "${sizes[@]}"; do
-  dir=$(mktemp -d /tmp/vxd-hits-XXXXXX)
-  "$build/bench/vxd_hits" --fill "$dir/cache" "$n"
-  "$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" --lru-resolution "$lru" 2>/dev/null &
-  pid=$!
-  for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
-  "$build/bench/vxd_hits" "$dir/s.sock" "$dir/cache" "${BENCH_READS:-20000}"
-  kill -TERM $pid
-  wait $pid || true
-  rm -rf "$dir"
+  d=lru$lru-$n
+  mkdir -m 700 "$dir/$d"
+  "$build/bench/vxd_hits" --fill "$dir/$d/cache" "$n"
+  bench_daemon "$d" --lru-resolution "$lru"
+  "$build/bench/vxd_hits" "$sock" "$dir/$d/cache" "${BENCH_READS:-20000}"
+  bench_stop "$pid"
+  rm -rf "${dir:?}/$d"
 done
 done

@@ -11,12 +11,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 runs=${2:-3}
 launches=${3:-40}
-dir=$(mktemp -d /tmp/vxd-reuse-XXXXXX)
-"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" 2>/dev/null &
-pid=$!
-trap 'kill -TERM $pid; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-for _ in $(seq 200); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
-export VORTEXD_SOCKET=$dir/s.sock
+source "$root/bench/daemon.sh"
+bench_init reuse
+bench_daemon d
+export VORTEXD_SOCKET=$sock
 p50() { sed -n 's/^launch p50 *\([0-9]*\) us.*/\1/p'; }
 for n in 32 1024; do
   kept=() fresh=() ratio=()

@@ -8,34 +8,24 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 k=${BENCH_KERNELS:-64}
-dir=$(mktemp -d /tmp/vxd-remote-XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+source "$root/bench/daemon.sh"
+bench_init remote
 redis_start() {
   redis-server --port 0 --unixsocket "$dir/redis.sock" --unixsocketperm 700 --save '' --appendonly no \
     --dir "$dir" >/dev/null 2>&1 &
-  pids+=($!)
+  bench_pids+=($!)
   for _ in $(seq 100); do [ -S "$dir/redis.sock" ] && break; sleep 0.05; done
 }
 daemon_start() { # NAME
-  mkdir -m 700 -p "$dir/$1"
-  VORTEXD_REMOTE_STORAGE="redis+unix://$dir/redis.sock" "$build/vortexd" --socket "$dir/$1/s" \
-    --cache-dir "$dir/$1/cache" --workers 1 2>/dev/null &
-  pids+=($!)
-  for _ in $(seq 200); do [ -S "$dir/$1/s" ] && break; sleep 0.05; done
+  bench_daemon "$1" --workers 1 --remote-storage "redis+unix://$dir/redis.sock"
 }
 redis_start
 daemon_start a
 daemon_start b
-"$build/bench/vxd_remote" latency "$k" "$dir/a/s" "$dir/b/s"
+"$build/bench/vxd_remote" latency "$k" "$dir/a/s.sock" "$dir/b/s.sock"
 for n in ${BENCH_DAEMONS:-2 4}; do
   redis-cli -s "$dir/redis.sock" flushall >/dev/null
   socks=()
-  for i in $(seq "$n"); do daemon_start "farm$n-$i"; socks+=("$dir/farm$n-$i/s"); done
+  for i in $(seq "$n"); do daemon_start "farm$n-$i"; socks+=("$dir/farm$n-$i/s.sock"); done
   "$build/bench/vxd_remote" farm "$k" "${socks[@]}"
 done

@@ -14,11 +14,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 compiles=${2:-10000}
 step=${3:-1000}
-dir=$(mktemp -d /tmp/vxd-rss-XXXXXX)
-"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" --workers "${WORKERS:-1}" 2>"$dir/log" &
-pid=$!
-trap 'kill -TERM $pid; wait $pid 2>/dev/null || true; rm -rf "$dir"' EXIT
-for _ in $(seq 200); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
+source "$root/bench/daemon.sh"
+bench_init rss
+bench_daemon d --workers "${WORKERS:-1}"
 "$build/bench/vxd_scale" --print 1 >"$dir/k1.mlir"
 "$build/bench/vxd_scale" --print 256 >"$dir/k256.mlir"
 rss() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
@@ -33,7 +31,7 @@ report 0
 for ((i = 1; i <= compiles; i++)); do
   src=$dir/k1.mlir
   ((i % 100 == 0)) && src=$dir/k256.mlir
-  { cat "$src"; echo "// compile $i"; } | "$build/vxc" --no-spawn --socket "$dir/s.sock" compile - -o /dev/null
+  { cat "$src"; echo "// compile $i"; } | "$build/vxc" --no-spawn --socket "$sock" compile - -o /dev/null
   ((i % step == 0)) && report "$i"
 done
-"$build/vxc" --no-spawn --socket "$dir/s.sock" stats | grep -E "misses|worker restarts"
+"$build/vxc" --no-spawn --socket "$sock" stats | grep -E "misses|worker restarts"

@@ -8,9 +8,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 file=${2:-$root/../shared/corpus/vortex-hip/metadata_test.mlir}
 [ -f "$file" ] || file=$root/tests/kernels/polygeist_style.mlir # a clone without the corpus
-dir=$(mktemp -d /tmp/vxd-bench-XXXXXX)
-"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" &
-pid=$!
-trap 'kill -TERM $pid; wait $pid || true; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
-"$build/bench/vxd_bench" "$dir/s.sock" "$file" "${BENCH_MISSES:-100}" "${BENCH_HITS:-5000}" "${BENCH_CHAIN:-20}"
+source "$root/bench/daemon.sh"
+bench_init bench
+bench_daemon d
+"$build/bench/vxd_bench" "$sock" "$file" "${BENCH_MISSES:-100}" "${BENCH_HITS:-5000}" "${BENCH_CHAIN:-20}"

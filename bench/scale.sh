@@ -5,9 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
 shift || true
-dir=$(mktemp -d /tmp/vxd-scale-XXXXXX)
-"$build/vortexd" --socket "$dir/s.sock" --cache-dir "$dir/cache" &
-pid=$!
-trap 'kill -TERM $pid; wait $pid || true; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
-"$build/bench/vxd_scale" "$dir/s.sock" "$@"
+source "$root/bench/daemon.sh"
+bench_init scale
+bench_daemon d
+"$build/bench/vxd_scale" "$sock" "$@"
