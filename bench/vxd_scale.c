@@ -349,8 +349,6 @@ int main(int argc, char **argv) {
   for (int s = 0; s < nsizes; s++) {
     size_t len;
     char *src = gen_module(sizes[s], &len);
-    char *var = malloc(len + 128);
-    memcpy(var, src, len);
     vxl_result res;
     vxp_response r;
     /* the chain's input: the module vortexd lowered */
@@ -373,15 +371,10 @@ int main(int argc, char **argv) {
       vxl_compile(comp, src, len, "scale.mlir", &lo, &res);
       ti[i] = bench_now_us() - t0;
       vxl_result_clear(&res);
-      size_t n = len + (size_t)sprintf(var + len, "\n// scale %d %ld %d\n", getpid(), (long)time(NULL), i);
-      t0 = bench_now_us();
-      if (vxc_compile(c, var, n, "scale.mlir", NULL, &r) != 0 || r.status != VXP_STATUS_OK || r.cached ||
-          r.nkernels != (uint32_t)sizes[s]) {
-        fprintf(stderr, "miss of %d kernels failed\n", sizes[s]);
-        return 1;
-      }
-      tm[i] = bench_now_us() - t0;
-      vxp_response_clear(&r);
+      char tag[64];
+      snprintf(tag, sizeof tag, "scale %d %ld %d", getpid(), (long)time(NULL), i);
+      tm[i] = miss_us(c, src, len, tag, (uint32_t)sizes[s]);
+      if (tm[i] < 0) return 1;
       tc[i] = bench_chain_us(lowered);
       if (tc[i] < 0) return 1;
       rcm[i] = tc[i] / tm[i];
@@ -397,7 +390,6 @@ int main(int argc, char **argv) {
       printf(" %10s\n", "-");
     fflush(stdout);
     prev_miss = miss;
-    free(var);
     free(src);
   }
   vxl_compiler_destroy(comp);
