@@ -647,18 +647,7 @@ static int vxl__diag_take(vxl__diags *d, char *text) {
       free(text);
       return 0;
     }
-  if (d->n == d->cap) {
-    uint32_t cap = d->cap ? d->cap * 2 : 8;
-    char **v = realloc(d->v, cap * sizeof *v);
-    if (!v) {
-      free(text);
-      return -ENOMEM;
-    }
-    d->v = v;
-    d->cap = cap;
-  }
-  d->v[d->n++] = text;
-  return 0;
+  return vxl__diag_push(d, text);
 }
 
 int vxl_result_merge(vxl_result *pieces, uint32_t n, vxl_merge_fn merge, void *merge_ud, vxl_result *res) {

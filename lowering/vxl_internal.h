@@ -62,6 +62,9 @@ typedef struct {
                               source name); diagnostics say source_name */
 } vxl__diags;
 
+/* Appends line (malloc(); d owns it from then on).  0, or -ENOMEM (line
+ * freed). */
+int vxl__diag_push(vxl__diags *d, char *line);
 /* Appends a formatted line; silently drops it when memory runs out. */
 void vxl__diag_add(vxl__diags *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends "file:line:col: error: WHAT" for loc (WHAT from fmt; refusals

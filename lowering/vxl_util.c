@@ -63,24 +63,28 @@ char *vxl__attr_str(MlirAttribute a) {
   return vxl__buf_take(&b);
 }
 
+int vxl__diag_push(vxl__diags *d, char *line) {
+  if (d->n == d->cap) {
+    uint32_t cap = d->cap ? d->cap * 2 : 8;
+    char **v = realloc(d->v, cap * sizeof *v);
+    if (!v) {
+      free(line);
+      return -ENOMEM;
+    }
+    d->v = v;
+    d->cap = cap;
+  }
+  d->v[d->n++] = line;
+  return 0;
+}
+
 void vxl__diag_add(vxl__diags *d, const char *fmt, ...) {
   char *line = NULL;
   va_list ap;
   va_start(ap, fmt);
   int r = vasprintf(&line, fmt, ap);
   va_end(ap);
-  if (r < 0) return;
-  if (d->n == d->cap) {
-    uint32_t cap = d->cap ? d->cap * 2 : 8;
-    char **v = realloc(d->v, cap * sizeof *v);
-    if (!v) {
-      free(line);
-      return;
-    }
-    d->v = v;
-    d->cap = cap;
-  }
-  d->v[d->n++] = line;
+  if (r >= 0) vxl__diag_push(d, line);
 }
 
 void vxl_debug_file_name(const char *source_name, char out[VXL_DEBUG_FILE_MAX + 1]) {
