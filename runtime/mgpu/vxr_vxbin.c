@@ -222,11 +222,9 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
       if (errno != EINTR) rc = -errno;
       continue;
     }
-    for (nfds_t j = 0; j + 1 < k && rc == 0; j++) {
-      if (!fds[j].revents) continue;
-      uint32_t i = 0;
-      while (l->in[i] != fds[j].fd)
-        i++;
+    /* fds[] holds the open inputs in input order, then the output */
+    for (uint32_t i = 0, j = 0; i < n; i++) {
+      if (l->in[i] < 0 || !fds[j++].revents) continue;
       ssize_t w = sizes[i] > sent[i] ? write(l->in[i], objects[i] + sent[i], sizes[i] - sent[i]) : 0;
       if (w < 0 && errno != EAGAIN && errno != EINTR) { /* the child stopped reading: its status says why */
         close(l->in[i]);
