@@ -254,8 +254,9 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
     char err[256];
     if (n > 1 && vxr_rlink_start(VXD_LLD, n, &link, err, sizeof err) != 0) link = NULL;
     helpers += vxd__start_helpers(w, &m, helpers, n - 1);
+  } else {
+    atomic_store(&m.next, VXL_MAX_PIECES); /* refused: nothing for an early helper either */
   }
-  if (n == 0) atomic_store(&m.next, VXL_MAX_PIECES); /* refused: nothing for an early helper either */
   vxd__take_pieces(&m, c, s, n, 0);
   for (unsigned i = 0; i < helpers; i++)
     pthread_join(w->helpers[i].thread, NULL);
