@@ -2,7 +2,8 @@
  * vxd_hits.c - hit latency against the number of entries in the cache.
  *
  *   vxd_hits --fill CACHE_DIR N       stores N synthetic entries (a 512-byte
- *                                     object and one kernel record each) with
+ *                                     object and one kernel record each,
+ *                                     encoded as a worker does) with
  *                                     the cache library, keys in
  *                                     CACHE_DIR/keys.txt
  *   vxd_hits SOCKET CACHE_DIR [READS] fetches READS (default 20000) random
@@ -21,6 +22,7 @@
 #include "bench_util.h"
 #include "vxc.h"
 #include "vxk.h"
+#include "vxk_entry.h"
 #include "vxp.h"
 
 static int fill(const char *dir, long n) {
@@ -54,12 +56,16 @@ static int fill(const char *dir, long n) {
     int len = snprintf(src, sizeof src, "entry %ld", i);
     const char *parts[] = {"vxd_hits"};
     memset(object, (int)(i & 0xff), sizeof object);
-    vxk_kernel_in in = {"k", meta, ml};
+    vxp_entry_kernel in = {"k", 1, meta, ml};
+    uint8_t *entry = NULL;
+    size_t size = 0;
     if (vxk_key((const uint8_t *)src, (size_t)len, parts, 1, key) != VXK_OK ||
-        vxk_put(c, key, object, sizeof object, &in, 1, 0, NULL) != VXK_OK) {
+        vxk_entry_encode(key, "opt_level=2", object, sizeof object, &in, 1, NULL, &entry, &size) != VXK_OK ||
+        vxk_put(c, key, entry, size, 0, NULL) != VXK_OK) {
       fprintf(stderr, "store %ld failed: %s\n", i, vxk_errmsg(c));
       return 2;
     }
+    free(entry);
     fprintf(keys, "%s\n", key);
   }
   fclose(keys);

@@ -1,22 +1,28 @@
 /*
  * vxk.c - SQLite-backed cache of compiled kernels (see vxk.h).
  *
- * Schema (version 4):
+ * Schema (version 5):
  *   entries(key TEXT PRIMARY KEY, created_us, last_used_us, hits, bytes, nkernels,
- *           object BLOB, checksum BLOB, compile_us,
- *           source_name TEXT, options TEXT)   -- checksum: vxk__checksum_*
- * An entry's checksum covers its key, object and kernel records, and every
- * read recomputes it: a flipped bit in the file is refused, never served.
- *   kernels(key, ordinal, name, metadata BLOB)  PRIMARY KEY(key, ordinal)
+ *           entry BLOB, compile_us, source_name TEXT, options TEXT)
+ *   kernels(key, ordinal, name)  PRIMARY KEY(key, ordinal)
  *   counters(name TEXT PRIMARY KEY, value INTEGER)
  *   meta(k TEXT PRIMARY KEY, v TEXT)                -- schema_version, saved_counter
- * entries.hits counts the reads of that entry (vxk_list); the totals are
- * counters, and a cache from before they were carries its old per-entry
- * counts into the saved_us counter once.  source_name and options say
- * what the entry was compiled from (vxk_origin), for people: not covered
- * by the checksum, never served.  Version 3 caches gain the two columns in
- * place (empty: origin not recorded).
- * An entry and all its kernels are written in one IMMEDIATE transaction.
+ * entries.entry is the encoded entry (protocol/vxp_entry.h) exactly as the
+ * worker wrote it: served as it is, its checksum checked at every read (a
+ * flipped bit in the file is refused, never served).  The other columns
+ * are there to list and evict entries without reading them: bytes is the
+ * entry's size, options the keyed options the entry holds, source_name
+ * the source's file name (vxk_put's), kernels the names of the first
+ * VXK_LIST_NAMES kernels.  entries.hits counts the reads of that entry
+ * (vxk_list); the totals are counters, and a cache from before they were
+ * carries its old per-entry counts into the saved_us counter once.
+ * An entry and its names are written in one IMMEDIATE transaction.
+ *
+ * Older caches are migrated at open, in one transaction: version 3 gains
+ * version 4's two origin columns, and version 4 (object and kernel records
+ * in rows of their own, under a checksum of its own) is re-encoded entry
+ * by entry, each checked against its old checksum first (one that fails
+ * is dropped and counted as corrupt, never re-sealed as whole).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -33,12 +39,11 @@
 #include <sqlite3.h>
 
 #include "vxk.h"
+#include "vxk_entry.h"
 #include "vxp.h"
 #include "vxp_paths.h"
 
-#define VXK_SCHEMA_VERSION "4"
-/* The version a cache is migrated from in place (two columns added). */
-#define VXK_SCHEMA_PREVIOUS "3"
+#define VXK_SCHEMA_VERSION "5"
 
 /* Deletes per transaction when evicting. */
 #define VXK_EVICT_BATCH 256
@@ -49,7 +54,7 @@ struct vxk_cache {
   char err[512];
   char notice[4800]; /* what vxk_open had to do (vxk_open_notice) */
   /* prepared once, kept for the cache's lifetime */
-  sqlite3_stmt *get_all, *get_object, *touch, *put_old, *put_entry, *put_kernel, *drop;
+  sqlite3_stmt *get_entry, *touch, *put_old, *put_entry, *put_kernel, *drop;
   /* keys read since the last flush, their LRU time written then (one
    * transaction, not one write per hit); seen finds a key among them */
   char (*touched)[VXK_KEY_HEX + 1]; /* malloc(), grows to VXK_TOUCH_MAX */
@@ -110,17 +115,28 @@ static const char vxk__schema[] =
     "PRAGMA cache_size=-16384;"
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
     "INSERT OR IGNORE INTO meta VALUES('schema_version', '" VXK_SCHEMA_VERSION "');"
-    "CREATE TABLE IF NOT EXISTS entries("
-    " key TEXT PRIMARY KEY, created_us INTEGER NOT NULL, last_used_us INTEGER NOT NULL,"
-    " hits INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL, nkernels INTEGER NOT NULL,"
-    " object BLOB NOT NULL, checksum BLOB NOT NULL, compile_us INTEGER NOT NULL DEFAULT 0,"
-    " source_name TEXT NOT NULL DEFAULT '', options TEXT NOT NULL DEFAULT '');"
-    "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used_us);"
-    "CREATE TABLE IF NOT EXISTS kernels("
-    " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"
-    " ordinal INTEGER NOT NULL, name TEXT NOT NULL,"
-    " metadata BLOB NOT NULL, PRIMARY KEY(key, ordinal));"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+
+/* The entry tables of version 5: created with the schema, and by the
+ * migration from version 4 once it moved the old ones aside. */
+#define VXK__ENTRY_TABLES(IF_NOT_EXISTS)                                                                     \
+  "CREATE TABLE " IF_NOT_EXISTS " entries("                                                                  \
+  " key TEXT PRIMARY KEY, created_us INTEGER NOT NULL, last_used_us INTEGER NOT NULL,"                       \
+  " hits INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL, nkernels INTEGER NOT NULL,"                     \
+  " entry BLOB NOT NULL, compile_us INTEGER NOT NULL DEFAULT 0,"                                             \
+  " source_name TEXT NOT NULL DEFAULT '', options TEXT NOT NULL DEFAULT '');"                                \
+  "CREATE INDEX " IF_NOT_EXISTS " entries_lru ON entries(last_used_us);"                                     \
+  "CREATE TABLE " IF_NOT_EXISTS " kernels("                                                                  \
+  " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"                                            \
+  " ordinal INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY(key, ordinal));"
+
+static const char vxk__entry_tables[] = VXK__ENTRY_TABLES("IF NOT EXISTS");
+
+#define VXK__GET_SQL "SELECT entry, compile_us FROM entries WHERE key=?1"
+#define VXK__INSERT_ENTRY_SQL                                                                                \
+  "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels, entry, compile_us,"  \
+  " source_name, options) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+#define VXK__INSERT_NAME_SQL "INSERT INTO kernels(key, ordinal, name) VALUES(?1, ?2, ?3)"
 
 /* Time saved used to be SUM(hits x compile_us) over the entries, each read
  * adding to its entry's hits; it is a counter now, so that a read need not
@@ -220,7 +236,10 @@ static int vxk__trust_dir(const char *dir, int create, char *err, size_t errcap)
   return rc;
 }
 
-/* Opens path and applies the schema; 0 or an SQLite result code. */
+static int vxk__migrate(vxk_cache *c, int version);
+
+/* Opens path and applies the schema, migrating an older one; 0 or an
+ * SQLite result code (SQLITE_MISMATCH: a version this cache cannot read). */
 static int vxk__open_db(vxk_cache *c, const char *path) {
   int rc =
       sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL);
@@ -234,24 +253,12 @@ static int vxk__open_db(vxk_cache *c, const char *path) {
   if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(st);
   const char *v = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-  int ok = v && strcmp(v, VXK_SCHEMA_VERSION) == 0;
-  int previous = v && strcmp(v, VXK_SCHEMA_PREVIOUS) == 0;
+  int version = v && (!strcmp(v, "3") || !strcmp(v, "4") || !strcmp(v, VXK_SCHEMA_VERSION)) ? atoi(v) : 0;
   sqlite3_finalize(st);
-  if (previous) { /* every entry kept; its origin unknown */
-    rc = sqlite3_exec(c->db,
-                      "BEGIN IMMEDIATE;"
-                      "ALTER TABLE entries ADD COLUMN source_name TEXT NOT NULL DEFAULT '';"
-                      "ALTER TABLE entries ADD COLUMN options TEXT NOT NULL DEFAULT '';"
-                      "UPDATE meta SET v='" VXK_SCHEMA_VERSION "' WHERE k='schema_version';"
-                      "COMMIT;",
-                      NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-      vxk__rollback(c);
-      return rc;
-    }
-    ok = 1;
-  }
-  return ok ? vxk__carry_saved(c) : SQLITE_MISMATCH;
+  if (version == 0) return SQLITE_MISMATCH;
+  if (version == 5) rc = sqlite3_exec(c->db, vxk__entry_tables, NULL, NULL, NULL);
+  if (version < 5) rc = vxk__migrate(c, version);
+  return rc == SQLITE_OK ? vxk__carry_saved(c) : rc;
 }
 
 int vxk_discard(const char *dir, char *err, size_t errcap) {
@@ -317,9 +324,7 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     vxk_close(c);
     return VXK_EIO;
   }
-  if (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
-      vxk__prepare(c, "SELECT object, checksum, nkernels, compile_us FROM entries WHERE key=?1",
-                   &c->get_object) ||
+  if (vxk__prepare(c, VXK__GET_SQL, &c->get_entry) ||
       vxk__prepare(c, "DELETE FROM entries WHERE key=?1", &c->drop) ||
       vxk__prepare(c,
                    "UPDATE entries SET hits=hits+?4,"
@@ -327,13 +332,8 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
                    " WHERE key=?1 AND (last_used_us<?3 OR ?5)",
                    &c->touch) ||
       vxk__prepare(c, "SELECT bytes FROM entries WHERE key=?1", &c->put_old) ||
-      vxk__prepare(
-          c,
-          "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels, object,"
-          " checksum, compile_us, source_name, options) VALUES(?1, ?2, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-          &c->put_entry) ||
-      vxk__prepare(c, "INSERT INTO kernels(key, ordinal, name, metadata) VALUES(?1, ?2, ?3, ?4)",
-                   &c->put_kernel)) {
+      vxk__prepare(c, VXK__INSERT_ENTRY_SQL, &c->put_entry) ||
+      vxk__prepare(c, VXK__INSERT_NAME_SQL, &c->put_kernel)) {
     snprintf(errbuf, errcap, "%s", c->err);
     vxk_close(c);
     return VXK_EIO;
@@ -352,10 +352,9 @@ static int vxk__open_schema_ro(vxk_cache *c, const char *name, int flags) {
   rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
   if (rc != SQLITE_OK) return rc;
   rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) { /* a reader reads what it needs of the previous version too */
+  if (rc == SQLITE_ROW) { /* an older cache is migrated by its next writer first */
     const char *v = (const char *)sqlite3_column_text(st, 0);
-    rc = v && (strcmp(v, VXK_SCHEMA_VERSION) == 0 || strcmp(v, VXK_SCHEMA_PREVIOUS) == 0) ? SQLITE_OK
-                                                                                          : SQLITE_MISMATCH;
+    rc = v && strcmp(v, VXK_SCHEMA_VERSION) == 0 ? SQLITE_OK : SQLITE_MISMATCH;
   } else if (rc == SQLITE_DONE)
     rc = SQLITE_MISMATCH;
   sqlite3_finalize(st);
@@ -389,11 +388,7 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
     c->db = NULL;
     rc = vxk__open_schema_ro(c, uri, SQLITE_OPEN_URI);
   }
-  if (rc == SQLITE_OK &&
-      (vxk__prepare(c, "SELECT name, metadata FROM kernels WHERE key=?1 ORDER BY ordinal", &c->get_all) ||
-       vxk__prepare(c, "SELECT object, checksum, nkernels, compile_us FROM entries WHERE key=?1",
-                    &c->get_object)))
-    rc = SQLITE_ERROR;
+  if (rc == SQLITE_OK && vxk__prepare(c, VXK__GET_SQL, &c->get_entry)) rc = SQLITE_ERROR;
   if (rc != SQLITE_OK) {
     snprintf(errbuf, errcap, "cannot read cache %s: %s", path,
              rc == SQLITE_MISMATCH ? "another schema version"
@@ -528,9 +523,8 @@ void vxk_close(vxk_cache *c) {
   free(c->touched);
   free(c->touched_hits);
   free(c->seen);
-  sqlite3_finalize(c->get_all);
+  sqlite3_finalize(c->get_entry);
   sqlite3_finalize(c->drop);
-  sqlite3_finalize(c->get_object);
   sqlite3_finalize(c->touch);
   sqlite3_finalize(c->put_old);
   sqlite3_finalize(c->put_entry);
@@ -666,51 +660,6 @@ static int vxk__evict_to(vxk_cache *c, uint64_t target, uint64_t *removed) {
 
 static void vxk__hash_lp(EVP_MD_CTX *h, const void *p, uint64_t n);
 
-/* The checksum of an entry: SHA-256 over a domain tag, the key, the object,
- * then each kernel's name and metadata, each length-prefixed (so no two
- * entries hash alike by shifting bytes between fields). */
-static EVP_MD_CTX *vxk__checksum_begin(const char *key, const uint8_t *object, size_t object_size) {
-  EVP_MD_CTX *h = EVP_MD_CTX_new();
-  if (!h || !EVP_DigestInit_ex(h, EVP_sha256(), NULL)) {
-    EVP_MD_CTX_free(h);
-    return NULL;
-  }
-  static const char tag[] = "vortexd cache entry v1";
-  vxk__hash_lp(h, tag, sizeof tag - 1);
-  vxk__hash_lp(h, key, strlen(key));
-  vxk__hash_lp(h, object ? (const void *)object : "", object_size);
-  return h;
-}
-
-static int vxk__checksum_end(EVP_MD_CTX *h, uint8_t out[VXK_CHECKSUM_SIZE]) {
-  unsigned int len = 0;
-  int ok = EVP_DigestFinal_ex(h, out, &len) && len == VXK_CHECKSUM_SIZE;
-  EVP_MD_CTX_free(h);
-  return ok ? VXK_OK : VXK_ENOMEM;
-}
-
-int vxk_checksum(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-                 uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]) {
-  EVP_MD_CTX *h = vxk__checksum_begin(key, object, object_size);
-  if (!h) return VXK_ENOMEM;
-  for (uint32_t i = 0; i < n; i++) {
-    vxk__hash_lp(h, ks[i].name ? ks[i].name : "",
-                 ks[i].name ? strlen(ks[i].name) : 0); /* NULL: the put fails */
-    vxk__hash_lp(h, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size);
-  }
-  return vxk__checksum_end(h, out);
-}
-
-static int vxk__checksum_out(const char *key, const vxk_entry *e, uint8_t out[VXK_CHECKSUM_SIZE]) {
-  EVP_MD_CTX *h = vxk__checksum_begin(key, e->object, e->object_size);
-  if (!h) return VXK_ENOMEM;
-  for (uint32_t i = 0; i < e->nkernels; i++) {
-    vxk__hash_lp(h, e->kernels[i].name, strlen(e->kernels[i].name));
-    vxk__hash_lp(h, e->kernels[i].metadata, e->kernels[i].metadata_size);
-  }
-  return vxk__checksum_end(h, out);
-}
-
 /* Steps a prepared statement that returns no row; resets it. */
 static int vxk__step_done(vxk_cache *c, sqlite3_stmt *st) {
   int rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(c->db);
@@ -719,41 +668,65 @@ static int vxk__step_done(vxk_cache *c, sqlite3_stmt *st) {
   return rc;
 }
 
-int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-            uint32_t n, uint64_t compile_us, const vxk_origin *origin) {
+/* One row of the entries table, as vxk__insert writes it. */
+typedef struct {
+  const char *key;
+  const uint8_t *entry; /* the encoded entry, size bytes */
+  size_t size;
+  uint64_t created_us, last_used_us, hits, compile_us;
+  const char *source_name; /* NULL: not known */
+} vxk__row;
+
+/* Writes row r, whose entry v views, with ins_entry and the names of its
+ * first VXK_LIST_NAMES kernels with ins_name (VXK__INSERT_*_SQL), inside
+ * the caller's transaction.  0 or an SQLite result code. */
+static int vxk__insert(vxk_cache *c, sqlite3_stmt *ins_entry, sqlite3_stmt *ins_name, const vxk__row *r,
+                       const vxp_entry_view *v) {
+  sqlite3_stmt *e = ins_entry;
+  sqlite3_bind_text(e, 1, r->key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(e, 2, (sqlite3_int64)r->created_us);
+  sqlite3_bind_int64(e, 3, (sqlite3_int64)r->last_used_us);
+  sqlite3_bind_int64(e, 4, (sqlite3_int64)r->hits);
+  sqlite3_bind_int64(e, 5, (sqlite3_int64)r->size);
+  sqlite3_bind_int64(e, 6, v->nkernels);
+  sqlite3_bind_blob64(e, 7, r->entry, r->size, SQLITE_STATIC);
+  sqlite3_bind_int64(e, 8, (sqlite3_int64)r->compile_us);
+  sqlite3_bind_text(e, 9, r->source_name ? r->source_name : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(e, 10, v->options, (int)v->options_len, SQLITE_STATIC);
+  int rc = vxk__step_done(c, e);
+  for (uint32_t i = 0; rc == SQLITE_OK && i < v->nkernels && i < VXK_LIST_NAMES; i++) {
+    sqlite3_bind_text(ins_name, 1, r->key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(ins_name, 2, i);
+    sqlite3_bind_text(ins_name, 3, v->kernels[i].name, (int)v->kernels[i].name_len, SQLITE_STATIC);
+    rc = vxk__step_done(c, ins_name);
+  }
+  return rc;
+}
+
+int vxk_put(vxk_cache *c, const char *key, const uint8_t *entry, size_t size, uint64_t compile_us,
+            const char *source_name) {
   if (!vxk_key_valid(key)) return VXK_EINVAL;
-  uint64_t bytes = object_size;
-  for (uint32_t i = 0; i < n; i++)
-    bytes += ks[i].metadata_size;
-  uint8_t sum[VXK_CHECKSUM_SIZE];
-  if (vxk_checksum(key, object, object_size, ks, n, sum) != VXK_OK) return VXK_ENOMEM;
+  vxp_entry_view v;
+  int out = vxk_entry_check(key, entry, size, NULL, &v);
+  if (out != VXK_OK) {
+    snprintf(c->err, sizeof c->err, "put %s: %s", key,
+             out == VXK_ENOMEM ? "out of memory" : "not a whole entry of that key");
+    return out == VXK_ENOMEM ? out : VXK_EINVAL;
+  }
   int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-  if (rc != SQLITE_OK) return vxk__fail(c, rc, "begin");
+  if (rc != SQLITE_OK) {
+    vxp_entry_view_clear(&v);
+    return vxk__fail(c, rc, "begin");
+  }
   uint64_t replaced = 0; /* bytes of an entry this put replaces */
   sqlite3_bind_text(c->put_old, 1, key, -1, SQLITE_STATIC);
   if (sqlite3_step(c->put_old) == SQLITE_ROW) replaced = (uint64_t)sqlite3_column_int64(c->put_old, 0);
   sqlite3_reset(c->put_old);
   sqlite3_clear_bindings(c->put_old);
-  sqlite3_stmt *e = c->put_entry, *k = c->put_kernel;
-  sqlite3_bind_text(e, 1, key, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(e, 2, (sqlite3_int64)vxk__now_us());
-  sqlite3_bind_int64(e, 3, (sqlite3_int64)bytes);
-  sqlite3_bind_int64(e, 4, n);
-  sqlite3_bind_blob64(e, 5, object ? (const void *)object : "", object_size, SQLITE_STATIC);
-  sqlite3_bind_blob(e, 6, sum, sizeof sum, SQLITE_STATIC);
-  sqlite3_bind_int64(e, 7, (sqlite3_int64)compile_us);
-  sqlite3_bind_text(e, 8, origin && origin->source_name ? origin->source_name : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(e, 9, origin && origin->options ? origin->options : "", -1, SQLITE_STATIC);
-  rc = vxk__step_done(c, e);
-  for (uint32_t i = 0; rc == SQLITE_OK && i < n; i++) {
-    sqlite3_bind_text(k, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(k, 2, i);
-    sqlite3_bind_text(k, 3, ks[i].name, -1, SQLITE_STATIC);
-    sqlite3_bind_blob64(k, 4, ks[i].metadata ? (const void *)ks[i].metadata : "", ks[i].metadata_size,
-                        SQLITE_STATIC);
-    rc = vxk__step_done(c, k);
-  }
-  int out = VXK_OK;
+  uint64_t now = vxk__now_us();
+  vxk__row row = {key, entry, size, now, now, 0, compile_us, source_name};
+  rc = vxk__insert(c, c->put_entry, c->put_kernel, &row, &v);
+  vxp_entry_view_clear(&v);
   if (rc != SQLITE_OK) out = vxk__fail(c, rc, "put");
   if (out == VXK_OK) {
     rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
@@ -763,50 +736,14 @@ int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_
     vxk__rollback(c);
     return out;
   }
-  c->total_bytes = c->total_bytes - (replaced < c->total_bytes ? replaced : c->total_bytes) + bytes;
+  c->total_bytes = c->total_bytes - (replaced < c->total_bytes ? replaced : c->total_bytes) + size;
   return vxk__evict(c);
-}
-
-static void *vxk__dup(const void *p, size_t n) {
-  void *d = malloc(n ? n : 1);
-  if (d && n) memcpy(d, p, n);
-  return d;
 }
 
 void vxk_entry_clear(vxk_entry *e) {
   if (!e) return;
-  for (uint32_t i = 0; e->kernels && i < e->nkernels; i++) {
-    free(e->kernels[i].name);
-    free(e->kernels[i].metadata);
-  }
-  free(e->kernels);
-  free(e->object);
+  free(e->data);
   memset(e, 0, sizeof *e);
-}
-
-/* Reads the object of key into e and its stored checksum into sum;
- * 0, VXK_ENOTFOUND or an error.  *nkernels: the count the entry was
- * written with. */
-static int vxk__get_object(vxk_cache *c, const char *key, vxk_entry *e, uint8_t sum[VXK_CHECKSUM_SIZE],
-                           int64_t *nkernels) {
-  sqlite3_stmt *st = c->get_object;
-  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st), out = VXK_OK;
-  if (rc == SQLITE_ROW) {
-    e->object_size = (size_t)sqlite3_column_bytes(st, 0);
-    e->object = vxk__dup(sqlite3_column_blob(st, 0), e->object_size);
-    if (!e->object) out = VXK_ENOMEM;
-    if (sqlite3_column_bytes(st, 1) == VXK_CHECKSUM_SIZE)
-      memcpy(sum, sqlite3_column_blob(st, 1), VXK_CHECKSUM_SIZE);
-    else
-      memset(sum, 0, VXK_CHECKSUM_SIZE); /* never matches a SHA-256 */
-    *nkernels = sqlite3_column_int64(st, 2);
-    e->compile_us = (uint64_t)sqlite3_column_int64(st, 3);
-  } else
-    out = rc == SQLITE_DONE ? VXK_ENOTFOUND : vxk__fail(c, rc, "get");
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  return out;
 }
 
 void vxk_mark_used(vxk_cache *c, const char *key) {
@@ -815,80 +752,215 @@ void vxk_mark_used(vxk_cache *c, const char *key) {
   c->touched_us = vxk__now_us();
 }
 
-/* Reads and verifies the whole entry for key into *out. */
+/* Reads the entry for key into *out and checks it (vxk_entry_check). */
 static int vxk__read_entry(vxk_cache *c, const char *key, vxk_entry *out) {
   memset(out, 0, sizeof *out);
-  sqlite3_stmt *st = c->get_all;
+  sqlite3_stmt *st = c->get_entry;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-  vxk_entry e = {0};
-  uint32_t cap = 0;
-  int rc, out_rc = VXK_OK;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (e.nkernels == cap) {
-      cap = cap ? cap * 2 : 4;
-      vxk_kernel_out *nk = realloc(e.kernels, cap * sizeof *nk);
-      if (!nk) {
-        out_rc = VXK_ENOMEM;
-        break;
-      }
-      e.kernels = nk;
-    }
-    vxk_kernel_out *k = &e.kernels[e.nkernels++];
-    memset(k, 0, sizeof *k);
-    const unsigned char *name = sqlite3_column_text(st, 0);
-    k->name = strdup(name ? (const char *)name : "");
-    k->metadata_size = (size_t)sqlite3_column_bytes(st, 1);
-    k->metadata = vxk__dup(sqlite3_column_blob(st, 1), k->metadata_size);
-    if (!k->name || !k->metadata) {
-      out_rc = VXK_ENOMEM;
-      break;
-    }
-  }
-  if (out_rc == VXK_OK && rc != SQLITE_DONE) out_rc = vxk__fail(c, rc, "get");
+  int rc = sqlite3_step(st), res = VXK_OK;
+  if (rc == SQLITE_ROW) {
+    out->size = (size_t)sqlite3_column_bytes(st, 0);
+    out->data = malloc(out->size ? out->size : 1);
+    if (!out->data)
+      res = VXK_ENOMEM;
+    else if (out->size)
+      memcpy(out->data, sqlite3_column_blob(st, 0), out->size);
+    out->compile_us = (uint64_t)sqlite3_column_int64(st, 1);
+  } else
+    res = rc == SQLITE_DONE ? VXK_ENOTFOUND : vxk__fail(c, rc, "get");
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
-  uint8_t stored[VXK_CHECKSUM_SIZE], actual[VXK_CHECKSUM_SIZE];
-  int64_t nk = 0;
-  if (out_rc == VXK_OK) out_rc = vxk__get_object(c, key, &e, stored, &nk);
-  if (out_rc == VXK_OK && e.nkernels == 0) out_rc = VXK_ENOTFOUND; /* not written whole */
-  if (out_rc == VXK_OK) out_rc = vxk__checksum_out(key, &e, actual);
-  if (out_rc == VXK_OK && (nk != e.nkernels || memcmp(stored, actual, sizeof actual) != 0)) {
-    snprintf(c->err, sizeof c->err, "entry %s fails its checksum", key);
-    out_rc = VXK_ECORRUPT;
-  }
-  if (out_rc != VXK_OK) {
-    vxk_entry_clear(&e);
-    return out_rc;
-  }
-  *out = e;
-  return VXK_OK;
+  if (res == VXK_OK) res = vxk_entry_check(key, out->data, out->size, NULL, NULL);
+  if (res == VXK_ECORRUPT) snprintf(c->err, sizeof c->err, "entry %s fails its checksum", key);
+  if (res != VXK_OK) vxk_entry_clear(out);
+  return res;
 }
 
-int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out) {
+int vxk_get(vxk_cache *c, const char *key, vxk_entry *out) {
   memset(out, 0, sizeof *out);
   if (!vxk_key_valid(key)) return VXK_EINVAL;
-  vxk_entry e;
-  int rc = vxk__read_entry(c, key, &e);
+  int rc = vxk__read_entry(c, key, out);
   if (rc != VXK_OK) return rc;
-  if (kernel) { /* keep only that kernel's record (all were read to verify) */
-    uint32_t keep = e.nkernels;
-    for (uint32_t i = 0; i < e.nkernels && keep == e.nkernels; i++)
-      if (strcmp(e.kernels[i].name, kernel) == 0) keep = i;
-    if (keep == e.nkernels) {
-      vxk_entry_clear(&e);
-      return VXK_ENOKERNEL;
-    }
-    vxk_kernel_out k = e.kernels[keep];
-    for (uint32_t i = 0; i < e.nkernels; i++)
-      if (i != keep) free(e.kernels[i].name), free(e.kernels[i].metadata);
-    e.kernels[0] = k;
-    e.nkernels = 1;
-  }
   /* LRU bookkeeping, written by the next vxk_flush() or vxk_touch() */
   vxk__touched_add(c, key, 1);
   c->touched_us = vxk__now_us();
-  *out = e;
   return VXK_OK;
+}
+
+/* ---- migration from version 3 and 4 ---- */
+
+/* Version 4's checksum: SHA-256 over a domain tag, the key, the object,
+ * then each kernel's name and record, each length-prefixed.  0 or
+ * VXK_ENOMEM. */
+static int vxk__v4_checksum(const char *key, const uint8_t *object, size_t object_size,
+                            const vxp_entry_kernel *ks, uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]) {
+  EVP_MD_CTX *h = EVP_MD_CTX_new();
+  if (!h || !EVP_DigestInit_ex(h, EVP_sha256(), NULL)) {
+    EVP_MD_CTX_free(h);
+    return VXK_ENOMEM;
+  }
+  static const char tag[] = "vortexd cache entry v1";
+  vxk__hash_lp(h, tag, sizeof tag - 1);
+  vxk__hash_lp(h, key, strlen(key));
+  vxk__hash_lp(h, object, object_size);
+  for (uint32_t i = 0; i < n; i++) {
+    vxk__hash_lp(h, ks[i].name, ks[i].name_len);
+    vxk__hash_lp(h, ks[i].record, ks[i].record_size);
+  }
+  unsigned int len = 0;
+  int ok = EVP_DigestFinal_ex(h, out, &len) && len == VXK_CHECKSUM_SIZE;
+  EVP_MD_CTX_free(h);
+  return ok ? VXK_OK : VXK_ENOMEM;
+}
+
+/* The statements a migration runs. */
+typedef struct {
+  sqlite3_stmt *rows, *records, *ins_entry, *ins_name;
+  uint64_t dropped; /* entries that failed their old checksum */
+} vxk__migration;
+
+/* Reads the kernel rows of key (version 4) into *ks, their names and
+ * records copied one after the other into *block (both malloc()).
+ * VXK_OK or an error. */
+static int vxk__v4_records(vxk_cache *c, vxk__migration *m, const char *key, vxp_entry_kernel **ks,
+                           uint32_t *n, uint8_t **block) {
+  *ks = NULL, *n = 0, *block = NULL;
+  size_t used = 0, cap = 0, *ends = NULL; /* per kernel: end of its name, end of its record */
+  uint32_t kcap = 0;
+  int rc = SQLITE_DONE, res = VXK_OK;
+  sqlite3_bind_text(m->records, 1, key, -1, SQLITE_STATIC);
+  while (res == VXK_OK && (rc = sqlite3_step(m->records)) == SQLITE_ROW) {
+    size_t nl = (size_t)sqlite3_column_bytes(m->records, 0), rl = (size_t)sqlite3_column_bytes(m->records, 1);
+    if (*n == kcap) {
+      kcap = kcap ? 2 * kcap : 8;
+      size_t *ne = realloc(ends, 2 * kcap * sizeof *ne);
+      if (!ne) res = VXK_ENOMEM;
+      if (ne) ends = ne;
+    }
+    if (res == VXK_OK && used + nl + rl + 1 > cap) {
+      cap = 2 * (used + nl + rl + 1);
+      uint8_t *nb = realloc(*block, cap);
+      if (!nb) res = VXK_ENOMEM;
+      if (nb) *block = nb;
+    }
+    if (res != VXK_OK) break;
+    if (nl) memcpy(*block + used, sqlite3_column_blob(m->records, 0), nl);
+    if (rl) memcpy(*block + used + nl, sqlite3_column_blob(m->records, 1), rl);
+    used += nl + rl;
+    ends[2 * *n] = used - rl;
+    ends[2 * *n + 1] = used;
+    (*n)++;
+  }
+  if (res == VXK_OK && rc != SQLITE_DONE) res = vxk__fail(c, rc, "migrate");
+  sqlite3_reset(m->records);
+  if (res == VXK_OK && !(*ks = calloc(*n ? *n : 1, sizeof **ks))) res = VXK_ENOMEM;
+  size_t start = 0;
+  for (uint32_t i = 0; res == VXK_OK && i < *n; start = ends[2 * i + 1], i++)
+    (*ks)[i] = (vxp_entry_kernel){(const char *)*block + start, ends[2 * i] - start, *block + ends[2 * i],
+                                  ends[2 * i + 1] - ends[2 * i]};
+  free(ends);
+  return res;
+}
+
+/* Re-encodes the version 4 entry on m->rows' current row, or drops it
+ * when it fails its old checksum.  VXK_OK or an error. */
+static int vxk__migrate_one(vxk_cache *c, vxk__migration *m) {
+  sqlite3_stmt *r = m->rows;
+  const char *key = (const char *)sqlite3_column_text(r, 0);
+  if (!vxk_key_valid(key)) {
+    m->dropped++;
+    return VXK_OK;
+  }
+  char k[VXK_KEY_HEX + 1];
+  memcpy(k, key, sizeof k);
+  vxp_entry_kernel *ks = NULL;
+  uint32_t n = 0;
+  uint8_t *block = NULL, *entry = NULL;
+  size_t size = 0;
+  int res = vxk__v4_records(c, m, k, &ks, &n, &block);
+  const uint8_t *object = sqlite3_column_blob(r, 4);
+  size_t object_size = (size_t)sqlite3_column_bytes(r, 4);
+  uint8_t sum[VXK_CHECKSUM_SIZE];
+  int whole = res == VXK_OK && n > 0 && sqlite3_column_bytes(r, 5) == VXK_CHECKSUM_SIZE &&
+              vxk__v4_checksum(k, object ? object : (const uint8_t *)"", object_size, ks, n, sum) == VXK_OK &&
+              memcmp(sum, sqlite3_column_blob(r, 5), sizeof sum) == 0;
+  const char *options = (const char *)sqlite3_column_text(r, 8);
+  if (whole && options && strlen(options) > VXP_ENTRY_OPTIONS_MAX) options = "";
+  int erc = whole ? vxk_entry_encode(k, options ? options : "", object ? object : (const uint8_t *)"",
+                                     object_size, ks, n, NULL, &entry, &size)
+                  : VXK_EINVAL;
+  vxp_entry_view v;
+  if (erc == VXK_OK) erc = vxk_entry_check(k, entry, size, NULL, &v);
+  if (res == VXK_OK && erc == VXK_ENOMEM) res = erc;
+  if (res == VXK_OK && erc != VXK_OK) m->dropped++;
+  if (res == VXK_OK && erc == VXK_OK) {
+    vxk__row row = {k,
+                    entry,
+                    size,
+                    (uint64_t)sqlite3_column_int64(r, 1),
+                    (uint64_t)sqlite3_column_int64(r, 2),
+                    (uint64_t)sqlite3_column_int64(r, 3),
+                    (uint64_t)sqlite3_column_int64(r, 6),
+                    (const char *)sqlite3_column_text(r, 7)};
+    int src = vxk__insert(c, m->ins_entry, m->ins_name, &row, &v);
+    if (src != SQLITE_OK) res = vxk__fail(c, src, "migrate");
+  }
+  if (erc == VXK_OK) vxp_entry_view_clear(&v);
+  free(entry);
+  free(ks);
+  free(block);
+  return res;
+}
+
+/* Migrates a version 3 or 4 cache to this version in one transaction
+ * (see the file comment).  0 or an SQLite result code. */
+static int vxk__migrate(vxk_cache *c, int version) {
+  vxk__migration m = {0};
+  int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc == SQLITE_OK && version == 3)
+    rc = sqlite3_exec(c->db,
+                      "ALTER TABLE entries ADD COLUMN source_name TEXT NOT NULL DEFAULT '';"
+                      "ALTER TABLE entries ADD COLUMN options TEXT NOT NULL DEFAULT '';",
+                      NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(c->db,
+                      "DROP INDEX IF EXISTS entries_lru;"
+                      "ALTER TABLE kernels RENAME TO kernels_v4;"
+                      "ALTER TABLE entries RENAME TO entries_v4;" VXK__ENTRY_TABLES(""),
+                      NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(c->db,
+                            "SELECT key, created_us, last_used_us, hits, object, checksum, compile_us,"
+                            " source_name, options FROM entries_v4",
+                            -1, &m.rows, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(c->db, "SELECT name, metadata FROM kernels_v4 WHERE key=?1 ORDER BY ordinal", -1,
+                            &m.records, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(c->db, VXK__INSERT_ENTRY_SQL, -1, &m.ins_entry, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(c->db, VXK__INSERT_NAME_SQL, -1, &m.ins_name, NULL);
+  int res = VXK_OK;
+  while (rc == SQLITE_OK && res == VXK_OK) {
+    int step = sqlite3_step(m.rows);
+    if (step == SQLITE_DONE) break;
+    if (step != SQLITE_ROW) rc = step;
+    if (step == SQLITE_ROW) res = vxk__migrate_one(c, &m);
+  }
+  if (rc == SQLITE_OK && res != VXK_OK) rc = SQLITE_ERROR;
+  sqlite3_finalize(m.rows);
+  sqlite3_finalize(m.records);
+  sqlite3_finalize(m.ins_entry);
+  sqlite3_finalize(m.ins_name);
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "DROP TABLE kernels_v4; DROP TABLE entries_v4;"
+           "UPDATE meta SET v='" VXK_SCHEMA_VERSION "' WHERE k='schema_version';"
+           "INSERT INTO counters(name, value) VALUES('corrupt', %llu)"
+           " ON CONFLICT(name) DO UPDATE SET value = value + excluded.value;"
+           "COMMIT;",
+           (unsigned long long)m.dropped);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+  if (rc != SQLITE_OK) vxk__rollback(c);
+  return rc;
 }
 
 int vxk_drop(vxk_cache *c, const char *key) {

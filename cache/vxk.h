@@ -1,10 +1,12 @@
 /*
  * vxk.h - the compiled-kernel cache: SQLite storage and content-hash keys.
  *
- * The only module that sees SQLite.  Stores opaque bytes: per entry, the
- * module's object and each kernel's metadata record (as protocol/ encodes
- * it), written in one transaction so an entry is either whole or absent.  Survives restarts; the
- * database runs in WAL mode so readers never see a half-written entry.
+ * The only module that sees SQLite.  Stores each entry as the one value a
+ * compile worker encoded (protocol/vxp_entry.h: the module's object and
+ * each kernel's record, under a checksum), with what listing and eviction
+ * need beside it, written in one transaction so an entry is either whole
+ * or absent.  Survives restarts; the database runs in WAL mode so readers
+ * never see a half-written entry.
  *
  * THREAD NOTES: a vxk_cache is used by one thread at a time.  The daemon
  * opens two on one directory: its loop thread reads (vxk_get, which writes
@@ -25,14 +27,13 @@
 
 /* Hex digits in a key (SHA-256). */
 #define VXK_KEY_HEX 64
-/* Default size limit of a cache directory (bytes of objects + metadata). */
+/* Default size limit of a cache directory (bytes of encoded entries). */
 #define VXK_DEFAULT_MAX_BYTES (1024ull * 1024ull * 1024ull)
 
 enum {
   VXK_OK = 0,
   VXK_ENOMEM = -ENOMEM,            /* allocation failed */
   VXK_ENOTFOUND = -ENOENT,         /* no such key */
-  VXK_ENOKERNEL = -ESRCH,          /* the entry exists, with no kernel of the name asked for */
   VXK_EIO = -EIO,                  /* SQLite or file-system error; see vxk_errmsg */
   VXK_EFULL = -ENOSPC,             /* disk full: nothing was written */
   VXK_EINVAL = -EINVAL,            /* bad argument (key not 64 hex digits, ...) */
@@ -52,32 +53,16 @@ enum {
 
 typedef struct vxk_cache vxk_cache;
 
-/* A kernel to store; the cache copies the bytes. */
+/* An entry read back: its encoded bytes, as vxk_put stored them. */
 typedef struct {
-  const char *name;
-  const uint8_t *metadata;
-  size_t metadata_size;
-} vxk_kernel_in;
-
-/* A kernel read back; pointers from malloc(), see vxk_entry_clear. */
-typedef struct {
-  char *name;
-  uint8_t *metadata;
-  size_t metadata_size;
-} vxk_kernel_out;
-
-/* An entry read back: the module's object and its kernels' records. */
-typedef struct {
-  uint8_t *object; /* malloc() */
-  size_t object_size;
-  vxk_kernel_out *kernels; /* malloc() */
-  uint32_t nkernels;
+  uint8_t *data; /* the encoded entry (vxp_entry.h); malloc() */
+  size_t size;
   uint64_t compile_us; /* what compiling it took (vxk_put): what a hit saves */
 } vxk_entry;
 
 typedef struct {
   uint64_t entries; /* entries stored */
-  uint64_t bytes;   /* object + metadata bytes stored */
+  uint64_t bytes;   /* encoded entry bytes stored */
   uint64_t hits;    /* persistent counters (survive restarts) */
   uint64_t misses;
   uint64_t compile_errors;
@@ -134,35 +119,28 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
 /* Message about the last failure of c; static or owned by c. */
 const char *vxk_errmsg(const vxk_cache *c);
 
-/* What an entry was compiled from, for people who look into the cache
- * (vxk_list): both strings are inputs of the key, so an entry's origin is
- * the same whoever compiled it.  Not covered by the checksum and never
- * served to a compile. */
-typedef struct {
-  const char *source_name; /* the source file's name as the key has it (no
-                              directory); NULL: not known */
-  const char *options;     /* the keyed options, "opt_level=2;warp_size=4;..." */
-} vxk_origin;
-
-/* Stores the module object (object_size bytes) and n kernel records under
- * key in one transaction, replacing any entry with that key, with a
- * checksum over all of it; compile_us is what compiling it took
- * (microseconds; the "time saved" of later hits); origin may be NULL (an
- * entry fetched by key alone).  Returns 0, VXK_EFULL (disk full; the cache
- * is unchanged), VXK_EIO, VXK_EINVAL. */
-int vxk_put(vxk_cache *c, const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-            uint32_t n, uint64_t compile_us, const vxk_origin *origin);
+/* Stores the encoded entry (size bytes; vxk_entry_encode) under key in one
+ * transaction, replacing any entry with that key, after checking it is a
+ * whole entry of that key (vxk_entry_check).  Beside it, for listings:
+ * compile_us, what compiling it took (microseconds; the "time saved" of
+ * later hits), and source_name, the source's file name as the key has it
+ * (no directory; NULL when not known: an entry fetched by key alone).
+ * The options a listing shows are the ones the entry holds.  Returns 0,
+ * VXK_EFULL (disk full; the cache is unchanged), VXK_EIO, VXK_EINVAL (key,
+ * or bytes that are not a whole entry of it). */
+int vxk_put(vxk_cache *c, const char *key, const uint8_t *entry, size_t size, uint64_t compile_us,
+            const char *source_name);
 
 /* Most entries one vxk_list returns, and kernel names it gives per entry. */
 #define VXK_LIST_MAX 1000u
 #define VXK_LIST_NAMES 16u
 
-/* One entry as vxk_list describes it (no object, no metadata). */
+/* One entry as vxk_list describes it (not its bytes). */
 typedef struct {
   char key[VXK_KEY_HEX + 1];
   char *source_name;   /* "" when not recorded; malloc() */
   char *options;       /* "" when not recorded; malloc() */
-  uint64_t bytes;      /* object + metadata */
+  uint64_t bytes;      /* the encoded entry's */
   uint64_t created_us; /* realtime microseconds when stored */
   uint64_t last_used_us;
   uint64_t hits;       /* reads written so far (vxk_flush writes the rest) */
@@ -197,10 +175,9 @@ int vxk_clear(vxk_cache *c, uint64_t *removed);
 /* Resets the persistent counters (hits, misses, ...) to zero. */
 int vxk_zero_counters(vxk_cache *c);
 
-/* Reads the entry for key; kernel NULL returns every kernel record, else
- * only the one with that name (the object always).  Every read recomputes
- * the entry's checksum (SHA-256 over key, object and all kernel records,
- * stored by vxk_put) and refuses a mismatch with VXK_ECORRUPT: the caller
+/* Reads the encoded entry for key.  Every read checks it
+ * (vxk_entry_check: its checksum over the key, the options, the object
+ * and every kernel record) and refuses a mismatch with VXK_ECORRUPT: the caller
  * drops the entry (vxk_drop, on a writing handle) and compiles again.  On
  * success fills *out
  * (caller clears it with vxk_entry_clear) and records the key as used: the
@@ -208,9 +185,8 @@ int vxk_zero_counters(vxk_cache *c);
  * vxk_touch_take, by vxk_touch on another (a read never writes).  Up to
  * VXK_TOUCH_MAX distinct keys are recorded between flushes; reads past that
  * are not (their entries only look older to eviction).  Returns 0,
- * VXK_ENOTFOUND, VXK_ENOKERNEL (kernel given, the entry has none of that
- * name), VXK_ECORRUPT, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
-int vxk_get(vxk_cache *c, const char *key, const char *kernel, vxk_entry *out);
+ * VXK_ENOTFOUND, VXK_ECORRUPT, VXK_EIO, VXK_ENOMEM, VXK_EINVAL. */
+int vxk_get(vxk_cache *c, const char *key, vxk_entry *out);
 
 /* Deletes the entry for key if it still fails its checksum (it may have
  * been replaced, or dropped, since a read found it damaged).  Returns 0
@@ -288,14 +264,6 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out);
  * digits and a NUL to out.  Any thread.  Returns 0 or VXK_ENOMEM. */
 int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t nparts,
             char out[VXK_KEY_HEX + 1]);
-
-/* The checksum vxk_put stores with an entry and every read recomputes:
- * SHA-256 over a domain tag, key, the object and each kernel's name and
- * metadata, each preceded by its length (docs/remote-cache.md).  The remote
- * level (vxk_remote.h) stores the same one.  Writes VXK_CHECKSUM_SIZE
- * bytes to out.  Any thread.  Returns 0 or VXK_ENOMEM. */
-int vxk_checksum(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-                 uint32_t n, uint8_t out[VXK_CHECKSUM_SIZE]);
 
 /* True when s is 64 lowercase hex digits. */
 int vxk_key_valid(const char *s);

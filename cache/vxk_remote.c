@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include <hiredis/hiredis.h>
-#include <msgpack.h>
 
 #include "vxk_remote.h"
 #include "vxk_sign.h"
@@ -212,7 +211,7 @@ void vxk_remote_close(vxk_remote *r) {
 
 /* "<prefix>:v<format>:<key>" into out. */
 static void vxk__redis_key(const vxk_remote *r, const char *key, char out[VXK_REMOTE_PREFIX_MAX + 80]) {
-  snprintf(out, VXK_REMOTE_PREFIX_MAX + 80, "%s:v%d:%s", r->prefix, VXK_REMOTE_FORMAT, key);
+  snprintf(out, VXK_REMOTE_PREFIX_MAX + 80, "%s:v%u:%s", r->prefix, VXK_REMOTE_FORMAT, key);
 }
 
 int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
@@ -277,175 +276,4 @@ int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t 
   const char *argv[5] = {"SET", rk, (const char *)value, "EX", ttl};
   size_t lens[5] = {3, strlen(rk), size, 2, strlen(ttl)};
   return vxk__command(r, r->ttl_s ? 5 : 3, argv, lens, vxk__now_ms() + r->op_ms, err, errcap, "SET");
-}
-
-/* ---- the value format ---- */
-
-static const char vxk__tag[] = "vortexd-entry";
-
-/* The msgpack-c packers return 0 or -1 (the buffer could not grow): the
- * results are or'ed and checked once. */
-static int vxk__pack_str(msgpack_packer *pk, const char *s, size_t n) {
-  return msgpack_pack_str(pk, n) | msgpack_pack_str_body(pk, s, n);
-}
-
-static int vxk__pack_bin(msgpack_packer *pk, const uint8_t *p, size_t n) {
-  return msgpack_pack_bin(pk, n) | msgpack_pack_bin_body(pk, p, n);
-}
-
-/* Packs a value: [tag, format, key, compile_us, object, [[name,
- * metadata]...], checksum], and when key_id is not NULL also [..., key_id,
- * signature].  0 or VXK_ENOMEM. */
-static int vxk__remote_pack(const char *key, const uint8_t *object, size_t object_size,
-                            const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us,
-                            const uint8_t sum[VXK_CHECKSUM_SIZE], const uint8_t *key_id, const uint8_t *sig,
-                            uint8_t **out, size_t *len) {
-  msgpack_sbuffer sb;
-  msgpack_sbuffer_init(&sb);
-  msgpack_packer pk;
-  msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  int bad = msgpack_pack_array(&pk, key_id ? 9 : 7);
-  bad |= vxk__pack_str(&pk, vxk__tag, sizeof vxk__tag - 1);
-  bad |= msgpack_pack_uint32(&pk, VXK_REMOTE_FORMAT);
-  bad |= vxk__pack_str(&pk, key, strlen(key));
-  bad |= msgpack_pack_uint64(&pk, compile_us);
-  bad |= vxk__pack_bin(&pk, object, object_size);
-  bad |= msgpack_pack_array(&pk, n);
-  for (uint32_t i = 0; i < n; i++) {
-    bad |= msgpack_pack_array(&pk, 2);
-    bad |= vxk__pack_str(&pk, ks[i].name, strlen(ks[i].name));
-    bad |= vxk__pack_bin(&pk, ks[i].metadata, ks[i].metadata_size);
-  }
-  bad |= vxk__pack_bin(&pk, sum, VXK_CHECKSUM_SIZE);
-  if (key_id) {
-    bad |= vxk__pack_bin(&pk, key_id, VXK_KEY_ID_SIZE);
-    bad |= vxk__pack_bin(&pk, sig, VXK_SIGNATURE_SIZE);
-  }
-  if (bad || !sb.data) {
-    msgpack_sbuffer_destroy(&sb);
-    return VXK_ENOMEM;
-  }
-  *out = (uint8_t *)sb.data;
-  *len = sb.size;
-  return VXK_OK;
-}
-
-int vxk_remote_encode_signed(const char *key, const uint8_t *object, size_t object_size,
-                             const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us,
-                             const vxk_signer *signer, uint8_t **out, size_t *len) {
-  *out = NULL;
-  *len = 0;
-  if (!vxk_key_valid(key) || object_size > UINT32_MAX) return VXK_EINVAL;
-  uint8_t sum[VXK_CHECKSUM_SIZE], sig[VXK_SIGNATURE_SIZE];
-  int rc = vxk_checksum(key, object, object_size, ks, n, sum);
-  if (rc == VXK_OK && signer) rc = vxk_sign_entry(signer, key, sum, compile_us, sig);
-  if (rc != VXK_OK) return rc;
-  return vxk__remote_pack(key, object, object_size, ks, n, compile_us, sum,
-                          signer ? vxk_signer_key_id(signer) : NULL, sig, out, len);
-}
-
-int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-                      uint32_t n, uint64_t compile_us, uint8_t **out, size_t *len) {
-  return vxk_remote_encode_signed(key, object, object_size, ks, n, compile_us, NULL, out, len);
-}
-
-static int vxk__is_str(const msgpack_object *o, const char *s, size_t n) {
-  return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n && memcmp(o->via.str.ptr, s, n) == 0;
-}
-
-/* A copy of a msgpack str without NUL bytes, or NULL. */
-static char *vxk__name(const msgpack_object *o) {
-  if (o->type != MSGPACK_OBJECT_STR || memchr(o->via.str.ptr, '\0', o->via.str.size)) return NULL;
-  char *s = malloc(o->via.str.size + 1);
-  if (s) {
-    memcpy(s, o->via.str.ptr, o->via.str.size);
-    s[o->via.str.size] = '\0';
-  }
-  return s;
-}
-
-int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_entry *e, uint64_t *compile_us) {
-  return vxk_remote_decode_trusted(key, value, len, NULL, e, compile_us);
-}
-
-int vxk_remote_decode_trusted(const char *key, const uint8_t *value, size_t len, const vxk_trust *trust,
-                              vxk_entry *e, uint64_t *compile_us) {
-  memset(e, 0, sizeof *e);
-  *compile_us = 0;
-  if (!vxk_key_valid(key)) return VXK_EINVAL;
-  msgpack_unpacked u;
-  msgpack_unpacked_init(&u);
-  size_t off = 0;
-  int rc = VXK_ECORRUPT;
-  if (vxp_msgpack_precheck(value, len) != VXP_OK ||
-      msgpack_unpack_next(&u, (const char *)value, len, &off) != MSGPACK_UNPACK_SUCCESS || off != len)
-    goto out;
-  const msgpack_object *o = &u.data;
-  if (o->type != MSGPACK_OBJECT_ARRAY || (o->via.array.size != 7 && o->via.array.size != 9)) goto out;
-  const msgpack_object *f = o->via.array.ptr;
-  const int signed_value = o->via.array.size == 9;
-  if (signed_value && (f[7].type != MSGPACK_OBJECT_BIN || f[7].via.bin.size != VXK_KEY_ID_SIZE ||
-                       f[8].type != MSGPACK_OBJECT_BIN || f[8].via.bin.size != VXK_SIGNATURE_SIZE))
-    goto out;
-  if (!vxk__is_str(&f[0], vxk__tag, sizeof vxk__tag - 1) || f[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-      f[1].via.u64 != VXK_REMOTE_FORMAT || !vxk__is_str(&f[2], key, strlen(key)) ||
-      f[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER || f[4].type != MSGPACK_OBJECT_BIN ||
-      f[5].type != MSGPACK_OBJECT_ARRAY || f[6].type != MSGPACK_OBJECT_BIN ||
-      f[6].via.bin.size != VXK_CHECKSUM_SIZE)
-    goto out;
-  uint32_t n = f[5].via.array.size;
-  vxk_kernel_in *ks = calloc(n ? n : 1, sizeof *ks);
-  e->kernels = calloc(n ? n : 1, sizeof *e->kernels);
-  e->object = malloc(f[4].via.bin.size ? f[4].via.bin.size : 1);
-  if (!ks || !e->kernels || !e->object) {
-    free(ks);
-    rc = VXK_ENOMEM;
-    goto out;
-  }
-  memcpy(e->object, f[4].via.bin.ptr, f[4].via.bin.size);
-  e->object_size = f[4].via.bin.size;
-  for (uint32_t i = 0; i < n; i++) {
-    const msgpack_object *k = &f[5].via.array.ptr[i];
-    if (k->type != MSGPACK_OBJECT_ARRAY || k->via.array.size != 2 ||
-        k->via.array.ptr[1].type != MSGPACK_OBJECT_BIN)
-      break;
-    const msgpack_object_bin *meta = &k->via.array.ptr[1].via.bin;
-    vxk_kernel_out *ko = &e->kernels[i];
-    ko->name = vxk__name(&k->via.array.ptr[0]);
-    ko->metadata = malloc(meta->size ? meta->size : 1);
-    if (!ko->name || !ko->metadata) {
-      free(ko->name);
-      free(ko->metadata);
-      *ko = (vxk_kernel_out){0};
-      break;
-    }
-    memcpy(ko->metadata, meta->ptr, meta->size);
-    ko->metadata_size = meta->size;
-    ks[i] = (vxk_kernel_in){ko->name, ko->metadata, ko->metadata_size};
-    e->nkernels = i + 1;
-  }
-  uint8_t sum[VXK_CHECKSUM_SIZE];
-  if (e->nkernels == n && vxk_checksum(key, e->object, e->object_size, ks, n, sum) == VXK_OK &&
-      memcmp(sum, f[6].via.bin.ptr, sizeof sum) == 0) {
-    /* one encoding only: msgpack-c also reads integers, strings and
-     * lengths written in wider forms than the encoder's, so the value must
-     * be what encoding the decoded entry gives, byte for byte */
-    uint8_t *again = NULL;
-    size_t alen = 0;
-    const uint8_t *key_id = signed_value ? (const uint8_t *)f[7].via.bin.ptr : NULL;
-    const uint8_t *sig = signed_value ? (const uint8_t *)f[8].via.bin.ptr : NULL;
-    rc = vxk__remote_pack(key, e->object, e->object_size, ks, n, f[3].via.u64, sum, key_id, sig, &again,
-                          &alen);
-    if (rc == VXK_OK && (alen != len || memcmp(again, value, len) != 0)) rc = VXK_ECORRUPT;
-    free(again);
-    /* whole and canonical; with a trust set, signed by one of its keys */
-    if (rc == VXK_OK && trust)
-      rc = signed_value ? vxk_verify_entry(trust, key_id, key, sum, f[3].via.u64, sig) : VXK_EREJECTED;
-    if (rc == VXK_OK) *compile_us = f[3].via.u64;
-  }
-  free(ks);
-out:
-  msgpack_unpacked_destroy(&u);
-  if (rc != VXK_OK) vxk_entry_clear(e);
-  return rc;
 }

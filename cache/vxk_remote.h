@@ -2,13 +2,13 @@
  * vxk_remote.h - the cache's second level: entries in a Redis server shared
  * by several daemons (a build farm), through hiredis.
  *
- * A value in Redis is one entry as the local cache holds it (object, kernel
- * records, compile time) plus its checksum, encoded with msgpack behind a
- * format tag and version (docs/remote-cache.md).  Its Redis key is
+ * A value in Redis is one encoded entry, the same bytes the worker wrote
+ * and the local cache stores (protocol/vxp_entry.h).  Its Redis key is
  * "<prefix>:v<format>:<cache key>", so farms (prefixes) and entry formats
  * never mix; the cache key itself already names the daemon's version and
- * the toolchain.  Nothing read back is trusted before its checksum and key
- * match: a value that fails is VXK_ECORRUPT, never an entry.
+ * the toolchain.  This file moves bytes only: nothing read back is used
+ * before vxk_entry_check found it whole, of its key, and (with a trust set)
+ * signed (docs/remote-cache.md).
  *
  * Every call blocks, bounded by deadlines: a connection by connect_ms, a
  * read or write by op_ms over the whole exchange (not per system call, so a
@@ -16,8 +16,7 @@
  * max_value.  After any failure the connection is closed and the caller
  * reconnects (vxk_remote_open) when it sees fit.
  *
- * THREAD NOTES: a vxk_remote is used by one thread at a time; the codec
- * functions are reentrant.
+ * THREAD NOTES: a vxk_remote is used by one thread at a time.
  *
  * Errors: the cache's convention (vxk.h), plus VXK_ETIMEDOUT.
  */
@@ -28,10 +27,11 @@
 #include <stdint.h>
 
 #include "vxk.h"
-#include "vxk_sign.h"
+#include "vxp_entry.h"
 
-/* The entry format version in values and in their Redis keys. */
-#define VXK_REMOTE_FORMAT 1
+/* The entry format in the Redis keys: values of another format are never
+ * read. */
+#define VXK_REMOTE_FORMAT VXP_ENTRY_FORMAT
 /* Longest key prefix (bytes). */
 #define VXK_REMOTE_PREFIX_MAX 128
 
@@ -83,35 +83,5 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_
  * configured expiry.  Returns 0, VXK_ETIMEDOUT, VXK_EIO, VXK_ENOMEM. */
 int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, char *err,
                    size_t errcap);
-
-/* Encodes an entry (as vxk_put takes it) with its checksum (vxk_checksum)
- * into one value: *out from malloc(), *len bytes.  Returns 0, VXK_ENOMEM,
- * VXK_EINVAL (invalid key). */
-int vxk_remote_encode(const char *key, const uint8_t *object, size_t object_size, const vxk_kernel_in *ks,
-                      uint32_t n, uint64_t compile_us, uint8_t **out, size_t *len);
-
-/* Decodes a value read under key: checks the format tag and version, that
- * it names key, every field's type, the checksum over it all, and that
- * the value is byte for byte what vxk_remote_encode writes for what it
- * decodes to (msgpack-c also reads wider integer and length forms: one
- * entry has one value, so the fuzzer's round trip holds).  Fills
- * *e (caller clears it with vxk_entry_clear) and *compile_us.  Returns 0,
- * VXK_ECORRUPT (anything wrong: never served), VXK_ENOMEM. */
-int vxk_remote_decode(const char *key, const uint8_t *value, size_t len, vxk_entry *e, uint64_t *compile_us);
-
-/* As vxk_remote_encode, and signed by signer when not NULL (vxk_sign.h):
- * the value then also carries the signer's key id and an Ed25519
- * signature over the key, checksum and compile time. */
-int vxk_remote_encode_signed(const char *key, const uint8_t *object, size_t object_size,
-                             const vxk_kernel_in *ks, uint32_t n, uint64_t compile_us,
-                             const vxk_signer *signer, uint8_t **out, size_t *len);
-
-/* As vxk_remote_decode; with trust not NULL the value must moreover be
- * signed by one of trust's keys, else VXK_EREJECTED (unsigned, signed by
- * another key, or a signature that does not verify; checked after the
- * checksum, so damage is still VXK_ECORRUPT).  Without trust a signed
- * value is decoded on its checksum alone. */
-int vxk_remote_decode_trusted(const char *key, const uint8_t *value, size_t len, const vxk_trust *trust,
-                              vxk_entry *e, uint64_t *compile_us);
 
 #endif /* VXK_REMOTE_H */

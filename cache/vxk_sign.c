@@ -11,11 +11,12 @@
 #include <openssl/pem.h>
 
 #include "vxk_sign.h"
+#include "vxp.h"
 #include "vxp_paths.h"
 
 /* Domain tag of what is signed: no signature over anything else verifies
  * as an entry's. */
-static const char vxk__sign_tag[] = "vortexd farm entry signature v1";
+static const char vxk__sign_tag[] = "vortexd entry signature v2";
 
 struct vxk_signer {
   EVP_PKEY *key;
@@ -155,27 +156,22 @@ void vxk_trust_free(vxk_trust *t) {
 
 unsigned vxk_trust_count(const vxk_trust *t) { return t ? t->n : 0; }
 
-/* The message signed for an entry: tag, key, checksum, compile time (u64
- * little-endian), at fixed lengths. */
-#define VXK__MSG_SIZE (sizeof vxk__sign_tag + VXK_KEY_HEX + VXK_CHECKSUM_SIZE + 8)
-static void vxk__message(const char *key, const uint8_t sum[VXK_CHECKSUM_SIZE], uint64_t compile_us,
-                         uint8_t msg[VXK__MSG_SIZE]) {
+/* The message signed for an entry: tag, key, checksum, at fixed lengths. */
+#define VXK__MSG_SIZE (sizeof vxk__sign_tag + VXK_KEY_HEX + VXK_CHECKSUM_SIZE)
+static void vxk__message(const char *key, const uint8_t sum[VXK_CHECKSUM_SIZE], uint8_t msg[VXK__MSG_SIZE]) {
   uint8_t *p = msg;
   memcpy(p, vxk__sign_tag, sizeof vxk__sign_tag); /* with its NUL */
   p += sizeof vxk__sign_tag;
   memcpy(p, key, VXK_KEY_HEX);
   p += VXK_KEY_HEX;
   memcpy(p, sum, VXK_CHECKSUM_SIZE);
-  p += VXK_CHECKSUM_SIZE;
-  for (int i = 0; i < 8; i++)
-    p[i] = (uint8_t)(compile_us >> (8 * i));
 }
 
 int vxk_sign_entry(const vxk_signer *s, const char *key, const uint8_t sum[VXK_CHECKSUM_SIZE],
-                   uint64_t compile_us, uint8_t sig[VXK_SIGNATURE_SIZE]) {
-  if (!vxk_key_valid(key)) return VXK_EINVAL;
+                   uint8_t sig[VXK_SIGNATURE_SIZE]) {
+  if (!vxp_key_prefix_valid(key, VXK_KEY_HEX)) return VXK_EINVAL;
   uint8_t msg[VXK__MSG_SIZE];
-  vxk__message(key, sum, compile_us, msg);
+  vxk__message(key, sum, msg);
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
   if (!ctx) return VXK_ENOMEM;
   size_t n = VXK_SIGNATURE_SIZE;
@@ -187,15 +183,14 @@ int vxk_sign_entry(const vxk_signer *s, const char *key, const uint8_t sum[VXK_C
 }
 
 int vxk_verify_entry(const vxk_trust *t, const uint8_t key_id[VXK_KEY_ID_SIZE], const char *key,
-                     const uint8_t sum[VXK_CHECKSUM_SIZE], uint64_t compile_us,
-                     const uint8_t sig[VXK_SIGNATURE_SIZE]) {
-  if (!vxk_key_valid(key)) return VXK_EREJECTED;
+                     const uint8_t sum[VXK_CHECKSUM_SIZE], const uint8_t sig[VXK_SIGNATURE_SIZE]) {
+  if (!vxp_key_prefix_valid(key, VXK_KEY_HEX)) return VXK_EREJECTED;
   unsigned i = 0;
   while (i < t->n && memcmp(t->ids[i], key_id, VXK_KEY_ID_SIZE) != 0)
     i++;
   if (i == t->n) return VXK_EREJECTED;
   uint8_t msg[VXK__MSG_SIZE];
-  vxk__message(key, sum, compile_us, msg);
+  vxk__message(key, sum, msg);
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
   if (!ctx) return VXK_ENOMEM;
   int ok = EVP_DigestVerifyInit(ctx, NULL, NULL, NULL, t->keys[i]) == 1 &&

@@ -8,8 +8,8 @@
  * consumer only the public keys it trusts: a value then counts only when
  * one of those keys signed it, so a machine without a private key cannot
  * make an entry any consumer accepts.  What is signed is a domain tag, the
- * cache key, the entry's checksum (which covers the object and every kernel
- * record) and its compile time; a key is named in a value by its key id,
+ * cache key and the entry's checksum (which covers the object, the options
+ * and every kernel record: vxp_entry.h); a key is named in a value by its key id,
  * the first 8 bytes of SHA-256 over its raw 32-byte public key, so a farm
  * can trust an old and a new key while it rotates (docs/remote-cache.md).
  *
@@ -66,17 +66,16 @@ void vxk_trust_free(vxk_trust *t);
 unsigned vxk_trust_count(const vxk_trust *t);
 
 /* Signs the entry stored under key (64 hex digits) with checksum sum
- * (vxk_checksum) and compile time compile_us (microseconds).  Writes
- * VXK_SIGNATURE_SIZE bytes to sig.  Returns 0, VXK_ENOMEM or VXK_EIO. */
+ * (vxk_entry_encode computes it).  Writes VXK_SIGNATURE_SIZE bytes to
+ * sig.  Returns 0, VXK_EINVAL (key), VXK_ENOMEM or VXK_EIO. */
 int vxk_sign_entry(const vxk_signer *s, const char *key, const uint8_t sum[VXK_CHECKSUM_SIZE],
-                   uint64_t compile_us, uint8_t sig[VXK_SIGNATURE_SIZE]);
+                   uint8_t sig[VXK_SIGNATURE_SIZE]);
 
 /* Checks that the key of t named key_id signed the entry (as
  * vxk_sign_entry).  Returns 0, VXK_EREJECTED (no such key in t, or a
  * signature that does not verify) or VXK_ENOMEM. */
 int vxk_verify_entry(const vxk_trust *t, const uint8_t key_id[VXK_KEY_ID_SIZE], const char *key,
-                     const uint8_t sum[VXK_CHECKSUM_SIZE], uint64_t compile_us,
-                     const uint8_t sig[VXK_SIGNATURE_SIZE]);
+                     const uint8_t sum[VXK_CHECKSUM_SIZE], const uint8_t sig[VXK_SIGNATURE_SIZE]);
 
 /* key_id as 16 lowercase hex digits and a NUL, for logs. */
 void vxk_key_id_hex(const uint8_t key_id[VXK_KEY_ID_SIZE], char out[2 * VXK_KEY_ID_SIZE + 1]);

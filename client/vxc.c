@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "vxc.h"
+#include "vxp_entry.h"
 #include "vxp_paths.h"
 
 struct vxc_conn {
@@ -75,8 +76,26 @@ static int vxc__reply_complete(const vxp_request *req, const vxp_response *r) {
   return req->op != VXP_OP_FETCH || strcmp(r->key, req->key) == 0;
 }
 
+/* Unpacks the entry a successful compile or fetch reply carries
+ * (vxp_entry_unpack: bounded, every record checked) into resp's object
+ * and kernels, keeping only the kernel named kernel when not NULL: a fetch
+ * of a kernel the entry does not have becomes a not_found reply, as a
+ * daemon that filtered would have answered.  0 or -EPROTO. */
+static int vxc__unpack_entry(vxp_response *resp, const char *kernel) {
+  if (resp->status != VXP_STATUS_OK || (resp->op != VXP_OP_COMPILE && resp->op != VXP_OP_FETCH)) return 0;
+  int rc = vxp_entry_unpack(resp, kernel);
+  if (rc == VXP_EMISSING && kernel && resp->entry) {
+    resp->status = VXP_STATUS_NOT_FOUND;
+    resp->message = strdup("no such kernel under that key");
+    return resp->message ? 0 : -ENOMEM;
+  }
+  return rc == VXP_OK ? 0 : rc == VXP_ENOMEM ? -ENOMEM : -EPROTO;
+}
+
 static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
   memset(resp, 0, sizeof *resp);
+  const char *kernel = req->kernel; /* kept here: the daemon answers the whole entry */
+  req->kernel = NULL;
   req->id = ++c->next_id;
   req->proto_version = VXP_PROTOCOL_VERSION; /* checked by the daemon on every request */
   uint8_t *frame = NULL;
@@ -96,7 +115,11 @@ static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
   rc = vxc__read_full(c->fd, payload, len);
   if (rc == 0) rc = vxp_response_decode(payload, len, resp) == VXP_OK ? 0 : -EPROTO;
   free(payload);
-  if (rc == 0 && ((resp->id != req->id && resp->id != 0) || !vxc__reply_complete(req, resp))) {
+  if (rc == 0 && resp->id != req->id && resp->id != 0) rc = -EPROTO;
+  if (rc == 0 && resp->op == req->op) rc = vxc__unpack_entry(resp, kernel);
+  if (rc != 0) {
+    vxp_response_clear(resp);
+  } else if (!vxc__reply_complete(req, resp)) {
     vxp_response_clear(resp);
     rc = -EPROTO;
   }

@@ -155,10 +155,10 @@ int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *sourc
 /* Bytes of the options text an entry records (vxd_cache_origin). */
 #define VXD_OPTIONS_MAX 2048
 
-/* What vxd_cache_key keys besides the source bytes, as text for the
- * entry's origin (vxk_origin): source (its file name in the key) and
- * options (the lowering's fingerprint of o, "" if it does not fit).  Any
- * thread. */
+/* What vxd_cache_key keys besides the source bytes, as text: source (its
+ * file name in the key, which the cache lists beside the entry) and
+ * options (the lowering's fingerprint of o, which the entry holds; "" if
+ * it does not fit).  Any thread. */
 void vxd_cache_origin(const vxl_options *o, const char *source_name, char source[VXL_DEBUG_FILE_MAX + 1],
                       char options[VXD_OPTIONS_MAX]);
 
@@ -177,18 +177,14 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, u
                    void (*log)(void *, const char *), void *log_ud, vxd_store **out, char *err,
                    size_t errcap);
 
-/* Queues r's object and kernel records (copied) for storing under key
- * (compile_us: what compiling took, microseconds; origin: copied, may be
- * NULL), and returns at once.  Once written, the entry is handed to the
- * written hook (to be shared).  Returns 0, or -ENOMEM (nothing queued). */
-int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us,
-                  const vxk_origin *origin);
-
-/* Queues entry e (moved: e is left empty) for storing under key, as
- * vxd_store_put, but not handed to the written hook: an entry that came
- * from the remote level.  Returns 0, or -ENOMEM (e kept). */
-int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us,
-                        const vxk_origin *origin);
+/* Queues the encoded entry (size bytes; moved into the store on success)
+ * for storing under key (vxk_put: compile_us, what compiling took in
+ * microseconds; source_name, copied, may be NULL), and returns at once.
+ * With share, the entry is handed to the written hook once written (to
+ * be shared); an entry that came from the remote level is not.  Returns
+ * 0, or -ENOMEM (nothing queued; entry still the caller's). */
+int vxd_store_put(vxd_store *st, const char *key, uint8_t *entry, size_t size, uint64_t compile_us,
+                  const char *source_name, int share);
 
 /* What a listing found (vxd_store_list): entries moved to the callee,
  * which frees them with vxk_info_clear(entries, n). */
@@ -207,11 +203,10 @@ typedef struct {
 int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
                    void (*done)(void *ud, vxd_list_result *r), void *ud);
 
-/* Called on the loop thread after each entry queued by vxd_store_put was
- * written to the cache (or failed to be), handing over the entry's bytes:
- * the callee owns object and ks (array, names and metadata) from then on. */
-typedef void (*vxd_store_written_fn)(void *ud, const char *key, uint8_t *object, size_t object_size,
-                                     vxk_kernel_in *ks, uint32_t n, uint64_t compile_us);
+/* Called on the loop thread after each entry queued by vxd_store_put with
+ * share was written to the cache (or failed to be), handing over its
+ * bytes: the callee owns entry (size bytes) from then on. */
+typedef void (*vxd_store_written_fn)(void *ud, const char *key, uint8_t *entry, size_t size);
 void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud);
 
 /* Called on the loop thread, with the reason, when a job found the
@@ -252,10 +247,10 @@ int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
  * `reader` (the loop's read handle) recorded as read (taken from it now). */
 void vxd_store_flush(vxd_store *st, vxk_cache *reader, const vxd_counts *delta);
 
-/* A queued, not yet written entry for key, as vxk_get would return it
- * (kernel NULL: all).  Returns VXK_OK (caller clears *out), VXK_ENOTFOUND, VXK_ENOKERNEL,
+/* A copy of the queued, not yet written entry for key, as vxk_get would
+ * return it.  Returns VXK_OK (caller clears *out), VXK_ENOTFOUND,
  * VXK_ENOMEM. */
-int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, vxk_entry *out);
+int vxd_store_pending(const vxd_store *st, const char *key, vxk_entry *out);
 
 /* Waits until everything queued so far is written (stats answer from the
  * database after this).  Blocks the loop thread meanwhile. */
@@ -281,11 +276,13 @@ void vxd_store_close(vxd_store *st);
 
 typedef struct vxd_remote vxd_remote;
 
-/* A lookup's completion, on the loop thread: e is the entry found (a
- * value that passed its checksum), which the callee may move out of (the
+/* A lookup's completion, on the loop thread: e is the entry found (its
+ * bytes as stored there, which passed vxk_entry_check with the configured
+ * trust; compile_us 0: not known), which the callee may move out of (the
  * caller clears what is left), or NULL when there was none to use (a miss,
- * a failure, a damaged value: each counted where it happened). */
-typedef void (*vxd_remote_done_fn)(void *ud, const char *key, vxk_entry *e, uint64_t compile_us);
+ * a failure, a damaged or untrusted value: each counted where it
+ * happened). */
+typedef void (*vxd_remote_done_fn)(void *ud, const char *key, vxk_entry *e);
 
 /* Starts the remote level's reader and writer threads for cfg (remote_on
  * set; copied), without connecting yet (the first lookup or write does).
@@ -302,13 +299,12 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
  * it: a compile, not a wait), -ENOMEM.  Loop thread. */
 int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, void *ud);
 
-/* Queues writing an entry to the storage, and returns at once; takes
- * ownership of object and ks (array, names and metadata), as the store's
- * written hook hands them over.  In read-only mode nothing is written;
- * past remote_write_queue bytes, or while the storage is backing off, the
+/* Queues writing the encoded entry (size bytes, owned from then on, as
+ * the store's written hook hands it over) to the storage under key, and
+ * returns at once.  In read-only mode nothing is written; past
+ * remote_write_queue bytes, or while the storage is backing off, the
  * write is dropped and counted.  Loop thread. */
-void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,
-                    uint32_t n, uint64_t compile_us);
+void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *entry, size_t size);
 
 /* Milliseconds stopping may spend on writes still queued (the daemon's
  * last entries, so that the shared level has them and the cache counts them). */

@@ -13,16 +13,19 @@
 
 #include "vxd_loop.h"
 
-void vxd__cache_put(vxd_server *s, const vxd_job *j, const vxp_response *r, uint64_t compile_us) {
-  vxk_origin origin = {j->source_name, j->options};
-  if (s->store && vxd_store_put(s->store, j->key, r, compile_us, &origin) != 0)
+void vxd__cache_put(vxd_server *s, const vxd_job *j, vxp_response *r, uint64_t compile_us) {
+  if (!s->store) return;
+  if (vxd_store_put(s->store, j->key, r->entry, r->entry_size, compile_us, j->source_name, 1) != 0) {
     vxd__log_at(s, VXD_LOG_WARNING, "not cached %s: out of memory", j->key);
+    return;
+  }
+  r->entry = NULL; /* the store's now */
+  r->entry_size = 0;
 }
 
 /* The store thread wrote a compiled entry: share it (written hook). */
-static void vxd__share(void *ud, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,
-                       uint32_t n, uint64_t compile_us) {
-  vxd_remote_put(((vxd_server *)ud)->remote, key, object, object_size, ks, n, compile_us);
+static void vxd__share(void *ud, const char *key, uint8_t *entry, size_t size) {
+  vxd_remote_put(((vxd_server *)ud)->remote, key, entry, size);
 }
 
 static void vxd__remote_log(void *ud, int level, const char *line) { vxd__log_at(ud, level, "%s", line); }

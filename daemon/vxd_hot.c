@@ -1,9 +1,9 @@
 /*
  * vxd_hot.c - the encoded replies of recent hits, in memory.
  *
- * A hit read from SQLite costs two queries, decoding each kernel record
- * (which is how bytes from the cache file are validated) and encoding the
- * reply.  The reply of a compile hit depends only on the key, so the daemon
+ * A hit read from SQLite costs a query, a SHA-256 over the entry (which is
+ * how bytes from the cache file are validated) and encoding the reply
+ * around it.  The reply of a compile hit depends only on the key, so the daemon
  * keeps the encoded frame of recent ones and answers a repeat with a copy
  * whose id it rewrites (vxp_frame_set_id).  Bounded by bytes and by
  * VXD_HOT_SLOTS / 2 replies, least recently used first out; entries are

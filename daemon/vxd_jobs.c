@@ -54,9 +54,11 @@ vxd_job *vxd__job_create(vxd_server *s, const vxp_request *req, const char key[V
   j->op = req->op;
   vxl_options o;
   vxd_options_from_request(req, &o);
-  vxd_cache_origin(&o, req->source_name, j->source_name, j->options);
+  char options[VXD_OPTIONS_MAX];
+  vxd_cache_origin(&o, req->source_name, j->source_name, options);
   vxp_request wreq = *req; /* the worker answers the job, not the client */
   wreq.id = j->id;
+  wreq.key = req->op == VXP_OP_COMPILE ? j->key : NULL; /* the entry's, computed here */
   if (vxp_request_encode(&wreq, &j->frame, &j->frame_len) != VXP_OK) {
     free(j);
     return NULL;
@@ -171,8 +173,8 @@ static void vxd__answer(vxd_server *s, vxd_job *j, const vxp_response *resp) {
 
 void vxd__job_done(vxd_server *s, vxd_job *j, vxp_response *r) {
   vxd__inflight_remove(s, j);
+  uint64_t us = (uv_hrtime() - j->started_ns) / 1000u;
   if (j->op == VXP_OP_COMPILE) { /* a host lowering is neither a miss nor cached */
-    uint64_t us = (uv_hrtime() - j->started_ns) / 1000u;
     static const uint32_t bounds[] = VXP_COMPILE_BUCKET_BOUNDS_US;
     size_t b = 0;
     while (b < sizeof bounds / sizeof *bounds && us > bounds[b])
@@ -180,15 +182,14 @@ void vxd__job_done(vxd_server *s, vxd_job *j, vxp_response *r) {
     s->compile_buckets[b]++;
     s->compile_sum_us += us;
     s->pending.misses++;
-    if (r->status == VXP_STATUS_OK)
-      vxd__cache_put(s, j, r, us);
-    else if (r->status == VXP_STATUS_COMPILE_ERROR)
-      s->pending.compile_errors++;
+    if (r->status == VXP_STATUS_COMPILE_ERROR) s->pending.compile_errors++;
   }
   free(r->key);
   r->key = j->op == VXP_OP_COMPILE ? strdup(j->key) : NULL;
   r->cached = false;
   vxd__answer(s, j, r);
+  /* then stored: the entry's bytes, as the worker encoded them, move on */
+  if (j->op == VXP_OP_COMPILE && r->status == VXP_STATUS_OK && r->entry) vxd__cache_put(s, j, r, us);
   vxd__job_free(s, j);
 }
 

@@ -72,9 +72,9 @@ typedef struct vxd_job {
   uint64_t started_ns; /* uv_hrtime() when a worker took it */
   uint8_t *frame;      /* request frame for the worker; malloc() */
   size_t frame_len;
-  /* what the entry records it was compiled from (vxk_origin) */
+  /* the source's file name the key has, which the cache lists beside the
+   * entry (vxk_put) */
   char source_name[VXL_DEBUG_FILE_MAX + 1];
-  char options[VXD_OPTIONS_MAX];
   vxd_waiter *waiters;
   struct vxd_job *next; /* on one of vxd_jobs' lists */
 } vxd_job;
@@ -222,8 +222,9 @@ void vxd__cache_tick_cb(uv_timer_t *t);
  * and the database replaced by a new one on the loop's next turn, outside
  * any callback of the store. */
 void vxd__cache_damaged(vxd_server *s, const char *why);
-/* Queues a finished job's successful result for the store thread. */
-void vxd__cache_put(vxd_server *s, const vxd_job *j, const vxp_response *r, uint64_t compile_us);
+/* Queues a finished job's entry (r->entry, moved: r is left without one)
+ * for the store thread; compile_us: what the compile took. */
+void vxd__cache_put(vxd_server *s, const vxd_job *j, vxp_response *r, uint64_t compile_us);
 /* Hands counters and LRU times to the store thread. */
 void vxd__flush_counters(vxd_server *s);
 /* Writes the entries queued so far and, with a shared level, waits (at most

@@ -4,7 +4,8 @@
  *
  * The reader thread answers lookups: it takes up to VXD__BATCH queued keys,
  * reads them in one pipelined exchange (vxk_remote_get), checks each value
- * (vxk_remote_decode: format, key, checksum) and hands the results to the
+ * (vxk_entry_check: format, key, checksum, signature) and hands the
+ * checked bytes, unchanged, to the
  * loop through a uv_async.  The writer thread writes entries the store
  * thread has just written locally, one at a time, from a queue bounded in
  * bytes; past the bound a write is dropped and counted.  Each thread has
@@ -27,6 +28,7 @@
 #include <uv.h>
 
 #include "vxd_loop.h"
+#include "vxk_entry.h"
 #include "vxk_remote.h"
 
 #define VXD__BATCH 64            /* lookups read in one exchange */
@@ -40,20 +42,15 @@ typedef struct vxd__lookup {
   char key[VXK_KEY_HEX + 1];
   vxd_remote_done_fn done;
   void *ud;
-  int hit; /* entry holds a value that passed its checksum */
+  int hit; /* entry holds a value that passed its checks */
   vxk_entry entry;
-  uint64_t compile_us;
   struct vxd__lookup *next;
 } vxd__lookup;
 
 typedef struct vxd__write {
   char key[VXK_KEY_HEX + 1];
-  uint8_t *object;
-  size_t object_size;
-  vxk_kernel_in *ks; /* names and metadata owned here */
-  uint32_t n;
-  uint64_t compile_us;
-  uint64_t bytes; /* counted against the queue bound */
+  uint8_t *entry; /* the encoded entry, as stored locally; owned here */
+  uint64_t bytes; /* its size, counted against the queue bound */
   struct vxd__write *next;
 } vxd__write;
 
@@ -101,18 +98,8 @@ struct vxd_remote {
 
 static uint64_t vxd__ms(void) { return uv_hrtime() / 1000000u; }
 
-/* Frees the entry a write holds (not the record). */
-static void vxd__write_clear(vxd__write *w) {
-  for (uint32_t i = 0; i < w->n; i++) {
-    free((char *)w->ks[i].name);
-    free((uint8_t *)w->ks[i].metadata);
-  }
-  free(w->ks);
-  free(w->object);
-}
-
 static void vxd__write_free(vxd__write *w) {
-  vxd__write_clear(w);
+  free(w->entry);
   free(w);
 }
 
@@ -211,9 +198,12 @@ static void vxd__reader(void *arg) {
       } else if (vals[i].rc != VXK_OK) {
         errors++;
       } else {
-        int drc = vxk_remote_decode_trusted(lk->key, vals[i].value, vals[i].size, rm->cfg->remote_trust,
-                                            &lk->entry, &lk->compile_us);
+        int drc = vxk_entry_check(lk->key, vals[i].value, vals[i].size, rm->cfg->remote_trust, NULL);
         lk->hit = drc == VXK_OK;
+        if (lk->hit) { /* the bytes themselves, moved: no compile time known */
+          lk->entry = (vxk_entry){.data = vals[i].value, .size = vals[i].size};
+          vals[i].value = NULL;
+        }
         errors += drc != VXK_OK;
         corrupt += drc == VXK_ECORRUPT;
         rejected += drc == VXK_EREJECTED;
@@ -290,15 +280,9 @@ static void vxd__writer(void *arg) {
     uv_mutex_unlock(&rm->mu);
 
     char err[256] = "";
-    uint8_t *value = NULL;
-    size_t len = 0;
-    int rc = vxk_remote_encode_signed(w->key, w->object, w->object_size, w->ks, w->n, w->compile_us,
-                                      rm->cfg->remote_signer, &value, &len);
-    if (rc != VXK_OK) snprintf(err, sizeof err, "encoding an entry: out of memory");
-    if (rc == VXK_OK) rc = vxd__connect(rm, &rm->wr, err, sizeof err);
-    if (rc == VXK_OK) rc = vxk_remote_set(rm->wr.conn, w->key, value, len, err, sizeof err);
+    int rc = vxd__connect(rm, &rm->wr, err, sizeof err);
+    if (rc == VXK_OK) rc = vxk_remote_set(rm->wr.conn, w->key, w->entry, (size_t)w->bytes, err, sizeof err);
     if (rc != VXK_OK) vxd__drop_conn(&rm->wr);
-    free(value);
 
     uv_mutex_lock(&rm->mu);
     rm->writing = 0;
@@ -306,7 +290,7 @@ static void vxd__writer(void *arg) {
     if (rc == VXK_OK) {
       vxd__link_ok(rm, &rm->wr);
       rm->counts.l2_writes++;
-      rm->counts.l2_bytes_up += (int64_t)len;
+      rm->counts.l2_bytes_up += (int64_t)w->bytes;
     } else {
       vxd__count_failure(rm, rc);
       vxd__link_failed(rm, &rm->wr, err);
@@ -344,7 +328,7 @@ static void vxd__remote_reap(vxd_remote *rm) {
   while (rev) {
     vxd__lookup *lk = rev;
     rev = lk->next;
-    lk->done(lk->ud, lk->key, lk->hit ? &lk->entry : NULL, lk->compile_us);
+    lk->done(lk->ud, lk->key, lk->hit ? &lk->entry : NULL);
     vxk_entry_clear(&lk->entry);
     free(lk);
   }
@@ -428,13 +412,9 @@ int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, 
   return refuse ? -EAGAIN : 0;
 }
 
-void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *object, size_t object_size, vxk_kernel_in *ks,
-                    uint32_t n, uint64_t compile_us) {
-  vxd__write e = {.object = object, .object_size = object_size, .ks = ks, .n = n, .compile_us = compile_us};
+void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *entry, size_t size) {
+  vxd__write e = {.entry = entry, .bytes = size};
   snprintf(e.key, sizeof e.key, "%s", key);
-  e.bytes = object_size;
-  for (uint32_t i = 0; i < n; i++)
-    e.bytes += ks[i].metadata_size + strlen(ks[i].name);
   int read_only = rm->cfg->remote_read_only;
   vxd__write *w = read_only ? NULL : malloc(sizeof *w);
   uv_mutex_lock(&rm->mu);
@@ -454,7 +434,7 @@ void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *object, size_t obj
   }
   uv_mutex_unlock(&rm->mu);
   if (!queue) {
-    vxd__write_clear(&e);
+    free(e.entry);
     free(w);
   }
 }

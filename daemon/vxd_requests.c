@@ -20,21 +20,6 @@
 
 #include "vxd_loop.h"
 
-/* Fills resp from a cache entry: kernel records decoded, object moved. */
-static int vxd__kernels_from_cache(vxk_entry *e, vxp_response *resp) {
-  resp->kernels = calloc(e->nkernels ? e->nkernels : 1, sizeof *resp->kernels);
-  if (!resp->kernels) return VXP_ENOMEM;
-  for (uint32_t i = 0; i < e->nkernels; i++) {
-    int rc = vxp_kernel_meta_decode(e->kernels[i].metadata, e->kernels[i].metadata_size, &resp->kernels[i]);
-    if (rc != VXP_OK) return rc;
-    resp->nkernels = i + 1;
-  }
-  resp->object = e->object; /* moved */
-  resp->object_size = e->object_size;
-  e->object = NULL;
-  return VXP_OK;
-}
-
 static void vxd__on_hello(vxd_conn *c, const vxp_request *req) {
   char server[256];
   snprintf(server, sizeof server, "%s (%s)", VXD_SERVER_NAME, vxl_toolchain_summary());
@@ -226,12 +211,14 @@ static void vxd__on_list(vxd_conn *c, const vxp_request *req) {
   }
 }
 
-/* Answers req from the cache entry key.  Returns 0 when answered,
- * VXK_ENOTFOUND, or another VXK error (logged, not answered). */
-static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *key, const char *kernel) {
+/* Answers req from the cache entry key: the entry's bytes as stored, in a
+ * reply (the whole entry also for a fetch of one kernel: the client keeps
+ * that one).  Returns 0 when answered, VXK_ENOTFOUND, or another VXK error
+ * (logged, not answered). */
+static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *key) {
   vxd_server *s = c->srv;
   /* a compile hit seen lately: its encoded reply, with this request's id */
-  int hot = s->hot && req->op == VXP_OP_COMPILE && !kernel;
+  int hot = s->hot && req->op == VXP_OP_COMPILE;
   size_t hlen = 0;
   uint64_t saved_us = 0;
   const uint8_t *hframe = hot ? vxd_hot_get(s->hot, key, &hlen, &saved_us) : NULL;
@@ -247,7 +234,7 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   }
   if (!s->cache) return VXK_ENOTFOUND; /* serving without a cache */
   vxk_entry e;
-  int rc = vxk_get(s->cache, key, kernel, &e);
+  int rc = vxk_get(s->cache, key, &e);
   if (rc == VXK_ECORRUPT) {
     /* never served: dropped (only while still damaged), counted, and, unless
      * its replacement is already queued below, compiled again */
@@ -255,24 +242,21 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
       vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s fails its checksum; dropping it", key);
     rc = VXK_ENOTFOUND;
   }
-  if (rc == VXK_ENOTFOUND && s->store)
-    rc = vxd_store_pending(s->store, key, kernel, &e); /* not written yet */
+  if (rc == VXK_ENOTFOUND && s->store) rc = vxd_store_pending(s->store, key, &e); /* not written yet */
   if (rc != VXK_OK) {
     if (rc == VXK_EDAMAGED)
       vxd__cache_damaged(s, vxk_errmsg(s->cache));
-    else if (rc != VXK_ENOTFOUND && rc != VXK_ENOKERNEL)
+    else if (rc != VXK_ENOTFOUND)
       vxd__log_at(s, VXD_LOG_ERR, "cache read %s: %s", key, vxk_errmsg(s->cache));
     return rc;
   }
-  vxp_response r = {.id = req->id, .op = req->op, .status = VXP_STATUS_OK, .cached = true};
-  int drc = vxd__kernels_from_cache(&e, &r);
+  vxp_response r = {.id = req->id,
+                    .op = req->op,
+                    .status = VXP_STATUS_OK,
+                    .cached = true,
+                    .entry = e.data, /* moved */
+                    .entry_size = e.size};
   saved_us = e.compile_us;
-  vxk_entry_clear(&e);
-  if (drc != VXP_OK) {
-    vxp_response_clear(&r);
-    vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s has unreadable metadata", key);
-    return VXK_EIO;
-  }
   r.key = (char *)key;
   s->pending.hits++;
   s->pending.saved_us += (int64_t)saved_us;
@@ -289,19 +273,20 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   return 0;
 }
 
-/* An entry the remote level answered with: into the local cache (the
- * store's pending list serves it at once), not shared back.  Returns 0,
- * or -ENOENT (serving without a cache) / -ENOMEM: the caller treats the
- * lookup as a miss. */
-static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, uint64_t compile_us,
-                      const vxk_origin *origin) {
-  return s->store ? vxd_store_put_entry(s->store, key, e, compile_us, origin) : -ENOENT;
+/* An entry the remote level answered with (e->data moved out on
+ * success): into the local cache (the store's pending list serves it at
+ * once), not shared back.  source_name: the source's file name, NULL for
+ * a fetch by key.  Returns 0, or -ENOENT (serving without a cache) /
+ * -ENOMEM: the caller treats the lookup as a miss. */
+static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, const char *source_name) {
+  if (!s->store) return -ENOENT;
+  int rc = vxd_store_put(s->store, key, e->data, e->size, e->compile_us, source_name, 0);
+  if (rc == 0) e->data = NULL;
+  return rc;
 }
 
 static void vxd__fetch_answer(vxd_conn *c, const vxp_request *req, int rc) {
-  if (rc == VXK_ENOKERNEL || (rc == VXK_ENOTFOUND && req->kernel))
-    vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_NOT_FOUND, "no such kernel under that key", 0);
-  else if (rc == VXK_ENOTFOUND)
+  if (rc == VXK_ENOTFOUND)
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_NOT_FOUND, "no cache entry with that key", 0);
   else if (rc != 0)
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_INTERNAL, "cache read failed", 0);
@@ -311,23 +296,21 @@ static void vxd__fetch_answer(vxd_conn *c, const vxp_request *req, int rc) {
 typedef struct {
   vxd_server *srv;
   uint64_t conn_id, req_id;
-  char *kernel; /* NULL: all */
 } vxd__fetch_wait;
 
-static void vxd__fetch_remote_done(void *ud, const char *key, vxk_entry *e, uint64_t compile_us) {
+static void vxd__fetch_remote_done(void *ud, const char *key, vxk_entry *e) {
   vxd__fetch_wait *fw = ud;
   vxd_server *s = fw->srv;
   vxd_conn *c = s->stopping ? NULL : vxd__conn_find(s, fw->conn_id);
   if (c) {
-    vxp_request req = {.id = fw->req_id, .op = VXP_OP_FETCH, .kernel = fw->kernel};
+    vxp_request req = {.id = fw->req_id, .op = VXP_OP_FETCH};
     int rc = VXK_ENOTFOUND;
-    if (e && vxd__adopt(s, key, e, compile_us, NULL) == 0) { /* a key alone: origin unknown */
-      rc = vxd__serve_cached(c, &req, key, fw->kernel);
+    if (e && vxd__adopt(s, key, e, NULL) == 0) { /* a key alone: the source's name unknown */
+      rc = vxd__serve_cached(c, &req, key);
       if (rc == 0) s->pending.l2_hits++;
     }
     vxd__fetch_answer(c, &req, rc);
   }
-  free(fw->kernel);
   free(fw);
 }
 
@@ -338,17 +321,12 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
                     "key must be 64 lowercase hexadecimal digits", 0);
     return;
   }
-  int rc = vxd__serve_cached(c, req, req->key, req->kernel);
-  /* then the shared level; not for a kernel an entry here lacks (a key
-   * names the same entry everywhere) */
-  if (rc == VXK_ENOTFOUND && s->remote) {
+  int rc = vxd__serve_cached(c, req, req->key);
+  if (rc == VXK_ENOTFOUND && s->remote) { /* then the shared level */
     vxd__fetch_wait *fw = calloc(1, sizeof *fw);
     if (fw) {
-      *fw = (vxd__fetch_wait){s, c->id, req->id, req->kernel ? strdup(req->kernel) : NULL};
-      if ((!req->kernel || fw->kernel) &&
-          vxd_remote_lookup(s->remote, req->key, vxd__fetch_remote_done, fw) == 0)
-        return;
-      free(fw->kernel);
+      *fw = (vxd__fetch_wait){s, c->id, req->id};
+      if (vxd_remote_lookup(s->remote, req->key, vxd__fetch_remote_done, fw) == 0) return;
       free(fw);
     }
   }
@@ -363,7 +341,7 @@ static int vxd__key(const vxd_server *s, const vxp_request *req, char key[VXK_KE
 
 /* The remote level answered a compile's lookup of key (ud: the server):
  * a hit answers every waiter from it, anything else compiles. */
-static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, uint64_t compile_us) {
+static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e) {
   vxd_server *s = ud;
   vxd_job *j = vxd__job_take_remote(s, key);
   if (!j) return;
@@ -371,13 +349,12 @@ static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, ui
     vxd__job_free(s, j);
     return;
   }
-  vxk_origin origin = {j->source_name, j->options};
-  if (e && vxd__adopt(s, key, e, compile_us, &origin) == 0) {
+  if (e && vxd__adopt(s, key, e, j->source_name) == 0) {
     for (vxd_waiter *w = j->waiters; w; w = w->next) {
       vxd_conn *c = vxd__conn_find(s, w->conn_id);
       if (!c) continue;
       vxp_request req = {.id = w->req_id, .op = VXP_OP_COMPILE};
-      if (vxd__serve_cached(c, &req, key, NULL) == 0) {
+      if (vxd__serve_cached(c, &req, key) == 0) {
         s->pending.l2_hits++;
         vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s L2 hit %llu us", key,
                     (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u));
@@ -410,7 +387,7 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
    * when the runtime loads them. */
   int host = req->op == VXP_OP_HOST;
   uint64_t arrived_ns = uv_hrtime();
-  if (!req->emit_ir && !host && vxd__serve_cached(c, req, key, NULL) == 0) {
+  if (!req->emit_ir && !host && vxd__serve_cached(c, req, key) == 0) {
     vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s hit %llu us", key,
                 (unsigned long long)((uv_hrtime() - arrived_ns) / 1000u));
     return;

@@ -41,14 +41,11 @@ struct vxd_pending {
   vxd__store_kind kind;
   /* put */
   char key[VXK_KEY_HEX + 1];
-  uint8_t *object;
-  size_t object_size;
-  vxk_kernel_in *kernels; /* names and metadata owned here */
-  uint32_t nkernels;
+  uint8_t *entry; /* the encoded entry, owned here */
+  size_t entry_size;
   uint64_t compile_us;
   int share;         /* handed to the written hook once written */
-  char *source_name; /* origin (vxk_origin); malloc(), may be NULL */
-  char *options;
+  char *source_name; /* listed beside the entry (vxk_put); malloc(), may be NULL */
   /* list */
   char prefix[VXK_KEY_HEX + 1];
   vxd_list_result listed;
@@ -95,14 +92,8 @@ struct vxd_store {
 
 static void vxd__pending_free(vxd_pending *p) {
   if (!p) return;
-  for (uint32_t i = 0; p->kernels && i < p->nkernels; i++) {
-    free((char *)p->kernels[i].name);
-    free((uint8_t *)p->kernels[i].metadata);
-  }
-  free(p->kernels);
-  free(p->object);
+  free(p->entry);
   free(p->source_name);
-  free(p->options);
   vxk_touches_clear(&p->touches);
   vxk_info_clear(p->listed.entries, p->listed.n);
   free(p);
@@ -111,9 +102,7 @@ static void vxd__pending_free(vxd_pending *p) {
 /* Runs one job on the store thread's handle. */
 static void vxd__store_run(vxd_store *st, vxd_pending *p) {
   if (p->kind == VXD__STORE_PUT) {
-    vxk_origin origin = {p->source_name, p->options};
-    p->rc = vxk_put(st->cache, p->key, p->object, p->object_size, p->kernels, p->nkernels, p->compile_us,
-                    &origin);
+    p->rc = vxk_put(st->cache, p->key, p->entry, p->entry_size, p->compile_us, p->source_name);
   } else if (p->kind == VXD__STORE_DROP) {
     /* counted once per damaged entry: a second report of the same damage
      * (read again before this ran) finds it gone */
@@ -229,10 +218,8 @@ void vxd_store_reap(vxd_store *st) {
       st->log(st->log_ud, msg);
     }
     if (p->kind == VXD__STORE_PUT && p->share && st->written) { /* handed over, not copied */
-      st->written(st->written_ud, p->key, p->object, p->object_size, p->kernels, p->nkernels, p->compile_us);
-      p->object = NULL;
-      p->kernels = NULL;
-      p->nkernels = 0;
+      st->written(st->written_ud, p->key, p->entry, p->entry_size);
+      p->entry = NULL;
     }
     if (p->prev)
       p->prev->next = p->next;
@@ -333,68 +320,19 @@ int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
   return 0;
 }
 
-/* Copies origin into p; 0 or -ENOMEM. */
-static int vxd__pending_origin(vxd_pending *p, const vxk_origin *origin) {
-  if (!origin) return 0;
-  p->source_name = origin->source_name ? strdup(origin->source_name) : NULL;
-  p->options = origin->options ? strdup(origin->options) : NULL;
-  return (origin->source_name && !p->source_name) || (origin->options && !p->options) ? -ENOMEM : 0;
-}
-
-int vxd_store_put(vxd_store *st, const char *key, const vxp_response *r, uint64_t compile_us,
-                  const vxk_origin *origin) {
+int vxd_store_put(vxd_store *st, const char *key, uint8_t *entry, size_t size, uint64_t compile_us,
+                  const char *source_name, int share) {
   vxd_pending *p = calloc(1, sizeof *p);
-  if (!p) return -ENOMEM;
-  if (vxd__pending_origin(p, origin) != 0) {
-    vxd__pending_free(p);
-    return -ENOMEM;
-  }
-  p->kind = VXD__STORE_PUT;
-  p->compile_us = compile_us;
-  p->share = 1;
-  snprintf(p->key, sizeof p->key, "%s", key);
-  p->object = malloc(r->object_size ? r->object_size : 1);
-  p->kernels = calloc(r->nkernels ? r->nkernels : 1, sizeof *p->kernels);
-  int ok = p->object && p->kernels;
-  if (ok && r->object_size) memcpy(p->object, r->object, r->object_size);
-  p->object_size = r->object_size;
-  for (uint32_t i = 0; ok && i < r->nkernels; i++) {
-    uint8_t *meta = NULL;
-    size_t ml = 0;
-    char *name = strdup(r->kernels[i].name);
-    ok = name && vxp_kernel_meta_encode(&r->kernels[i], &meta, &ml) == VXP_OK;
-    p->kernels[i] = (vxk_kernel_in){name, meta, ml};
-    p->nkernels = i + 1;
-  }
-  if (!ok) {
-    vxd__pending_free(p);
-    return -ENOMEM;
-  }
-  vxd__store_queue(st, p);
-  return 0;
-}
-
-int vxd_store_put_entry(vxd_store *st, const char *key, vxk_entry *e, uint64_t compile_us,
-                        const vxk_origin *origin) {
-  vxd_pending *p = calloc(1, sizeof *p);
-  vxk_kernel_in *ks = calloc(e->nkernels ? e->nkernels : 1, sizeof *ks);
-  if (!p || !ks || vxd__pending_origin(p, origin) != 0) {
-    if (p) free(p->source_name), free(p->options);
+  if (!p || (source_name && !(p->source_name = strdup(source_name)))) {
     free(p);
-    free(ks);
     return -ENOMEM;
   }
   p->kind = VXD__STORE_PUT;
   p->compile_us = compile_us;
+  p->share = share;
   snprintf(p->key, sizeof p->key, "%s", key);
-  for (uint32_t i = 0; i < e->nkernels; i++) /* moved */
-    ks[i] = (vxk_kernel_in){e->kernels[i].name, e->kernels[i].metadata, e->kernels[i].metadata_size};
-  p->kernels = ks;
-  p->nkernels = e->nkernels;
-  p->object = e->object;
-  p->object_size = e->object_size;
-  free(e->kernels);
-  *e = (vxk_entry){0};
+  p->entry = entry; /* moved */
+  p->entry_size = size;
   vxd__store_queue(st, p);
   return 0;
 }
@@ -423,35 +361,15 @@ void vxd_store_flush(vxd_store *st, vxk_cache *reader, const vxd_counts *delta) 
   vxd__store_queue(st, p);
 }
 
-int vxd_store_pending(const vxd_store *st, const char *key, const char *kernel, vxk_entry *out) {
+int vxd_store_pending(const vxd_store *st, const char *key, vxk_entry *out) {
+  *out = (vxk_entry){0};
   for (const vxd_pending *p = st->pending; p; p = p->next) {
     if (p->kind != VXD__STORE_PUT || strcmp(p->key, key) != 0) continue;
-    *out = (vxk_entry){0};
-    out->object = malloc(p->object_size ? p->object_size : 1);
-    out->kernels = calloc(p->nkernels ? p->nkernels : 1, sizeof *out->kernels);
-    if (!out->object || !out->kernels) {
-      vxk_entry_clear(out);
-      return VXK_ENOMEM;
-    }
-    memcpy(out->object, p->object, p->object_size);
-    out->object_size = p->object_size;
+    out->data = malloc(p->entry_size ? p->entry_size : 1);
+    if (!out->data) return VXK_ENOMEM;
+    memcpy(out->data, p->entry, p->entry_size);
+    out->size = p->entry_size;
     out->compile_us = p->compile_us;
-    for (uint32_t i = 0; i < p->nkernels; i++) {
-      if (kernel && strcmp(kernel, p->kernels[i].name) != 0) continue;
-      vxk_kernel_out *k = &out->kernels[out->nkernels++];
-      k->name = strdup(p->kernels[i].name);
-      k->metadata = malloc(p->kernels[i].metadata_size ? p->kernels[i].metadata_size : 1);
-      if (!k->name || !k->metadata) {
-        vxk_entry_clear(out);
-        return VXK_ENOMEM;
-      }
-      memcpy(k->metadata, p->kernels[i].metadata, p->kernels[i].metadata_size);
-      k->metadata_size = p->kernels[i].metadata_size;
-    }
-    if (out->nkernels == 0) {
-      vxk_entry_clear(out);
-      return VXK_ENOKERNEL;
-    }
     return VXK_OK;
   }
   return VXK_ENOTFOUND;

@@ -23,6 +23,7 @@
 
 #include "vxd.h"
 #include "vxd_wire.h"
+#include "vxk_entry.h"
 #include "vxl.h"
 #include "vxp.h"
 #include "vxr_vxbin.h"
@@ -146,6 +147,48 @@ static void vxd__link_images(const vxd_config *cfg, vxp_response *resp) {
   }
 }
 
+/* Encodes a successful compile's object and kernel records into the one
+ * entry every level stores and the client decodes (vxk_entry_encode),
+ * under the key the daemon sent, signed when a signing key is configured.
+ * The object and records are not sent apart from it.  Returns 0, or
+ * -ENOMEM / -EINVAL (no valid key: a daemon fault). */
+static int vxd__seal_entry(const vxd_config *cfg, const vxp_request *req, vxp_response *resp) {
+  if (!req->key || !vxk_key_valid(req->key)) return -EINVAL;
+  vxl_options o;
+  vxd_options_from_request(req, &o);
+  char source[VXL_DEBUG_FILE_MAX + 1], options[VXD_OPTIONS_MAX];
+  vxd_cache_origin(&o, req->source_name, source, options);
+  vxp_entry_kernel *ks = calloc(resp->nkernels ? resp->nkernels : 1, sizeof *ks);
+  int rc = ks ? 0 : -ENOMEM;
+  uint32_t n = 0;
+  for (; rc == 0 && n < resp->nkernels; n++) {
+    uint8_t *rec = NULL;
+    size_t len = 0;
+    if (vxp_kernel_meta_encode(&resp->kernels[n], &rec, &len) != VXP_OK) {
+      rc = -ENOMEM;
+      break;
+    }
+    ks[n] = (vxp_entry_kernel){resp->kernels[n].name, strlen(resp->kernels[n].name), rec, len};
+  }
+  if (rc == 0)
+    rc = vxk_entry_encode(req->key, options, resp->object, resp->object_size, ks, n,
+                          cfg ? cfg->remote_signer : NULL, &resp->entry, &resp->entry_size);
+  for (uint32_t i = 0; ks && i < n; i++)
+    free((uint8_t *)ks[i].record);
+  free(ks);
+  if (rc != 0) return rc;
+  resp->key = strdup(req->key);
+  free(resp->object); /* carried in the entry only */
+  resp->object = NULL;
+  resp->object_size = 0;
+  for (uint32_t i = 0; i < resp->nkernels; i++)
+    vxp_kernel_clear(&resp->kernels[i]);
+  free(resp->kernels);
+  resp->kernels = NULL;
+  resp->nkernels = 0;
+  return resp->key ? 0 : -ENOMEM;
+}
+
 /* The request being compiled, for the fatal-error handler: this process
  * compiles one request at a time on its only thread. */
 static uint64_t vxd__current_id;
@@ -201,6 +244,13 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
       else {
         vxd__compile(crew, c, &req, &resp);
         vxd__link_images(cfg, &resp);
+        int src = resp.status == VXP_STATUS_OK ? vxd__seal_entry(cfg, &req, &resp) : 0;
+        if (src != 0) {
+          resp.status = VXP_STATUS_INTERNAL;
+          free(resp.message);
+          resp.message = strdup(src == -ENOMEM ? "compile worker ran out of memory"
+                                               : "compile request without a valid cache key");
+        }
       }
     }
     vxp_request_clear(&req);

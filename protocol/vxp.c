@@ -83,6 +83,7 @@ void vxp_response_clear(vxp_response *r) {
   free(r->message);
   free(r->server);
   free(r->key);
+  free(r->entry);
   free(r->object);
   for (uint32_t i = 0; i < r->nkernels; i++)
     vxp_kernel_clear(&r->kernels[i]);
@@ -255,7 +256,8 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   case VXP_OP_HELLO: n += (r->client != NULL); break;
   case VXP_OP_COMPILE:
   case VXP_OP_HOST:
-    n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns + r->host_object;
+    n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns + r->host_object +
+         (r->op == VXP_OP_COMPILE && r->key != NULL);
     break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
   case VXP_OP_PRUNE: n += 1; break;
@@ -279,6 +281,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     if (r->warp_size) vxp__kv_u64(&pk, "warp_size", r->warp_size);
     if (r->shuffle_insns) vxp__kv_bool(&pk, "shuffle_insns", true);
     if (r->host_object) vxp__kv_bool(&pk, "host_object", true);
+    if (r->op == VXP_OP_COMPILE && r->key) vxp__kv_str(&pk, "key", r->key);
     break;
   case VXP_OP_FETCH:
     vxp__kv_str(&pk, "key", r->key ? r->key : "");
@@ -320,7 +323,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   uint32_t n = 2 + (op != NULL) + (r->message != NULL);
   bool results = r->op == VXP_OP_COMPILE || r->op == VXP_OP_FETCH;
   if (r->op == VXP_OP_HELLO) n += 3;
-  if (results) n += 3 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->object != NULL);
+  if (results) n += 2 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->entry != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
   if (r->op == VXP_OP_LIST) n += 2;
   bool admin = r->op == VXP_OP_VERIFY || r->op == VXP_OP_CLEAR || r->op == VXP_OP_PRUNE;
@@ -341,11 +344,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (results) {
     if (r->key) vxp__kv_str(&pk, "key", r->key);
     vxp__kv_bool(&pk, "cached", r->cached);
-    if (r->object) vxp__kv_bin(&pk, "object", r->object, r->object_size);
-    vxp__str(&pk, "kernels");
-    msgpack_pack_array(&pk, r->nkernels);
-    for (uint32_t i = 0; i < r->nkernels; i++)
-      vxp__pack_kernel(&pk, &r->kernels[i]);
+    if (r->entry) vxp__kv_bin(&pk, "entry", r->entry, r->entry_size);
     vxp__str(&pk, "diags");
     msgpack_pack_array(&pk, r->ndiags);
     for (uint32_t i = 0; i < r->ndiags; i++)
@@ -745,7 +744,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))
         rc = VXP_ETYPE;
     } else if (vxp__key(k, "key"))
-      rc = vxp__strdup(v, &r->key), have_key = true, groups |= 4;
+      rc = vxp__strdup(v, &r->key), have_key = true, groups |= 64;
     else if (vxp__key(k, "kernel"))
       rc = vxp__strdup(v, &r->kernel), groups |= 4;
     else if (vxp__key(k, "max_size"))
@@ -761,9 +760,9 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
   }
   if (rc == VXP_OK) {
     unsigned allowed = r->op == VXP_OP_HELLO     ? 1u
-                       : r->op == VXP_OP_COMPILE ? 2u
+                       : r->op == VXP_OP_COMPILE ? 2u | 64u
                        : r->op == VXP_OP_HOST    ? 2u | 8u
-                       : r->op == VXP_OP_FETCH   ? 4u
+                       : r->op == VXP_OP_FETCH   ? 4u | 64u
                        : r->op == VXP_OP_PRUNE   ? 16u
                        : r->op == VXP_OP_LIST    ? 32u
                                                  : 0u;
@@ -901,6 +900,8 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       rc = vxp__bool(v, &r->cached);
     else if (vxp__key(k, "object"))
       rc = vxp__bindup(v, &r->object, &r->object_size);
+    else if (vxp__key(k, "entry"))
+      rc = vxp__bindup(v, &r->entry, &r->entry_size);
     else if (vxp__key(k, "ir"))
       rc = vxp__strdup(v, &r->lowered_ir);
     else if (vxp__key(k, "stats"))
@@ -928,28 +929,6 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
         r->nentries = j + 1;
         rc = vxp__decode_entry_info(&v->via.array.ptr[j], &r->entries[j]);
-      }
-    } else if (vxp__key(k, "kernels")) {
-      if (v->type != MSGPACK_OBJECT_ARRAY) {
-        rc = VXP_ETYPE;
-        break;
-      }
-      if (v->via.array.size > VXP_MAX_KERNELS) {
-        rc = VXP_ELAYOUT;
-        break;
-      }
-      if (r->kernels) { /* a key twice: not a map this protocol writes */
-        rc = VXP_EFORMAT;
-        break;
-      }
-      r->kernels = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->kernels);
-      if (!r->kernels) {
-        rc = VXP_ENOMEM;
-        break;
-      }
-      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
-        r->nkernels = j + 1;
-        rc = vxp__decode_kernel(&v->via.array.ptr[j], &r->kernels[j], false);
       }
     } else if (vxp__key(k, "diags")) {
       if (v->type != MSGPACK_OBJECT_ARRAY) {

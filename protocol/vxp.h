@@ -30,8 +30,11 @@
  *   3: the administration requests (verify, zero_stats, clear, prune,
  *      stop) and the version on every request.  Added within 3, as a
  *      request an older daemon refuses and keys an older client ignores:
- *      host, list, the stats' remote counters and compile-time buckets. */
-#define VXP_PROTOCOL_VERSION 3u
+ *      host, list, the stats' remote counters and compile-time buckets.
+ *   4: compile and fetch replies carry the compiled entry as one value
+ *      ("entry", vxp_entry.h) instead of "object" and "kernels"; a fetch
+ *      of one kernel is filtered by the client. */
+#define VXP_PROTOCOL_VERSION 4u
 /* Bytes in the frame length prefix. */
 #define VXP_FRAME_HEADER_SIZE 4u
 /* Largest payload either side accepts unless hello said otherwise (bytes). */
@@ -205,9 +208,14 @@ typedef struct {
   bool shuffle_insns; /* gpu.shuffle through Vortex's shuffle
                          instructions (custom-0 funct7 1), for
                          devices that have them */
-  /* fetch */
-  char *key;    /* cache key, 64 lowercase hex digits */
-  char *kernel; /* one kernel only; NULL for all */
+  /* fetch, and compile from the daemon to its worker */
+  char *key;    /* cache key, 64 lowercase hex digits: the entry wanted
+                   (fetch), or the key the daemon computed, under which
+                   the worker encodes the entry (compile; a client's is
+                   ignored: the daemon computes its own) */
+  char *kernel; /* fetch: one kernel only, NULL for all; the daemon
+                   answers the whole entry, the client keeps that one
+                   (vxp_entry_unpack) */
   /* prune */
   uint64_t max_size; /* bytes the cache may keep */
   /* list */
@@ -309,8 +317,14 @@ typedef struct {
   char *server;       /* "vortexd 0.1.0 (LLVM 22.1.8)" */
   uint32_t max_frame; /* largest payload the server accepts (bytes) */
   /* compile / fetch */
-  char *key;       /* cache key (hex) */
-  bool cached;     /* served from the cache without compiling */
+  char *key;      /* cache key (hex) */
+  bool cached;    /* served from the cache without compiling */
+  uint8_t *entry; /* the compiled entry, encoded once by the worker that
+                     compiled it and carried unchanged (vxp_entry.h):
+                     the object and the kernel records; malloc() */
+  size_t entry_size;
+  /* what the entry holds, filled by its reader (vxp_entry_unpack; not
+   * sent), and a host lowering's host object (sent as "object") */
   uint8_t *object; /* one ELF32 RISC-V relocatable object holding every
                       kernel of the module, each behind its entry symbol;
                       malloc(), NULL when the request failed */

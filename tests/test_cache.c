@@ -1,4 +1,5 @@
-/* test_cache.c - cache/: put, get, restart, keys, eviction, corruption. */
+/* test_cache.c - cache/: put, get, restart, keys, eviction, corruption, the
+ * entry's checksum and encoding, migration. */
 #define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <pwd.h>
@@ -11,7 +12,10 @@
 
 #include <sqlite3.h>
 
+#include <openssl/evp.h>
+
 #include "vxk.h"
+#include "vxk_entry.h"
 #include "vxk_remote.h"
 
 static char dir[64];
@@ -39,40 +43,106 @@ static void key_for(const char *src, char key[VXK_KEY_HEX + 1]) {
   cr_assert_eq(vxk_key((const uint8_t *)src, strlen(src), parts, 1, key), VXK_OK);
 }
 
+/* A kernel of a test entry: its name and record bytes (the cache stores
+ * records as they are: it never decodes them). */
+typedef struct {
+  const char *name;
+  const void *record;
+  size_t size;
+} vxt_kernel;
+
+/* What a test entry was compiled from: its source's file name (listed
+ * beside it) and options (held in it). */
+typedef struct {
+  const char *source_name;
+  const char *options;
+} vxt_origin;
+
+/* Encodes an entry of obj and n kernels as a worker does and stores it
+ * under key.  Returns vxk_entry_encode's or vxk_put's result. */
+static int put_entry(vxk_cache *c, const char *key, const void *obj, size_t size, const vxt_kernel *ks,
+                     uint32_t n, uint64_t compile_us, const vxt_origin *origin) {
+  vxp_entry_kernel k[32];
+  cr_assert_leq(n, 32);
+  for (uint32_t i = 0; i < n; i++)
+    k[i] = (vxp_entry_kernel){ks[i].name, strlen(ks[i].name), ks[i].record, ks[i].size};
+  uint8_t *e = NULL;
+  size_t len = 0;
+  int rc = vxk_entry_encode(key, origin && origin->options ? origin->options : "", obj, size, k, n, NULL, &e,
+                            &len);
+  if (rc == VXK_OK) rc = vxk_put(c, key, e, len, compile_us, origin ? origin->source_name : NULL);
+  free(e);
+  return rc;
+}
+
+/* An entry read back (vxk_get), and the parts its bytes hold. */
+typedef struct {
+  vxk_entry e;
+  vxp_entry_view v;
+  const uint8_t *object;
+  size_t object_size;
+  uint64_t compile_us;
+  uint32_t nkernels;
+  struct {
+    char name[64];
+    const uint8_t *metadata;
+    size_t metadata_size;
+  } kernels[32];
+} vxt_read;
+
+/* vxk_get, then a look into what it served, which must be a whole entry
+ * of the key asked for. */
+static int read_entry(vxk_cache *c, const char *key, vxt_read *r) {
+  memset(r, 0, sizeof *r);
+  int rc = vxk_get(c, key, &r->e);
+  if (rc != VXK_OK) return rc;
+  cr_assert_eq(vxk_entry_check(key, r->e.data, r->e.size, NULL, &r->v), VXK_OK, "served whole");
+  r->object = r->v.object;
+  r->object_size = r->v.object_size;
+  r->compile_us = r->e.compile_us;
+  r->nkernels = r->v.nkernels;
+  for (uint32_t i = 0; i < r->v.nkernels && i < 32; i++) {
+    snprintf(r->kernels[i].name, sizeof r->kernels[i].name, "%.*s", (int)r->v.kernels[i].name_len,
+             r->v.kernels[i].name);
+    r->kernels[i].metadata = r->v.kernels[i].record;
+    r->kernels[i].metadata_size = r->v.kernels[i].record_size;
+  }
+  return VXK_OK;
+}
+
+static void read_clear(vxt_read *r) {
+  vxp_entry_view_clear(&r->v);
+  vxk_entry_clear(&r->e);
+}
+
 TestSuite(cache, .init = setup, .fini = teardown);
 
 Test(cache, put_get_and_survive_restart) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("module {}", key);
-  vxk_kernel_in in[2] = {
+  vxt_kernel in[2] = {
       {"k0", (const uint8_t *)"M0", 2},
       {"k1", (const uint8_t *)"META1", 5},
   };
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"OBJECT1", 7, in, 2, 0, NULL), VXK_OK);
+  cr_assert_eq(put_entry(c, key, (const uint8_t *)"OBJECT1", 7, in, 2, 0, NULL), VXK_OK);
   vxk_close(c);
 
   c = open_cache(0); /* a restarted daemon */
-  vxk_entry out;
-  cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_OK);
+  vxt_read out;
+  cr_assert_eq(read_entry(c, key, &out), VXK_OK);
   cr_assert_eq(out.nkernels, 2);
   cr_assert_str_eq(out.kernels[0].name, "k0");
   cr_assert_eq(out.object_size, 7);
   cr_assert_eq(memcmp(out.object, "OBJECT1", 7), 0);
   cr_assert_eq(memcmp(out.kernels[1].metadata, "META1", 5), 0);
-  vxk_entry_clear(&out);
-
-  cr_assert_eq(vxk_get(c, key, "k1", &out), VXK_OK);
-  cr_assert_eq(out.nkernels, 1);
-  cr_assert_str_eq(out.kernels[0].name, "k1");
-  cr_assert_eq(memcmp(out.object, "OBJECT1", 7), 0, "one kernel comes with the module's object");
-  vxk_entry_clear(&out);
-  cr_assert_eq(vxk_get(c, key, "nope", &out), VXK_ENOKERNEL, "the entry is there, that kernel is not");
+  size_t stored = out.e.size;
+  read_clear(&out);
 
   vxk_stats st;
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
   cr_assert_eq(st.entries, 1);
-  cr_assert_eq(st.bytes, 7 + 2 + 5, "the object is stored once");
+  cr_assert_eq(st.bytes, stored, "the entry is stored once, as one value");
   vxk_close(c);
 }
 
@@ -80,12 +150,13 @@ Test(cache, unknown_and_invalid_keys) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("absent", key);
-  vxk_entry out;
-  cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_ENOTFOUND);
-  cr_assert_eq(vxk_get(c, "zz", NULL, &out), VXK_EINVAL);
-  cr_assert_eq(vxk_get(c, "'; DROP TABLE entries; --", NULL, &out), VXK_EINVAL);
-  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_EINVAL);
+  vxt_read out;
+  cr_assert_eq(read_entry(c, key, &out), VXK_ENOTFOUND);
+  cr_assert_eq(read_entry(c, "zz", &out), VXK_EINVAL);
+  cr_assert_eq(read_entry(c, "'; DROP TABLE entries; --", &out), VXK_EINVAL);
+  vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(put_entry(c, "ABC", (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_EINVAL);
+  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, 0, NULL), VXK_EINVAL);
   vxk_close(c);
 }
 
@@ -129,33 +200,43 @@ Test(cache, replacing_an_entry_is_atomic) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("x", key);
-  vxk_kernel_in two[2] = {{"a", (const uint8_t *)"m", 1}, {"b", (const uint8_t *)"m", 1}};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"12", 2, two, 2, 0, NULL), VXK_OK);
-  vxk_kernel_in one = {"c", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"3", 1, &one, 1, 0, NULL), VXK_OK);
-  vxk_entry out;
-  cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_OK);
+  vxt_kernel two[2] = {{"a", (const uint8_t *)"m", 1}, {"b", (const uint8_t *)"m", 1}};
+  cr_assert_eq(put_entry(c, key, (const uint8_t *)"12", 2, two, 2, 0, NULL), VXK_OK);
+  vxt_kernel one = {"c", (const uint8_t *)"m", 1};
+  cr_assert_eq(put_entry(c, key, (const uint8_t *)"3", 1, &one, 1, 0, NULL), VXK_OK);
+  vxt_read out;
+  cr_assert_eq(read_entry(c, key, &out), VXK_OK);
   cr_assert_eq(out.nkernels, 1, "old kernels are gone with the old entry");
   cr_assert_str_eq(out.kernels[0].name, "c");
   cr_assert_eq(out.object_size, 1);
   cr_assert_eq(out.object[0], '3', "and so is the old object");
-  vxk_entry_clear(&out);
+  read_clear(&out);
   vxk_close(c);
 }
 
-Test(cache, failed_put_leaves_no_partial_entry) {
+/* What a put is handed is checked first: bytes that are not a whole entry
+ * of the key (another key's, cut short, one byte changed) store nothing. */
+Test(cache, a_put_of_anything_but_a_whole_entry_of_its_key_stores_nothing) {
   vxk_cache *c = open_cache(0);
-  char key[VXK_KEY_HEX + 1];
-  key_for("dup", key);
-  /* two kernels with one ordinal cannot happen through the API; a NULL name
-   * violates NOT NULL on the second row, after the first row went in */
-  vxk_kernel_in bad[2] = {{"a", (const uint8_t *)"m", 1}, {NULL, (const uint8_t *)"m", 1}};
-  cr_assert_neq(vxk_put(c, key, (const uint8_t *)"12", 2, bad, 2, 0, NULL), VXK_OK);
-  vxk_entry out;
-  cr_assert_eq(vxk_get(c, key, NULL, &out), VXK_ENOTFOUND, "the transaction was rolled back");
+  char key[VXK_KEY_HEX + 1], other[VXK_KEY_HEX + 1];
+  key_for("mine", key);
+  key_for("theirs", other);
+  vxp_entry_kernel k = {"k", 1, (const uint8_t *)"m", 1};
+  uint8_t *e = NULL;
+  size_t len = 0;
+  cr_assert_eq(vxk_entry_encode(other, "", (const uint8_t *)"12", 2, &k, 1, NULL, &e, &len), VXK_OK);
+  cr_assert_eq(vxk_put(c, key, e, len, 0, NULL), VXK_EINVAL, "another key's entry");
+  cr_assert_eq(vxk_put(c, other, e, len - 1, 0, NULL), VXK_EINVAL, "cut short");
+  e[len / 2] ^= 0x10;
+  cr_assert_eq(vxk_put(c, other, e, len, 0, NULL), VXK_EINVAL, "a byte changed");
+  free(e);
+  vxt_read out;
+  cr_assert_eq(read_entry(c, key, &out), VXK_ENOTFOUND);
+  cr_assert_eq(read_entry(c, other, &out), VXK_ENOTFOUND);
   vxk_stats st;
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
   cr_assert_eq(st.entries, 0);
+  cr_assert_eq(st.bytes, 0);
   vxk_close(c);
 }
 
@@ -168,13 +249,13 @@ Test(cache, lru_eviction_keeps_the_recently_used) {
     char src[8];
     snprintf(src, sizeof src, "s%d", i);
     key_for(src, keys[i]);
-    vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1, 0, NULL), VXK_OK);
+    vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+    cr_assert_eq(put_entry(c, keys[i], blob, sizeof blob, &in, 1, 0, NULL), VXK_OK);
     if (i == 1) { /* touch entry 0 so that entry 1 is the oldest */
-      vxk_entry o;
+      vxt_read o;
       usleep(2000);
-      cr_assert_eq(vxk_get(c, keys[0], NULL, &o), VXK_OK);
-      vxk_entry_clear(&o);
+      cr_assert_eq(read_entry(c, keys[0], &o), VXK_OK);
+      read_clear(&o);
     }
     usleep(2000);
   }
@@ -182,10 +263,10 @@ Test(cache, lru_eviction_keeps_the_recently_used) {
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
   cr_assert_leq(st.bytes, 3000);
   cr_assert_geq(st.evictions, 1);
-  vxk_entry o;
-  cr_assert_eq(vxk_get(c, keys[1], NULL, &o), VXK_ENOTFOUND, "least recently used went first");
-  cr_assert_eq(vxk_get(c, keys[3], NULL, &o), VXK_OK, "newest stays");
-  vxk_entry_clear(&o);
+  vxt_read o;
+  cr_assert_eq(read_entry(c, keys[1], &o), VXK_ENOTFOUND, "least recently used went first");
+  cr_assert_eq(read_entry(c, keys[3], &o), VXK_OK, "newest stays");
+  read_clear(&o);
   vxk_close(c);
 }
 
@@ -200,8 +281,8 @@ Test(cache, unreadable_database_is_moved_aside) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("after", key);
-  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_OK);
+  vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(put_entry(c, key, (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_OK);
   vxk_close(c);
   char aside[160];
   snprintf(aside, sizeof aside, "%s.corrupt", path);
@@ -215,8 +296,8 @@ Test(cache, a_directory_or_database_others_could_write_is_refused) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1], err[512], db[128], moved[128];
   key_for("planted?", key);
-  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_OK);
+  vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(put_entry(c, key, (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_OK);
   vxk_close(c);
   cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_OK, "%s", err);
   vxk_close(c);
@@ -243,9 +324,9 @@ Test(cache, a_directory_or_database_others_could_write_is_refused) {
   cr_assert_eq(unlink(db), 0);
   cr_assert_eq(rename(moved, db), 0);
   c = open_cache(0);
-  vxk_entry e;
-  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK, "mended: the entry is there");
-  vxk_entry_clear(&e);
+  vxt_read e;
+  cr_assert_eq(read_entry(c, key, &e), VXK_OK, "mended: the entry is there");
+  read_clear(&e);
   vxk_close(c);
 }
 
@@ -256,19 +337,18 @@ static int read_only_directory_case(const char *sub) {
   char key[VXK_KEY_HEX + 1], err[512];
   const char *parts[] = {"test"};
   if (vxk_key((const uint8_t *)"ro", 2, parts, 1, key) != VXK_OK) return 1;
-  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
+  vxt_kernel in = {"k", (const uint8_t *)"m", 1};
   if (vxk_open(sub, 0, &c, err, sizeof err) != VXK_OK) return 2;
-  if (vxk_put(c, key, (const uint8_t *)"obj", 3, &in, 1, 0, NULL) != VXK_OK) return 3;
+  if (put_entry(c, key, (const uint8_t *)"obj", 3, &in, 1, 0, NULL) != VXK_OK) return 3;
   vxk_close(c);
   if (chmod(sub, 0500) != 0) return 4;
   if (vxk_open_readonly(sub, &c, err, sizeof err) != VXK_OK) {
     fprintf(stderr, "%s\n", err);
     return 5;
   }
-  vxk_entry e;
-  int rc =
-      vxk_get(c, key, NULL, &e) == VXK_OK && e.object_size == 3 && memcmp(e.object, "obj", 3) == 0 ? 0 : 6;
-  if (rc == 0) vxk_entry_clear(&e);
+  vxt_read e;
+  int rc = read_entry(c, key, &e) == VXK_OK && e.object_size == 3 && memcmp(e.object, "obj", 3) == 0 ? 0 : 6;
+  if (rc == 0) read_clear(&e);
   vxk_close(c);
   return rc;
 }
@@ -329,23 +409,22 @@ Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
   key_for("flip", key);
   key_for("intact", other);
   static const char obj[] = "OBJECT-BYTES-THAT-WILL-BE-DAMAGED-0123456789";
-  vxk_kernel_in in = {"k", (const uint8_t *)"meta", 4};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
-  cr_assert_eq(vxk_put(c, other, (const uint8_t *)"fine", 4, &in, 1, 0, NULL), VXK_OK);
+  vxt_kernel in = {"k", (const uint8_t *)"meta", 4};
+  cr_assert_eq(put_entry(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
+  cr_assert_eq(put_entry(c, other, (const uint8_t *)"fine", 4, &in, 1, 0, NULL), VXK_OK);
   vxk_close(c); /* checkpoints the WAL into cache.db */
   cr_assert(flip_in_file(obj, sizeof obj - 1), "the object's bytes are in the file");
   c = open_cache(0);
-  vxk_entry e;
-  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_ECORRUPT, "a damaged entry is refused, never served");
-  cr_assert_eq(vxk_get(c, key, "k", &e), VXK_ECORRUPT, "also when one kernel is asked for");
-  cr_assert_eq(vxk_get(c, other, NULL, &e), VXK_OK, "other entries are served");
-  vxk_entry_clear(&e);
+  vxt_read e;
+  cr_assert_eq(read_entry(c, key, &e), VXK_ECORRUPT, "a damaged entry is refused, never served");
+  cr_assert_eq(read_entry(c, other, &e), VXK_OK, "other entries are served");
+  read_clear(&e);
   uint64_t checked, corrupt;
   cr_assert_eq(vxk_verify(c, 0, &checked, &corrupt), VXK_OK);
   cr_assert_eq(checked, 2);
   cr_assert_eq(corrupt, 1);
   cr_assert_eq(vxk_verify(c, 1, &checked, &corrupt), VXK_OK, "and dropped");
-  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_ENOTFOUND);
+  cr_assert_eq(read_entry(c, key, &e), VXK_ENOTFOUND);
   vxk_stats st;
   cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
   cr_assert_eq(st.corrupt, 1);
@@ -355,10 +434,10 @@ Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
   /* a drop is for damage only: a second report of it finds nothing, and an
    * entry written again in between is kept */
   cr_assert_eq(vxk_drop(c, key), VXK_ENOTFOUND);
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
+  cr_assert_eq(put_entry(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
   cr_assert_eq(vxk_drop(c, key), VXK_ENOTFOUND, "intact: kept");
-  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
-  vxk_entry_clear(&e);
+  cr_assert_eq(read_entry(c, key, &e), VXK_OK);
+  read_clear(&e);
   vxk_close(c);
 }
 
@@ -373,8 +452,8 @@ Test(cache, a_damaged_database_is_reported_as_damage) {
     snprintf(src, sizeof src, "entry %d", i);
     key_for(src, key);
     memset(obj, i, sizeof obj);
-    vxk_kernel_in in = {"k", obj, 40};
-    cr_assert_eq(vxk_put(c, key, obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
+    vxt_kernel in = {"k", obj, 40};
+    cr_assert_eq(put_entry(c, key, obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
   }
   vxk_close(c);
   char path[128];
@@ -418,8 +497,8 @@ Test(cache, random_page_damage_never_serves_different_bytes) {
     key_for(src, key);
     for (size_t j = 0; j < sizeof obj; j++)
       obj[j] = (uint8_t)(i * 31 + j * 7);
-    vxk_kernel_in in = {"k", obj, 40};
-    cr_assert_eq(vxk_put(c, key, obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
+    vxt_kernel in = {"k", obj, 40};
+    cr_assert_eq(put_entry(c, key, obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
   }
   vxk_close(c);
   /* damage bytes all over the file, past SQLite's header page */
@@ -444,8 +523,8 @@ Test(cache, random_page_damage_never_serves_different_bytes) {
     char src[32], key[VXK_KEY_HEX + 1];
     snprintf(src, sizeof src, "entry %d", i);
     key_for(src, key);
-    vxk_entry e;
-    if (vxk_get(c2, key, NULL, &e) != VXK_OK) continue;
+    vxt_read e;
+    if (read_entry(c2, key, &e) != VXK_OK) continue;
     for (size_t j = 0; j < sizeof obj; j++)
       obj[j] = (uint8_t)(i * 31 + j * 7);
     cr_assert_eq(e.object_size, sizeof obj, "entry %d", i);
@@ -454,7 +533,7 @@ Test(cache, random_page_damage_never_serves_different_bytes) {
     cr_assert_eq(e.kernels[0].metadata_size, 40);
     cr_assert_eq(memcmp(e.kernels[0].metadata, obj, 40), 0, "entry %d: different metadata", i);
     served++;
-    vxk_entry_clear(&e);
+    read_clear(&e);
   }
   cr_assert_lt(served, N, "the damage hit some entries");
   vxk_close(c2);
@@ -464,12 +543,12 @@ Test(cache, time_saved_is_a_counter_and_old_per_entry_figures_carry_over_once) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
   key_for("counted", key);
-  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"o", 1, &in, 1, 5000, NULL), VXK_OK); /* compiled in 5 ms */
-  vxk_entry e;
-  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
+  vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(put_entry(c, key, (const uint8_t *)"o", 1, &in, 1, 5000, NULL), VXK_OK); /* compiled in 5 ms */
+  vxt_read e;
+  cr_assert_eq(read_entry(c, key, &e), VXK_OK);
   cr_assert_eq(e.compile_us, 5000, "a read says what the hit saves");
-  vxk_entry_clear(&e);
+  read_clear(&e);
   cr_assert_eq(vxk_counter_add(c, "saved_us", 5000), VXK_OK); /* what whoever served it adds */
   cr_assert_eq(vxk_counter_add(c, "saved_us", 5000), VXK_OK);
   vxk_stats st;
@@ -508,104 +587,102 @@ Test(cache, a_read_within_the_lru_resolution_leaves_the_entry_unwritten) {
   uint8_t blob[1000];
   memset(blob, 7, sizeof blob);
   char keys[3][VXK_KEY_HEX + 1];
-  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  vxk_entry o;
+  vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+  vxt_read o;
   for (int i = 0; i < 3; i++) {
     char src[8];
     snprintf(src, sizeof src, "r%d", i);
     key_for(src, keys[i]);
-    cr_assert_eq(vxk_put(c, keys[i], blob, sizeof blob, &in, 1, 0, NULL), VXK_OK);
+    cr_assert_eq(put_entry(c, keys[i], blob, sizeof blob, &in, 1, 0, NULL), VXK_OK);
     usleep(2000);
     if (i == 1) { /* entry 0 read, but within the minute it was written in */
-      cr_assert_eq(vxk_get(c, keys[0], NULL, &o), VXK_OK);
-      vxk_entry_clear(&o);
+      cr_assert_eq(read_entry(c, keys[0], &o), VXK_OK);
+      read_clear(&o);
       usleep(2000);
     }
   }
   /* with every read moving it (resolution 0), entry 1 would have gone */
-  cr_assert_eq(vxk_get(c, keys[0], NULL, &o), VXK_ENOTFOUND, "its LRU time did not move: evicted first");
-  cr_assert_eq(vxk_get(c, keys[1], NULL, &o), VXK_OK);
-  vxk_entry_clear(&o);
+  cr_assert_eq(read_entry(c, keys[0], &o), VXK_ENOTFOUND, "its LRU time did not move: evicted first");
+  cr_assert_eq(read_entry(c, keys[1], &o), VXK_OK);
+  read_clear(&o);
   vxk_close(c);
 }
 
-/* msgpack-c reads 225 written as uint16 (cd 00 e1) as readily as the
- * encoder's uint8 (cc e1); a value has one encoding, the encoder's. */
-Test(cache, a_remote_value_in_a_wider_encoding_is_refused) {
+/* ---- the encoded entry: what every level stores and checks ---- */
+
+/* msgpack-c reads 2 written as uint8 (cc 02) as readily as the encoder's
+ * fixint (02); an entry has one encoding, the encoder's. */
+Test(cache, an_entry_in_a_wider_encoding_is_refused) {
   char key[VXK_KEY_HEX + 1];
   key_for("wide", key);
-  vxk_kernel_in in = {"k", (const uint8_t *)"meta", 4};
+  vxp_entry_kernel k = {"k", 1, (const uint8_t *)"meta", 4};
   uint8_t *v = NULL;
   size_t len = 0;
-  cr_assert_eq(vxk_remote_encode(key, (const uint8_t *)"object", 6, &in, 1, 225, &v, &len), VXK_OK);
-  vxk_entry e;
-  uint64_t us = 0;
-  cr_assert_eq(vxk_remote_decode(key, v, len, &e, &us), VXK_OK);
-  cr_assert_eq(us, 225);
-  vxk_entry_clear(&e);
-  uint8_t *at = memmem(v, len, "\xcc\xe1", 2);
-  cr_assert_not_null(at, "225 as uint8");
+  cr_assert_eq(vxk_entry_encode(key, "opt_level=2", (const uint8_t *)"object", 6, &k, 1, NULL, &v, &len),
+               VXK_OK);
+  cr_assert_eq(vxk_entry_check(key, v, len, NULL, NULL), VXK_OK);
+  /* [fixarray 6, fixstr "vortexd-entry", format]: the format at byte 15 */
+  const size_t at = 2 + strlen(VXP_ENTRY_TAG);
+  cr_assert_eq(v[at], VXP_ENTRY_FORMAT, "the format as a fixint");
   uint8_t *wide = malloc(len + 1);
-  size_t pre = (size_t)(at - v);
-  memcpy(wide, v, pre);
-  memcpy(wide + pre, "\xcd\x00\xe1", 3);
-  memcpy(wide + pre + 3, at + 2, len - pre - 2);
-  cr_assert_eq(vxk_remote_decode(key, wide, len + 1, &e, &us), VXK_ECORRUPT);
+  memcpy(wide, v, at);
+  wide[at] = 0xcc;
+  memcpy(wide + at + 1, v + at, len - at);
+  cr_assert_eq(vxk_entry_check(key, wide, len + 1, NULL, NULL), VXK_ECORRUPT);
+  vxp_entry_view view;
+  cr_assert_eq(vxp_entry_view_of(wide, len + 1, &view), VXP_EFORMAT, "refused before any checksum");
   free(wide);
   free(v);
 }
 
-Test(cache, a_remote_value_round_trips_and_any_damage_is_refused) {
+Test(cache, an_entry_round_trips_and_any_damage_is_refused) {
   char key[VXK_KEY_HEX + 1], other[VXK_KEY_HEX + 1];
   key_for("remote", key);
   key_for("another", other);
   uint8_t obj[300];
   for (size_t i = 0; i < sizeof obj; i++)
     obj[i] = (uint8_t)(i * 7);
-  vxk_kernel_in ks[2] = {{"first", (const uint8_t *)"meta-1", 6}, {"second", (const uint8_t *)"m2", 2}};
+  vxp_entry_kernel ks[2] = {{"first", 5, (const uint8_t *)"meta-1", 6},
+                            {"second", 6, (const uint8_t *)"m2", 2}};
   uint8_t *v = NULL;
   size_t len = 0;
-  cr_assert_eq(vxk_remote_encode(key, obj, sizeof obj, ks, 2, 1234, &v, &len), VXK_OK);
-  vxk_entry e;
-  uint64_t us = 0;
-  cr_assert_eq(vxk_remote_decode(key, v, len, &e, &us), VXK_OK);
-  cr_assert_eq(us, 1234);
+  cr_assert_eq(vxk_entry_encode(key, "opt_level=3", obj, sizeof obj, ks, 2, NULL, &v, &len), VXK_OK);
+  uint8_t *again = NULL;
+  size_t alen = 0;
+  cr_assert_eq(vxk_entry_encode(key, "opt_level=3", obj, sizeof obj, ks, 2, NULL, &again, &alen), VXK_OK);
+  cr_assert(alen == len && memcmp(again, v, len) == 0, "same parts, same bytes");
+  free(again);
+  vxp_entry_view e;
+  cr_assert_eq(vxk_entry_check(key, v, len, NULL, &e), VXK_OK);
+  cr_assert_str_eq(e.key, key);
+  cr_assert_eq(e.options_len, 11);
+  cr_assert_eq(memcmp(e.options, "opt_level=3", 11), 0);
   cr_assert_eq(e.object_size, sizeof obj);
   cr_assert_eq(memcmp(e.object, obj, sizeof obj), 0);
   cr_assert_eq(e.nkernels, 2);
-  cr_assert_str_eq(e.kernels[1].name, "second");
-  cr_assert_eq(e.kernels[0].metadata_size, 6);
-  cr_assert_eq(memcmp(e.kernels[0].metadata, "meta-1", 6), 0);
-  vxk_entry_clear(&e);
-  /* the same checksum the local cache stores: an L1 entry and its remote
-   * value are checked alike */
-  uint8_t sum[VXK_CHECKSUM_SIZE];
-  cr_assert_eq(vxk_checksum(key, obj, sizeof obj, ks, 2, sum), VXK_OK);
-  cr_assert_eq(memcmp(v + len - VXK_CHECKSUM_SIZE, sum, sizeof sum), 0, "the checksum ends the value");
-  /* under another key: refused (a value copied to the wrong key) */
-  cr_assert_eq(vxk_remote_decode(other, v, len, &e, &us), VXK_ECORRUPT);
-  /* every single flipped bit and every truncation: refused, or (a bit of
-   * the compile time, which the checksum does not cover) the same entry */
+  cr_assert_eq(e.kernels[1].name_len, 6);
+  cr_assert_eq(memcmp(e.kernels[1].name, "second", 6), 0);
+  cr_assert_eq(e.kernels[0].record_size, 6);
+  cr_assert_eq(memcmp(e.kernels[0].record, "meta-1", 6), 0);
+  cr_assert_null(e.key_id, "unsigned");
+  vxp_entry_view_clear(&e);
+  /* under another key: refused (an entry copied to the wrong key) */
+  cr_assert_eq(vxk_entry_check(other, v, len, NULL, NULL), VXK_ECORRUPT);
+  /* every single flipped bit and every truncation: refused */
   for (size_t i = 0; i < len; i++)
     for (int bit = 0; bit < 8; bit++) {
       v[i] ^= (uint8_t)(1u << bit);
-      int rc = vxk_remote_decode(key, v, len, &e, &us);
-      if (rc == VXK_OK) {
-        cr_assert_eq(e.object_size, sizeof obj, "byte %zu bit %d", i, bit);
-        cr_assert_eq(memcmp(e.object, obj, sizeof obj), 0, "byte %zu bit %d", i, bit);
-        cr_assert_eq(e.nkernels, 2);
-        cr_assert_str_eq(e.kernels[0].name, "first");
-        cr_assert_str_eq(e.kernels[1].name, "second");
-        vxk_entry_clear(&e);
-      } else {
-        cr_assert_eq(rc, VXK_ECORRUPT, "byte %zu bit %d", i, bit);
-      }
+      cr_assert_eq(vxk_entry_check(key, v, len, NULL, NULL), VXK_ECORRUPT, "byte %zu bit %d", i, bit);
       v[i] ^= (uint8_t)(1u << bit);
     }
   for (size_t n = 0; n < len; n++)
-    cr_assert_eq(vxk_remote_decode(key, v, n, &e, &us), VXK_ECORRUPT, "truncated to %zu", n);
+    cr_assert_eq(vxk_entry_check(key, v, n, NULL, NULL), VXK_ECORRUPT, "truncated to %zu", n);
   free(v);
-  cr_assert_eq(vxk_remote_decode(key, (const uint8_t *)"\xc0", 1, &e, &us), VXK_ECORRUPT, "nil");
+  cr_assert_eq(vxk_entry_check(key, (const uint8_t *)"\xc0", 1, NULL, NULL), VXK_ECORRUPT, "nil");
+  /* what the encoder refuses */
+  vxp_entry_kernel nul = {"a\0b", 3, (const uint8_t *)"m", 1};
+  cr_assert_eq(vxk_entry_encode(key, "", obj, 1, &nul, 1, NULL, &v, &len), VXK_EINVAL, "a NUL in a name");
+  cr_assert_eq(vxk_entry_encode("ABC", "", obj, 1, ks, 1, NULL, &v, &len), VXK_EINVAL, "not a key");
   cr_assert(vxk_remote_prefix_valid("farm-1.ci:x"));
   cr_assert(!vxk_remote_prefix_valid(""));
   cr_assert(!vxk_remote_prefix_valid("a b"));
@@ -628,18 +705,18 @@ Test(cache, list_describes_entries_by_key_prefix_with_their_origin) {
   key_of("abcd", '0', a);
   key_of("abcd", '1', b);
   key_of("ef01", '2', other);
-  vxk_kernel_in ks[20];
+  vxt_kernel ks[20];
   char names[20][8];
   for (int i = 0; i < 20; i++) {
     snprintf(names[i], sizeof names[i], "k%d", i);
-    ks[i] = (vxk_kernel_in){names[i], (const uint8_t *)"m", 1};
+    ks[i] = (vxt_kernel){names[i], (const uint8_t *)"m", 1};
   }
-  vxk_origin origin = {"saxpy.mlir", "opt_level=2;warp_size=8"};
-  cr_assert_eq(vxk_put(c, a, (const uint8_t *)"OBJ", 3, ks, 2, 1500, &origin), VXK_OK);
+  vxt_origin origin = {"saxpy.mlir", "opt_level=2;warp_size=8"};
+  cr_assert_eq(put_entry(c, a, (const uint8_t *)"OBJ", 3, ks, 2, 1500, &origin), VXK_OK);
   usleep(2000);
-  cr_assert_eq(vxk_put(c, b, (const uint8_t *)"OBJECT", 6, ks, 20, 0, NULL), VXK_OK);
+  cr_assert_eq(put_entry(c, b, (const uint8_t *)"OBJECT", 6, ks, 20, 0, NULL), VXK_OK);
   usleep(2000);
-  cr_assert_eq(vxk_put(c, other, (const uint8_t *)"O", 1, ks, 1, 0, &origin), VXK_OK);
+  cr_assert_eq(put_entry(c, other, (const uint8_t *)"O", 1, ks, 1, 0, &origin), VXK_OK);
 
   vxk_info *v = NULL;
   uint32_t n = 0;
@@ -652,11 +729,15 @@ Test(cache, list_describes_entries_by_key_prefix_with_their_origin) {
   cr_assert_str_eq(v[2].source_name, "saxpy.mlir");
   cr_assert_str_eq(v[2].options, "opt_level=2;warp_size=8");
   cr_assert_eq(v[2].compile_us, 1500);
-  cr_assert_eq(v[2].bytes, 3 + 2, "object and metadata bytes");
+  vxt_read r;
+  cr_assert_eq(read_entry(c, a, &r), VXK_OK);
+  cr_assert_eq(v[2].bytes, r.e.size, "the encoded entry's bytes");
+  read_clear(&r);
   cr_assert_eq(v[2].nkernels, 2);
   cr_assert_eq(v[2].nnames, 2);
   cr_assert_str_eq(v[2].kernel_names[1], "k1");
   cr_assert_str_eq(v[1].source_name, "", "no origin given: none recorded");
+  cr_assert_str_eq(v[1].options, "", "and the entry holds no options");
   cr_assert_eq(v[1].nkernels, 20);
   cr_assert_eq(v[1].nnames, VXK_LIST_NAMES, "names bounded, the count kept");
   vxk_info_clear(v, n);
@@ -690,8 +771,8 @@ Test(cache, every_read_counts_as_a_hit_even_within_the_lru_resolution) {
   vxk_set_lru_resolution(writer, 60u * 1000000u);
   char key[VXK_KEY_HEX + 1];
   key_for("hits", key);
-  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(writer, key, (const uint8_t *)"OBJ", 3, &in, 1, 0, NULL), VXK_OK);
+  vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(put_entry(writer, key, (const uint8_t *)"OBJ", 3, &in, 1, 0, NULL), VXK_OK);
   vxk_info *v = NULL;
   uint32_t n = 0;
   uint64_t matched = 0;
@@ -700,9 +781,9 @@ Test(cache, every_read_counts_as_a_hit_even_within_the_lru_resolution) {
   vxk_info_clear(v, n);
   for (int round = 0; round < 2; round++) {
     for (int i = 0; i < 3; i++) {
-      vxk_entry e;
-      cr_assert_eq(vxk_get(reader, key, NULL, &e), VXK_OK);
-      vxk_entry_clear(&e);
+      vxt_read e;
+      cr_assert_eq(read_entry(reader, key, &e), VXK_OK);
+      read_clear(&e);
     }
     vxk_mark_used(reader, key); /* a hit served from a kept copy */
     vxk_touches t;
@@ -721,54 +802,145 @@ Test(cache, every_read_counts_as_a_hit_even_within_the_lru_resolution) {
   vxk_close(writer);
 }
 
-/* A cache written before entries recorded their origin (schema 3) is
- * read as it is and migrated in place by the first writer: nothing lost. */
-Test(cache, a_version_3_cache_is_migrated_in_place) {
-  vxk_cache *c = open_cache(0);
-  char key[VXK_KEY_HEX + 1];
-  key_for("old", key);
-  vxk_kernel_in in = {"k", (const uint8_t *)"meta", 4};
-  cr_assert_eq(vxk_put(c, key, (const uint8_t *)"OBJECT", 6, &in, 1, 7, NULL), VXK_OK);
-  vxk_close(c);
+/* ---- migration: caches written by earlier versions ---- */
+
+/* SHA-256 over LE64(len) || bytes of each part: version 4's checksum. */
+static void v4_checksum(const char *const *parts, const size_t *lens, int n, uint8_t out[32]) {
+  EVP_MD_CTX *h = EVP_MD_CTX_new();
+  cr_assert_eq(EVP_DigestInit_ex(h, EVP_sha256(), NULL), 1);
+  for (int i = 0; i < n; i++) {
+    uint8_t le[8];
+    for (int b = 0; b < 8; b++)
+      le[b] = (uint8_t)((uint64_t)lens[i] >> (8 * b));
+    EVP_DigestUpdate(h, le, sizeof le);
+    EVP_DigestUpdate(h, parts[i], lens[i]);
+  }
+  unsigned n_out = 0;
+  cr_assert_eq(EVP_DigestFinal_ex(h, out, &n_out), 1);
+  EVP_MD_CTX_free(h);
+}
+
+/* Writes, as version 3 or 4 did, a cache holding the entry of key (an
+ * object and two kernels, read twice, compiled in 7 us, origin recorded
+ * in version 4) and one of damaged whose checksum fails. */
+static void write_old_cache(int version, const char *key, const char *damaged) {
   char path[128];
   snprintf(path, sizeof path, "%s/cache.db", dir);
   sqlite3 *db = NULL;
   cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
-  cr_assert_eq(sqlite3_exec(db,
-                            "ALTER TABLE entries DROP COLUMN source_name;"
-                            "ALTER TABLE entries DROP COLUMN options;"
-                            "UPDATE meta SET v='3' WHERE k='schema_version';",
-                            NULL, NULL, NULL),
-               SQLITE_OK, "%s", sqlite3_errmsg(db));
+  char schema[2048];
+  snprintf(
+      schema, sizeof schema,
+      "PRAGMA journal_mode=WAL;"
+      "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);"
+      "INSERT INTO meta VALUES('schema_version', '%d'), ('saved_counter', '1');"
+      "CREATE TABLE entries(key TEXT PRIMARY KEY, created_us INTEGER NOT NULL,"
+      " last_used_us INTEGER NOT NULL, hits INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL,"
+      " nkernels INTEGER NOT NULL, object BLOB NOT NULL, checksum BLOB NOT NULL,"
+      " compile_us INTEGER NOT NULL DEFAULT 0%s);"
+      "CREATE INDEX entries_lru ON entries(last_used_us);"
+      "CREATE TABLE kernels(key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"
+      " ordinal INTEGER NOT NULL, name TEXT NOT NULL, metadata BLOB NOT NULL, PRIMARY KEY(key, ordinal));"
+      "CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+      version,
+      version == 4 ? ", source_name TEXT NOT NULL DEFAULT '', options TEXT NOT NULL DEFAULT ''" : "");
+  cr_assert_eq(sqlite3_exec(db, schema, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+  const char *parts[] = {"vortexd cache entry v1", key, "OBJECT", "k0", "meta0", "k1", "meta-1"};
+  size_t lens[7];
+  for (int i = 0; i < 7; i++)
+    lens[i] = strlen(parts[i]);
+  uint8_t sum[32], bad[32] = {0};
+  v4_checksum(parts, lens, 7, sum);
+  const char *names[2] = {key, damaged};
+  for (int e = 0; e < 2; e++) {
+    sqlite3_stmt *st = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(
+                     db,
+                     version == 4 ? "INSERT INTO entries VALUES(?1, 1000, 2000, 2, 17, 2, 'OBJECT', ?2,"
+                                    " 7, 'old.mlir', 'opt_level=2')"
+                                  : "INSERT INTO entries VALUES(?1, 1000, 2000, 2, 17, 2, 'OBJECT', ?2, 7)",
+                     -1, &st, NULL),
+                 SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_bind_text(st, 1, names[e], -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, e == 0 ? sum : bad, 32, SQLITE_STATIC);
+    cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    char sql[400];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO kernels VALUES('%s', 0, 'k0', CAST('meta0' AS BLOB)),"
+             " ('%s', 1, 'k1', CAST('meta-1' AS BLOB));",
+             names[e], names[e]);
+    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+  }
   sqlite3_close(db);
+}
 
-  char err[256];
-  vxk_entry e;
-  cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_OK, "a reader reads version 3: %s", err);
-  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
-  vxk_entry_clear(&e);
-  vxk_close(c);
+/* A cache written before every level held one encoding of an entry
+ * (schema 4), or before entries recorded their origin (schema 3), is
+ * migrated by its first writer: every whole entry re-encoded with what it
+ * held, its times and counts kept; one that fails its old checksum
+ * dropped and counted, never re-sealed as whole. */
+Test(cache, version_3_and_4_caches_are_migrated_entry_by_entry) {
+  for (int version = 3; version <= 4; version++) {
+    char key[VXK_KEY_HEX + 1], damaged[VXK_KEY_HEX + 1], err[256];
+    key_for("old", key);
+    key_for("old, damaged", damaged);
+    write_old_cache(version, key, damaged);
+    vxk_cache *c = NULL;
+    cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_EIO, "a reader waits for the migration");
+    cr_assert_not_null(strstr(err, "another schema version"), "%s", err);
 
-  c = open_cache(0);
-  cr_assert_null(vxk_open_notice(c), "migrated, not discarded: %s", vxk_open_notice(c));
-  cr_assert_eq(vxk_get(c, key, NULL, &e), VXK_OK);
-  cr_assert_eq(e.object_size, 6);
-  cr_assert_eq(e.compile_us, 7);
-  vxk_entry_clear(&e);
-  vxk_info *v = NULL;
-  uint32_t n = 0;
-  uint64_t matched = 0;
-  cr_assert_eq(vxk_list(c, NULL, 5, &v, &n, &matched), VXK_OK);
-  cr_assert_eq(n, 1);
-  cr_assert_str_eq(v[0].source_name, "", "origin of an old entry: not recorded");
-  vxk_info_clear(v, n);
-  vxk_close(c);
-  cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
-  sqlite3_stmt *st = NULL;
-  cr_assert_eq(sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL),
-               SQLITE_OK);
-  cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-  cr_assert_str_eq((const char *)sqlite3_column_text(st, 0), "4");
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+    c = open_cache(0);
+    cr_assert_null(vxk_open_notice(c), "migrated, not discarded: %s", vxk_open_notice(c));
+    vxt_read r;
+    cr_assert_eq(read_entry(c, key, &r), VXK_OK, "version %d", version);
+    cr_assert_eq(r.object_size, 6);
+    cr_assert_eq(memcmp(r.object, "OBJECT", 6), 0);
+    cr_assert_eq(r.nkernels, 2);
+    cr_assert_str_eq(r.kernels[1].name, "k1");
+    cr_assert_eq(r.kernels[1].metadata_size, 6);
+    cr_assert_eq(memcmp(r.kernels[1].metadata, "meta-1", 6), 0);
+    cr_assert_eq(r.compile_us, 7);
+    const char *options = version == 4 ? "opt_level=2" : "";
+    cr_assert(r.v.options_len == strlen(options) && memcmp(r.v.options, options, r.v.options_len) == 0,
+              "the options recorded are the entry's");
+    size_t size = r.e.size;
+    read_clear(&r);
+    cr_assert_eq(read_entry(c, damaged, &r), VXK_ENOTFOUND, "a damaged entry is not carried over");
+    vxk_stats st;
+    cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
+    cr_assert_eq(st.entries, 1);
+    cr_assert_eq(st.corrupt, 1);
+    cr_assert_eq(st.bytes, size);
+    vxk_info *v = NULL;
+    uint32_t n = 0;
+    uint64_t matched = 0;
+    cr_assert_eq(vxk_list(c, NULL, 5, &v, &n, &matched), VXK_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(v[0].hits, 2);
+    cr_assert_eq(v[0].created_us, 1000);
+    cr_assert_str_eq(v[0].source_name, version == 4 ? "old.mlir" : "");
+    cr_assert_eq(v[0].nnames, 2);
+    vxk_info_clear(v, n);
+    vxk_close(c);
+    cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_OK, "%s", err);
+    cr_assert_eq(read_entry(c, key, &r), VXK_OK);
+    read_clear(&r);
+    vxk_close(c);
+
+    char path[128];
+    sqlite3 *db = NULL;
+    snprintf(path, sizeof path, "%s/cache.db", dir);
+    cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(db, "SELECT v FROM meta WHERE k='schema_version'", -1, &q, NULL),
+                 SQLITE_OK);
+    cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+    cr_assert_str_eq((const char *)sqlite3_column_text(q, 0), "5");
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -f %s/cache.db*", dir);
+    cr_assert_eq(system(cmd), 0);
+  }
 }

@@ -19,6 +19,8 @@
 
 #include "vxc.h"
 #include "vxk.h"
+#include "vxk_entry.h"
+#include "vxp_entry.h"
 #include "vxt.h"
 
 #define KERNELS VXT_KERNELS_DIR "/"
@@ -216,6 +218,43 @@ Test(e2e, fetch_by_key_and_one_kernel) {
   cr_assert_eq(f.status, VXP_STATUS_BAD_REQUEST);
   vxp_response_clear(&f);
   vxp_response_clear(&r);
+  vxc_close(c);
+}
+
+/* One encoding of an entry from the worker to the client: the bytes a miss
+ * answers with are the bytes the cache stores, a hit and a fetch send. */
+Test(e2e, the_entry_a_miss_answers_with_is_what_the_cache_stores_and_serves) {
+  vxc_conn *c = conn();
+  vxp_response miss, hit, f;
+  compile_path(c, VXT_EXAMPLES_DIR "/two_kernels.mlir", &miss);
+  cr_assert_not(miss.cached);
+  cr_assert_not_null(miss.entry);
+  compile_path(c, VXT_EXAMPLES_DIR "/two_kernels.mlir", &hit);
+  cr_assert(hit.cached);
+  cr_assert(hit.entry_size == miss.entry_size && memcmp(hit.entry, miss.entry, miss.entry_size) == 0,
+            "a hit sends the miss's bytes");
+  cr_assert_eq(vxc_fetch(c, miss.key, "transpose_add", &f), 0);
+  cr_assert(f.entry_size == miss.entry_size && memcmp(f.entry, miss.entry, miss.entry_size) == 0,
+            "so does a fetch of one kernel (the client keeps that one)");
+  vxp_response s;
+  cr_assert_eq(vxc_stats(c, &s), 0); /* what is queued is written first */
+  vxp_response_clear(&s);
+  vxk_cache *kc = NULL;
+  char err[256];
+  cr_assert_eq(vxk_open_readonly(d.cache, &kc, err, sizeof err), VXK_OK, "%s", err);
+  vxk_entry e;
+  cr_assert_eq(vxk_get(kc, miss.key, &e), VXK_OK);
+  cr_assert(e.size == miss.entry_size && memcmp(e.data, miss.entry, e.size) == 0, "stored as sent");
+  vxp_entry_view v;
+  cr_assert_eq(vxk_entry_check(miss.key, e.data, e.size, NULL, &v), VXK_OK);
+  cr_assert_eq(v.nkernels, 2);
+  cr_assert_not_null(memmem(v.options, v.options_len, "opt_level=2", 11), "the options it was compiled with");
+  vxp_entry_view_clear(&v);
+  vxk_entry_clear(&e);
+  vxk_close(kc);
+  vxp_response *all[] = {&miss, &hit, &f};
+  for (int i = 0; i < 3; i++)
+    vxp_response_clear(all[i]);
   vxc_close(c);
 }
 
@@ -532,6 +571,8 @@ Test(e2e, every_request_may_carry_the_protocol_version_instead_of_hello) {
   cr_assert_eq(raw_read(fd, &r), 0);
   cr_assert_eq(r.id, 5);
   cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
+  cr_assert_not_null(r.entry, "the compiled entry, as one value");
+  cr_assert_eq(vxp_entry_unpack(&r, NULL), VXP_OK);
   cr_assert_eq(r.nkernels, 1);
   vxp_response_clear(&r);
   /* another version is refused on any request, and the connection stays */
@@ -1111,9 +1152,14 @@ Test(e2e, vxc_ls_inspect_and_keys_by_unique_prefix) {
   memcpy(a, "fedc", 4), memcpy(b, "fedc", 4);
   b[63] = '1';
   a[64] = b[64] = '\0';
-  vxk_kernel_in in = {"k", (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_put(kc, a, (const uint8_t *)"O", 1, &in, 1, 0, NULL), VXK_OK);
-  cr_assert_eq(vxk_put(kc, b, (const uint8_t *)"O", 1, &in, 1, 0, NULL), VXK_OK);
+  vxp_entry_kernel in = {"k", 1, (const uint8_t *)"m", 1};
+  for (int i = 0; i < 2; i++) {
+    uint8_t *e = NULL;
+    size_t len = 0;
+    cr_assert_eq(vxk_entry_encode(i ? b : a, "", (const uint8_t *)"O", 1, &in, 1, NULL, &e, &len), VXK_OK);
+    cr_assert_eq(vxk_put(kc, i ? b : a, e, len, 0, NULL), VXK_OK);
+    free(e);
+  }
   vxk_close(kc);
   snprintf(cmd, sizeof cmd, "%s --socket %s inspect fedc 2>&1; echo rc=$?", VXT_VXC, d.sock);
   run(cmd, out, sizeof out);

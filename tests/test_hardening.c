@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "vxc.h"
+#include "vxp_entry.h"
 #include "vxt.h"
 
 static char root[128];
@@ -755,6 +756,21 @@ static pid_t answer_once(const char *sock, const vxp_response *reply) {
   return pid;
 }
 
+/* An entry of key holding obj and kernel k, as a daemon would send it (its
+ * checksum is not a client's to check: 32 bytes of 'x'). */
+static uint8_t *entry_of(const char *key, const uint8_t *obj, size_t size, const vxp_kernel *k, size_t *len) {
+  uint8_t *rec = NULL, *body = NULL, *entry = NULL;
+  size_t rlen = 0, blen = 0;
+  cr_assert_eq(vxp_kernel_meta_encode(k, &rec, &rlen), VXP_OK);
+  vxp_entry_kernel ek = {k->name, strlen(k->name), rec, rlen};
+  cr_assert_eq(vxp_entry_body_encode(key, "", obj, size, &ek, 1, &body, &blen), VXP_OK);
+  uint8_t sum[VXP_ENTRY_CHECKSUM_SIZE];
+  memset(sum, 'x', sizeof sum);
+  cr_assert_eq(vxp_entry_seal(body, blen, sum, NULL, NULL, &entry, len), VXP_OK);
+  free(rec), free(body);
+  return entry;
+}
+
 /* What a daemon (or whoever answers on the socket) says is checked before
  * it is used, and shown escaped: an "ok" without an object is no success,
  * a key is never a path, and names cannot fake lines or rewrite the
@@ -776,23 +792,48 @@ Test(hardening, vxc_believes_no_reply_it_cannot_check_and_prints_none_raw) {
                   .launch_offset = 4,
                   .buffer_size = 32,
                   .grid_dims = 1};
+  static const char other_key[] = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+  size_t glen = 0, olen = 0, blen = 0;
+  uint8_t *good = entry_of(good_key, obj, sizeof obj, &k, &glen);
+  uint8_t *theirs = entry_of(other_key, obj, sizeof obj, &k, &olen);
+  k.buffer_size = 8; /* its launch header would not fit */
+  uint8_t *impossible = entry_of(good_key, obj, sizeof obj, &k, &blen);
+  k.buffer_size = 32;
   const struct {
     vxp_response r;
     const char *why;
   } lies[] = {
-      {{.op = VXP_OP_COMPILE, .status = VXP_STATUS_OK, .key = (char *)good_key}, "ok without an object"},
+      {{.op = VXP_OP_COMPILE, .status = VXP_STATUS_OK, .key = (char *)good_key}, "ok without an entry"},
       {{.op = VXP_OP_COMPILE,
         .status = VXP_STATUS_OK,
         .key = (char *)"../../etc/passwd",
-        .object = (uint8_t *)obj,
-        .object_size = sizeof obj},
+        .entry = good,
+        .entry_size = glen},
        "a key that is a path"},
       {{.op = VXP_OP_FETCH,
         .status = VXP_STATUS_OK,
         .key = (char *)good_key,
-        .object = (uint8_t *)obj,
-        .object_size = sizeof obj},
+        .entry = good,
+        .entry_size = glen},
        "a reply to another op"},
+      {{.op = VXP_OP_COMPILE,
+        .status = VXP_STATUS_OK,
+        .key = (char *)good_key,
+        .entry = theirs,
+        .entry_size = olen},
+       "another key's entry"},
+      {{.op = VXP_OP_COMPILE,
+        .status = VXP_STATUS_OK,
+        .key = (char *)good_key,
+        .entry = impossible,
+        .entry_size = blen},
+       "a record with an impossible layout"},
+      {{.op = VXP_OP_COMPILE,
+        .status = VXP_STATUS_OK,
+        .key = (char *)good_key,
+        .entry = good,
+        .entry_size = glen - 1},
+       "an entry cut short"},
   };
   for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
     pid_t pid = answer_once(sock, &lies[i].r);
@@ -803,19 +844,19 @@ Test(hardening, vxc_believes_no_reply_it_cannot_check_and_prints_none_raw) {
     cr_assert_not_null(strstr(out, "rc=2\n0\n"), "%s: refused, nothing written: %s", lies[i].why, out);
     waitpid(pid, NULL, 0);
   }
+  free(theirs), free(impossible);
   /* a kernel name and a diagnostic holding a newline, ESC and U+202E */
   vxp_response named = {.op = VXP_OP_COMPILE,
                         .status = VXP_STATUS_OK,
                         .key = (char *)good_key,
-                        .object = (uint8_t *)obj,
-                        .object_size = sizeof obj,
-                        .nkernels = 1,
-                        .kernels = &k};
+                        .entry = good,
+                        .entry_size = glen};
   pid_t pid = answer_once(sock, &named);
   snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile -v -o %s/ %s 2>&1; echo rc=$?", VXT_VXC, sock,
            outdir, POLYGEIST_STYLE);
   vxt_run(cmd, out, sizeof out);
   waitpid(pid, NULL, 0);
+  free(good);
   cr_assert_not_null(strstr(out, "rc=0"), "%s", out);
   cr_assert_not_null(strstr(out, "Kernel: k\\x0a/tmp/x.mlir:1:1: error: fake\\x1b[2J\\u{202e}"), "%s", out);
   cr_assert_null(strchr(out, 0x1b), "no raw ESC: %s", out);

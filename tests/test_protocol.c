@@ -8,6 +8,7 @@
 
 #include "vxp.h"
 #include "vxp_config.h"
+#include "vxp_entry.h"
 
 static vxp_kernel make_kernel(void) {
   vxp_kernel k = {0};
@@ -95,19 +96,44 @@ Test(protocol, fetch_and_hello_round_trip) {
   vxp_request_clear(&out);
 }
 
+static const char entry_key[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+/* An entry of k (and a second kernel, "other", with k's layout) over
+ * object, with a checksum of 32 bytes of x: this module only places it. */
+static uint8_t *make_entry(const vxp_kernel *k, const char *key, size_t *len) {
+  uint8_t *rec = NULL, *body = NULL, *entry = NULL;
+  size_t rlen = 0, blen = 0;
+  cr_assert_eq(vxp_kernel_meta_encode(k, &rec, &rlen), VXP_OK);
+  vxp_kernel other = *k;
+  other.name = "other";
+  uint8_t *rec2 = NULL;
+  size_t rlen2 = 0;
+  cr_assert_eq(vxp_kernel_meta_encode(&other, &rec2, &rlen2), VXP_OK);
+  vxp_entry_kernel ks[2] = {{k->name, strlen(k->name), rec, rlen}, {"other", 5, rec2, rlen2}};
+  cr_assert_eq(vxp_entry_body_encode(key, "opt_level=2",
+                                     (const uint8_t *)"\x7f"
+                                                      "ELF\x01",
+                                     5, ks, 2, &body, &blen),
+               VXP_OK);
+  uint8_t sum[VXP_ENTRY_CHECKSUM_SIZE];
+  memset(sum, 'x', sizeof sum);
+  cr_assert_eq(vxp_entry_seal(body, blen, sum, NULL, NULL, &entry, len), VXP_OK);
+  free(rec), free(rec2), free(body);
+  return entry;
+}
+
 Test(protocol, compile_response_round_trip_keeps_every_field) {
   vxp_kernel k = make_kernel();
   char *diags[] = {"a.mlir:1:2: error: x"};
+  size_t elen = 0;
+  uint8_t *entry = make_entry(&k, entry_key, &elen);
   vxp_response in = {.id = 9,
                      .op = VXP_OP_COMPILE,
                      .status = VXP_STATUS_OK,
-                     .key = "k",
+                     .key = (char *)entry_key,
                      .cached = true,
-                     .object = (uint8_t *)"\x7f"
-                                          "ELF\x01",
-                     .object_size = 5,
-                     .nkernels = 1,
-                     .kernels = &k,
+                     .entry = entry,
+                     .entry_size = elen,
                      .ndiags = 1,
                      .diags = diags,
                      .lowered_ir = "llvm"};
@@ -116,11 +142,14 @@ Test(protocol, compile_response_round_trip_keeps_every_field) {
   cr_assert_eq(out.id, 9);
   cr_assert_eq(out.status, VXP_STATUS_OK);
   cr_assert(out.cached);
-  cr_assert_str_eq(out.key, "k");
+  cr_assert_str_eq(out.key, entry_key);
   cr_assert_str_eq(out.lowered_ir, "llvm");
   cr_assert_eq(out.ndiags, 1);
   cr_assert_str_eq(out.diags[0], "a.mlir:1:2: error: x");
-  cr_assert_eq(out.nkernels, 1);
+  cr_assert(out.entry_size == elen && memcmp(out.entry, entry, elen) == 0, "the entry, byte for byte");
+  cr_assert_eq(out.nkernels, 0, "not sent apart from the entry");
+  cr_assert_eq(vxp_entry_unpack(&out, NULL), VXP_OK);
+  cr_assert_eq(out.nkernels, 2);
   vxp_kernel *o = &out.kernels[0];
   cr_assert_str_eq(o->name, "vecadd");
   cr_assert_eq(o->nargs, 2);
@@ -144,6 +173,60 @@ Test(protocol, compile_response_round_trip_keeps_every_field) {
                       5),
                0);
   vxp_response_clear(&out);
+  free(entry);
+  vxp_kernel_clear(&k);
+}
+
+/* What a client does with an entry: one kernel kept when asked for, and
+ * an entry of another key, a record filed under another name, a wider
+ * encoding or an impossible layout leave it nothing to use. */
+Test(protocol, an_entry_is_unpacked_whole_or_not_at_all) {
+  vxp_kernel k = make_kernel();
+  size_t elen = 0;
+  uint8_t *entry = make_entry(&k, entry_key, &elen);
+  vxp_response r = {.key = strdup(entry_key), .entry = entry, .entry_size = elen};
+  cr_assert_eq(vxp_entry_unpack(&r, "other"), VXP_OK);
+  cr_assert_eq(r.nkernels, 1);
+  cr_assert_str_eq(r.kernels[0].name, "other");
+  cr_assert_eq(r.object_size, 5, "one kernel comes with the module's object");
+  free(r.object), vxp_kernel_clear(&r.kernels[0]), free(r.kernels);
+  r.object = NULL, r.kernels = NULL, r.nkernels = 0;
+  cr_assert_eq(vxp_entry_unpack(&r, "nope"), VXP_EMISSING, "the entry is there, that kernel is not");
+  cr_assert_null(r.object);
+  free(r.key);
+  r.key = strdup("ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
+  cr_assert_eq(vxp_entry_unpack(&r, NULL), VXP_EFORMAT, "another key's entry");
+  cr_assert_null(r.object);
+  cr_assert_eq(r.nkernels, 0);
+  vxp_response_clear(&r);
+
+  /* a record whose layout a packer cannot trust */
+  k.buffer_size = 8;
+  vxp_response bad = {.entry = make_entry(&k, entry_key, &elen), .entry_size = elen};
+  cr_assert_eq(vxp_entry_unpack(&bad, NULL), VXP_ELAYOUT);
+  cr_assert_null(bad.kernels);
+  vxp_response_clear(&bad);
+  k.buffer_size = 48;
+
+  /* every truncation: refused */
+  entry = make_entry(&k, entry_key, &elen);
+  for (size_t n = 0; n < elen; n++) {
+    vxp_entry_view v;
+    cr_assert_eq(vxp_entry_view_of(entry, n, &v), VXP_EFORMAT, "cut to %zu", n);
+  }
+  /* the format version as a uint8 rather than a fixint: refused */
+  uint8_t *wide = malloc(elen + 1);
+  size_t at = 2 + strlen(VXP_ENTRY_TAG);
+  memcpy(wide, entry, at);
+  wide[at] = 0xcc;
+  memcpy(wide + at + 1, entry + at, elen - at);
+  vxp_entry_view v;
+  cr_assert_eq(vxp_entry_view_of(wide, elen + 1, &v), VXP_EFORMAT);
+  cr_assert_eq(vxp_entry_view_of(entry, elen, &v), VXP_OK);
+  cr_assert_eq(v.nkernels, 2);
+  vxp_entry_view_clear(&v);
+  free(wide);
+  free(entry);
   vxp_kernel_clear(&k);
 }
 

@@ -29,6 +29,7 @@
 
 #include "vxc.h"
 #include "vxk.h"
+#include "vxk_entry.h"
 #include "vxk_remote.h"
 #include "vxt.h"
 
@@ -923,26 +924,30 @@ Test(remote, only_entries_signed_by_a_trusted_key_are_used) {
    * and the writer's key id and signature of the real entry */
   size_t len;
   uint8_t *real = value_of(&rd, &forged_r, &len);
-  vxk_entry e;
-  uint64_t us;
-  cr_assert_eq(vxk_remote_decode(forged_r.key, real, len, &e, &us), VXK_OK, "a signed value is well formed");
-  e.object[e.object_size / 2] ^= 0x40;
-  vxk_kernel_in ks[8];
-  for (uint32_t i = 0; i < e.nkernels && i < 8; i++)
-    ks[i] = (vxk_kernel_in){e.kernels[i].name, e.kernels[i].metadata, e.kernels[i].metadata_size};
-  uint8_t *planted = NULL;
-  size_t plen = 0;
-  cr_assert_eq(vxk_remote_encode(forged_r.key, e.object, e.object_size, ks, e.nkernels, us, &planted, &plen),
+  cr_assert(len == forged_r.entry_size && memcmp(real, forged_r.entry, len) == 0,
+            "Redis holds the very bytes the client got");
+  vxp_entry_view e, p;
+  cr_assert_eq(vxk_entry_check(forged_r.key, real, len, NULL, &e), VXK_OK, "a signed entry is whole");
+  cr_assert_not_null(e.key_id, "and signed");
+  uint8_t *object = malloc(e.object_size);
+  memcpy(object, e.object, e.object_size);
+  object[e.object_size / 2] ^= 0x40;
+  char options[VXP_ENTRY_OPTIONS_MAX + 1];
+  snprintf(options, sizeof options, "%.*s", (int)e.options_len, e.options);
+  uint8_t *planted = NULL, *forged = NULL;
+  size_t plen = 0, flen = 0;
+  cr_assert_eq(vxk_entry_encode(forged_r.key, options, object, e.object_size, e.kernels, e.nkernels, NULL,
+                                &planted, &plen),
                VXK_OK);
-  size_t tail = 2 + VXK_KEY_ID_SIZE + 2 + VXK_SIGNATURE_SIZE; /* the real value's key id and signature */
-  uint8_t *forged = malloc(plen + tail);
-  memcpy(forged, planted, plen);
-  memcpy(forged + plen, real + len - tail, tail);
-  forged[0] = 0x99; /* nine fields */
-  freeReplyObject(
-      redis_cmd(&rd, "SET vortexd:v%d:%s %b", VXK_REMOTE_FORMAT, forged_r.key, forged, plen + tail));
-  free(forged), free(planted), free(real);
-  vxk_entry_clear(&e);
+  cr_assert_eq(vxk_entry_check(forged_r.key, planted, plen, NULL, &p), VXK_OK);
+  /* the planted body and its checksum, with the real entry's key id and
+   * signature */
+  cr_assert_eq(vxp_entry_seal(p.body, p.body_size, p.checksum, e.key_id, e.signature, &forged, &flen),
+               VXP_OK);
+  freeReplyObject(redis_cmd(&rd, "SET vortexd:v%d:%s %b", VXK_REMOTE_FORMAT, forged_r.key, forged, flen));
+  vxp_entry_view_clear(&p);
+  vxp_entry_view_clear(&e);
+  free(forged), free(planted), free(real), free(object);
 
   compile_n(&c, 41, &got);
   cr_assert(got.cached, "a signed entry is used");

@@ -41,6 +41,7 @@
 #include "vxc.h"
 #include "vxk.h"
 #include "vxp_config.h"
+#include "vxp_entry.h"
 #include "vxr.h"
 
 #define VXR_ARENA_DEFAULT (64u << 20)
@@ -203,7 +204,7 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
     return rc;
   }
   vxk_entry e;
-  rc = vxk_get(c, key, NULL, &e);
+  rc = vxk_get(c, key, &e);
   vxk_close(c);
   if (rc != VXK_OK) {
     vxr__fail("no vortexd answers and the cache in %s has %s entry %s", cfg.value[VXP_CONF_cache_dir],
@@ -211,13 +212,8 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
     return rc;
   }
   memset(r, 0, sizeof *r);
-  r->kernels = calloc(e.nkernels ? e.nkernels : 1, sizeof *r->kernels);
-  rc = r->kernels ? 0 : -ENOMEM;
-  for (uint32_t i = 0; rc == 0 && i < e.nkernels; i++, r->nkernels++)
-    rc = vxp_kernel_meta_decode(e.kernels[i].metadata, e.kernels[i].metadata_size, &r->kernels[i]);
-  r->object = e.object, r->object_size = e.object_size;
-  e.object = NULL;
-  vxk_entry_clear(&e);
+  r->entry = e.data, r->entry_size = e.size; /* moved */
+  rc = vxp_entry_unpack(r, NULL);
   r->status = VXP_STATUS_OK;
   if (rc != 0) vxr__fail("cache entry %s has unreadable kernel records", key);
   return rc;

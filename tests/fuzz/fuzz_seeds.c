@@ -1,15 +1,15 @@
 /*
  * fuzz_seeds.c - writes starting inputs for the fuzz targets into DIR:
  * request payloads (compile, fetch, stats) and response payloads (a
- * compile answer with two kernels), encoded by the protocol itself so they
- * follow it as it changes; and a value of the cache's remote level (a
- * two-kernel entry, as vxk_remote_encode writes it).   fuzz_seeds DIR
+ * compile answer carrying a two-kernel entry), encoded by the protocol
+ * itself so they follow it as it changes; and that entry alone, as
+ * vxk_entry_encode writes it for every cache level.   fuzz_seeds DIR
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vxk_remote.h"
+#include "vxk_entry.h"
 #include "vxp.h"
 
 static void put(const char *dir, const char *name, const uint8_t *frame, size_t len) {
@@ -74,33 +74,34 @@ int main(int argc, char **argv) {
                       .buffer_size = 32,
                       .grid_dims = 1}};
   uint8_t obj[16] = {0x7f, 'E', 'L', 'F'};
-  vxp_response rs = {.id = 7,
-                     .op = VXP_OP_COMPILE,
-                     .status = VXP_STATUS_OK,
-                     .key = (char *)"00ff",
-                     .object = obj,
-                     .object_size = sizeof obj,
-                     .nkernels = 2,
-                     .kernels = ks};
-  if (vxp_response_encode(&rs, &frame, &len) != VXP_OK) return 1;
-  put(argv[1], "response-0", frame, len);
-  free(frame);
-  /* a remote value: its kernel records as the cache stores them */
+  /* the entry: its kernel records as the worker encodes them */
   static const char key[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-  vxk_kernel_in kin[2];
+  vxp_entry_kernel kin[2];
   uint8_t *meta[2];
   for (int i = 0; i < 2; i++) {
     size_t ml;
     if (vxp_kernel_meta_encode(&ks[i], &meta[i], &ml) != VXP_OK) return 1;
-    kin[i] = (vxk_kernel_in){ks[i].name, meta[i], ml};
+    kin[i] = (vxp_entry_kernel){ks[i].name, strlen(ks[i].name), meta[i], ml};
   }
-  uint8_t *value;
-  if (vxk_remote_encode(key, obj, sizeof obj, kin, 2, 4321, &value, &len) != VXK_OK) return 1;
+  uint8_t *entry;
+  size_t elen;
+  if (vxk_entry_encode(key, "opt_level=2;warp_size=4", obj, sizeof obj, kin, 2, NULL, &entry, &elen) !=
+      VXK_OK)
+    return 1;
+  vxp_response rs = {.id = 7,
+                     .op = VXP_OP_COMPILE,
+                     .status = VXP_STATUS_OK,
+                     .key = (char *)key,
+                     .entry = entry,
+                     .entry_size = elen};
+  if (vxp_response_encode(&rs, &frame, &len) != VXP_OK) return 1;
+  put(argv[1], "response-0", frame, len);
+  free(frame);
   char path[4096];
-  snprintf(path, sizeof path, "%s/remote-value-0", argv[1]);
+  snprintf(path, sizeof path, "%s/entry-0", argv[1]);
   FILE *f = fopen(path, "wb");
-  if (!f || fwrite(value, 1, len, f) != len || fclose(f) != 0) return 1;
-  free(value);
+  if (!f || fwrite(entry, 1, elen, f) != elen || fclose(f) != 0) return 1;
+  free(entry);
   free(meta[0]);
   free(meta[1]);
   return 0;
