@@ -19,6 +19,7 @@ _vxc() {
     -o) COMPREPLY=($(compgen -f -- "$cur") $(compgen -W "-" -- "$cur")); return ;;
     -O) COMPREPLY=($(compgen -W "0 1 2 3" -- "$cur")); return ;;
     --warp-size) COMPREPLY=($(compgen -W "1 2 4 8 16 32" -- "$cur")); return ;;
+    --target) COMPREPLY=($(compgen -W "vortex2-rv32 vortex2-rv64 vortex3-rv32 vortex3-rv64" -- "$cur")); return ;;
     --shared-libs) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --entry-point-result) COMPREPLY=($(compgen -W "void i32 i64 f32" -- "$cur")); return ;;
     --max-size | --kernel | --source-name | --limit | -e) return ;;
@@ -33,7 +34,7 @@ _vxc() {
   fi
   local opts=""
   case $cmd in
-    compile) opts="-o -v --verbose --json -O --emit-ir --warp-size --shuffle-insns --source-name --host --help" ;;
+    compile) opts="-o -v --verbose --json -O --emit-ir --warp-size --shuffle-insns --target --source-name --host --help" ;;
     fetch) opts="-o -v --verbose --json --kernel --help" ;;
     ls) opts="--json --limit --help" ;;
     inspect) opts="--json -d --disassemble --help" ;;

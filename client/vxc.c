@@ -402,7 +402,9 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
                    .opt_level = opts ? opts->opt_level : 2,
                    .emit_ir = opts && opts->emit_ir,
                    .warp_size = opts ? opts->warp_size : 0,
-                   .shuffle_insns = opts && opts->shuffle_insns};
+                   .shuffle_insns = opts && opts->shuffle_insns,
+                   .vortex_abi = opts ? opts->vortex_abi : 0,
+                   .xlen = opts ? opts->xlen : 0};
   return vxc__roundtrip(c, &r, resp);
 }
 
@@ -483,7 +485,7 @@ int vxc_pack_args(const vxp_kernel *k, const void *const *values, const uint32_t
   for (uint32_t i = 0; i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
     if (!values || !values[i]) return -EINVAL;
-    memcpy(b + a->offset, values[i], a->size); /* host and RV32 are both little-endian */
+    memcpy(b + a->offset, values[i], a->size); /* host and RISC-V are both little-endian */
   }
   uint8_t *h = b + k->launch_offset;
   for (int i = 0; i < 3; i++)

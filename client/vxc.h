@@ -69,15 +69,18 @@ void vxc_close(vxc_conn *c);
 const vxp_response *vxc_server_info(vxc_conn *c);
 
 /* Compiles MLIR source (len bytes) named source_name (for diagnostics).
- * opts may be NULL (O2, no IR, 4 threads per warp).  Fills *resp (caller
+ * opts may be NULL (O2, no IR, 4 threads per warp, Vortex 2.x on RV32).  Fills *resp (caller
  * clears it with vxp_response_clear). */
 typedef struct {
-  uint32_t opt_level; /* 0..3 */
-  int emit_ir;        /* nonzero: also return the lowered MLIR */
-  uint32_t warp_size; /* threads per warp of the target (subgroup size):
-                         a power of two 1..32; 0 = vortexd's default, 4 */
-  int shuffle_insns;  /* nonzero: gpu.shuffle through Vortex's shuffle
-                         instructions (devices that have them) */
+  uint32_t opt_level;  /* 0..3 */
+  int emit_ir;         /* nonzero: also return the lowered MLIR */
+  uint32_t warp_size;  /* threads per warp of the target (subgroup size):
+                          a power of two 1..32; 0 = vortexd's default, 4 */
+  int shuffle_insns;   /* nonzero: gpu.shuffle through Vortex's shuffle
+                          instructions (devices that have them) */
+  uint32_t vortex_abi; /* the device's Vortex kernel ABI, 2 (2.x) or 3
+                          (3.0's hardware scheduler); 0 = 2 */
+  uint32_t xlen;       /* the device's register width, 32 or 64; 0 = 32 */
 } vxc_compile_options;
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp);
@@ -130,10 +133,11 @@ int vxc_admin(vxc_conn *c, vxp_op op, uint64_t max_size, vxp_response *resp);
 /* Packs a launch of kernel k into buf (k->buffer_size bytes; buf_size must
  * be at least that).  values[i] points to argument i in host form: for a
  * scalar, k->args[i].size bytes of the value (i1 as one byte 0/1, index as a
- * 32-bit integer); for a pointer, a uint32_t device address.  grid and block
- * are the launch dimensions (unused ones 1); shared_bytes is the dynamic
- * shared memory per block.  Offsets are the ones the daemon computed from
- * the RV32 data layout, the same the kernel's entry reads.  k is checked
+ * 32-bit integer); for a pointer, a device address of k->xlen bits (a
+ * uint32_t on RV32, a uint64_t on RV64).  grid and block are the launch
+ * dimensions (unused ones 1); shared_bytes is the dynamic shared memory per
+ * block.  Offsets are the ones the daemon computed from the target's data
+ * layout, the same the kernel's entry reads.  k is checked
  * first (vxp_kernel_check: every offset + size inside the buffer without
  * wrap-around, every size exactly its type's), so a record from an
  * untrusted source can make it neither write outside buf nor read more

@@ -69,12 +69,15 @@ static json_t *json_kernel(const vxp_kernel *k) {
                         (json_int_t)a->size, "align", (json_int_t)a->align, "offset", (json_int_t)a->offset,
                         "rank", (json_int_t)a->rank, "elem_size", (json_int_t)a->elem_size));
   }
-  return json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:[I,I,I],s:I,s:I}", "name", json_text(k->name), "entry",
+  char target[VXP_TARGET_NAME_MAX];
+  vxp_target_name(k->vortex_abi, k->xlen, target);
+  return json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:[I,I,I],s:I,s:I,s:s}", "name", json_text(k->name), "entry",
                    json_text(k->entry), "args", args, "args_size", (json_int_t)k->args_size, "launch_offset",
                    (json_int_t)k->launch_offset, "buffer_size", (json_int_t)k->buffer_size, "grid_dims",
                    (json_int_t)k->grid_dims, "known_block", (json_int_t)k->known_block[0],
                    (json_int_t)k->known_block[1], (json_int_t)k->known_block[2], "shared_bytes",
-                   (json_int_t)k->shared_bytes, "subgroup_size", (json_int_t)k->subgroup_size);
+                   (json_int_t)k->shared_bytes, "subgroup_size", (json_int_t)k->subgroup_size, "target",
+                   target);
 }
 
 /* One JSON object on one line: key, cached, status, the object written
@@ -168,8 +171,8 @@ static const char *shown(const char *s) {
 static void table_result(FILE *f, const vxp_response *r, const char *object_path) {
   fprintf(f, "key %s (%s)\n", r->key ? shown(r->key) : "-", r->cached ? "cached" : "compiled");
   if (object_path)
-    fprintf(f, "object %s (%zu bytes; link kernel K with --defsym=main=<K's entry>)\n", object_path,
-            r->object_size);
+    fprintf(f, "object %s (%zu bytes; link kernel K with --defsym=%s=<K's entry>)\n", object_path,
+            r->object_size, r->nkernels && r->kernels[0].vortex_abi == 3 ? "kernel_main" : "main");
   for (uint32_t i = 0; i < r->nkernels; i++) {
     const vxp_kernel *k = &r->kernels[i];
     fprintf(f, "\nKernel: %s\n", shown(k->name));
@@ -179,7 +182,10 @@ static void table_result(FILE *f, const vxp_response *r, const char *object_path
     fprintf(f, "  grid dimensions used: %u", k->grid_dims);
     if (k->known_block[0])
       fprintf(f, ", known block size %ux%ux%u", k->known_block[0], k->known_block[1], k->known_block[2]);
-    fprintf(f, ", static shared memory %u bytes, %u threads per warp\n", k->shared_bytes, k->subgroup_size);
+    char target[VXP_TARGET_NAME_MAX];
+    vxp_target_name(k->vortex_abi, k->xlen, target);
+    fprintf(f, ", static shared memory %u bytes, %u threads per warp, target %s\n", k->shared_bytes,
+            k->subgroup_size, target);
     fprintf(f, "  Arguments:\n");
     for (uint32_t j = 0; j < k->nargs; j++) {
       const vxp_arg *a = &k->args[j];
@@ -753,7 +759,7 @@ static void print_stats(const vxp_stats *s, const char *server, const char *sock
 enum {
   OPT_JSON = 1 << 0,    /* --json */
   OPT_OUT = 1 << 1,     /* -o */
-  OPT_COMPILE = 1 << 2, /* -O, --emit-ir, --warp-size, --shuffle-insns, --source-name */
+  OPT_COMPILE = 1 << 2, /* -O, --emit-ir, --warp-size, --shuffle-insns, --source-name, --target */
   OPT_HOST = 1 << 3,    /* --host */
   OPT_KERNEL = 1 << 4,  /* --kernel */
   OPT_MAXSIZE = 1 << 5, /* --max-size */
@@ -776,7 +782,8 @@ typedef struct {
   const char *entry, *entry_result; /* run: -e, --entry-point-result */
   const char *out;                  /* -o's argument, or NULL */
   const char *kernel, *max_size, *source_name;
-  uint64_t prune_to; /* prune: --max-size, else max_cache_size (bytes), checked in main */
+  const char *target; /* --target, or NULL: the configuration's */
+  uint64_t prune_to;  /* prune: --max-size, else max_cache_size (bytes), checked in main */
   const char *shlibs[16];
   int nshlibs;
   vxc_compile_options co;
@@ -810,7 +817,7 @@ static int cmd_inspect(const command *cm, invocation *in, vxc_conn *conn);
 static const command commands[] = {
     {"compile",
      "FILE.mlir|- [-o FILE|DIR/|-] [-v] [--json] [-O 0-3] [--emit-ir] [--warp-size N] [--shuffle-insns]\n"
-     "            [--source-name NAME] [--host]",
+     "            [--target TARGET] [--source-name NAME] [--host]",
      "Compiles every kernel of the module through vortexd into one object, as `cc -c` would: FILE.o in\n"
      "the current directory, or -o FILE, or -o DIR/ (an existing directory, or a path ending in '/')\n"
      "for DIR/FILE.o, or -o - for standard output. '-' reads the source from standard input\n"
@@ -818,8 +825,10 @@ static const command commands[] = {
      "success: -v prints each kernel's entry symbol and argument table, --json one JSON document\n"
      "(and writes a file only with -o), --emit-ir the lowered MLIR. -O: LLVM's optimization level\n"
      "(default 2); --warp-size: threads per warp of the device (default 4); --shuffle-insns:\n"
-     "gpu.shuffle with Vortex's shuffle instructions. --host compiles the program's host side into\n"
-     "FILE.host.o instead, to link with -lvortexd_runtime.",
+     "gpu.shuffle with Vortex's shuffle instructions; --target: the device's Vortex kernel ABI and\n"
+     "register width, vortex2-rv32 (default: the daemon's `target` key), vortex2-rv64, vortex3-rv32 or\n"
+     "vortex3-rv64. --host compiles the program's host side into FILE.host.o instead, to link with\n"
+     "-lvortexd_runtime.",
      1, OPT_JSON | OPT_OUT | OPT_COMPILE | OPT_HOST | OPT_VERBOSE, 1, 0, cmd_compile},
     {"fetch", "KEY [--kernel NAME] [-o FILE|DIR/|-] [-v] [--json]",
      "Fetches a cached entry by its key, or a unique prefix of it of at least 4 hex digits (as git\n"
@@ -919,6 +928,7 @@ enum {
   O_WARP,
   O_KERNEL,
   O_SHFL,
+  O_TARGET,
   O_MAXSIZE,
   O_SHLIB,
   O_HOST,
@@ -961,6 +971,12 @@ static int apply_option(const command *cm, int c, const char *value, invocation 
   }
   case O_KERNEL: in->kernel = value; break;
   case O_SHFL: in->co.shuffle_insns = 1; break;
+  case O_TARGET:
+    if (vxp_target_parse(value, &in->co.vortex_abi, &in->co.xlen) != 0)
+      return usage_error(
+          cm, "--target takes vortex2-rv32, vortex2-rv64, vortex3-rv32 or vortex3-rv64, not '%s'", value);
+    in->target = value;
+    break;
   case O_MAXSIZE: in->max_size = value; break;
   case O_SRC: in->source_name = value; break;
   case 'd': in->disassemble = 1; break;
@@ -1022,7 +1038,7 @@ static int check_arguments(const command *cm, invocation *in) {
   if (in->out && strcmp(in->out, "-") == 0 && (in->json || in->co.emit_ir))
     return usage_error(cm, "-o - writes the object to standard output: not with %s",
                        in->json ? "--json" : "--emit-ir");
-  if (in->host && (in->co.emit_ir || in->co.warp_size || in->co.shuffle_insns || in->verbose))
+  if (in->host && (in->co.emit_ir || in->co.warp_size || in->co.shuffle_insns || in->verbose || in->target))
     return usage_error(cm, "--host takes only -o and --json");
   if (in->source_name && !*in->source_name) return usage_error(cm, "--source-name needs a name");
   if (in->disassemble && in->json) return usage_error(cm, "-d prints a listing: not with --json");
@@ -1039,6 +1055,7 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
                                        {"warp-size", required_argument, NULL, O_WARP},
                                        {"kernel", required_argument, NULL, O_KERNEL},
                                        {"shuffle-insns", no_argument, NULL, O_SHFL},
+                                       {"target", required_argument, NULL, O_TARGET},
                                        {"max-size", required_argument, NULL, O_MAXSIZE},
                                        {"shared-libs", required_argument, NULL, O_SHLIB},
                                        {"source-name", required_argument, NULL, O_SRC},
@@ -1057,7 +1074,7 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
                {O_SHFL, OPT_COMPILE},  {O_MAXSIZE, OPT_MAXSIZE}, {O_SHLIB, OPT_SHLIB},
                {O_SRC, OPT_COMPILE},   {'o', OPT_OUT},           {'O', OPT_COMPILE},
                {'v', OPT_VERBOSE},     {O_LIMIT, OPT_LIMIT},     {'d', OPT_DISASM},
-               {'e', OPT_ENTRY},       {O_RESULT, OPT_ENTRY}};
+               {'e', OPT_ENTRY},       {O_RESULT, OPT_ENTRY},    {O_TARGET, OPT_COMPILE}};
   int c;
   opterr = 0; /* our messages, not getopt's */
   optind = 1;

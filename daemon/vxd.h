@@ -52,6 +52,8 @@ typedef struct {
                                    images (cached with the object); "" = none */
   struct vxd_sdk *sdk;          /* what those images depend on, digested for the
                                    key (vxd_sdk_open); NULL without an SDK */
+  uint32_t vortex_abi, xlen;    /* the target of requests that name none
+                                   (the `target` key, vxp_target_parse) */
   int verbose;
   int log_level; /* lines above this priority are dropped (VXD_LOG_*; syslog's) */
   /* the second cache level: a Redis server several daemons share */
@@ -134,8 +136,9 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
 
 /* The lowering options of a compile request: what the worker compiles
  * with and what the daemon's cache key fingerprints (vxl_fingerprint), so
- * the two cannot disagree.  Any thread. */
-void vxd_options_from_request(const vxp_request *req, vxl_options *o);
+ * the two cannot disagree; a request that names no target gets cfg's.
+ * Any thread. */
+void vxd_options_from_request(const vxd_config *cfg, const vxp_request *req, vxl_options *o);
 
 /* The cache key of source compiled with options o: SHA-256 (vxk_key) over
  * this daemon's version, the lowering's fingerprint of o (everything that

@@ -53,7 +53,7 @@ vxd_job *vxd__job_create(vxd_server *s, const vxp_request *req, const char key[V
   j->emit_ir = req->emit_ir || req->op == VXP_OP_HOST;
   j->op = req->op;
   vxl_options o;
-  vxd_options_from_request(req, &o);
+  vxd_options_from_request(s->cfg, req, &o);
   char options[VXD_OPTIONS_MAX];
   vxd_cache_origin(&o, req->source_name, j->source_name, options);
   vxp_request wreq = *req; /* the worker answers the job, not the client */

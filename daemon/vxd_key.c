@@ -9,11 +9,17 @@
 
 #include "vxd.h"
 
-void vxd_options_from_request(const vxp_request *req, vxl_options *o) {
+void vxd_options_from_request(const vxd_config *cfg, const vxp_request *req, vxl_options *o) {
   *o = (vxl_options){.opt_level = req->opt_level,
                      .emit_ir = req->emit_ir,
                      .warp_size = req->warp_size,
-                     .shuffle_insns = req->shuffle_insns};
+                     .shuffle_insns = req->shuffle_insns,
+                     .vortex_abi = req->vortex_abi ? req->vortex_abi
+                                   : cfg           ? cfg->vortex_abi
+                                                   : 0,
+                     .xlen = req->xlen ? req->xlen
+                             : cfg     ? cfg->xlen
+                                       : 0};
 }
 
 int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const uint8_t *source,

@@ -129,6 +129,8 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
       vxd_sdk_open(cfg->vortex_sdk, VXD_LIBC, VXD_LIBGCC, &cfg->sdk, sdk_err, sizeof sdk_err) != 0)
     return vxd__bad(pc, VXP_CONF_vortex_sdk, sdk_err);
   static const char *const levels[] = {"error", "warning", "notice", "info", "debug"};
+  if (vxp_target_parse(pc->value[VXP_CONF_target], &cfg->vortex_abi, &cfg->xlen) != 0)
+    return vxd__bad(pc, VXP_CONF_target, "vortex2-rv32, vortex2-rv64, vortex3-rv32 or vortex3-rv64");
   cfg->log_level = -1;
   for (int i = 0; i < 5; i++)
     if (strcasecmp(pc->value[VXP_CONF_log_level], levels[i]) == 0) cfg->log_level = 3 + i;

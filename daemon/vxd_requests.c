@@ -335,7 +335,7 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
 
 static int vxd__key(const vxd_server *s, const vxp_request *req, char key[VXK_KEY_HEX + 1]) {
   vxl_options o;
-  vxd_options_from_request(req, &o);
+  vxd_options_from_request(s->cfg, req, &o);
   return vxd_cache_key(s->cfg, &o, req->source_name, req->source, req->source_len, key);
 }
 

@@ -32,7 +32,9 @@ int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
                     .buffer_size = k->buffer_size,
                     .grid_dims = k->grid_dims,
                     .shared_bytes = k->shared_bytes,
-                    .subgroup_size = k->subgroup_size};
+                    .subgroup_size = k->subgroup_size,
+                    .vortex_abi = k->vortex_abi,
+                    .xlen = k->xlen};
   memcpy(w->known_block, k->known_block, sizeof w->known_block);
   return 0;
 }

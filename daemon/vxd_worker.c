@@ -68,9 +68,10 @@ static int vxd__kernel_to_wire(vxl_kernel *k, vxp_kernel *w) {
 }
 
 /* Compiles one request into resp (ownership of the results moves into resp). */
-static void vxd__compile(vxd_crew *crew, vxl_compiler *c, const vxp_request *req, vxp_response *resp) {
+static void vxd__compile(vxd_crew *crew, vxl_compiler *c, const vxd_config *cfg, const vxp_request *req,
+                         vxp_response *resp) {
   vxl_options o;
-  vxd_options_from_request(req, &o);
+  vxd_options_from_request(cfg, req, &o);
   vxl_result r;
   int rc = vxd_crew_compile(crew, c, (const char *)req->source, req->source_len, req->source_name, &o, &r);
   resp->op = VXP_OP_COMPILE;
@@ -101,10 +102,12 @@ static void vxd__compile(vxd_crew *crew, vxl_compiler *c, const vxp_request *req
 }
 
 /* The lowering's key callback: the key vortexd gives a device module's text
- * compiled with default options, as libvortexd_runtime compiles it. */
+ * compiled with default options for the daemon's target, as
+ * libvortexd_runtime compiles it. */
 static int vxd__module_key(void *ud, const char *text, size_t len, char key[65]) {
-  vxl_options o = {.opt_level = 2};
-  return vxd_cache_key(ud, &o, VXP_DEVICE_MODULE_NAME, (const uint8_t *)text, len, key);
+  const vxd_config *cfg = ud;
+  vxl_options o = {.opt_level = 2, .vortex_abi = cfg ? cfg->vortex_abi : 0, .xlen = cfg ? cfg->xlen : 0};
+  return vxd_cache_key(cfg, &o, VXP_DEVICE_MODULE_NAME, (const uint8_t *)text, len, key);
 }
 
 /* Lowers a program's host side into resp. */
@@ -155,7 +158,7 @@ static void vxd__link_images(const vxd_config *cfg, vxp_response *resp) {
 static int vxd__seal_entry(const vxd_config *cfg, const vxp_request *req, vxp_response *resp) {
   if (!req->key || !vxk_key_valid(req->key)) return -EINVAL;
   vxl_options o;
-  vxd_options_from_request(req, &o);
+  vxd_options_from_request(cfg, req, &o);
   char source[VXL_DEBUG_FILE_MAX + 1], options[VXD_OPTIONS_MAX];
   vxd_cache_origin(&o, req->source_name, source, options);
   vxp_entry_kernel *ks = calloc(resp->nkernels ? resp->nkernels : 1, sizeof *ks);
@@ -242,7 +245,7 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
       if (req.op == VXP_OP_HOST)
         vxd__host(c, cfg, &req, &resp);
       else {
-        vxd__compile(crew, c, &req, &resp);
+        vxd__compile(crew, c, cfg, &req, &resp);
         vxd__link_images(cfg, &resp);
         int src = resp.status == VXP_STATUS_OK ? vxd__seal_entry(cfg, &req, &resp) : 0;
         if (src != 0) {

@@ -28,16 +28,22 @@
 #include "vxl_internal.h"
 #include "vxl_prelude.h"
 
-/* RV32IMAF, ilp32f, medany: the flags Vortex builds kernels with
- * (docs/VORTEX_ABI.md). */
-#define VXL_TRIPLE "riscv32-unknown-elf"
-#define VXL_CPU "generic-rv32"
-#define VXL_FEATURES "+m,+a,+f"
-#define VXL_ABI "ilp32f"
+/* The targets Vortex builds kernels for (its sw/kernel Makefile:
+ * -march=rv32imaf -mabi=ilp32f, or rv64imafd lp64d when XLEN is 64; both
+ * -mcmodel=medany), by register width: index xlen == 64 (docs/VORTEX_ABI.md). */
+typedef struct {
+  const char *triple, *cpu, *features, *abi;
+} vxl__target;
+static const vxl__target vxl__targets[2] = {
+    {"riscv32-unknown-elf", "generic-rv32", "+m,+a,+f", "ilp32f"},
+    {"riscv64-unknown-elf", "generic-rv64", "+m,+a,+f,+d", "lp64d"},
+};
 
 /* Upstream passes after the GPU-specific rewrite; index is 32-bit in every
  * pass that takes it (each conversion pass has its own index-bitwidth option
- * and defaults to 64).  The base pipeline covers
+ * and defaults to 64), on RV64 too: thread and block indices are 32-bit
+ * CSRs and Vortex's uint32_t, and 32-bit arithmetic is native there
+ * (docs/VORTEX_ABI.md, "Register width").  The base pipeline covers
  * what Polygeist kernels use (arith, scf, cf, memref load/store, func, llvm);
  * modules with affine, math, ub or other memref ops get the full one (the
  * extra passes cost ~8% of a compile even when they find nothing).  The
@@ -100,16 +106,25 @@ void vxl_install_fatal_error_handler(void (*handler)(const char *reason)) {
 }
 
 const char *vxl_toolchain_fingerprint(void) {
-  return "llvm=" LLVM_VERSION_STRING ";triple=" VXL_TRIPLE ";cpu=" VXL_CPU ";features=" VXL_FEATURES
-         ";abi=" VXL_ABI ";pipeline=scf-for-to-while+divergence," VXL_PIPELINE_FULL;
+  return "llvm=" LLVM_VERSION_STRING ";pipeline=scf-for-to-while+divergence," VXL_PIPELINE_FULL;
+}
+
+vxl_options vxl__resolved(const vxl_options *opts) {
+  vxl_options o = *opts;
+  if (o.opt_level > 3) o.opt_level = 3;
+  if (o.warp_size == 0) o.warp_size = VXL_DEFAULT_WARP_SIZE;
+  if (o.vortex_abi == 0) o.vortex_abi = VXL_DEFAULT_VORTEX_ABI;
+  if (o.xlen == 0) o.xlen = VXL_DEFAULT_XLEN;
+  return o;
 }
 
 int vxl_fingerprint(const vxl_options *opts, char *buf, size_t cap) {
-  vxl_options o = *opts; /* the defaults vxl_compile applies */
-  if (o.opt_level > 3) o.opt_level = 3;
-  if (o.warp_size == 0) o.warp_size = VXL_DEFAULT_WARP_SIZE;
+  vxl_options o = vxl__resolved(opts); /* the defaults vxl_compile applies */
+  const vxl__target *t = &vxl__targets[o.xlen == 64];
   size_t n = 0;
-  int w = snprintf(buf, cap, "lowering-abi=%u;%s", VXL_LOWERING_ABI_VERSION, vxl_toolchain_fingerprint());
+  int w =
+      snprintf(buf, cap, "lowering-abi=%u;%s;triple=%s;cpu=%s;features=%s;abi=%s", VXL_LOWERING_ABI_VERSION,
+               vxl_toolchain_fingerprint(), t->triple, t->cpu, t->features, t->abi);
   if (w < 0 || (size_t)w >= cap) return -ENOSPC;
   n = (size_t)w;
 #define VXL__OPTION_KEY(type, name, keyed)                                                                   \
@@ -124,7 +139,7 @@ int vxl_fingerprint(const vxl_options *opts, char *buf, size_t cap) {
 }
 
 const char *vxl_toolchain_summary(void) {
-  return "LLVM " LLVM_VERSION_STRING ", " VXL_TRIPLE " " VXL_CPU " " VXL_FEATURES " " VXL_ABI;
+  return "LLVM " LLVM_VERSION_STRING ", riscv32 (ilp32f) and riscv64 (lp64d), Vortex kernel ABI 2 and 3";
 }
 
 /* Context diagnostic handler: appends "file:line:col: severity: msg" (and
@@ -194,7 +209,6 @@ int vxl_compiler_create(vxl_compiler **out) {
 
   vxl__diags d = {0};
   c->cur_diags = &d;
-  c->prelude_hw = vxl__parse_prelude(c->ctx, VXL_PRELUDE_HARDWARE);
   MlirLogicalResult pr = mlirLogicalResultSuccess();
   const char *pipelines[8] = {VXL_PIPELINE_BASE,
                               VXL_PIPELINE_FULL,
@@ -220,7 +234,7 @@ int vxl_compiler_create(vxl_compiler **out) {
     mlirPassManagerEnableVerifier(*pms[i], false);
   }
   c->cur_diags = NULL;
-  int bad = mlirModuleIsNull(c->prelude_hw) || mlirLogicalResultIsFailure(pr);
+  int bad = mlirLogicalResultIsFailure(pr);
   for (uint32_t i = 0; i < d.n; i++) {
     fprintf(stderr, "vxl: prelude/pipeline: %s\n", d.v[i]);
     free(d.v[i]);
@@ -231,47 +245,91 @@ int vxl_compiler_create(vxl_compiler **out) {
     return -EINVAL;
   }
 
-  LLVMTargetRef target = NULL;
-  char *err = NULL;
-  if (LLVMGetTargetFromTriple(VXL_TRIPLE, &target, &err)) {
-    fprintf(stderr, "vxl: %s\n", err);
-    LLVMDisposeMessage(err);
+  c->reuse_codegen = 1;
+  vxl__machine *m = NULL; /* the default target's, made now: every worker compiles for it */
+  int rc = vxl__machine_of(c, VXL_DEFAULT_XLEN, &m);
+  if (rc == 0 && mlirModuleIsNull(vxl__prelude_of(
+                     c, &(vxl_options){.vortex_abi = VXL_DEFAULT_VORTEX_ABI, .xlen = VXL_DEFAULT_XLEN})))
+    rc = -EINVAL;
+  if (rc != 0) {
     vxl_compiler_destroy(c);
-    return -EINVAL;
+    return rc;
   }
-  LLVMTargetMachineOptionsRef o = LLVMCreateTargetMachineOptions();
-  LLVMTargetMachineOptionsSetCPU(o, VXL_CPU);
-  LLVMTargetMachineOptionsSetFeatures(o, VXL_FEATURES);
-  LLVMTargetMachineOptionsSetABI(o, VXL_ABI);
-  LLVMTargetMachineOptionsSetRelocMode(o, LLVMRelocStatic);
-  LLVMTargetMachineOptionsSetCodeModel(o, LLVMCodeModelMedium); /* medany */
-  LLVMTargetMachineOptionsSetCodeGenOptLevel(o, LLVMCodeGenLevelDefault);
-  c->tm = LLVMCreateTargetMachineWithOptions(target, VXL_TRIPLE, o);
-  LLVMDisposeTargetMachineOptions(o);
-  if (!c->tm) {
-    vxl_compiler_destroy(c);
-    return -EINVAL;
-  }
-  c->emitter = vxl_emitter_create(c->tm); /* NULL: each object through the C API */
   *out = c;
   return 0;
 }
 
-int vxl_compiler_reuse_codegen(vxl_compiler *c, int reuse) {
-  if (!reuse) {
-    vxl_emitter_destroy(c->emitter);
-    c->emitter = NULL;
-  } else if (!c->emitter && !(c->emitter = vxl_emitter_create(c->tm)))
-    return -ENOMEM;
+int vxl__machine_of(vxl_compiler *c, uint32_t xlen, vxl__machine **out) {
+  vxl__machine *m = &c->machine[xlen == 64];
+  const vxl__target *t = &vxl__targets[xlen == 64];
+  *out = m;
+  if (m->tm) return 0;
+  LLVMTargetRef target = NULL;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(t->triple, &target, &err)) {
+    fprintf(stderr, "vxl: %s\n", err);
+    LLVMDisposeMessage(err);
+    return -EINVAL;
+  }
+  LLVMTargetMachineOptionsRef o = LLVMCreateTargetMachineOptions();
+  if (!o) return -ENOMEM;
+  LLVMTargetMachineOptionsSetCPU(o, t->cpu);
+  LLVMTargetMachineOptionsSetFeatures(o, t->features);
+  LLVMTargetMachineOptionsSetABI(o, t->abi);
+  LLVMTargetMachineOptionsSetRelocMode(o, LLVMRelocStatic);
+  LLVMTargetMachineOptionsSetCodeModel(o, LLVMCodeModelMedium); /* medany */
+  LLVMTargetMachineOptionsSetCodeGenOptLevel(o, LLVMCodeGenLevelDefault);
+  m->tm = LLVMCreateTargetMachineWithOptions(target, t->triple, o);
+  LLVMDisposeTargetMachineOptions(o);
+  if (!m->tm) return -EINVAL;
+  if (c->reuse_codegen) m->emitter = vxl_emitter_create(m->tm); /* NULL: each object through the C API */
   return 0;
 }
 
-LLVMTargetDataRef vxl__target_data(const vxl_compiler *c) { return LLVMCreateTargetDataLayout(c->tm); }
+/* The prelude's text for each kernel ABI and register width, in the order
+ * of struct vxl_compiler's prelude[][]. */
+static const char *const vxl__prelude_text[2][2] = {
+    {VXL_PRELUDE_HARDWARE("i32"), VXL_PRELUDE_HARDWARE("i64")},
+    {VXL_PRELUDE_HARDWARE("i32"), VXL_PRELUDE_HARDWARE("i64")},
+};
+
+MlirModule vxl__prelude_of(vxl_compiler *c, const vxl_options *o) {
+  unsigned a = o->vortex_abi == 3, x = o->xlen == 64;
+  if (mlirModuleIsNull(c->prelude[a][x])) {
+    vxl__diags *saved = c->cur_diags, d = {0};
+    c->cur_diags = &d;
+    c->prelude[a][x] = vxl__parse_prelude(c->ctx, vxl__prelude_text[a][x]);
+    c->cur_diags = saved;
+    for (uint32_t i = 0; i < d.n; i++) {
+      fprintf(stderr, "vxl: prelude (abi %u, xlen %u): %s\n", o->vortex_abi, o->xlen, d.v[i]);
+      free(d.v[i]);
+    }
+    free(d.v);
+  }
+  return c->prelude[a][x];
+}
+
+int vxl_compiler_reuse_codegen(vxl_compiler *c, int reuse) {
+  c->reuse_codegen = reuse != 0;
+  for (unsigned i = 0; i < 2; i++) {
+    vxl__machine *m = &c->machine[i];
+    if (!reuse) {
+      vxl_emitter_destroy(m->emitter);
+      m->emitter = NULL;
+    } else if (m->tm && !m->emitter && !(m->emitter = vxl_emitter_create(m->tm)))
+      return -ENOMEM;
+  }
+  return 0;
+}
+
+LLVMTargetDataRef vxl__target_data(const vxl__machine *m) { return LLVMCreateTargetDataLayout(m->tm); }
 
 void vxl_compiler_destroy(vxl_compiler *c) {
   if (!c) return;
-  vxl_emitter_destroy(c->emitter); /* before the target machine it uses */
-  if (c->tm) LLVMDisposeTargetMachine(c->tm);
+  for (unsigned i = 0; i < 2; i++) {
+    vxl_emitter_destroy(c->machine[i].emitter); /* before the target machine it uses */
+    if (c->machine[i].tm) LLVMDisposeTargetMachine(c->machine[i].tm);
+  }
   if (!mlirPassManagerIsNull(c->pm)) mlirPassManagerDestroy(c->pm);
   if (!mlirPassManagerIsNull(c->pm_full)) mlirPassManagerDestroy(c->pm_full);
   if (!mlirPassManagerIsNull(c->pm_prep)) mlirPassManagerDestroy(c->pm_prep);
@@ -280,7 +338,9 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm_async)) mlirPassManagerDestroy(c->pm_async);
   if (!mlirPassManagerIsNull(c->pm_host_async)) mlirPassManagerDestroy(c->pm_host_async);
   if (!mlirPassManagerIsNull(c->pm_dce)) mlirPassManagerDestroy(c->pm_dce);
-  if (!mlirModuleIsNull(c->prelude_hw)) mlirModuleDestroy(c->prelude_hw);
+  for (unsigned a = 0; a < 2; a++)
+    for (unsigned x = 0; x < 2; x++)
+      if (!mlirModuleIsNull(c->prelude[a][x])) mlirModuleDestroy(c->prelude[a][x]);
   for (unsigned i = 0; i < c->nviews; i++) {
     mlirOperationDestroy(c->view_ops[i]);
     free(c->view_types[i]);
@@ -475,6 +535,8 @@ static int vxl__kernel_records(LLVMModuleRef lm, LLVMTargetDataRef td, const vxl
     memcpy(k->known_block, kinfo[i].known_block, sizeof k->known_block);
     k->shared_bytes = kinfo[i].shared_bytes;
     k->subgroup_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE;
+    k->vortex_abi = opts->vortex_abi;
+    k->xlen = opts->xlen;
   }
   return rc;
 }
@@ -485,6 +547,19 @@ static int vxl__check_options(const vxl_options *opts, vxl__diags *d) {
   uint32_t w = opts->warp_size;
   if (w > 32 || (w & (w - 1))) {
     vxl__diag_add(d, "%s: error: warp size %u is not a power of two from 1 to 32", d->source_name, w);
+    return -EINVAL;
+  }
+  if (opts->vortex_abi != 0 && opts->vortex_abi != 2 && opts->vortex_abi != 3) {
+    vxl__diag_add(d, "%s: error: Vortex kernel ABI %u is not 2 or 3", d->source_name, opts->vortex_abi);
+    return -EINVAL;
+  }
+  if (opts->vortex_abi == 3) {
+    vxl__diag_add(d, "%s: error: unsupported: the Vortex 3.0 kernel ABI is not implemented yet",
+                  d->source_name);
+    return -EINVAL;
+  }
+  if (opts->xlen != 0 && opts->xlen != 32 && opts->xlen != 64) {
+    vxl__diag_add(d, "%s: error: register width %u is not 32 or 64", d->source_name, opts->xlen);
     return -EINVAL;
   }
   return 0;
@@ -523,16 +598,23 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
   LLVMContextRef lctx = NULL;
   LLVMModuleRef lm = NULL;
   LLVMTargetDataRef td = NULL;
+  vxl__machine *mc = NULL;
+  vxl_options o = vxl__resolved(opts);
+  opts = &o; /* from here on every default is explicit */
 
   c->cur_diags = &d;
   vxl__llvm_diags llvm_diags = {&d, source_name, 0};
   int rc = 0;
   if ((rc = vxl__check_options(opts, &d)) != 0) goto done;
+  if ((rc = vxl__machine_of(c, opts->xlen, &mc)) != 0) {
+    vxl__diag_add(&d, "%s: error: internal: no target machine for RV%u", source_name, opts->xlen);
+    goto done;
+  }
   /* one LLVM context per compile: the MLIR side sizes workgroup buffers
    * with it, then the module is translated into it */
   lctx = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(lctx, vxl__llvm_diagnostic, &llvm_diags);
-  td = vxl__target_data(c);
+  td = vxl__target_data(mc);
   rc =
       vxl__lower_to_llvm_dialect(c, s->top, first, count, source_name, opts, lctx, td, &d, &mod, &kinfo, &nk);
   if (rc) goto done;
@@ -543,7 +625,7 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
     rc = -EINVAL;
     goto done;
   }
-  LLVMSetTarget(lm, VXL_TRIPLE);
+  LLVMSetTarget(lm, vxl__targets[opts->xlen == 64].triple);
   /* the translation sets "Debug Info Version"; the DWARF version is ours */
   LLVMTypeRef i32t = LLVMInt32TypeInContext(lctx);
   LLVMAddModuleFlag(lm, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
@@ -573,7 +655,7 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
    * slower per kernel with it still alive). */
   mlirModuleDestroy(mod);
   mod = (MlirModule){NULL};
-  rc = vxl__emit_object(c, lm, res->kernels, nk, first, opts, &res->object, &res->object_size, &d);
+  rc = vxl__emit_object(mc, lm, res->kernels, nk, first, opts, &res->object, &res->object_size, &d);
   if (rc == 0 && llvm_diags.errors) { /* LLVM reported errors and went on: no object */
     free(res->object);
     res->object = NULL;
@@ -741,12 +823,18 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
   return rc;
 }
 
-int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel *k) {
+int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, uint32_t xlen, vxl_kernel *k) {
   /* A private context and target machine: this entry point exists for the
    * unit tests and tools, and must not disturb any compiler's state. */
   vxl_compiler *c = NULL;
+  vxl__machine *mc = NULL;
+  if (xlen != 32 && xlen != 64) return -EINVAL;
   int rc = vxl_compiler_create(&c);
   if (rc) return rc;
+  if ((rc = vxl__machine_of(c, xlen, &mc)) != 0) {
+    vxl_compiler_destroy(c);
+    return rc;
+  }
   LLVMContextRef lctx = LLVMContextCreate();
   MlirTypeToLLVMIRTranslator tr = mlirTypeToLLVMIRTranslatorCreate(lctx);
   LLVMTypeRef *params = calloc(n ? n : 1, sizeof *params);
@@ -769,7 +857,7 @@ int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel 
     params[i] = mlirTypeToLLVMIRTranslatorTranslateType(tr, t);
     if (!params[i]) rc = -EINVAL;
   }
-  LLVMTargetDataRef td = vxl__target_data(c);
+  LLVMTargetDataRef td = vxl__target_data(mc);
   vxl__kernel_info ki = {.nargs = n, .arg_types = names, .arg_rank = ranks, .arg_elem = elems};
   if (rc == 0) rc = vxl__layout(td, lctx, params, n, &ki, k);
   LLVMDisposeTargetData(td);

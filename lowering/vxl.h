@@ -50,13 +50,19 @@
  *      kernels past VXL_MAX_KERNEL_ARGS / VXL_MAX_ARG_BUFFER refused.
  *   9: modules of more than VXL_PIECE_KERNELS kernels are compiled in
  *      pieces linked into one object; module variables the kernels can
- *      write are weak and hidden, named VXL_VAR_PREFIX "<name>". */
-#define VXL_LOWERING_ABI_VERSION 9u
+ *      write are weak and hidden, named VXL_VAR_PREFIX "<name>".
+ *  10: the target is an option (vortex_abi 2 | 3, xlen 32 | 64), named
+ *      in every kernel record. */
+#define VXL_LOWERING_ABI_VERSION 10u
 
 typedef struct vxl_compiler vxl_compiler;
 
 /* Threads per warp of Vortex's default configuration. */
 #define VXL_DEFAULT_WARP_SIZE 4u
+/* The kernel ABI and register width compiled for when none is asked:
+ * Vortex 2.x (its last release, v2.3) on RV32. */
+#define VXL_DEFAULT_VORTEX_ABI 2u
+#define VXL_DEFAULT_XLEN 32u
 
 /* Every compile option, as X(type, name, keyed): `keyed` says whether the
  * option changes the objects or metadata, and so belongs in
@@ -74,12 +80,26 @@ typedef struct vxl_compiler vxl_compiler;
  *                  (kernel subgroup_size)
  *   shuffle_insns  gpu.shuffle through Vortex's shuffle instructions
  *                  (custom-0, funct7 1: up/down/bfly/idx), for devices built
- *                  with them; otherwise through local memory */
+ *                  with them; otherwise through local memory
+ *   vortex_abi     the kernel ABI of the device's Vortex (docs/VORTEX_ABI.md):
+ *                  2, the 2.x releases (an entry `main` that spawns the grid
+ *                  with vx_spawn_threads, indices in thread-locals), or 3,
+ *                  Vortex 3.0's hardware scheduler (an entry `kernel_main`
+ *                  run by every warp of a block, indices from CSRs);
+ *                  0 = VXL_DEFAULT_VORTEX_ABI
+ *   xlen           the device's register width: 32 (RV32IMAF, ilp32f) or 64
+ *                  (RV64IMAFD, lp64d), as Vortex builds its kernels; the
+ *                  argument layout follows that target's LLVM data layout
+ *                  (device pointers are 8 bytes on 64); 0 = VXL_DEFAULT_XLEN */
+/* clang-format off: one option per line */
 #define VXL_OPTIONS(X)                                                                                       \
   X(uint32_t, opt_level, 1)                                                                                  \
   X(bool, emit_ir, 0)                                                                                        \
   X(uint32_t, warp_size, 1)                                                                                  \
-  X(bool, shuffle_insns, 1)
+  X(bool, shuffle_insns, 1)                                                                                  \
+  X(uint32_t, vortex_abi, 1)                                                                                 \
+  X(uint32_t, xlen, 1)
+/* clang-format on */
 
 typedef struct {
 #define VXL__OPTION_FIELD(type, name, keyed) type name;
@@ -95,8 +115,8 @@ typedef struct {
   uint32_t index;     /* position in the gpu.func signature */
   char *type;         /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
   vxl_arg_kind kind;  /* pointer for memref and !llvm.ptr, else scalar */
-  uint32_t size;      /* store size on RV32 */
-  uint32_t align;     /* ABI alignment on RV32 */
+  uint32_t size;      /* store size on the target (xlen) */
+  uint32_t align;     /* ABI alignment on the target */
   uint32_t offset;    /* offset from the start of the argument buffer */
   uint32_t rank;      /* memref rank (its descriptor has 3 + 2 x rank
                          fields on the host); 0 for other arguments */
@@ -119,6 +139,8 @@ typedef struct {
   uint32_t known_block[3]; /* gpu.known_block_size, or {0,0,0} */
   uint32_t shared_bytes;   /* static workgroup (shared) memory per block */
   uint32_t subgroup_size;  /* threads per warp the kernel was compiled for */
+  uint32_t vortex_abi;     /* the kernel ABI it was compiled for: 2 or 3 */
+  uint32_t xlen;           /* the register width it was compiled for: 32 or 64 */
 } vxl_kernel;
 
 /* Releases the fields of k (not k itself).  NULL-safe. */
@@ -340,10 +362,11 @@ const char *vxl_toolchain_summary(void);
 /* Scalar/pointer argument types the layout understands, by MLIR type text
  * ("i8", "i16", "i32", "i64", "f32", "f64", "index", "memref<...>",
  * "!llvm.ptr").  Computes offsets, sizes and alignments of the arguments of a
- * kernel with these types from the RV32 LLVM data layout, then the launch
- * header and total size.  Fills k->args (types copied), k->nargs,
- * k->args_size, k->launch_offset, k->buffer_size.  Returns 0, -EINVAL for a
- * type it cannot place (k untouched), -ENOMEM. Any thread. */
-int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, vxl_kernel *k);
+ * kernel with these types from the LLVM data layout of RV32 or RV64 (xlen 32
+ * or 64), then the launch header and total size.  Fills k->args (types
+ * copied), k->nargs, k->args_size, k->launch_offset, k->buffer_size.
+ * Returns 0, -EINVAL for a type it cannot place or another xlen (k
+ * untouched), -ENOMEM. Any thread. */
+int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, uint32_t xlen, vxl_kernel *k);
 
 #endif /* VXL_H */

@@ -112,9 +112,10 @@ static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body,
 
 /* Adds `void __vxl_body_<index>(ptr buf)` and the entry `i32 <entry>()` (what
  * the device's startup code calls as main) for kernel kf, whose static
- * workgroup memory is static_bytes per block. */
+ * workgroup memory is static_bytes per block, on a device of xlen-bit
+ * registers (the argument buffer's address is that wide). */
 static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, const char *entry,
-                           uint32_t static_bytes) {
+                           uint32_t static_bytes, uint32_t xlen) {
   LLVMContextRef lctx = LLVMGetModuleContext(m);
   LLVMTypeRef kty = LLVMGlobalGetValueType(kf);
   uint32_t n = LLVMCountParamTypes(kty);
@@ -147,7 +148,7 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   LLVMValueRef mainfn = LLVMAddFunction(m, entry, LLVMFunctionType(i32, NULL, 0, 0));
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
   const char *asmtext = "csrr $0, mscratch", *cons = "=r";
-  LLVMTypeRef aty = LLVMFunctionType(i32, NULL, 0, 0);
+  LLVMTypeRef aty = LLVMFunctionType(LLVMIntTypeInContext(lctx, xlen), NULL, 0, 0);
   LLVMValueRef ia =
       LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
   LLVMValueRef raw = LLVMBuildCall2(b, aty, ia, NULL, 0, "mscratch");
@@ -434,7 +435,7 @@ static void vxl__branchless_selects(LLVMModuleRef m) {
 
 /* Verifies m, runs the LLVM pipeline on it once and emits one object into
  * *obj / *obj_size (malloc()). */
-static int vxl__emit_module(vxl_compiler *c, LLVMModuleRef m, const vxl_options *opts, uint8_t **obj,
+static int vxl__emit_module(const vxl__machine *mc, LLVMModuleRef m, const vxl_options *opts, uint8_t **obj,
                             size_t *obj_size, vxl__diags *d) {
   char *msg = NULL;
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
@@ -446,7 +447,7 @@ static int vxl__emit_module(vxl_compiler *c, LLVMModuleRef m, const vxl_options 
   char pipeline[32];
   snprintf(pipeline, sizeof pipeline, "default<O%u>", opts->opt_level > 3 ? 3 : opts->opt_level);
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef err = LLVMRunPasses(m, pipeline, c->tm, po);
+  LLVMErrorRef err = LLVMRunPasses(m, pipeline, mc->tm, po);
   LLVMDisposePassBuilderOptions(po);
   if (err) {
     char *e = LLVMGetErrorMessage(err);
@@ -455,10 +456,10 @@ static int vxl__emit_module(vxl_compiler *c, LLVMModuleRef m, const vxl_options 
     return -EINVAL;
   }
   vxl__branchless_selects(m);
-  if (c->emitter) return vxl_emitter_emit(c->emitter, m, obj, obj_size);
+  if (mc->emitter) return vxl_emitter_emit(mc->emitter, m, obj, obj_size);
   LLVMMemoryBufferRef mb = NULL;
   msg = NULL;
-  if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, m, LLVMObjectFile, &msg, &mb)) {
+  if (LLVMTargetMachineEmitToMemoryBuffer(mc->tm, m, LLVMObjectFile, &msg, &mb)) {
     vxl__diag_add(d, "error: internal: RISC-V code generation failed: %s", msg ? msg : "");
     LLVMDisposeMessage(msg);
     return -EINVAL;
@@ -522,7 +523,7 @@ static void vxl__pin_thread_control(LLVMModuleRef m) {
   }
 }
 
-int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
+int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
                      const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d) {
   vxl__pin_thread_control(m);
   for (uint32_t i = 0; i < n; i++) {
@@ -531,8 +532,8 @@ int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint
       vxl__diag_add(d, "error: internal: kernel %s vanished during translation", kernels[i].name);
       return -EINVAL;
     }
-    vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes);
+    vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes, opts->xlen);
   }
   vxl__internalize(m, kernels, n);
-  return vxl__emit_module(c, m, opts, obj, obj_size, d);
+  return vxl__emit_module(mc, m, opts, obj, obj_size, d);
 }

@@ -162,10 +162,20 @@ void vxl__kernel_info_clear(vxl__kernel_info *k);
 
 #define VXL__VIEW_CACHE 64
 
+/* One register width's code generation (vxl__machine). */
+typedef struct {
+  LLVMTargetMachineRef tm;     /* NULL until a compile asks for this width */
+  struct vxl_emitter *emitter; /* tm's code-generation pipeline, built once (vxl_emit.h);
+                                  NULL: the C API's, built per module */
+} vxl__machine;
+
 /* Per-compiler state the two halves share. */
 struct vxl_compiler {
   MlirContext ctx;
-  MlirModule prelude_hw;         /* parsed VXL_PRELUDE_HARDWARE */
+  /* the device-ABI helpers (vxl_prelude.h) parsed for each kernel ABI
+   * (index: vortex_abi - 2) and register width (index: xlen == 64), each
+   * when a compile first asks for it */
+  MlirModule prelude[2][2];
   MlirPassManager pm;            /* upstream lowering pipeline (base), parsed once */
   MlirPassManager pm_full;       /* ... with affine/math/ub/strided-memref passes */
   MlirPassManager pm_prep;       /* scf-for-to-while, before the divergence pass */
@@ -175,9 +185,8 @@ struct vxl_compiler {
   MlirPassManager pm_dce;        /* symbol-dce: what a piece's kernels do not use */
   MlirPassManager pm_host_async; /* VXL_PIPELINE_HOST_ASYNC: a host side that uses the async
                                     dialect, lowered to MLIR's async runtime library */
-  struct vxl_emitter *emitter;   /* tm's code-generation pipeline, built once (vxl_emit.h);
-                                    NULL: the C API's, built per module */
-  LLVMTargetMachineRef tm;
+  vxl__machine machine[2];       /* RV32 and RV64 (index: xlen == 64) */
+  int reuse_codegen;             /* machines keep their code-generation pipeline */
   /* No LLVMTargetDataRef here: a DataLayout caches struct layouts by
    * StructType address, and every compile has its own LLVMContext, so a
    * long-lived one hands out stale layouts for types that reuse a freed
@@ -325,9 +334,24 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
 int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl__diags *d, unsigned *splits,
                            unsigned *preds);
 
-/* A data layout for one LLVMContext's lifetime; caller disposes it before
- * the context (see the note in struct vxl_compiler). */
-LLVMTargetDataRef vxl__target_data(const vxl_compiler *c);
+/* The options a compile runs with: opts with each 0 that means "the
+ * default" replaced by that default (warp_size, vortex_abi, xlen, and
+ * opt_level capped at 3). */
+vxl_options vxl__resolved(const vxl_options *opts);
+
+/* The code generation of register width xlen (32 or 64), created on first
+ * use.  Returns 0 and *out (owned by c), or -EINVAL (the target machine
+ * could not be made) / -ENOMEM. */
+int vxl__machine_of(vxl_compiler *c, uint32_t xlen, vxl__machine **out);
+
+/* A data layout of machine m for one LLVMContext's lifetime; caller
+ * disposes it before the context (see the note in struct vxl_compiler). */
+LLVMTargetDataRef vxl__target_data(const vxl__machine *m);
+
+/* The device-ABI helpers for resolved options o (vxl__resolved), parsed on
+ * first use; a null module when they do not parse (a fault of this
+ * program, reported on stderr). */
+MlirModule vxl__prelude_of(vxl_compiler *c, const vxl_options *o);
 
 /* LLVM side: computes the argument-buffer layout of a kernel whose LLVM
  * parameter types are params (from the translated function) into k. */
@@ -340,7 +364,7 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, 
  * (malloc(), *obj_size bytes).  kernels[i] is kernel first + i of the
  * source.  Layouts must already be filled by vxl__layout().  m stays owned by the caller.  Returns 0,
  * -ENOMEM, or -EINVAL with diags. */
-int vxl__emit_object(vxl_compiler *c, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
+int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
                      const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d);
 
 /* The LLVM struct type of a kernel's whole argument buffer: its parameters

@@ -451,11 +451,19 @@ static int vxl__drop_unused(vxl__rw *rw, vxl__ops *funcs) {
 }
 
 /* Stage 6: the Vortex device-ABI helpers (vxl_prelude.h), copied in. */
-static void vxl__add_prelude(vxl_compiler *c, MlirModule mod) {
+static int vxl__add_prelude(vxl_compiler *c, MlirModule mod, const vxl_options *opts, vxl__diags *d) {
+  vxl_options o = vxl__resolved(opts);
+  MlirModule prelude = vxl__prelude_of(c, &o);
+  if (mlirModuleIsNull(prelude)) {
+    vxl__diag_add(d, "%s: error: internal: the device-ABI helpers of Vortex %u on RV%u do not parse",
+                  d->source_name, o.vortex_abi, o.xlen);
+    return -EINVAL;
+  }
   MlirBlock mbody = mlirModuleGetBody(mod);
-  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(c->prelude_hw));
-       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(prelude)); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
     mlirBlockAppendOwnedOperation(mbody, mlirOperationClone(op));
+  return 0;
 }
 
 /* Stage 8: divergence: loops as scf.while, then split/join and pred
@@ -609,7 +617,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
   uint32_t nkernels = first >= total ? 0 : total - first < count ? total - first : count;
   if (rc == 0) rc = vxl__check_supported(&rw, mlirModuleGetOperation(mod)); /* 5 */
   if (rc == 0) rc = vxl__drop_unused(&rw, &funcs);                          /* 5b */
-  if (rc == 0) vxl__add_prelude(c, mod);                                    /* 6 */
+  if (rc == 0) rc = vxl__add_prelude(c, mod, opts, d);                      /* 6 */
   /* 7: memory placement, then each gpu.func to a func.func */
   if (rc == 0) rc = vxl__place_workgroup_globals(&rw);
   vxl__kernel_info *kinfo = NULL;

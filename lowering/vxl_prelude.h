@@ -98,7 +98,8 @@
  * csr_read(VX_CSR_LOCAL_MEM_BASE = 0xFC3) + __local_group_id * size.  Here
  * size is __vxl_group_bytes (static + dynamic bytes of this launch) and the
  * dynamic part starts __vxl_static_bytes in; both are written by main from
- * the kernel metadata and the launch header before vx_spawn_threads. */
+ * the kernel metadata and the launch header before vx_spawn_threads.
+ * CSR_READ defines %base, the core's local memory as a pointer. */
 #define VXL__LOCAL_MEMORY(CSR_READ)                                                                          \
   "llvm.mlir.global internal @__vxl_group_bytes(0 : i32) : i32\n"                                            \
   "llvm.mlir.global internal @__vxl_static_bytes(0 : i32) : i32\n"                                           \
@@ -146,7 +147,9 @@
   "  %wp = llvm.mlir.addressof @__warps_per_group : !llvm.ptr\n"                                             \
   "  %nw = llvm.load %wp : !llvm.ptr -> i32\n"
 
-#define VXL_PRELUDE_HARDWARE                                                                                 \
+/* The helpers for a device whose registers are XT ("i32" or "i64"): an
+ * address read from a CSR is XT wide. */
+#define VXL_PRELUDE_HARDWARE(XT)                                                                             \
   "module {\n" VXL__PRELUDE_COMMON VXL__DIVERGENCE(                                                          \
       "  %sp = llvm.inline_asm has_side_effects \".insn r 0x0B, 2, 0, $0, $1, x0\","                         \
       " \"=r,r,~{memory}\" %x : (i32) -> i32\n",                                                             \
@@ -156,17 +159,16 @@
       " \"r,r,~{memory}\" %x, %m : (i32, i32) -> ()\n",                                                      \
       "  %m = llvm.inline_asm has_side_effects \"csrr $0, 0xCC4\", \"=r\""                                   \
       " : () -> i32\n")                                                                                      \
-      VXL__LOCAL_MEMORY(                                                                                     \
-          "  %csr = llvm.inline_asm has_side_effects \"csrr $0, 0xFC3\", \"=r\""                             \
-          " : () -> i32\n"                                                                                   \
-          "  %base = llvm.inttoptr %csr : i32 to !llvm.ptr\n") "func.func private @__vxl_barrier() "         \
-                                                               "{\n" VXL__BARRIER_OPERANDS                   \
-                                                               "  llvm.inline_asm has_side_effects \".insn " \
-                                                               "r 0x0B, 4, 0, x0, $0, $1\","                 \
-                                                               " \"r,r,~{memory}\" %gid, %nw : (i32, i32) "  \
-                                                               "-> ()\n"                                     \
-                                                               "  return\n"                                  \
-                                                               "}\n"                                         \
-                                                               "}\n"
+      VXL__LOCAL_MEMORY("  %csr = llvm.inline_asm has_side_effects \"csrr $0, 0xFC3\", \"=r\""               \
+                        " : () -> " XT "\n"                                                                  \
+                        "  %base = llvm.inttoptr %csr : " XT " to !llvm.ptr\n") VXL__BARRIER_HW "}\n"
+
+/* __syncthreads() (vx_intrinsics.h): vx_barrier, custom-0 funct3 4. */
+#define VXL__BARRIER_HW                                                                                      \
+  "func.func private @__vxl_barrier() {\n" VXL__BARRIER_OPERANDS                                             \
+  "  llvm.inline_asm has_side_effects \".insn r 0x0B, 4, 0, x0, $0, $1\","                                   \
+  " \"r,r,~{memory}\" %gid, %nw : (i32, i32) -> ()\n"                                                        \
+  "  return\n"                                                                                               \
+  "}\n"
 
 #endif /* VXL_PRELUDE_H */

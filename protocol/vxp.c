@@ -6,6 +6,7 @@
  * an error the daemon reports back) and tolerant of unknown keys in
  * responses, so a newer daemon may add fields without breaking older clients.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,7 +167,7 @@ static void vxp__kv_bin(msgpack_packer *pk, const char *k, const uint8_t *p, siz
 }
 
 static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
-  msgpack_pack_map(pk, 10 + (k->image != NULL));
+  msgpack_pack_map(pk, 12 + (k->image != NULL));
   vxp__kv_str(pk, "name", k->name ? k->name : "");
   vxp__kv_str(pk, "entry", k->entry ? k->entry : "");
   vxp__str(pk, "args");
@@ -196,6 +197,8 @@ static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
     msgpack_pack_uint32(pk, k->known_block[i]);
   vxp__kv_u64(pk, "shared_bytes", k->shared_bytes);
   vxp__kv_u64(pk, "subgroup_size", k->subgroup_size);
+  vxp__kv_u64(pk, "vortex_abi", k->vortex_abi);
+  vxp__kv_u64(pk, "xlen", k->xlen);
 }
 
 /* Takes the packed bytes out of sbuf (ownership moves to the caller). */
@@ -257,7 +260,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   case VXP_OP_COMPILE:
   case VXP_OP_HOST:
     n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns + r->host_object +
-         (r->op == VXP_OP_COMPILE && r->key != NULL);
+         (r->op == VXP_OP_COMPILE && r->key != NULL) + (r->vortex_abi != 0) + (r->xlen != 0);
     break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
   case VXP_OP_PRUNE: n += 1; break;
@@ -280,6 +283,8 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     vxp__kv_bool(&pk, "emit_ir", r->emit_ir);
     if (r->warp_size) vxp__kv_u64(&pk, "warp_size", r->warp_size);
     if (r->shuffle_insns) vxp__kv_bool(&pk, "shuffle_insns", true);
+    if (r->vortex_abi) vxp__kv_u64(&pk, "vortex_abi", r->vortex_abi);
+    if (r->xlen) vxp__kv_u64(&pk, "xlen", r->xlen);
     if (r->host_object) vxp__kv_bool(&pk, "host_object", true);
     if (r->op == VXP_OP_COMPILE && r->key) vxp__kv_str(&pk, "key", r->key);
     break;
@@ -575,6 +580,10 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
       rc = vxp__u32(v, &k->shared_bytes);
     else if (vxp__key(key, "subgroup_size"))
       rc = vxp__u32(v, &k->subgroup_size);
+    else if (vxp__key(key, "vortex_abi"))
+      rc = vxp__u32(v, &k->vortex_abi);
+    else if (vxp__key(key, "xlen"))
+      rc = vxp__u32(v, &k->xlen);
     else if (vxp__key(key, "entry"))
       rc = vxp__strdup(v, &k->entry), have_entry = true;
     else if (vxp__key(key, "image")) {
@@ -654,10 +663,10 @@ static bool vxp__pow2(uint32_t v) { return v && !(v & (v - 1)); }
  * exactly this many bytes from the caller's value, so a record must not
  * claim more than its type has: the type, not the claimed size, bounds
  * what is read from host memory. */
-static uint32_t vxp__arg_type_size(const vxp_arg *a) {
+static uint32_t vxp__arg_type_size(const vxp_arg *a, uint32_t xlen) {
   const char *t = a->type;
   if (!t) return 0;
-  if (strncmp(t, "memref<", 7) == 0 || strncmp(t, "!llvm.ptr", 9) == 0) return 4;
+  if (strncmp(t, "memref<", 7) == 0 || strncmp(t, "!llvm.ptr", 9) == 0) return xlen / 8;
   if (strcmp(t, "index") == 0 || strcmp(t, "f32") == 0) return 4;
   if (strcmp(t, "f16") == 0) return 2;
   if (strcmp(t, "f64") == 0) return 8;
@@ -670,12 +679,31 @@ static uint32_t vxp__arg_type_size(const vxp_arg *a) {
   return (uint32_t)((bits + 7) / 8);
 }
 
+int vxp_target_parse(const char *name, uint32_t *vortex_abi, uint32_t *xlen) {
+  static const char *const names[4] = {"vortex2-rv32", "vortex2-rv64", "vortex3-rv32", "vortex3-rv64"};
+  for (unsigned i = 0; name && i < 4; i++)
+    if (strcmp(name, names[i]) == 0) {
+      *vortex_abi = i < 2 ? 2 : 3;
+      *xlen = i % 2 ? 64 : 32;
+      return 0;
+    }
+  return -EINVAL;
+}
+
+void vxp_target_name(uint32_t vortex_abi, uint32_t xlen, char out[VXP_TARGET_NAME_MAX]) {
+  snprintf(out, VXP_TARGET_NAME_MAX, "vortex%u-rv%u", vortex_abi ? vortex_abi : 2, xlen ? xlen : 32);
+}
+
 int vxp_kernel_check(const vxp_kernel *k) {
   if (k->nargs > VXP_MAX_ARGS || (k->nargs && !k->args)) return VXP_ELAYOUT;
+  if ((k->vortex_abi && k->vortex_abi != 2 && k->vortex_abi != 3) ||
+      (k->xlen && k->xlen != 32 && k->xlen != 64))
+    return VXP_ELAYOUT;
+  uint32_t xlen = k->xlen ? k->xlen : 32;
   for (uint32_t i = 0; i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
     if (a->rank > 64 || a->elem_size > 64) return VXP_ELAYOUT;
-    if (a->size != vxp__arg_type_size(a) ||
+    if (a->size != vxp__arg_type_size(a, xlen) ||
         (a->kind == VXP_ARG_POINTER) != (a->type[0] == 'm' || a->type[0] == '!'))
       return VXP_ELAYOUT;
     if (!vxp__pow2(a->align) || a->align > VXP_MAX_ARG_ALIGN || a->offset % a->align || a->size == 0 ||
@@ -743,6 +771,12 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__u32(v, &r->warp_size), groups |= 2;
       if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))
         rc = VXP_ETYPE;
+    } else if (vxp__key(k, "vortex_abi")) {
+      rc = vxp__u32(v, &r->vortex_abi), groups |= 2;
+      if (rc == VXP_OK && r->vortex_abi != 2 && r->vortex_abi != 3) rc = VXP_ETYPE;
+    } else if (vxp__key(k, "xlen")) {
+      rc = vxp__u32(v, &r->xlen), groups |= 2;
+      if (rc == VXP_OK && r->xlen != 32 && r->xlen != 64) rc = VXP_ETYPE;
     } else if (vxp__key(k, "key"))
       rc = vxp__strdup(v, &r->key), have_key = true, groups |= 64;
     else if (vxp__key(k, "kernel"))

@@ -89,8 +89,8 @@ typedef struct {
   uint32_t index;     /* position in the gpu.func signature */
   char *type;         /* MLIR type text, e.g. "memref<?xf32>"; malloc() */
   vxp_arg_kind kind;  /* pointer for memref and !llvm.ptr, else scalar */
-  uint32_t size;      /* store size on RV32 */
-  uint32_t align;     /* ABI alignment on RV32 */
+  uint32_t size;      /* store size on the target (xlen) */
+  uint32_t align;     /* ABI alignment on the target */
   uint32_t offset;    /* offset from the start of the argument buffer */
   uint32_t rank;      /* memref rank: a host memref descriptor has 3 + 2 x
                          rank fields (allocated, aligned, offset, sizes,
@@ -124,6 +124,11 @@ typedef struct {
                              its gpu.lane_id / shuffle / subgroup_reduce
                              assume exactly this many (0 in records
                              written before it existed) */
+  uint32_t vortex_abi;    /* the device kernel ABI it was compiled for, 2
+                             or 3 (0 in records written before: 2) */
+  uint32_t xlen;          /* the register width it was compiled for, 32 or
+                             64 (0 in records written before: 32); its
+                             pointer arguments are xlen / 8 bytes */
 } vxp_kernel;
 
 /* Bounds on a kernel record and a response, beyond which a decoder
@@ -136,9 +141,10 @@ typedef struct {
 #define VXP_MAX_ARG_ALIGN 4096u        /* an argument's alignment (bytes) */
 
 /* Checks that k's layout is one a packer can trust: nargs <= VXP_MAX_ARGS;
- * every argument's size exactly what its type has on the RV32 target
- * (iN: ceil(N/8), index and f32 4, f16 2, f64 8, memref and !llvm.ptr a
- * 4-byte device pointer; any other type refused), so that a packer, which
+ * vortex_abi 0, 2 or 3 and xlen 0, 32 or 64; every argument's size exactly
+ * what its type has on the target (iN: ceil(N/8), index and f32 4, f16 2,
+ * f64 8, memref and !llvm.ptr a device pointer of xlen / 8 bytes; any
+ * other type refused), so that a packer, which
  * copies that many bytes from the caller's value, never reads past a host
  * variable of the type; its kind pointer exactly for memref and !llvm.ptr;
  * its alignment a power of two <= VXP_MAX_ARG_ALIGN, its
@@ -185,6 +191,17 @@ typedef enum {
 #define VXP_MAX_LIST_ENTRIES 1000u
 #define VXP_MAX_LIST_NAMES 16u
 
+/* The device targets a compile can be for, by name: "vortex<ABI>-rv<XLEN>"
+ * with ABI 2 (Vortex 2.x) or 3 (Vortex 3.0) and XLEN 32 or 64, e.g.
+ * "vortex2-rv32", the default (docs/VORTEX_ABI.md).  vxp_target_parse
+ * sets *vortex_abi and *xlen from a name and returns 0, or -EINVAL for
+ * anything else; vxp_target_name writes the name of abi and xlen (0 meaning
+ * the defaults, 2 and 32) into out.  Any thread. */
+#define VXP_TARGET_NAME_MAX 40
+#define VXP_DEFAULT_TARGET "vortex2-rv32"
+int vxp_target_parse(const char *name, uint32_t *vortex_abi, uint32_t *xlen);
+void vxp_target_name(uint32_t vortex_abi, uint32_t xlen, char out[VXP_TARGET_NAME_MAX]);
+
 /* Returns "hello", "compile", ... or NULL for an unknown op. */
 const char *vxp_op_name(vxp_op op);
 
@@ -199,15 +216,20 @@ typedef struct {
   /* compile */
   uint8_t *source; /* MLIR text (not NUL-terminated) */
   size_t source_len;
-  char *source_name;  /* file name used in diagnostics; may be NULL */
-  uint32_t opt_level; /* LLVM optimisation level 0..3, default 2 */
-  bool emit_ir;       /* also return the lowered MLIR (LLVM dialect) */
-  uint32_t warp_size; /* threads per warp of the target device
-                         (subgroup size), a power of two 1..32;
-                         0 = the default, 4 */
-  bool shuffle_insns; /* gpu.shuffle through Vortex's shuffle
-                         instructions (custom-0 funct7 1), for
-                         devices that have them */
+  char *source_name;   /* file name used in diagnostics; may be NULL */
+  uint32_t opt_level;  /* LLVM optimisation level 0..3, default 2 */
+  bool emit_ir;        /* also return the lowered MLIR (LLVM dialect) */
+  uint32_t warp_size;  /* threads per warp of the target device
+                          (subgroup size), a power of two 1..32;
+                          0 = the default, 4 */
+  bool shuffle_insns;  /* gpu.shuffle through Vortex's shuffle
+                          instructions (custom-0 funct7 1), for
+                          devices that have them */
+  uint32_t vortex_abi; /* the device's Vortex kernel ABI: 2 (the 2.x
+                          releases) or 3 (Vortex 3.0's hardware
+                          scheduler); 0 = 2 (docs/VORTEX_ABI.md) */
+  uint32_t xlen;       /* the device's register width, 32 or 64;
+                          0 = 32 */
   /* fetch, and compile from the daemon to its worker */
   char *key;    /* cache key, 64 lowercase hex digits: the entry wanted
                    (fetch), or the key the daemon computed, under which

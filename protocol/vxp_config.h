@@ -46,6 +46,9 @@
   X(vortex_sdk, "VORTEXD_VORTEX_SDK", "",                                                                    \
     "Vortex kernel SDK directory (link.ld, device runtime): each kernel also as a cached .vxbin image")      \
   X(log_level, "VORTEXD_LOG_LEVEL", "notice", "error, warning, notice, info or debug")                       \
+  X(target, "VORTEXD_TARGET", "vortex2-rv32",                                                                \
+    "device a compile request that names none is for: vortex2-rv32, vortex2-rv64, vortex3-rv32 or "          \
+    "vortex3-rv64")                                                                                          \
   X(remote_storage, "VORTEXD_REMOTE_STORAGE", "",                                                            \
     "shared second-level cache: redis://[USER:PASSWORD@]HOST[:PORT][/DB] or redis+unix:///PATH[?db=N]")      \
   X(remote_read_only, "VORTEXD_REMOTE_READ_ONLY", "false",                                                   \

@@ -1049,6 +1049,60 @@ Test(e2e, the_warp_size_is_part_of_the_key_and_the_metadata) {
   vxc_close(c);
 }
 
+/* The target (kernel ABI and register width) is part of the key and of
+ * every record; a request that names none gets the daemon's `target`. */
+Test(e2e, the_target_is_part_of_the_key_and_a_daemon_has_a_default) {
+  vxc_conn *c = conn();
+  size_t len;
+  char *src = vxt_read_file(VXT_EXAMPLES_DIR "/saxpy.mlir", &len);
+  cr_assert_not_null(src);
+  vxp_response r32, r64, dflt;
+  vxc_compile_options o32 = {.opt_level = 2}, o64 = {.opt_level = 2, .vortex_abi = 2, .xlen = 64};
+  cr_assert_eq(vxc_compile(c, src, len, "saxpy.mlir", &o32, &r32), 0);
+  cr_assert_eq(vxc_compile(c, src, len, "saxpy.mlir", &o64, &r64), 0);
+  cr_assert_eq(r64.status, VXP_STATUS_OK, "%s", r64.ndiags ? r64.diags[0] : "");
+  cr_assert_str_neq(r32.key, r64.key, "another register width, another key");
+  cr_assert_eq(r32.kernels[0].xlen, 32);
+  cr_assert_eq(r64.kernels[0].xlen, 64);
+  cr_assert_eq(r64.kernels[0].vortex_abi, 2);
+  cr_assert_null(vxt_elf64_check(r64.object, r64.object_size, r64.kernels[0].entry, "vx_spawn_threads"));
+  for (uint32_t a = 0; a < r64.kernels[0].nargs; a++)
+    if (r64.kernels[0].args[a].kind == VXP_ARG_POINTER) cr_assert_eq(r64.kernels[0].args[a].size, 8);
+  vxc_close(c);
+
+  /* a daemon whose target is vortex2-rv64 compiles a request naming none
+   * as one naming it: the same key, the same bytes */
+  vxt_daemon d64 = {0};
+  cr_assert_eq(vxt_daemon_start(&d64, "--target=vortex2-rv64"), 0);
+  cr_assert_eq(vxc_connect(d64.sock, &c), 0);
+  cr_assert_eq(vxc_compile(c, src, len, "saxpy.mlir", NULL, &dflt), 0);
+  cr_assert_str_eq(dflt.key, r64.key);
+  cr_assert(dflt.entry_size == r64.entry_size && memcmp(dflt.entry, r64.entry, r64.entry_size) == 0);
+  vxc_close(c);
+  cr_assert_eq(vxt_daemon_stop(&d64), 0);
+  vxp_response_clear(&r32), vxp_response_clear(&r64), vxp_response_clear(&dflt);
+  free(src);
+
+  /* the flag, its JSON, and a bad target said before anything is asked */
+  char cmd[1024], out[8192];
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile --json --target vortex2-rv64 %s/saxpy.mlir", VXT_VXC,
+           d.sock, VXT_EXAMPLES_DIR);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"target\":\"vortex2-rv64\""), "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile --target rv64 %s/saxpy.mlir 2>&1; echo rc=$?", VXT_VXC,
+           d.sock, VXT_EXAMPLES_DIR);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "--target takes vortex2-rv32, vortex2-rv64, vortex3-rv32 or vortex3-rv64"),
+                     "%s", out);
+  cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
+  snprintf(cmd, sizeof cmd,
+           "%s --target=vortex9-rv32 --socket %s/bad.sock --cache-dir %s/bad 2>&1; echo rc=$?", VXT_VORTEXD,
+           d.dir, d.dir);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "target"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=78"), "the daemon does not start: %s", out);
+}
+
 Test(e2e, vxc_json_is_one_valid_document_even_with_the_lowered_ir) {
   static char out[1 << 20];
   char cmd[1024];

@@ -563,8 +563,9 @@ static int stats_when_answered(const vxt_daemon *d) {
  * ("" for none); how many came from the cache (-1 when one failed). */
 static int compile_all_with(const vxt_daemon *d, const char *opt) {
   snprintf(cmd, sizeof cmd,
-           "for f in %s/*.mlir; do %s --no-spawn --socket %s compile %s --json \"$f\" || echo FAILED; done",
-           VXT_KERNELS_DIR, VXT_VXC, d->sock, opt);
+           "for f in %s/*.mlir; do %s --no-spawn --socket %s compile %s --json \"$f\" > %s/compile.json || "
+           "echo FAILED; grep -o '\"cached\":true' %s/compile.json; done",
+           VXT_KERNELS_DIR, VXT_VXC, d->sock, opt, d->dir, d->dir);
   vxt_run(cmd, out, sizeof out);
   if (strstr(out, "FAILED")) return -1;
   int n = 0;

@@ -16,12 +16,14 @@
 #define CORPUS VXT_CORPUS_DIR "/vortex-hip/"
 #endif
 
-static vxl_kernel layout_of(const char *const *types, uint32_t n) {
+static vxl_kernel layout_for(const char *const *types, uint32_t n, uint32_t xlen) {
   vxl_kernel k = {0};
-  cr_assert_eq(vxl_layout_from_types(types, n, &k), 0);
+  cr_assert_eq(vxl_layout_from_types(types, n, xlen, &k), 0);
   cr_assert_eq(k.nargs, n);
   return k;
 }
+
+static vxl_kernel layout_of(const char *const *types, uint32_t n) { return layout_for(types, n, 32); }
 
 /* ---- five validation cases of the layout on metadata_test's signature ---- */
 
@@ -127,8 +129,39 @@ Test(layout, no_arguments) {
 Test(layout, unplaceable_type_is_refused) {
   const char *t[] = {"tensor<4xf32>"};
   vxl_kernel k = {0};
-  cr_assert_neq(vxl_layout_from_types(t, 1, &k), 0);
+  cr_assert_neq(vxl_layout_from_types(t, 1, 32, &k), 0);
   cr_assert_null(k.args);
+  const char *ok[] = {"i32"};
+  cr_assert_eq(vxl_layout_from_types(ok, 1, 48, &k), -EINVAL, "no such register width");
+  cr_assert_null(k.args);
+}
+
+/* ---- RV64: data layout e-m:e-p:64:64-i64:64-i128:128-n32:64-S128 ---- */
+
+/* Device pointers are 8 bytes and 8-aligned; index stays 32-bit (the
+ * lowering's index width on both); the launch header is u32s either way. */
+Test(layout, rv64_pointers_are_8_bytes_and_index_stays_4) {
+  vxl_kernel k = layout_for(metadata_test_types, 4, 64);
+  uint32_t off[] = {0, 8, 16, 24}, size[] = {4, 8, 4, 8};
+  for (int i = 0; i < 4; i++) {
+    cr_assert_eq(k.args[i].offset, off[i], "arg %d offset %u", i, k.args[i].offset);
+    cr_assert_eq(k.args[i].size, size[i], "arg %d size", i);
+    cr_assert_eq(k.args[i].align, size[i], "arg %d align", i);
+  }
+  cr_assert_eq(k.args_size, 32);
+  cr_assert_eq(k.launch_offset, 32);
+  cr_assert_eq(k.buffer_size, 64); /* 32 + 28 = 60 -> 64 */
+  vxl_kernel_clear(&k);
+  const char *t[] = {"!llvm.ptr", "i1", "index", "f64"};
+  k = layout_for(t, 4, 64);
+  uint32_t off2[] = {0, 8, 12, 16}, size2[] = {8, 1, 4, 8};
+  for (int i = 0; i < 4; i++) {
+    cr_assert_eq(k.args[i].offset, off2[i], "arg %d offset %u", i, k.args[i].offset);
+    cr_assert_eq(k.args[i].size, size2[i], "arg %d size", i);
+  }
+  cr_assert_eq(k.args[0].kind, VXL_ARG_POINTER);
+  cr_assert_eq(k.args_size, 24);
+  vxl_kernel_clear(&k);
 }
 
 /* ---- the lowering ---- */
@@ -834,10 +867,39 @@ Test(lowering, same_symbol_in_two_gpu_modules_is_qualified) {
 #include <dirent.h>
 #include <sys/stat.h>
 
-#ifdef VXT_CORPUS_DIR
-/* Every .mlir file under dir (recursively): compiles to valid objects with
- * metadata, or fails with "path:line:col: error: unsupported: ...". */
-static void conform(const char *dir, int *compiled, int *refused) {
+/* r (a compile of path for RV32) compiled again for RV64 gives the same
+ * kernels, each defined in an ELF64 lp64d object, its records naming the
+ * target, its device pointers 8 bytes and its other arguments as on RV32;
+ * or, when r was refused, is refused the same way. */
+static void same_on_rv64(const char *path, const vxl_result *r) {
+  vxl_options o = {.opt_level = 2, .xlen = 64};
+  vxl_result w;
+  cr_assert_eq(vxt_compile_file(cc, path, &o, &w), 0, "%s", path);
+  cr_assert_eq(w.ok, r->ok, "%s: %s", path, w.ndiags ? w.diags[0] : "");
+  if (!r->ok) {
+    cr_assert_str_eq(w.diags[0], r->diags[0], "%s", path);
+    vxl_result_clear(&w);
+    return;
+  }
+  cr_assert_eq(w.nkernels, r->nkernels, "%s", path);
+  for (uint32_t i = 0; i < w.nkernels; i++) {
+    const vxl_kernel *k = &w.kernels[i], *k32 = &r->kernels[i];
+    cr_assert_null(vxt_elf64_check(w.object, w.object_size, k->entry, "vx_spawn_threads"), "%s %s: %s", path,
+                   k->name, vxt_elf64_check(w.object, w.object_size, k->entry, "vx_spawn_threads"));
+    cr_assert(k->xlen == 64 && k->vortex_abi == 2 && k32->xlen == 32, "%s", path);
+    cr_assert_eq(k->nargs, k32->nargs);
+    for (uint32_t a = 0; a < k->nargs; a++)
+      cr_assert_eq(k->args[a].size, k->args[a].kind == VXL_ARG_POINTER ? 8 : k32->args[a].size,
+                   "%s %s arg %u", path, k->name, a);
+    cr_assert_leq(k->launch_offset + VXP_LAUNCH_HEADER_SIZE, k->buffer_size);
+  }
+  vxl_result_clear(&w);
+}
+
+/* Every .mlir file in dir (recursively when deep): compiles to valid
+ * objects with metadata for RV32 and RV64, or fails with
+ * "path:line:col: error: unsupported: ..." for both. */
+static void conform(const char *dir, int deep, int *compiled, int *refused) {
   DIR *dh = opendir(dir);
   cr_assert_not_null(dh, "%s", dir);
   struct dirent *e;
@@ -849,7 +911,7 @@ static void conform(const char *dir, int *compiled, int *refused) {
     struct stat st; /* d_type may be DT_UNKNOWN (and corpus dirs may be links) */
     cr_assert_eq(stat(path, &st), 0, "%s", path);
     if (S_ISDIR(st.st_mode)) {
-      conform(path, compiled, refused);
+      if (deep) conform(path, deep, compiled, refused);
       continue;
     }
     if (n < 5 || strcmp(path + n - 5, ".mlir") != 0) continue;
@@ -871,14 +933,25 @@ static void conform(const char *dir, int *compiled, int *refused) {
       cr_assert_str_eq(rest, "unsupported", "%s", r.diags[0]);
       (*refused)++;
     }
+    same_on_rv64(path, &r);
     vxl_result_clear(&r);
   }
   closedir(dh);
 }
 
+/* The project's own kernels (the same as RV32 on RV64 too); files that are
+ * not kernels on purpose (a source with no gpu.module, ...) are refused
+ * the same way for both. */
+Test(lowering, every_test_kernel_compiles_alike_for_rv32_and_rv64) {
+  int compiled = 0, refused = 0;
+  conform(VXT_KERNELS_DIR, 0, &compiled, &refused);
+  cr_assert_geq(compiled, 10, "compiled %d, refused %d", compiled, refused);
+}
+
+#ifdef VXT_CORPUS_DIR
 Test(conformance, every_corpus_file_compiles_or_is_refused_precisely) {
   int compiled = 0, refused = 0;
-  conform(VXT_CORPUS_DIR, &compiled, &refused);
+  conform(VXT_CORPUS_DIR, 1, &compiled, &refused);
   cr_assert_geq(compiled + refused, 24, "the whole corpus was seen: compiled %d, refused %d", compiled,
                 refused);
   cr_assert_geq(compiled, 18, "compiled %d, refused %d", compiled, refused);

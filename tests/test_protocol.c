@@ -484,8 +484,77 @@ Test(protocol, kernel_records_with_impossible_layouts_are_refused) {
   bad = k;
   bad.subgroup_size = 6;
   cr_assert_eq(redecode(&bad), VXP_ELAYOUT);
+  bad = k;
+  bad.vortex_abi = 4;
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT, "no such kernel ABI");
+  bad = k;
+  bad.xlen = 48;
+  cr_assert_eq(redecode(&bad), VXP_ELAYOUT, "no such register width");
   cr_assert_str_eq(vxp_strerror(VXP_ELAYOUT), "kernel record with an impossible argument layout");
   vxp_kernel_clear(&k);
+}
+
+/* A record names its target, and a device pointer is as wide as the
+ * target's registers: 4 bytes on RV32, 8 on RV64, nothing else. */
+Test(protocol, a_record_names_its_target_and_pointers_are_xlen_wide) {
+  vxp_kernel k = make_kernel(); /* memref at 0, i64 at 8 */
+  k.vortex_abi = 3, k.xlen = 64;
+  cr_assert_eq(vxp_kernel_check(&k), VXP_ELAYOUT, "a 4-byte pointer on RV64");
+  k.args[0].size = 8, k.args[0].align = 8;
+  cr_assert_eq(vxp_kernel_check(&k), VXP_OK);
+  uint8_t *buf;
+  size_t n;
+  cr_assert_eq(vxp_kernel_meta_encode(&k, &buf, &n), VXP_OK);
+  vxp_kernel o;
+  cr_assert_eq(vxp_kernel_meta_decode(buf, n, &o), VXP_OK);
+  cr_assert_eq(o.vortex_abi, 3);
+  cr_assert_eq(o.xlen, 64);
+  cr_assert_eq(o.args[0].size, 8);
+  vxp_kernel_clear(&o);
+  free(buf);
+  k.xlen = 32;
+  cr_assert_eq(vxp_kernel_check(&k), VXP_ELAYOUT, "an 8-byte pointer on RV32");
+  k.xlen = 0; /* a record from before targets: RV32 */
+  cr_assert_eq(vxp_kernel_check(&k), VXP_ELAYOUT);
+  vxp_kernel_clear(&k);
+
+  uint32_t abi = 0, xlen = 0;
+  static const char *const names[] = {"vortex2-rv32", "vortex2-rv64", "vortex3-rv32", "vortex3-rv64"};
+  for (unsigned i = 0; i < 4; i++) {
+    cr_assert_eq(vxp_target_parse(names[i], &abi, &xlen), 0, "%s", names[i]);
+    char back[VXP_TARGET_NAME_MAX];
+    vxp_target_name(abi, xlen, back);
+    cr_assert_str_eq(back, names[i]);
+  }
+  const char *bad[] = {"", "vortex3", "vortex1-rv32", "vortex2-rv128", "VORTEX2-RV32", "vortex2-rv32 ", NULL};
+  for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++)
+    cr_assert_eq(vxp_target_parse(bad[i], &abi, &xlen), -EINVAL, "%s", bad[i] ? bad[i] : "NULL");
+  char def[VXP_TARGET_NAME_MAX];
+  vxp_target_name(0, 0, def);
+  cr_assert_str_eq(def, VXP_DEFAULT_TARGET);
+
+  /* a compile request carries its target, and only a real one */
+  vxp_request in = {.id = 1,
+                    .op = VXP_OP_COMPILE,
+                    .source = (uint8_t *)"m",
+                    .source_len = 1,
+                    .opt_level = 2,
+                    .vortex_abi = 3,
+                    .xlen = 64};
+  vxp_request out;
+  request_round_trip(&in, &out);
+  cr_assert_eq(out.vortex_abi, 3);
+  cr_assert_eq(out.xlen, 64);
+  vxp_request_clear(&out);
+  in.xlen = 16;
+  uint8_t *frame;
+  size_t flen;
+  cr_assert_eq(vxp_request_encode(&in, &frame, &flen), VXP_OK);
+  uint32_t plen;
+  const uint8_t *payload = payload_of(frame, flen, &plen);
+  cr_assert_eq(vxp_request_decode(payload, plen, &out), VXP_ETYPE);
+  cr_assert_eq(out.id, 1, "answered by id");
+  free(frame);
 }
 
 /* A packer copies an argument's size in bytes from the caller's variable

@@ -22,6 +22,10 @@
  * Returns NULL when it is, else a static description of the first thing
  * that is wrong. */
 const char *vxt_elf_check(const uint8_t *obj, size_t len, const char *entry);
+/* As vxt_elf_check for an RV64 object (ELF64, EM_RISCV, relocatable, the
+ * double-float ABI lp64d) that defines entry as a global function and,
+ * when needs is not NULL, references that symbol.  NULL or what is wrong. */
+const char *vxt_elf64_check(const uint8_t *obj, size_t len, const char *entry, const char *needs);
 
 /* 1 if obj has a symbol `name` that is defined (want_defined=1) or
  * undefined (want_defined=0), else 0. */

@@ -123,3 +123,46 @@ char *vxt_read_file(const char *path, size_t *len) {
   }
   return b;
 }
+
+#ifndef EF_RISCV_FLOAT_ABI_DOUBLE
+#define EF_RISCV_FLOAT_ABI_DOUBLE 0x0004
+#endif
+
+/* The first symbol named name in a 64-bit object, defined or not per
+ * want_defined (-1: either), or NULL. */
+static const Elf64_Sym *vxt__symbol64(const uint8_t *obj, size_t len, const char *name, int want_defined) {
+  if (len < sizeof(Elf64_Ehdr)) return NULL;
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)obj;
+  if (eh->e_shoff > len || (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff) return NULL;
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(obj + eh->e_shoff);
+  for (int i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+    const Elf64_Shdr *strs = &sh[sh[i].sh_link];
+    if (sh[i].sh_offset + sh[i].sh_size > len || strs->sh_offset + strs->sh_size > len) return NULL;
+    const Elf64_Sym *sym = (const Elf64_Sym *)(obj + sh[i].sh_offset);
+    for (size_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); j++) {
+      if (sym[j].st_name >= strs->sh_size) continue;
+      if (strcmp((const char *)obj + strs->sh_offset + sym[j].st_name, name) != 0) continue;
+      int defined = sym[j].st_shndx != SHN_UNDEF;
+      if (want_defined < 0 || defined == want_defined) return &sym[j];
+    }
+  }
+  return NULL;
+}
+
+const char *vxt_elf64_check(const uint8_t *obj, size_t len, const char *entry, const char *needs) {
+  if (len < sizeof(Elf64_Ehdr)) return "too short for an ELF header";
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)obj;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) return "not ELF";
+  if (eh->e_ident[EI_CLASS] != ELFCLASS64) return "not ELF64";
+  if (eh->e_machine != EM_RISCV) return "not EM_RISCV";
+  if (eh->e_type != ET_REL) return "not a relocatable object";
+  if ((eh->e_flags & EF_RISCV_FLOAT_ABI) != EF_RISCV_FLOAT_ABI_DOUBLE)
+    return "not the double-float ABI (lp64d)";
+  const Elf64_Sym *e = vxt__symbol64(obj, len, entry, 1);
+  if (!e) return "does not define the kernel's entry";
+  if (ELF64_ST_BIND(e->st_info) != STB_GLOBAL || ELF64_ST_TYPE(e->st_info) != STT_FUNC)
+    return "the entry is not a global function";
+  if (needs && !vxt__symbol64(obj, len, needs, 0)) return "does not reference what its entry needs";
+  return NULL;
+}
