@@ -473,6 +473,13 @@ static void vxc__put_u32(uint8_t *p, uint32_t v) {
   p[3] = (uint8_t)(v >> 24);
 }
 
+uint64_t vxc_local_bytes(const vxp_kernel *k, const uint32_t block[3], uint32_t dynamic) {
+  uint64_t g = (uint64_t)k->shared_bytes + (dynamic > k->dynamic_min ? dynamic : k->dynamic_min);
+  if (k->scratch_bytes)
+    g = ((g + 7) & ~(uint64_t)7) + (uint64_t)block[0] * block[1] * block[2] * k->scratch_bytes;
+  return (g + 15) & ~(uint64_t)15;
+}
+
 int vxc_pack_args(const vxp_kernel *k, const void *const *values, const uint32_t grid[3],
                   const uint32_t block[3], uint32_t shared_bytes, void *buf, size_t buf_size) {
   if (!k || !buf || !grid || !block) return -EINVAL;

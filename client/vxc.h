@@ -146,4 +146,13 @@ int vxc_admin(vxc_conn *c, vxp_op op, uint64_t max_size, vxp_response *resp);
 int vxc_pack_args(const vxp_kernel *k, const void *const *values, const uint32_t grid[3],
                   const uint32_t block[3], uint32_t shared_bytes, void *buf, size_t buf_size);
 
+/* The local memory one block of kernel k uses in a launch of block[3]
+ * threads with `dynamic` bytes of dynamic shared memory (bytes): the
+ * static shared memory, the dynamic (at least k->dynamic_min), then,
+ * 8-aligned, k->scratch_bytes per thread, the whole rounded up to 16.
+ * What a Vortex 3.0 host gives each block (the KMU's local-memory size);
+ * a 2.x entry computes the same itself (docs/VORTEX_ABI.md, "Local
+ * memory").  Any thread. */
+uint64_t vxc_local_bytes(const vxp_kernel *k, const uint32_t block[3], uint32_t dynamic);
+
 #endif /* VXC_H */

@@ -34,7 +34,9 @@ int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
                     .shared_bytes = k->shared_bytes,
                     .subgroup_size = k->subgroup_size,
                     .vortex_abi = k->vortex_abi,
-                    .xlen = k->xlen};
+                    .xlen = k->xlen,
+                    .dynamic_min = k->dynamic_min,
+                    .scratch_bytes = k->scratch_bytes};
   memcpy(w->known_block, k->known_block, sizeof w->known_block);
   return 0;
 }

@@ -133,7 +133,9 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
 }
 
 /* With a Vortex SDK configured: each kernel of a successful compile also
- * as a .vxbin image, cached with it.  A link failure fails the compile
+ * as a .vxbin image, cached with it, its entry started as its kernel ABI's
+ * startup code calls it (main or kernel_main: the SDK must be of the
+ * request's target).  A link failure fails the compile
  * (internal: the SDK, not the source, is at fault). */
 static void vxd__link_images(const vxd_config *cfg, vxp_response *resp) {
   if (!cfg || !cfg->vortex_sdk[0] || resp->status != VXP_STATUS_OK) return;
@@ -141,7 +143,7 @@ static void vxd__link_images(const vxd_config *cfg, vxp_response *resp) {
     vxp_kernel *k = &resp->kernels[i];
     char err[512];
     if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, VXD_LIBC, VXD_LIBGCC, resp->object, resp->object_size,
-                       k->entry, &k->image, &k->image_size, err, sizeof err) != 0) {
+                       k->entry, k->vortex_abi, &k->image, &k->image_size, err, sizeof err) != 0) {
       resp->status = VXP_STATUS_INTERNAL;
       free(resp->message);
       resp->message = strdup(err);

@@ -290,7 +290,7 @@ int vxl__machine_of(vxl_compiler *c, uint32_t xlen, vxl__machine **out) {
  * of struct vxl_compiler's prelude[][]. */
 static const char *const vxl__prelude_text[2][2] = {
     {VXL_PRELUDE_HARDWARE("i32"), VXL_PRELUDE_HARDWARE("i64")},
-    {VXL_PRELUDE_HARDWARE("i32"), VXL_PRELUDE_HARDWARE("i64")},
+    {VXL_PRELUDE_V3("i32"), VXL_PRELUDE_V3("i64")},
 };
 
 MlirModule vxl__prelude_of(vxl_compiler *c, const vxl_options *o) {
@@ -537,6 +537,13 @@ static int vxl__kernel_records(LLVMModuleRef lm, LLVMTargetDataRef td, const vxl
     k->subgroup_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE;
     k->vortex_abi = opts->vortex_abi;
     k->xlen = opts->xlen;
+    /* the piece's (vxl_codegen.c reads the same globals into each entry) */
+    LLVMValueRef dmin = LLVMGetNamedGlobal(lm, VXL_DYNAMIC_MIN_SYMBOL),
+                 per = LLVMGetNamedGlobal(lm, VXL_SCRATCH_SYMBOL);
+    if (dmin && LLVMGetInitializer(dmin))
+      k->dynamic_min = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetInitializer(dmin));
+    if (per && LLVMGetInitializer(per))
+      k->scratch_bytes = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetInitializer(per));
   }
   return rc;
 }
@@ -551,11 +558,6 @@ static int vxl__check_options(const vxl_options *opts, vxl__diags *d) {
   }
   if (opts->vortex_abi != 0 && opts->vortex_abi != 2 && opts->vortex_abi != 3) {
     vxl__diag_add(d, "%s: error: Vortex kernel ABI %u is not 2 or 3", d->source_name, opts->vortex_abi);
-    return -EINVAL;
-  }
-  if (opts->vortex_abi == 3) {
-    vxl__diag_add(d, "%s: error: unsupported: the Vortex 3.0 kernel ABI is not implemented yet",
-                  d->source_name);
     return -EINVAL;
   }
   if (opts->xlen != 0 && opts->xlen != 32 && opts->xlen != 64) {

@@ -141,6 +141,10 @@ typedef struct {
   uint32_t subgroup_size;  /* threads per warp the kernel was compiled for */
   uint32_t vortex_abi;     /* the kernel ABI it was compiled for: 2 or 3 */
   uint32_t xlen;           /* the register width it was compiled for: 32 or 64 */
+  uint32_t dynamic_min;    /* the least dynamic shared memory a launch gets (bytes;
+                              a module with extern __shared__ arrays) */
+  uint32_t scratch_bytes;  /* local memory its collectives use per thread of a
+                              block, after the shared memory (bytes; 0: none) */
 } vxl_kernel;
 
 /* Releases the fields of k (not k itself).  NULL-safe. */

@@ -10,9 +10,11 @@
  * reads cannot disagree (a second, hand-written rule is how such layouts drift apart).
  *
  * Entry convention (Vortex kernel/src/vx_start.S and vx_spawn.h, see
- * docs/VORTEX_ABI.md): `main` reads the argument-buffer address
- * from CSR mscratch and returns
+ * docs/VORTEX_ABI.md): on Vortex 2.x, `main` reads the argument-buffer
+ * address from CSR mscratch and returns
  *   vx_spawn_threads(3, &buf->grid_dim, &buf->block_dim, body, buf);
+ * on Vortex 3.0, every warp of a block enters `kernel_main(buf)` (the
+ * startup code passes mscratch in a0), which calls body(buf) itself.
  * `body(buf)` loads each argument from the buffer and calls the kernel.
  */
 #define _GNU_SOURCE /* asprintf */
@@ -110,12 +112,13 @@ static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body,
   LLVMDisposeDIBuilder(dib);
 }
 
-/* Adds `void __vxl_body_<index>(ptr buf)` and the entry `i32 <entry>()` (what
- * the device's startup code calls as main) for kernel kf, whose static
- * workgroup memory is static_bytes per block, on a device of xlen-bit
- * registers (the argument buffer's address is that wide). */
+/* Adds `void __vxl_body_<index>(ptr buf)` and the entry for kernel kf, whose
+ * static workgroup memory is static_bytes per block, on a device of
+ * xlen-bit registers (the argument buffer's address is that wide): for
+ * kernel ABI 2 `i32 <entry>()` (what the startup code calls as main), for
+ * 3 `i32 <entry>(ptr buf)` (what it calls as kernel_main). */
 static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, const char *entry,
-                           uint32_t static_bytes, uint32_t xlen) {
+                           uint32_t static_bytes, uint32_t xlen, uint32_t abi) {
   LLVMContextRef lctx = LLVMGetModuleContext(m);
   LLVMTypeRef kty = LLVMGlobalGetValueType(kf);
   uint32_t n = LLVMCountParamTypes(kty);
@@ -144,15 +147,20 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   LLVMBuildRetVoid(b);
   vxl__debug_body(m, kf, body, kcall);
 
-  /* entry: argument buffer from mscratch, then vx_spawn_threads */
-  LLVMValueRef mainfn = LLVMAddFunction(m, entry, LLVMFunctionType(i32, NULL, 0, 0));
+  /* entry: the argument buffer (2.x: from mscratch; 3.0: the parameter) */
+  LLVMValueRef mainfn = LLVMAddFunction(m, entry, LLVMFunctionType(i32, &ptr, abi == 3, 0));
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
-  const char *asmtext = "csrr $0, mscratch", *cons = "=r";
-  LLVMTypeRef aty = LLVMFunctionType(LLVMIntTypeInContext(lctx, xlen), NULL, 0, 0);
-  LLVMValueRef ia =
-      LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef raw = LLVMBuildCall2(b, aty, ia, NULL, 0, "mscratch");
-  LLVMValueRef args = LLVMBuildIntToPtr(b, raw, ptr, "args");
+  LLVMValueRef args = NULL;
+  if (abi == 3) {
+    args = LLVMGetParam(mainfn, 0);
+  } else {
+    const char *asmtext = "csrr $0, mscratch", *cons = "=r";
+    LLVMTypeRef aty = LLVMFunctionType(LLVMIntTypeInContext(lctx, xlen), NULL, 0, 0);
+    LLVMValueRef ia =
+        LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef raw = LLVMBuildCall2(b, aty, ia, NULL, 0, "mscratch");
+    args = LLVMBuildIntToPtr(b, raw, ptr, "args");
+  }
   LLVMTypeRef hdrty = LLVMStructGetTypeAtIndex(bufty, n);
   LLVMValueRef hdr = LLVMBuildStructGEP2(b, bufty, args, n, "launch");
   LLVMValueRef grid = LLVMBuildStructGEP2(b, hdrty, hdr, 0, "grid_dim");
@@ -192,6 +200,14 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
                        "group_bytes");
   if (gb) LLVMBuildStore(b, group, gb);
   if (sb) LLVMBuildStore(b, stat, sb);
+  if (abi == 3) { /* this warp's threads, in lockstep: the block is the hardware's */
+    LLVMBuildCall2(b, bodyty, body, &args, 1, "");
+    LLVMBuildRet(b, LLVMConstInt(i32, 0, 0));
+    LLVMDisposeBuilder(b);
+    free(params);
+    free(vals);
+    return;
+  }
   LLVMTypeRef spty_params[5] = {i32, ptr, ptr, ptr, ptr};
   LLVMTypeRef spty = LLVMFunctionType(i32, spty_params, 5, 0);
   LLVMValueRef spawn = LLVMGetNamedFunction(m, "vx_spawn_threads");
@@ -532,7 +548,7 @@ int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernel
       vxl__diag_add(d, "error: internal: kernel %s vanished during translation", kernels[i].name);
       return -EINVAL;
     }
-    vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes, opts->xlen);
+    vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes, opts->xlen, opts->vortex_abi);
   }
   vxl__internalize(m, kernels, n);
   return vxl__emit_module(mc, m, opts, obj, obj_size, d);

@@ -167,7 +167,7 @@ static void vxp__kv_bin(msgpack_packer *pk, const char *k, const uint8_t *p, siz
 }
 
 static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
-  msgpack_pack_map(pk, 12 + (k->image != NULL));
+  msgpack_pack_map(pk, 14 + (k->image != NULL));
   vxp__kv_str(pk, "name", k->name ? k->name : "");
   vxp__kv_str(pk, "entry", k->entry ? k->entry : "");
   vxp__str(pk, "args");
@@ -199,6 +199,8 @@ static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
   vxp__kv_u64(pk, "subgroup_size", k->subgroup_size);
   vxp__kv_u64(pk, "vortex_abi", k->vortex_abi);
   vxp__kv_u64(pk, "xlen", k->xlen);
+  vxp__kv_u64(pk, "dynamic_min", k->dynamic_min);
+  vxp__kv_u64(pk, "scratch_bytes", k->scratch_bytes);
 }
 
 /* Takes the packed bytes out of sbuf (ownership moves to the caller). */
@@ -584,6 +586,10 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
       rc = vxp__u32(v, &k->vortex_abi);
     else if (vxp__key(key, "xlen"))
       rc = vxp__u32(v, &k->xlen);
+    else if (vxp__key(key, "dynamic_min"))
+      rc = vxp__u32(v, &k->dynamic_min);
+    else if (vxp__key(key, "scratch_bytes"))
+      rc = vxp__u32(v, &k->scratch_bytes);
     else if (vxp__key(key, "entry"))
       rc = vxp__strdup(v, &k->entry), have_entry = true;
     else if (vxp__key(key, "image")) {
@@ -715,6 +721,9 @@ int vxp_kernel_check(const vxp_kernel *k) {
       k->buffer_size > VXP_MAX_BUFFER_SIZE)
     return VXP_ELAYOUT;
   if (k->grid_dims < 1 || k->grid_dims > 3) return VXP_ELAYOUT;
+  if (k->dynamic_min > VXP_MAX_LOCAL_BYTES || k->scratch_bytes > 4096 ||
+      (uint64_t)k->shared_bytes + k->dynamic_min > VXP_MAX_LOCAL_BYTES)
+    return VXP_ELAYOUT;
   if (k->image && (k->image_size < 16 || k->image_size > (256u << 20) + 16)) return VXP_ELAYOUT;
   if (k->subgroup_size && (!vxp__pow2(k->subgroup_size) || k->subgroup_size > 64)) return VXP_ELAYOUT;
   return VXP_OK;

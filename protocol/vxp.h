@@ -129,6 +129,13 @@ typedef struct {
   uint32_t xlen;          /* the register width it was compiled for, 32 or
                              64 (0 in records written before: 32); its
                              pointer arguments are xlen / 8 bytes */
+  uint32_t dynamic_min;   /* the least dynamic shared memory a launch gets
+                             (bytes; its extern __shared__ arrays) */
+  uint32_t scratch_bytes; /* local memory its collectives use per thread,
+                             after the shared memory (bytes; 0: none):
+                             with shared_bytes and dynamic_min what a
+                             block's local memory must hold
+                             (vxc_local_bytes) */
 } vxp_kernel;
 
 /* Bounds on a kernel record and a response, beyond which a decoder
@@ -139,6 +146,7 @@ typedef struct {
 #define VXP_MAX_KERNELS 65536u         /* kernels per response */
 #define VXP_MAX_BUFFER_SIZE (1u << 20) /* argument buffer (bytes) */
 #define VXP_MAX_ARG_ALIGN 4096u        /* an argument's alignment (bytes) */
+#define VXP_MAX_LOCAL_BYTES (1u << 30) /* shared memory a record may ask a block for */
 
 /* Checks that k's layout is one a packer can trust: nargs <= VXP_MAX_ARGS;
  * vortex_abi 0, 2 or 3 and xlen 0, 32 or 64; every argument's size exactly

@@ -13,6 +13,7 @@
  * against a C reference computed here.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vxc.h"
+#include "vxd_wire.h"
 #include "vxl.h"
 #include "vxr_vxbin.h"
 #include "vxt.h"
@@ -43,7 +46,76 @@ static void setup(void) {
   cr_assert_eq(vxl_compiler_create(&cc), 0);
   vxl_compiler_set_merge(cc, merge, NULL);
 }
-static void teardown(void) { vxl_compiler_destroy(cc); }
+/* What each module the tests launch was compiled from (by its object, a
+ * heap block that stays put while the result is copied around), so that
+ * every launch also runs the module compiled for Vortex 3.0's kernel ABI
+ * (launch_on).  A test process compiles a handful of modules. */
+typedef struct {
+  const uint8_t *object; /* the 2.x result's */
+  char *src, *name;
+  size_t len;
+  vxl_options o;
+  vxl_result v3; /* compiled on the first launch */
+  bool have_v3;
+} origin;
+static origin origins[64];
+
+static void forget(origin *g) {
+  free(g->src), free(g->name);
+  if (g->have_v3) vxl_result_clear(&g->v3);
+  memset(g, 0, sizeof *g);
+}
+
+/* vxl_compile, remembering what r was compiled from.  A slot whose
+ * object has the address of r's new one is stale (that object was freed):
+ * it is reused first. */
+static int compile_kept(const char *src, size_t len, const char *name, const vxl_options *o, vxl_result *r) {
+  int rc = vxl_compile(cc, src, len, name, o, r);
+  if (rc != 0 || !r->ok) return rc;
+  origin *g = NULL;
+  for (unsigned i = 0; i < sizeof origins / sizeof *origins && !g; i++)
+    if (origins[i].object == r->object) g = &origins[i];
+  for (unsigned i = 0; i < sizeof origins / sizeof *origins && !g; i++)
+    if (!origins[i].object) g = &origins[i];
+  cr_assert_not_null(g, "more modules than origins[] keeps");
+  forget(g);
+  *g = (origin){.object = r->object, .src = malloc(len ? len : 1), .name = strdup(name), .len = len, .o = *o};
+  cr_assert(g->src && g->name);
+  memcpy(g->src, src, len);
+  return rc;
+}
+
+/* vxt_compile_file through compile_kept. */
+static int compile_file_kept(const char *path, const vxl_options *o, vxl_result *r) {
+  size_t len = 0;
+  char *src = vxt_read_file(path, &len);
+  if (!src) return -ENOENT;
+  int rc = compile_kept(src, len, path, o, r);
+  free(src);
+  return rc;
+}
+
+/* The module of r compiled for Vortex 3.0 (the same options otherwise). */
+static const vxl_result *v3_of(const vxl_result *r) {
+  origin *g = NULL;
+  for (unsigned i = 0; i < sizeof origins / sizeof *origins && !g; i++)
+    if (origins[i].object && origins[i].object == r->object) g = &origins[i];
+  cr_assert_not_null(g, "a launched module was compiled without compile_kept: it would not run on 3.0");
+  if (!g->have_v3) {
+    vxl_options o = g->o;
+    o.vortex_abi = 3;
+    cr_assert_eq(vxl_compile(cc, g->src, g->len, g->name, &o, &g->v3), 0);
+    cr_assert(g->v3.ok, "%s for Vortex 3.0: %s", g->name, g->v3.ndiags ? g->v3.diags[0] : "");
+    g->have_v3 = true;
+  }
+  return &g->v3;
+}
+
+static void teardown(void) {
+  for (unsigned i = 0; i < sizeof origins / sizeof *origins; i++)
+    forget(&origins[i]);
+  vxl_compiler_destroy(cc);
+}
 TestSuite(device, .init = setup, .fini = teardown, .timeout = 600);
 #ifdef VXT_CORPUS_DIR
 TestSuite(conformance, .init = setup, .fini = teardown, .timeout = 600);
@@ -52,7 +124,7 @@ TestSuite(conformance, .init = setup, .fini = teardown, .timeout = 600);
 static vxl_result build(const char *path) {
   vxl_options o = {.opt_level = 2};
   vxl_result r;
-  cr_assert_eq(vxt_compile_file(cc, path, &o, &r), 0, "cannot read or compile %s", path);
+  cr_assert_eq(compile_file_kept(path, &o, &r), 0, "cannot read or compile %s", path);
   cr_assert(r.ok, "%s: %s", path, r.ndiags ? r.diags[0] : "");
   return r;
 }
@@ -84,9 +156,11 @@ static void sort_lines(const char *text, char *out, size_t cap) {
   free(copy);
 }
 
-/* Launches k on img on each of the ncfgs configurations, checks they agree,
- * and returns the device memory afterwards (malloc()).  launch(): on every
- * configuration of vxt_simt_matrix. */
+/* Launches k on img on each of the ncfgs configurations, as a Vortex 2.x
+ * device runs it and as 3.0's hardware scheduler runs the same module
+ * compiled for 3.0, checks they all agree, and returns the device memory
+ * afterwards (malloc()).  launch(): on every configuration of
+ * vxt_simt_matrix. */
 static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel *k, vxt_image *img,
                           const void *const *vals, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx,
                           uint32_t by, uint32_t bz, uint32_t shared, char *printed, size_t cap) {
@@ -98,36 +172,58 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
   const vxl_result *r = kernel_owner;
   cr_assert(r && k >= r->kernels && k < r->kernels + r->nkernels, "%s: look the kernel up with kernel()",
             k->name);
-  uint8_t *elf = NULL;
-  size_t elf_size = 0;
-  const char *fail = vxt_device_link(r->object, r->object_size, k->entry, &elf, &elf_size);
-  cr_assert_null(fail, "%s: %s", k->name, fail);
+  /* the same kernel compiled for 3.0: its own record (the same layout),
+   * the block's local memory as the host computes it for the scheduler */
+  const vxl_result *r3 = v3_of(r);
+  const vxl_kernel *k3 = NULL;
+  for (uint32_t i = 0; i < r3->nkernels && !k3; i++)
+    if (strcmp(r3->kernels[i].name, k->name) == 0) k3 = &r3->kernels[i];
+  cr_assert_not_null(k3, "%s: not in the 3.0 module", k->name);
+  cr_assert_eq(k3->buffer_size, k->buffer_size, "%s: one argument layout for both ABIs", k->name);
+  cr_assert_eq(k3->launch_offset, k->launch_offset);
+  vxp_kernel w3;
+  cr_assert_eq(vxd_kernel_wire_view(k3, &w3), 0);
+  vxs_kmu_launch kmu = {.grid = {gx, gy, gz}, .block = {bx, by, bz}};
+  uint64_t lb = vxc_local_bytes(&w3, block, shared);
+  free(w3.args);
+  cr_assert_leq(lb, UINT32_MAX);
+  kmu.local_bytes = (uint32_t)lb;
   uint8_t *first = NULL;
   static char first_printed[8192], now_printed[8192], first_sorted[8192], now_sorted[8192];
-  for (uint32_t i = 0; i < ncfgs; i++) {
-    const vxt_simt *cfg = &cfgs[i];
-    uint8_t *mem = malloc(img->size);
-    vxs_report rep;
-    fail = vxt_device_run(elf, elf_size, img, args, k->launch_offset, cfg, 0, img->size, mem, &rep,
-                          now_printed, sizeof now_printed);
-    cr_assert_null(fail, "%s: %s\n%s", k->name, fail, now_printed);
-    cr_assert_eq(rep.exit_code, 0, "[%s] vx_spawn_threads returned %d", cfg->name, rep.exit_code);
-    if (!first) {
-      first = mem;
-      memcpy(first_printed, now_printed, sizeof first_printed);
-      sort_lines(first_printed, first_sorted, sizeof first_sorted);
-      continue;
+  for (uint32_t abi = 2; abi <= 3; abi++) {
+    const vxl_result *rr = abi == 3 ? r3 : r;
+    const vxl_kernel *kk = abi == 3 ? k3 : k;
+    uint8_t *elf = NULL;
+    size_t elf_size = 0;
+    const char *fail = vxt_device_link(rr->object, rr->object_size, kk->entry, abi, &elf, &elf_size);
+    cr_assert_null(fail, "%s (Vortex %u): %s", k->name, abi, fail);
+    for (uint32_t i = 0; i < ncfgs; i++) {
+      const vxt_simt *cfg = &cfgs[i];
+      uint8_t *mem = malloc(img->size);
+      vxs_report rep;
+      fail = vxt_device_run(elf, elf_size, img, args, kk->launch_offset, abi == 3 ? &kmu : NULL, cfg, 0,
+                            img->size, mem, &rep, now_printed, sizeof now_printed);
+      cr_assert_null(fail, "%s (Vortex %u): %s\n%s", k->name, abi, fail, now_printed);
+      cr_assert_eq(rep.exit_code, 0, "[%s] vx_spawn_threads returned %d", cfg->name, rep.exit_code);
+      if (!first) {
+        first = mem;
+        memcpy(first_printed, now_printed, sizeof first_printed);
+        sort_lines(first_printed, first_sorted, sizeof first_sorted);
+        continue;
+      }
+      for (uint32_t b = 0; b < img->size; b++)
+        cr_assert_eq(mem[b], first[b],
+                     "%s: device memory differs at offset %u between [%s] on Vortex 2 and [%s] on Vortex %u",
+                     k->name, b, cfgs[0].name, cfg->name, abi);
+      sort_lines(now_printed, now_sorted, sizeof now_sorted);
+      cr_assert_str_eq(now_sorted, first_sorted,
+                       "%s: output differs between [%s] on Vortex 2 and [%s] on Vortex %u", k->name,
+                       cfgs[0].name, cfg->name, abi);
+      free(mem);
     }
-    for (uint32_t b = 0; b < img->size; b++)
-      cr_assert_eq(mem[b], first[b], "%s: device memory differs at offset %u between [%s] and [%s]", k->name,
-                   b, cfgs[0].name, cfg->name);
-    sort_lines(now_printed, now_sorted, sizeof now_sorted);
-    cr_assert_str_eq(now_sorted, first_sorted, "%s: output differs between [%s] and [%s]", k->name,
-                     cfgs[0].name, cfg->name);
-    free(mem);
+    free(elf);
   }
   if (printed) snprintf(printed, cap, "%s", first_printed);
-  free(elf);
   return first;
 }
 
@@ -181,7 +277,7 @@ Test(device, a_fault_names_the_kernel_source_line_by_file_name) {
   cr_assert_not_null(src);
   vxl_options o = {.opt_level = 2};
   vxl_result r;
-  cr_assert_eq(vxl_compile(cc, src, len, "/home/someone/project/saxpy.mlir", &o, &r), 0);
+  cr_assert_eq(compile_kept(src, len, "/home/someone/project/saxpy.mlir", &o, &r), 0);
   cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
   free(src);
   const vxl_kernel *k = kernel(&r, "saxpy");
@@ -195,12 +291,12 @@ Test(device, a_fault_names_the_kernel_source_line_by_file_name) {
   uint32_t args = vxt_image_args(&img, k, vals, grid, block, 0);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  cr_assert_null(vxt_device_link(r.object, r.object_size, k->entry, &elf, &elf_size));
+  cr_assert_null(vxt_device_link(r.object, r.object_size, k->entry, 2, &elf, &elf_size));
   uint8_t *mem = malloc(img.size);
   vxs_report rep;
   char printed[256];
-  vxt_device_run(elf, elf_size, &img, args, k->launch_offset, &vxt_simt_matrix[0], 0, img.size, mem, &rep,
-                 printed, sizeof printed);
+  vxt_device_run(elf, elf_size, &img, args, k->launch_offset, NULL, &vxt_simt_matrix[0], 0, img.size, mem,
+                 &rep, printed, sizeof printed);
   cr_assert(strstr(rep.error, "Invalid memory read"), "%s", rep.error);
   cr_assert(strstr(rep.error, " at saxpy.mlir:14:15)"), "the load's line in the file: %s", rep.error);
   cr_assert_null(strstr(rep.error, "someone"), "no directory: %s", rep.error);
@@ -223,10 +319,10 @@ static void run_assert(const vxl_result *r, const char *name, int32_t limit, vxs
   uint32_t args = vxt_image_args(&img, k, vals, grid, block, 0);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  cr_assert_null(vxt_device_link(r->object, r->object_size, k->entry, &elf, &elf_size));
+  cr_assert_null(vxt_device_link(r->object, r->object_size, k->entry, 2, &elf, &elf_size));
   uint8_t *mem = malloc(img.size);
-  vxt_device_run(elf, elf_size, &img, args, k->launch_offset, &vxt_simt_matrix[0], 0, img.size, mem, rep,
-                 printed, cap);
+  vxt_device_run(elf, elf_size, &img, args, k->launch_offset, NULL, &vxt_simt_matrix[0], 0, img.size, mem,
+                 rep, printed, cap);
   memcpy(out, mem + oo, 4 * sizeof *out);
   free(mem), free(elf);
   vxt_image_free(&img);
@@ -749,7 +845,7 @@ Test(device, kernels_of_every_piece_of_a_large_module_run) {
   size_t len;
   char *src = vxt_many_kernels(70, &len);
   vxl_result r;
-  cr_assert_eq(vxl_compile(cc, src, len, "many.mlir", &(vxl_options){.opt_level = 2}, &r), 0);
+  cr_assert_eq(compile_kept(src, len, "many.mlir", &(vxl_options){.opt_level = 2}, &r), 0);
   cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
   cr_assert_eq(vxl_piece_count(r.nkernels), 3);
   uint32_t n = 45;
@@ -1132,7 +1228,7 @@ Test(device, math_ops_and_private_memory) {
 static vxl_result build_for_warp_shfl(const char *path, uint32_t warp, bool shuffle_insns) {
   vxl_options o = {.opt_level = 2, .warp_size = warp, .shuffle_insns = shuffle_insns};
   vxl_result r;
-  cr_assert_eq(vxt_compile_file(cc, path, &o, &r), 0, "cannot read or compile %s", path);
+  cr_assert_eq(compile_file_kept(path, &o, &r), 0, "cannot read or compile %s", path);
   cr_assert(r.ok, "%s (warp %u): %s", path, warp, r.ndiags ? r.diags[0] : "");
   for (uint32_t i = 0; i < r.nkernels; i++)
     cr_assert_eq(r.kernels[i].subgroup_size, warp);
@@ -1576,7 +1672,7 @@ Test(device, every_reduction_kind_in_subgroups_and_blocks) {
           kind, T, T, kind, T, T, T, T);
       vxl_options o = {.opt_level = 2, .warp_size = W};
       vxl_result r;
-      cr_assert_eq(vxl_compile(cc, src, strlen(src), "kinds.mlir", &o, &r), 0);
+      cr_assert_eq(compile_kept(src, strlen(src), "kinds.mlir", &o, &r), 0);
       cr_assert(r.ok, "%s %s: %s", kind, T, r.ndiags ? r.diags[0] : "");
       vxt_image img = {0};
       uint32_t oo = vxt_image_put(&img, NULL, B * 8), od = DEV(oo);

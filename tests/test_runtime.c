@@ -469,9 +469,11 @@ Test(conformance, hip_host_wrappers_launch_through_vortexd_then_the_cache) {
 static void make_sdk(const char *dir, char *sdk, size_t cap) {
   char cmd[1024], out[512];
   snprintf(sdk, cap, "%.100s/sdk", dir);
-  snprintf(cmd, sizeof cmd,
-           "mkdir -p %s && ln -s %s %s/link.ld && ln -s %s/vx_start.o %s/vx_spawn.o %s/vx_print.o %s/", sdk,
-           VXT_DEVICE_LINK_LD, sdk, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR, sdk);
+  snprintf(
+      cmd, sizeof cmd,
+      "mkdir -p %s && ln -s %s %s/link.ld && ln -s %s/vx_start.o %s/vx_spawn.o %s/vx_tls.o %s/vx_print.o %s/",
+      sdk, VXT_DEVICE_LINK_LD, sdk, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR,
+      VXT_DEVICE_OBJ_DIR, sdk);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
 }
 

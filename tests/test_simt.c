@@ -229,3 +229,88 @@ Test(simt, votes_over_the_active_threads) {
     }
   }
 }
+
+/* ---- Vortex 3.0: the hardware scheduler (vxs_run_kmu) ---- */
+
+/* Runs kmu_programs.c's case `which` for launch l on a device of `lanes`
+ * threads per warp, `warps` warps per core and `cores` cores.  Returns
+ * vxs_run_kmu's result; *out and *rep get what the run left. */
+static int run_kmu(uint32_t which, const vxs_kmu_launch *l, uint32_t lanes, uint32_t warps, uint32_t cores,
+                   args_t *out, vxs_report *rep) {
+  size_t size = 0;
+  uint8_t *elf = (uint8_t *)vxt_read_file(VXT_KMU_PROGRAMS, &size);
+  cr_assert_not_null(elf, "cannot read %s", VXT_KMU_PROGRAMS);
+  vxs_config c;
+  vxs_config_default(&c);
+  c.threads_per_warp = lanes, c.warps_per_core = warps, c.cores = cores, c.barriers = warps;
+  c.max_steps = 2000000;
+  vxs_device *d = NULL;
+  cr_assert_eq(vxs_device_create(&c, &d), 0);
+  const char *why = NULL;
+  cr_assert_eq(vxs_load_elf(d, elf, size, &why), 0, "%s", why);
+  cr_assert_eq(vxs_mem_map(d, ARGS, (sizeof(args_t) + 4095) & ~4095u), 0);
+  memset(out, 0xff, sizeof *out);
+  out->which = which;
+  cr_assert_eq(vxs_mem_write(d, ARGS, out, sizeof *out), 0);
+  int rc = vxs_run_kmu(d, ARGS, l, rep);
+  cr_assert_eq(vxs_mem_read(d, ARGS, out, sizeof *out), 0);
+  vxs_device_destroy(d);
+  free(elf);
+  return rc;
+}
+
+/* A block of B threads is ceil(B / lanes) warps whose last has the threads
+ * past B off; each thread is told its index (x fastest), its block's, its
+ * warp's rank and the block's warp count, on every warp width. */
+Test(simt, the_scheduler_gives_each_thread_its_block_csrs) {
+  static const uint32_t widths[] = {1, 4, 8, 32};
+  for (unsigned wi = 0; wi < 4; wi++) {
+    uint32_t T = widths[wi];
+    vxs_kmu_launch l = {.grid = {3, 2, 1}, .block = {5, 2, 1}}; /* 6 blocks of 10 threads */
+    uint32_t W = (10 + T - 1) / T;
+    args_t a;
+    vxs_report rep;
+    cr_assert_eq(run_kmu(0, &l, T, 2 * W, 2, &a, &rep), 0, "%u lanes: %s", T, rep.error);
+    for (uint32_t g = 0; g < 60; g++) {
+      const int32_t *o = &a.out[6 * g];
+      uint32_t b = g / 10, t = g % 10, rank = t / T, in_last = 10 - rank * T;
+      cr_assert_eq(o[0], (int32_t)t, "%u lanes, thread %u", T, g);
+      cr_assert_eq(o[1], (int32_t)b);
+      cr_assert_eq(o[2], (int32_t)rank);
+      cr_assert_eq(o[3], (int32_t)W);
+      uint32_t mask = in_last >= T ? (T == 32 ? 0xFFFFFFFFu : (1u << T) - 1) : (1u << in_last) - 1;
+      cr_assert_eq((uint32_t)o[4], mask, "%u lanes, thread %u: mask 0x%x", T, g, o[4]);
+      cr_assert_eq(o[5], (int32_t)t, "thread = rank x lanes + lane");
+    }
+    cr_assert_eq(a.out[6 * 60], -1, "no thread past the grid");
+  }
+}
+
+/* Blocks that run on one core at once each have their own local memory
+ * and barrier: every thread reads what its neighbour in its own block
+ * wrote before the barrier. */
+Test(simt, blocks_run_together_with_their_own_local_memory_and_barrier) {
+  vxs_kmu_launch l = {.grid = {7, 1, 1}, .block = {12, 1, 1}, .local_bytes = 48};
+  args_t a;
+  vxs_report rep;
+  /* 4 lanes: 3 warps a block, 3 blocks per core at once (9 of 10 warps) */
+  cr_assert_eq(run_kmu(1, &l, 4, 10, 1, &a, &rep), 0, "%s", rep.error);
+  for (uint32_t g = 0; g < 84; g++) {
+    uint32_t b = g / 12, t = g % 12;
+    cr_assert_eq(a.out[g], (int32_t)(1000 * b + (t + 1) % 12), "thread %u", g);
+  }
+}
+
+Test(simt, launches_no_core_can_hold_are_refused) {
+  args_t a;
+  vxs_report rep;
+  vxs_kmu_launch big = {.grid = {1, 1, 1}, .block = {64, 1, 1}};
+  cr_assert_eq(run_kmu(0, &big, 4, 8, 1, &a, &rep), -EINVAL);
+  cr_assert_not_null(strstr(rep.error, "a block of 64 threads needs 16 warps, a core has 8"), "%s",
+                     rep.error);
+  vxs_kmu_launch zero = {.grid = {1, 0, 1}, .block = {4, 1, 1}};
+  cr_assert_eq(run_kmu(0, &zero, 4, 8, 1, &a, &rep), -EINVAL);
+  vxs_kmu_launch lmem = {.grid = {1, 1, 1}, .block = {4, 1, 1}, .local_bytes = 1u << 20};
+  cr_assert_eq(run_kmu(0, &lmem, 4, 8, 1, &a, &rep), -EINVAL);
+  cr_assert_not_null(strstr(rep.error, "local memory"), "%s", rep.error);
+}

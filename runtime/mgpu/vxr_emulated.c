@@ -5,7 +5,7 @@
  * (runtime/simt), with the arena as global memory.
  *
  * Where the device runtime lives: VORTEXD_DEVICE_DIR (a directory with
- * link.ld, vx_start.o, vx_spawn.o, vx_print.o) when set, else the build's
+ * link.ld, vx_start.o, vx_spawn.o, vx_tls.o, vx_print.o) when set, else the build's
  * (VXR_DEVICE_OBJS / VXR_LINKER_SCRIPT); libc and libgcc for libm and
  * soft-float f64 from picolibc and riscv64-unknown-elf-gcc (VXR_LIBC,
  * VXR_LIBGCC); ld.lld-22 (VXR_LLD, or VORTEXD_LLD).
@@ -50,19 +50,19 @@ static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, co
   char found[4096];
   const char *ddir = vxr__device_dir(found, sizeof found);
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
-  static const char *const names[3] = {"vx_start.o", "vx_spawn.o", "vx_print.o"};
+  static const char *const names[4] = {"vx_start.o", "vx_spawn.o", "vx_tls.o", "vx_print.o"};
   const char *dir = ddir ? ddir : VXR_DEVICE_OBJ_DIR;
-  char script[4200], objs[3][4200], *inputs[3];
+  char script[4200], objs[4][4200], *inputs[4];
   if (ddir)
     snprintf(script, sizeof script, "%s/link.ld", ddir);
   else
     snprintf(script, sizeof script, "%s", VXR_LINKER_SCRIPT);
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     snprintf(objs[i], sizeof objs[i], "%s/%s", dir, names[i]);
     inputs[i] = objs[i];
   }
-  return vxr_link_elf(lld, script, inputs, 3, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, elf, elf_size, err,
-                      errcap);
+  return vxr_link_elf(lld, script, inputs, 4, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, 2, elf, elf_size,
+                      err, errcap);
 }
 
 /* Devices kept between launches: creating a unicorn engine and loading an

@@ -97,7 +97,8 @@ static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, con
     return -ENOENT;
   }
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
-  return vxr_link_vxbin(sdk, lld, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, image, image_size, err, errcap);
+  return vxr_link_vxbin(sdk, lld, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, 2, image, image_size, err,
+                        errcap);
 }
 
 static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t errcap) {

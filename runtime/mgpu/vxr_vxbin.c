@@ -292,8 +292,8 @@ int vxr_link_relocatable(const char *lld, uint32_t n, const uint8_t *const *obje
 }
 
 int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int ninputs, const char *libc,
-                 const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
-                 size_t *elf_size, char *err, size_t errcap) {
+                 const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry,
+                 uint32_t vortex_abi, uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   *elf = NULL;
   *elf_size = 0;
   if (ninputs > 64) {
@@ -301,7 +301,7 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
     return -EINVAL;
   }
   char defsym[256];
-  snprintf(defsym, sizeof defsym, "--defsym=main=%s", entry);
+  snprintf(defsym, sizeof defsym, "--defsym=%s=%s", vortex_abi == 3 ? "kernel_main" : "main", entry);
   const char *pre[] = {"-T", script, defsym};
   char *post[66];
   for (int i = 0; i < ninputs; i++)
@@ -323,16 +323,16 @@ int vxr_sdk_inputs(const char *sdk, char **paths, int cap) {
 }
 
 int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
-                   size_t obj_size, const char *entry, uint8_t **image, size_t *image_size, char *err,
-                   size_t errcap) {
+                   size_t obj_size, const char *entry, uint32_t vortex_abi, uint8_t **image,
+                   size_t *image_size, char *err, size_t errcap) {
   err[0] = '\0';
   char script[4200], *inputs[64];
   snprintf(script, sizeof script, "%s/link.ld", sdk);
   int ninputs = vxr__sdk_objects(sdk, inputs, 64);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, &elf, &elf_size,
-                        err, errcap);
+  int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, vortex_abi, &elf,
+                        &elf_size, err, errcap);
   if (rc == 0 && (rc = vxr__to_vxbin(elf, elf_size, image, image_size)) != 0)
     snprintf(err, errcap, "cannot make a .vxbin of kernel %s", entry);
   free(elf);

@@ -42,14 +42,15 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
 void vxr_rlink_cancel(vxr_rlink *l);
 
 /* Links obj (obj_size bytes) into an executable by the ld.lld at lld:
- * `-T script --defsym=main=entry obj inputs... libc libgcc` (at most 64
- * inputs), the object and the executable through pipes as
+ * `-T script --defsym=START=entry obj inputs... libc libgcc` (at most 64
+ * inputs), START what the startup code of the kernel's ABI calls: main on
+ * Vortex 2.x (vortex_abi 2, or 0), kernel_main on 3.0 (3), the object and the executable through pipes as
  * vxr_link_relocatable does (no temporary file).  Returns 0 and *elf
  * (malloc()) / *elf_size, or a negative errno with a message in err.  Runs
  * ld.lld as a child process; any thread. */
 int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int ninputs, const char *libc,
-                 const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
-                 size_t *elf_size, char *err, size_t errcap);
+                 const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry,
+                 uint32_t vortex_abi, uint8_t **elf, size_t *elf_size, char *err, size_t errcap);
 
 /* Most SDK inputs one image link takes (its link.ld, .o and .a files). */
 #define VXR_SDK_MAX_INPUTS 65
@@ -63,11 +64,12 @@ int vxr_sdk_inputs(const char *sdk, char **paths, int cap);
 /* Links obj (obj_size bytes) with the Vortex kernel SDK in directory sdk
  * (its link.ld, then its *.o and *.a in name order) and libc / libgcc
  * (archives for libm and soft-float f64), by the ld.lld at lld, with
- * `entry` as main, and converts the executable into a .vxbin in *image
+ * `entry` as the startup code of kernel ABI vortex_abi calls it
+ * (vxr_link_elf), and converts the executable into a .vxbin in *image
  * (malloc()) / *image_size.  Returns 0, or a negative errno with a message
  * in err.  Runs ld.lld as a child process; any thread. */
 int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
-                   size_t obj_size, const char *entry, uint8_t **image, size_t *image_size, char *err,
-                   size_t errcap);
+                   size_t obj_size, const char *entry, uint32_t vortex_abi, uint8_t **image,
+                   size_t *image_size, char *err, size_t errcap);
 
 #endif /* VXR_VXBIN_H */

@@ -41,6 +41,8 @@ typedef struct {
   uint32_t pc, tmask;
   uint32_t state, barrier_id;
   uint32_t depth;
+  /* under vxs_run_kmu: the block this warp runs (its CTA CSRs) */
+  uint32_t cta_slot, cta_rank, block_id[3];
   vxs_ipdom *stack;    /* cfg.ipdom_depth entries */
   uc_context **thread; /* cfg.threads_per_warp contexts */
 } vxs_warp;
@@ -78,7 +80,10 @@ struct vxs_device {
   uint32_t nsyms;
   /* the run in progress */
   uint32_t argument_buffer;
-  int trap; /* set by the interrupt hook */
+  const vxs_kmu_launch *kmu; /* vxs_run_kmu's launch, else NULL */
+  uint32_t cta_warps;        /* warps per block under kmu */
+  uint32_t cta_local;        /* local memory per block under kmu (bytes) */
+  int trap;                  /* set by the interrupt hook */
   uint32_t trap_cause;
   vxs_report *rep;
   char *console;
@@ -486,17 +491,47 @@ static void vxs__reset_thread(vxs_device *d, uc_context *ctx) {
 
 static uint32_t vxs__last_thread(uint32_t mask) { return 31u - (uint32_t)__builtin_clz(mask); }
 
-static void vxs__start_warp(vxs_device *d, uint32_t w, uint32_t pc) {
+static void vxs__start_warp(vxs_device *d, uint32_t w, uint32_t pc, uint32_t tmask) {
   vxs_warp *wp = &d->warps[w];
   for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++)
     vxs__reset_thread(d, wp->thread[t]);
   wp->pc = pc;
-  wp->tmask = 1;
+  wp->tmask = tmask;
   wp->depth = 0;
   wp->state = VXS_WARP_RUN;
 }
 
 /* ---- Vortex CSRs ---- */
+
+/* The block CSRs of thread t of warp w under vxs_run_kmu.  Thread t is
+ * the block's thread rank * threads_per_warp + t, x fastest. */
+static bool vxs__cta_csr(const vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint32_t *v) {
+  const vxs_warp *wp = &d->warps[w];
+  const vxs_kmu_launch *l = d->kmu;
+  uint32_t flat = wp->cta_rank * d->cfg.threads_per_warp + t;
+  uint32_t tid[3] = {flat % l->block[0], flat / l->block[0] % l->block[1],
+                     flat / (l->block[0] * l->block[1])};
+  uint32_t core = w / d->cfg.warps_per_core;
+  if (csr >= VXS_CSR_CTA_THREAD_ID_X && csr < VXS_CSR_CTA_THREAD_ID_X + 3)
+    *v = tid[csr - VXS_CSR_CTA_THREAD_ID_X];
+  else if (csr >= VXS_CSR_CTA_BLOCK_ID_X && csr < VXS_CSR_CTA_BLOCK_ID_X + 3)
+    *v = wp->block_id[csr - VXS_CSR_CTA_BLOCK_ID_X];
+  else if (csr >= VXS_CSR_CTA_BLOCK_DIM_X && csr < VXS_CSR_CTA_BLOCK_DIM_X + 3)
+    *v = l->block[csr - VXS_CSR_CTA_BLOCK_DIM_X];
+  else if (csr >= VXS_CSR_CTA_GRID_DIM_X && csr < VXS_CSR_CTA_GRID_DIM_X + 3)
+    *v = l->grid[csr - VXS_CSR_CTA_GRID_DIM_X];
+  else if (csr == VXS_CSR_CTA_ID)
+    *v = wp->cta_slot;
+  else if (csr == VXS_CSR_CTA_RANK)
+    *v = wp->cta_rank;
+  else if (csr == VXS_CSR_CTA_SIZE)
+    *v = d->cta_warps;
+  else if (csr == VXS_CSR_CTA_LMEM_ADDR)
+    *v = VXS_LOCAL_MEM_BASE + core * d->cfg.local_mem_bytes + wp->cta_slot * d->cta_local;
+  else
+    return false;
+  return true;
+}
 
 static bool vxs__csr(vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint32_t *v) {
   const vxs_config *c = &d->cfg;
@@ -519,7 +554,7 @@ static bool vxs__csr(vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint32
   case VXS_CSR_NUM_WARPS: *v = c->warps_per_core; return true;
   case VXS_CSR_NUM_CORES: *v = c->cores; return true;
   case VXS_CSR_LOCAL_MEM_BASE: *v = VXS_LOCAL_MEM_BASE + core * c->local_mem_bytes; return true;
-  default: return false;
+  default: return d->kmu && vxs__cta_csr(d, w, t, csr, v);
   }
 }
 
@@ -632,7 +667,7 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
     uint32_t core = w / c->warps_per_core, n = a < c->warps_per_core ? a : c->warps_per_core;
     for (uint32_t i = 1; i < n; i++)
       if (d->warps[core * c->warps_per_core + i].state == VXS_WARP_OFF)
-        vxs__start_warp(d, core * c->warps_per_core + i, b);
+        vxs__start_warp(d, core * c->warps_per_core + i, b, 1);
     wp->pc += 4;
     return 0;
   }
@@ -789,9 +824,10 @@ static void vxs__read_console(vxs_device *d) {
   d->console_len = len;
 }
 
-int vxs_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
+/* Resets the device for a run: the image's initial contents, the
+ * barriers, every warp off. */
+static void vxs__reset_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
   memset(rep, 0, sizeof *rep);
-  if (!d->loaded_image) return -EINVAL;
   d->rep = rep;
   d->argument_buffer = argument_buffer;
   vxs_mem_write(d, d->image_addr, d->image_init, d->image_size);
@@ -799,8 +835,12 @@ int vxs_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
   uint32_t nwarps = d->cfg.cores * d->cfg.warps_per_core;
   for (uint32_t w = 0; w < nwarps; w++)
     d->warps[w].state = VXS_WARP_OFF, d->warps[w].tmask = 0;
-  for (uint32_t c = 0; c < d->cfg.cores; c++)
-    vxs__start_warp(d, c * d->cfg.warps_per_core, d->entry);
+}
+
+/* Steps the running warps in turn until none runs.  0, or VXS_EDEVICE
+ * (a fault, a deadlock at a barrier, the step limit; in rep->error). */
+static int vxs__run_warps(vxs_device *d, vxs_report *rep) {
+  uint32_t nwarps = d->cfg.cores * d->cfg.warps_per_core;
   int rc = 0;
   for (;;) {
     bool ran = false, waiting = false;
@@ -810,29 +850,100 @@ int vxs_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
       ran = true;
       rc = vxs__step(d, w);
     }
-    if (rc) break;
+    if (rc) return rc;
     if (!ran) {
-      if (waiting) {
-        for (uint32_t w = 0; w < nwarps; w++)
-          if (d->warps[w].state == VXS_WARP_BARRIER) {
-            rc = vxs__fail(d, w, d->warps[w].pc - 4, "deadlock: no running warp can release barrier %u",
+      for (uint32_t w = 0; waiting && w < nwarps; w++)
+        if (d->warps[w].state == VXS_WARP_BARRIER)
+          return vxs__fail(d, w, d->warps[w].pc - 4, "deadlock: no running warp can release barrier %u",
                            d->warps[w].barrier_id);
-            break;
-          }
-      }
-      break;
+      return 0;
     }
     if (rep->warp_steps >= d->cfg.max_steps) {
       snprintf(rep->error, sizeof rep->error, "step limit reached (%llu warp instructions)",
                (unsigned long long)d->cfg.max_steps);
-      rc = VXS_EDEVICE;
-      break;
+      return VXS_EDEVICE;
     }
   }
+}
+
+/* Ends a run: the engine's state saved, the exit code and console read. */
+static void vxs__end_run(vxs_device *d, vxs_report *rep) {
   if (d->loaded) uc_context_save(d->uc, d->loaded);
   d->loaded = NULL;
-  if (d->exit_code_addr) vxs_mem_read(d, d->exit_code_addr, &rep->exit_code, 4);
+  if (d->exit_code_addr && !d->kmu) vxs_mem_read(d, d->exit_code_addr, &rep->exit_code, 4);
   vxs__read_console(d);
   d->rep = NULL;
+  d->kmu = NULL;
+}
+
+int vxs_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
+  memset(rep, 0, sizeof *rep);
+  if (!d->loaded_image) return -EINVAL;
+  vxs__reset_run(d, argument_buffer, rep);
+  for (uint32_t c = 0; c < d->cfg.cores; c++)
+    vxs__start_warp(d, c * d->cfg.warps_per_core, d->entry, 1);
+  int rc = vxs__run_warps(d, rep);
+  vxs__end_run(d, rep);
+  return rc;
+}
+
+/* How many blocks of launch l a core runs at once under d's configuration
+ * (0: none fits, why in rep->error).  Sets d->cta_warps and d->cta_local. */
+static uint32_t vxs__kmu_slots(vxs_device *d, const vxs_kmu_launch *l, vxs_report *rep) {
+  const vxs_config *c = &d->cfg;
+  uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+  uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+  if (!threads || !blocks || blocks > UINT32_MAX || l->local_bytes > c->local_mem_bytes) {
+    snprintf(
+        rep->error, sizeof rep->error,
+        "launch refused: grid %ux%ux%u, block %ux%ux%u, %u bytes of local memory per block (a core has %u)",
+        l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->local_bytes,
+        c->local_mem_bytes);
+    return 0;
+  }
+  uint64_t warps = (threads + c->threads_per_warp - 1) / c->threads_per_warp;
+  if (warps > c->warps_per_core) {
+    snprintf(rep->error, sizeof rep->error,
+             "launch refused: a block of %llu threads needs %llu warps, a core has %u",
+             (unsigned long long)threads, (unsigned long long)warps, c->warps_per_core);
+    return 0;
+  }
+  d->cta_warps = (uint32_t)warps;
+  d->cta_local = (l->local_bytes + 15u) & ~15u;
+  uint32_t slots = c->warps_per_core / d->cta_warps;
+  if (d->cta_local && c->local_mem_bytes / d->cta_local < slots) slots = c->local_mem_bytes / d->cta_local;
+  if (c->barriers < slots) slots = c->barriers;
+  return slots;
+}
+
+int vxs_run_kmu(vxs_device *d, uint32_t argument_buffer, const vxs_kmu_launch *l, vxs_report *rep) {
+  memset(rep, 0, sizeof *rep);
+  if (!d->loaded_image || !l) return -EINVAL;
+  uint32_t slots = vxs__kmu_slots(d, l, rep);
+  if (!slots) return -EINVAL;
+  vxs__reset_run(d, argument_buffer, rep);
+  d->kmu = l;
+  const uint32_t T = d->cfg.threads_per_warp, W = d->cta_warps;
+  const uint32_t threads = l->block[0] * l->block[1] * l->block[2];
+  const uint32_t blocks = l->grid[0] * l->grid[1] * l->grid[2];
+  int rc = 0;
+  /* waves: every slot of every core takes the next block, then all run */
+  for (uint32_t next = 0; next < blocks && !rc;) {
+    for (uint32_t c = 0; c < d->cfg.cores; c++)
+      for (uint32_t s = 0; s < slots && next < blocks; s++, next++) {
+        uint32_t id[3] = {next % l->grid[0], next / l->grid[0] % l->grid[1],
+                          next / (l->grid[0] * l->grid[1])};
+        for (uint32_t r = 0; r < W; r++) {
+          uint32_t w = c * d->cfg.warps_per_core + s * W + r, left = threads - r * T;
+          vxs_warp *wp = &d->warps[w];
+          wp->cta_slot = s, wp->cta_rank = r;
+          memcpy(wp->block_id, id, sizeof id);
+          vxs__start_warp(d, w, d->entry,
+                          left >= T ? (T == 32 ? 0xFFFFFFFFu : (1u << T) - 1) : (1u << left) - 1);
+        }
+      }
+    rc = vxs__run_warps(d, rep);
+  }
+  vxs__end_run(d, rep);
   return rc;
 }

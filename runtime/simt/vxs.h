@@ -118,6 +118,27 @@ int vxs_load_image(vxs_device *dev, uint32_t addr, const void *image, uint32_t s
  * without a loaded image. */
 int vxs_run(vxs_device *dev, uint32_t argument_buffer, vxs_report *rep);
 
+/* A launch as Vortex 3.0's hardware scheduler (the KMU) runs it: the
+ * grid and block sizes and the local memory each block gets (bytes), what
+ * the host writes to the KMU's DCRs (VX_types.toml, dcr_kmu). */
+typedef struct {
+  uint32_t grid[3], block[3];
+  uint32_t local_bytes;
+} vxs_kmu_launch;
+
+/* Resets every hart and runs the image's blocks as the hardware scheduler
+ * does: a block of B threads takes ceil(B / threads_per_warp) warps of one
+ * core, its last warp with the threads past B off; a core runs as many
+ * blocks at once as its warps, its local memory (local_bytes each, rounded
+ * up to 16) and its barriers allow.  Every warp of a block starts at the
+ * image's entry (vx_kmu.S: kernel_main(mscratch)) with the block CSRs of
+ * vxs_abi.h set; blocks are started in order, x fastest, whenever a core
+ * has room.  A barrier of a block is its CTA_ID for CTA_SIZE warps.
+ * Returns as vxs_run (rep->exit_code is 0: there is no main), or -EINVAL
+ * without an image or for a launch no core can hold (a zero dimension, a
+ * block over a core's warps or local memory; rep->error says which). */
+int vxs_run_kmu(vxs_device *dev, uint32_t argument_buffer, const vxs_kmu_launch *l, vxs_report *rep);
+
 /* What vxs_run returns when the kernel failed on the device (a fault, a
  * divergence the hardware would abort on, a deadlock, the step limit):
  * the run's own failure, not the emulator's, described in rep->error. */

@@ -44,4 +44,26 @@
 #define VXS_CSR_NUM_CORES 0xFC2
 #define VXS_CSR_LOCAL_MEM_BASE 0xFC3
 
+/* Vortex 3.0's block (CTA) CSRs, set by its hardware scheduler for each
+ * warp it starts (VX_types.toml, csr_cta): the block's index among those
+ * the core runs, the warp's rank in it and the block's warp count; each
+ * thread's index in the block, the block's index in the grid, the block
+ * and grid sizes (x, y, z); the block's local-memory slot. */
+#define VXS_CSR_CTA_ID 0xCD0
+#define VXS_CSR_CTA_RANK 0xCD1
+#define VXS_CSR_CTA_SIZE 0xCD2
+#define VXS_CSR_CTA_THREAD_ID_X 0xCD3
+#define VXS_CSR_CTA_THREAD_ID_Y 0xCD4
+#define VXS_CSR_CTA_THREAD_ID_Z 0xCD5
+#define VXS_CSR_CTA_BLOCK_ID_X 0xCD6
+#define VXS_CSR_CTA_BLOCK_ID_Y 0xCD7
+#define VXS_CSR_CTA_BLOCK_ID_Z 0xCD8
+#define VXS_CSR_CTA_BLOCK_DIM_X 0xCD9
+#define VXS_CSR_CTA_BLOCK_DIM_Y 0xCDA
+#define VXS_CSR_CTA_BLOCK_DIM_Z 0xCDB
+#define VXS_CSR_CTA_GRID_DIM_X 0xCDC
+#define VXS_CSR_CTA_GRID_DIM_Y 0xCDD
+#define VXS_CSR_CTA_GRID_DIM_Z 0xCDE
+#define VXS_CSR_CTA_LMEM_ADDR 0xCDF
+
 #endif /* VXS_ABI_H */

@@ -33,7 +33,6 @@ uint32_t __warps_per_group;
 int32_t __vxs_exit_code;
 char __vxs_main_stacks[VXS_MAX_CORES][4096] __attribute__((aligned(16)));
 
-extern char __tdata_start[], __tdata_end[], __tbss_size[];
 void __vxs_warp_entry(void);
 void __vxs_run_warp0(void);
 
@@ -49,17 +48,6 @@ typedef struct {
 } vxs_launch;
 
 static vxs_launch launches[VXS_MAX_CORES];
-
-/* Copies the TLS template into this thread's block at tp. */
-void __vxs_init_tls(void) {
-  char *tp;
-  __asm__ volatile("mv %0, tp" : "=r"(tp));
-  uint32_t data = (uint32_t)(__tdata_end - __tdata_start), bss = (uint32_t)(uintptr_t)__tbss_size;
-  for (uint32_t i = 0; i < data; i++)
-    tp[i] = __tdata_start[i];
-  for (uint32_t i = 0; i < bss; i++)
-    tp[data + i] = 0;
-}
 
 void __vxs_worker(void) {
   uint32_t lanes = VX_CSR(VXS_CSR_NUM_THREADS), warp = VX_CSR(VXS_CSR_WARP_ID),

@@ -8,20 +8,7 @@
  * __vxs_run_warp0.  Both turn every thread of the warp on, give each its
  * own stack and TLS block (VXS_THREAD_SETUP), and run __vxs_worker.
  */
-#include "vxs_abi.h"
-
-/* tmc rs1: thread mask = rs1 (custom-0, funct3 0) */
-#define VX_TMC(reg) .insn r 0x0B, 0, 0, x0, reg, x0
-
-/* sp = top of this hart's slot, tp = its bottom (the TLS block). */
-.macro VXS_THREAD_SETUP
-  csrr t0, VXS_CSR_MHARTID
-  slli t0, t0, VXS_STACK_LOG2_SIZE
-  li t1, VXS_STACK_TOP
-  sub sp, t1, t0
-  li t1, VXS_STACK_SIZE
-  sub tp, sp, t1
-.endm
+#include "vx_asm.inc"
 
   .section .text.init, "ax", @progbits
   .globl _start
