@@ -55,14 +55,16 @@ typedef struct {
   char *src, *name;
   size_t len;
   vxl_options o;
-  vxl_result v3; /* compiled on the first launch */
-  bool have_v3;
+  vxl_result other[2][2]; /* by [vortex_abi == 3][xlen == 64], compiled on the first launch */
+  bool have[2][2];
 } origin;
 static origin origins[64];
 
 static void forget(origin *g) {
   free(g->src), free(g->name);
-  if (g->have_v3) vxl_result_clear(&g->v3);
+  for (int a = 0; a < 2; a++)
+    for (int x = 0; x < 2; x++)
+      if (g->have[a][x]) vxl_result_clear(&g->other[a][x]);
   memset(g, 0, sizeof *g);
 }
 
@@ -95,20 +97,24 @@ static int compile_file_kept(const char *path, const vxl_options *o, vxl_result 
   return rc;
 }
 
-/* The module of r compiled for Vortex 3.0 (the same options otherwise). */
-static const vxl_result *v3_of(const vxl_result *r) {
+/* The module of r (compiled for Vortex 2.x on RV32) compiled for kernel
+ * ABI abi and register width xlen, the same options otherwise. */
+static const vxl_result *target_of(const vxl_result *r, uint32_t abi, uint32_t xlen) {
+  if (abi == 2 && xlen == 32) return r;
   origin *g = NULL;
   for (unsigned i = 0; i < sizeof origins / sizeof *origins && !g; i++)
     if (origins[i].object && origins[i].object == r->object) g = &origins[i];
-  cr_assert_not_null(g, "a launched module was compiled without compile_kept: it would not run on 3.0");
-  if (!g->have_v3) {
+  cr_assert_not_null(g,
+                     "a launched module was compiled without compile_kept: it would not run on every target");
+  vxl_result *t = &g->other[abi == 3][xlen == 64];
+  if (!g->have[abi == 3][xlen == 64]) {
     vxl_options o = g->o;
-    o.vortex_abi = 3;
-    cr_assert_eq(vxl_compile(cc, g->src, g->len, g->name, &o, &g->v3), 0);
-    cr_assert(g->v3.ok, "%s for Vortex 3.0: %s", g->name, g->v3.ndiags ? g->v3.diags[0] : "");
-    g->have_v3 = true;
+    o.vortex_abi = abi, o.xlen = xlen;
+    cr_assert_eq(vxl_compile(cc, g->src, g->len, g->name, &o, t), 0);
+    cr_assert(t->ok, "%s for vortex%u-rv%u: %s", g->name, abi, xlen, t->ndiags ? t->diags[0] : "");
+    g->have[abi == 3][xlen == 64] = true;
   }
-  return &g->v3;
+  return t;
 }
 
 static void teardown(void) {
@@ -172,38 +178,58 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
   const vxl_result *r = kernel_owner;
   cr_assert(r && k >= r->kernels && k < r->kernels + r->nkernels, "%s: look the kernel up with kernel()",
             k->name);
-  /* the same kernel compiled for 3.0: its own record (the same layout),
-   * the block's local memory as the host computes it for the scheduler */
-  const vxl_result *r3 = v3_of(r);
-  const vxl_kernel *k3 = NULL;
-  for (uint32_t i = 0; i < r3->nkernels && !k3; i++)
-    if (strcmp(r3->kernels[i].name, k->name) == 0) k3 = &r3->kernels[i];
-  cr_assert_not_null(k3, "%s: not in the 3.0 module", k->name);
-  cr_assert_eq(k3->buffer_size, k->buffer_size, "%s: one argument layout for both ABIs", k->name);
-  cr_assert_eq(k3->launch_offset, k->launch_offset);
-  vxp_kernel w3;
-  cr_assert_eq(vxd_kernel_wire_view(k3, &w3), 0);
-  vxs_kmu_launch kmu = {.grid = {gx, gy, gz}, .block = {bx, by, bz}};
-  uint64_t lb = vxc_local_bytes(&w3, block, shared);
-  free(w3.args);
-  cr_assert_leq(lb, UINT32_MAX);
-  kmu.local_bytes = (uint32_t)lb;
+  /* every target: its own module and record, its own argument buffer
+   * (appended to a copy of img; pointers widened on RV64), the block's
+   * local memory as a 3.0 host computes it for the scheduler; the device
+   * memory of img's bytes and the output must be the same everywhere */
+  static const uint32_t targets[4][2] = {{2, 32}, {3, 32}, {2, 64}, {3, 64}};
   uint8_t *first = NULL;
   static char first_printed[8192], now_printed[8192], first_sorted[8192], now_sorted[8192];
-  for (uint32_t abi = 2; abi <= 3; abi++) {
-    const vxl_result *rr = abi == 3 ? r3 : r;
-    const vxl_kernel *kk = abi == 3 ? k3 : k;
+  for (unsigned ti = 0; ti < 4; ti++) {
+    uint32_t abi = targets[ti][0], xlen = targets[ti][1];
+    const vxl_result *rr = target_of(r, abi, xlen);
+    const vxl_kernel *kk = NULL;
+    for (uint32_t i = 0; i < rr->nkernels && !kk; i++)
+      if (strcmp(rr->kernels[i].name, k->name) == 0) kk = &rr->kernels[i];
+    cr_assert_not_null(kk, "%s: not in the vortex%u-rv%u module", k->name, abi, xlen);
+    if (xlen == 32)
+      cr_assert(kk->buffer_size == k->buffer_size && kk->launch_offset == k->launch_offset,
+                "%s: one argument layout for both ABIs", k->name);
+    vxt_image im = {.p = malloc(img->size), .size = img->size, .cap = img->size};
+    memcpy(im.p, img->p, img->size);
+    uint32_t a = args;
+    if (xlen == 64) {
+      uint64_t wide[64];
+      const void *wvals[64];
+      cr_assert_leq(kk->nargs, 64);
+      for (uint32_t i = 0; i < kk->nargs; i++) {
+        wvals[i] = vals ? vals[i] : NULL;
+        if (vals && kk->args[i].kind == VXL_ARG_POINTER) {
+          uint32_t p32;
+          memcpy(&p32, vals[i], sizeof p32);
+          wide[i] = p32, wvals[i] = &wide[i];
+        }
+      }
+      a = vxt_image_args(&im, kk, wvals, grid, block, shared);
+      cr_assert_neq(a, UINT32_MAX, "%s: argument packing failed on RV64", k->name);
+    }
+    vxp_kernel w;
+    cr_assert_eq(vxd_kernel_wire_view(kk, &w), 0);
+    uint64_t lb = vxc_local_bytes(&w, block, shared);
+    free(w.args);
+    cr_assert_leq(lb, UINT32_MAX);
+    vxs_kmu_launch kmu = {.grid = {gx, gy, gz}, .block = {bx, by, bz}, .local_bytes = (uint32_t)lb};
     uint8_t *elf = NULL;
     size_t elf_size = 0;
-    const char *fail = vxt_device_link(rr->object, rr->object_size, kk->entry, abi, &elf, &elf_size);
-    cr_assert_null(fail, "%s (Vortex %u): %s", k->name, abi, fail);
+    const char *fail = vxt_device_link(rr->object, rr->object_size, kk->entry, abi, xlen, &elf, &elf_size);
+    cr_assert_null(fail, "%s (vortex%u-rv%u): %s", k->name, abi, xlen, fail);
     for (uint32_t i = 0; i < ncfgs; i++) {
       const vxt_simt *cfg = &cfgs[i];
-      uint8_t *mem = malloc(img->size);
+      uint8_t *mem = malloc(im.size);
       vxs_report rep;
-      fail = vxt_device_run(elf, elf_size, img, args, kk->launch_offset, abi == 3 ? &kmu : NULL, cfg, 0,
-                            img->size, mem, &rep, now_printed, sizeof now_printed);
-      cr_assert_null(fail, "%s (Vortex %u): %s\n%s", k->name, abi, fail, now_printed);
+      fail = vxt_device_run(elf, elf_size, xlen, &im, a, kk->launch_offset, abi == 3 ? &kmu : NULL, cfg, 0,
+                            im.size, mem, &rep, now_printed, sizeof now_printed);
+      cr_assert_null(fail, "%s (vortex%u-rv%u): %s\n%s", k->name, abi, xlen, fail, now_printed);
       cr_assert_eq(rep.exit_code, 0, "[%s] vx_spawn_threads returned %d", cfg->name, rep.exit_code);
       if (!first) {
         first = mem;
@@ -212,16 +238,18 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
         continue;
       }
       for (uint32_t b = 0; b < img->size; b++)
-        cr_assert_eq(mem[b], first[b],
-                     "%s: device memory differs at offset %u between [%s] on Vortex 2 and [%s] on Vortex %u",
-                     k->name, b, cfgs[0].name, cfg->name, abi);
+        cr_assert_eq(
+            mem[b], first[b],
+            "%s: device memory differs at offset %u between [%s] on vortex2-rv32 and [%s] on vortex%u-rv%u",
+            k->name, b, cfgs[0].name, cfg->name, abi, xlen);
       sort_lines(now_printed, now_sorted, sizeof now_sorted);
       cr_assert_str_eq(now_sorted, first_sorted,
-                       "%s: output differs between [%s] on Vortex 2 and [%s] on Vortex %u", k->name,
-                       cfgs[0].name, cfg->name, abi);
+                       "%s: output differs between [%s] on vortex2-rv32 and [%s] on vortex%u-rv%u", k->name,
+                       cfgs[0].name, cfg->name, abi, xlen);
       free(mem);
     }
     free(elf);
+    vxt_image_free(&im);
   }
   if (printed) snprintf(printed, cap, "%s", first_printed);
   return first;
@@ -291,11 +319,11 @@ Test(device, a_fault_names_the_kernel_source_line_by_file_name) {
   uint32_t args = vxt_image_args(&img, k, vals, grid, block, 0);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  cr_assert_null(vxt_device_link(r.object, r.object_size, k->entry, 2, &elf, &elf_size));
+  cr_assert_null(vxt_device_link(r.object, r.object_size, k->entry, 2, 32, &elf, &elf_size));
   uint8_t *mem = malloc(img.size);
   vxs_report rep;
   char printed[256];
-  vxt_device_run(elf, elf_size, &img, args, k->launch_offset, NULL, &vxt_simt_matrix[0], 0, img.size, mem,
+  vxt_device_run(elf, elf_size, 32, &img, args, k->launch_offset, NULL, &vxt_simt_matrix[0], 0, img.size, mem,
                  &rep, printed, sizeof printed);
   cr_assert(strstr(rep.error, "Invalid memory read"), "%s", rep.error);
   cr_assert(strstr(rep.error, " at saxpy.mlir:14:15)"), "the load's line in the file: %s", rep.error);
@@ -319,9 +347,9 @@ static void run_assert(const vxl_result *r, const char *name, int32_t limit, vxs
   uint32_t args = vxt_image_args(&img, k, vals, grid, block, 0);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  cr_assert_null(vxt_device_link(r->object, r->object_size, k->entry, 2, &elf, &elf_size));
+  cr_assert_null(vxt_device_link(r->object, r->object_size, k->entry, 2, 32, &elf, &elf_size));
   uint8_t *mem = malloc(img.size);
-  vxt_device_run(elf, elf_size, &img, args, k->launch_offset, NULL, &vxt_simt_matrix[0], 0, img.size, mem,
+  vxt_device_run(elf, elf_size, 32, &img, args, k->launch_offset, NULL, &vxt_simt_matrix[0], 0, img.size, mem,
                  rep, printed, cap);
   memcpy(out, mem + oo, 4 * sizeof *out);
   free(mem), free(elf);

@@ -199,13 +199,22 @@ Test(simt, bad_images_and_configurations_are_refused) {
   memcpy(copy, image, image_size);
   copy[18] = 62; /* e_machine = x86-64 */
   cr_assert_eq(vxs_load_elf(d, copy, image_size, &why), -EINVAL);
-  cr_assert_str_eq(why, "not an ELF32 RISC-V executable");
+  cr_assert_str_eq(why, "not an ELF32 RISC-V executable (an RV32 device)");
   free(copy);
   vxs_report rep;
   cr_assert_eq(vxs_run(d, 0, &rep), -EINVAL, "no image loaded");
   cr_assert_eq(vxs_mem_map(d, 0x1234, 4096), -EINVAL, "misaligned");
   cr_assert_eq(vxs_mem_map(d, VXS_LOCAL_MEM_BASE, 4096), -EINVAL, "overlaps local memory");
   vxs_device_destroy(d);
+  /* an RV64 device takes ELF64 images only; no other register width */
+  vxs_config_default(&c);
+  c.xlen = 64;
+  cr_assert_eq(vxs_device_create(&c, &d), 0);
+  cr_assert_eq(vxs_load_elf(d, image, image_size, &why), -EINVAL);
+  cr_assert_str_eq(why, "not an ELF64 RISC-V executable (an RV64 device)");
+  vxs_device_destroy(d);
+  c.xlen = 48;
+  cr_assert_eq(vxs_device_create(&c, &d), -EINVAL);
 }
 
 Test(simt, votes_over_the_active_threads) {

@@ -60,7 +60,7 @@ uint32_t vxt_image_args(vxt_image *img, const vxl_kernel *k, const void *const *
 }
 
 const char *vxt_device_link(const uint8_t *object, size_t object_size, const char *entry, uint32_t abi,
-                            uint8_t **elf, size_t *elf_size) {
+                            uint32_t xlen, uint8_t **elf, size_t *elf_size) {
   char dir[] = "/tmp/vxt-dev-XXXXXX";
   if (!mkdtemp(dir)) return "mkdtemp failed";
   char obj[64], exe[64], cmd[2048];
@@ -70,9 +70,11 @@ const char *vxt_device_link(const uint8_t *object, size_t object_size, const cha
   FILE *f = fopen(obj, "wb");
   if (!f || fwrite(object, 1, object_size, f) != object_size) fail = "cannot write the object";
   if (f) fclose(f);
+  const char *objs = xlen == 64 ? (abi == 3 ? VXT_RUNTIME_OBJS_V3_RV64 : VXT_RUNTIME_OBJS_RV64)
+                                : (abi == 3 ? VXT_RUNTIME_OBJS_V3 : VXT_RUNTIME_OBJS);
   snprintf(cmd, sizeof cmd, "%s -T %s --defsym=%s=%s %s %s %s %s -o %s 2>%s/link.log", VXT_LD,
-           VXT_LINKER_SCRIPT, abi == 3 ? "kernel_main" : "main", entry,
-           abi == 3 ? VXT_RUNTIME_OBJS_V3 : VXT_RUNTIME_OBJS, obj, VXT_LIBC, VXT_LIBGCC, exe, dir);
+           VXT_LINKER_SCRIPT, abi == 3 ? "kernel_main" : "main", entry, objs, obj,
+           xlen == 64 ? VXT_LIBC64 : VXT_LIBC, xlen == 64 ? VXT_LIBGCC64 : VXT_LIBGCC, exe, dir);
   if (!fail && system(cmd) != 0) fail = "link with the device runtime failed";
   if (!fail && !(*elf = (uint8_t *)vxt_read_file(exe, elf_size))) fail = "cannot read the linked image";
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -80,10 +82,10 @@ const char *vxt_device_link(const uint8_t *object, size_t object_size, const cha
   return fail;
 }
 
-const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image *img, uint32_t args_offset,
-                           uint32_t launch_offset, const vxs_kmu_launch *kmu, const vxt_simt *cfg,
-                           uint32_t out_offset, uint32_t out_size, void *out, vxs_report *rep, char *printed,
-                           size_t printed_cap) {
+const char *vxt_device_run(const uint8_t *elf, size_t elf_size, uint32_t xlen, const vxt_image *img,
+                           uint32_t args_offset, uint32_t launch_offset, const vxs_kmu_launch *kmu,
+                           const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size, void *out,
+                           vxs_report *rep, char *printed, size_t printed_cap) {
   static char msg[1024]; /* the suites run tests one at a time */
   uint32_t block[3], shared;
   memcpy(block, img->p + args_offset + launch_offset + 12, sizeof block);
@@ -106,6 +108,7 @@ const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image 
   uint32_t lmem = c.warps_per_core * (kmu ? kmu->local_bytes + 16u : shared + 65536u);
   c.local_mem_bytes = lmem > (16u << 20) ? (16u << 20) : (lmem + 4095u) & ~4095u;
   c.max_steps = 200u * 1000u * 1000u;
+  c.xlen = xlen;
   vxs_device *dev = NULL;
   const char *why = NULL;
   int rc = vxs_device_create(&c, &dev);

@@ -47,23 +47,23 @@ uint32_t vxt_image_args(vxt_image *img, const vxl_kernel *k, const void *const *
                         const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes);
 
 /* Links the module object obj (obj_size bytes) with the emulator's device
- * runtime for kernel ABI abi (2 or 3; ld.lld-22, picolibc libc.a and libgcc
- * for libm and soft-float f64) into *elf (malloc()), the kernel's entry
- * symbol as main (2) or kernel_main (3).  Returns NULL or a static
- * description of what failed. */
+ * runtime for kernel ABI abi (2 or 3) and register width xlen (32 or 64;
+ * ld.lld-22, picolibc libc.a and libgcc for libm and soft-float) into *elf
+ * (malloc()), the kernel's entry symbol as main (2) or kernel_main (3).
+ * Returns NULL or a static description of what failed. */
 const char *vxt_device_link(const uint8_t *obj, size_t obj_size, const char *entry, uint32_t abi,
-                            uint8_t **elf, size_t *elf_size);
+                            uint32_t xlen, uint8_t **elf, size_t *elf_size);
 
 /* Runs a linked image on a fresh device with configuration cfg, the image
  * img mapped at VXT_MEM_BASE and mscratch = the argument buffer at
- * args_offset, as Vortex 2.x runs it (kmu NULL: main spawns the grid) or
+ * args_offset, on an RV32 or RV64 device (xlen), as Vortex 2.x runs it (kmu NULL: main spawns the grid) or
  * as 3.0's hardware scheduler runs launch *kmu; copies out_size bytes at
  * out_offset back into out (img is not updated).  *rep gets the emulator's report, printed (may be NULL)
  * what the device printed.  Returns NULL, or a description of what failed
  * (valid until the next call; the suites run tests one at a time). */
-const char *vxt_device_run(const uint8_t *elf, size_t elf_size, const vxt_image *img, uint32_t args_offset,
-                           uint32_t launch_offset, const vxs_kmu_launch *kmu, const vxt_simt *cfg,
-                           uint32_t out_offset, uint32_t out_size, void *out, vxs_report *rep, char *printed,
-                           size_t printed_cap);
+const char *vxt_device_run(const uint8_t *elf, size_t elf_size, uint32_t xlen, const vxt_image *img,
+                           uint32_t args_offset, uint32_t launch_offset, const vxs_kmu_launch *kmu,
+                           const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size, void *out,
+                           vxs_report *rep, char *printed, size_t printed_cap);
 
 #endif

@@ -106,6 +106,8 @@ void vxs_config_default(vxs_config *cfg) {
 
 static int vxs__complete(const vxs_config *in, vxs_config *c) {
   *c = *in;
+  if (!c->xlen) c->xlen = 32;
+  if (c->xlen != 32 && c->xlen != 64) return -EINVAL;
   if (!c->threads_per_warp) c->threads_per_warp = 4;
   if (!c->warps_per_core) c->warps_per_core = 4;
   if (!c->cores) c->cores = 1;
@@ -191,13 +193,15 @@ int vxs_device_create(const vxs_config *cfg, vxs_device **out) {
   vxs_device *d = calloc(1, sizeof *d);
   if (!d) return -ENOMEM;
   d->cfg = c;
-  if (uc_open(UC_ARCH_RISCV, UC_MODE_RISCV32, &d->uc) != UC_ERR_OK) {
+  if (uc_open(UC_ARCH_RISCV, c.xlen == 64 ? UC_MODE_RISCV64 : UC_MODE_RISCV32, &d->uc) != UC_ERR_OK) {
     free(d);
     return -EIO;
   }
   int rc = -ENOMEM;
-  /* mstatus.FS = dirty: libunicorn's RV32 runs F instructions only then */
-  uint32_t mstatus = 0;
+  /* mstatus.FS = dirty: libunicorn runs F and D instructions only then.
+   * Registers are read and written through 64-bit variables: an RV32
+   * engine uses their low half (the host is little-endian). */
+  uint64_t mstatus = 0;
   uc_reg_read(d->uc, UC_RISCV_REG_MSTATUS, &mstatus);
   mstatus |= 3u << 13;
   uc_reg_write(d->uc, UC_RISCV_REG_MSTATUS, &mstatus);
@@ -321,8 +325,10 @@ int vxs_load_elf(vxs_device *d, const void *image, size_t size, const char **why
     *why = "not an ELF file";
     goto out;
   }
-  if (eh.e_ident[EI_CLASS] != ELFCLASS32 || eh.e_machine != EM_RISCV || eh.e_type != ET_EXEC) {
-    *why = "not an ELF32 RISC-V executable";
+  if (eh.e_ident[EI_CLASS] != (d->cfg.xlen == 64 ? ELFCLASS64 : ELFCLASS32) || eh.e_machine != EM_RISCV ||
+      eh.e_type != ET_EXEC) {
+    *why = d->cfg.xlen == 64 ? "not an ELF64 RISC-V executable (an RV64 device)"
+                             : "not an ELF32 RISC-V executable (an RV32 device)";
     goto out;
   }
   if (elf_getphdrnum(e, &nph) != 0) {
@@ -464,8 +470,9 @@ static void vxs__load(vxs_device *d, uc_context *ctx) {
   d->loaded = ctx;
 }
 
-static uint32_t vxs__xreg(vxs_device *d, uc_context *ctx, uint32_t r) {
-  uint32_t v = 0;
+/* Register r of a thread: XLEN bits, zero-extended. */
+static uint64_t vxs__xreg(vxs_device *d, uc_context *ctx, uint32_t r) {
+  uint64_t v = 0;
   if (r == 0) return 0;
   if (ctx == d->loaded)
     uc_reg_read(d->uc, UC_RISCV_REG_X0 + (int)r, &v);
@@ -474,7 +481,7 @@ static uint32_t vxs__xreg(vxs_device *d, uc_context *ctx, uint32_t r) {
   return v;
 }
 
-static void vxs__set_xreg(vxs_device *d, uc_context *ctx, uint32_t r, uint32_t v) {
+static void vxs__set_xreg(vxs_device *d, uc_context *ctx, uint32_t r, uint64_t v) {
   if (r == 0) return;
   if (ctx == d->loaded)
     uc_reg_write(d->uc, UC_RISCV_REG_X0 + (int)r, &v);
@@ -615,7 +622,8 @@ static int vxs__barrier(vxs_device *d, uint32_t w, uint32_t id, uint32_t count) 
 static int vxs__exec_collective(vxs_device *d, uint32_t w, uint32_t f3, uint32_t rd, uint32_t rs1,
                                 uint32_t rs2) {
   vxs_warp *wp = &d->warps[w];
-  uint32_t lanes = d->cfg.threads_per_warp, val[VXS_MAX_THREADS_PER_WARP], res[VXS_MAX_THREADS_PER_WARP];
+  uint32_t lanes = d->cfg.threads_per_warp;
+  uint64_t val[VXS_MAX_THREADS_PER_WARP], res[VXS_MAX_THREADS_PER_WARP]; /* whole registers */
   for (uint32_t t = 0; t < lanes; t++)
     val[t] = vxs__xreg(d, wp->thread[t], rs1);
   if (f3 < 4) {
@@ -631,7 +639,8 @@ static int vxs__exec_collective(vxs_device *d, uint32_t w, uint32_t f3, uint32_t
   } else {
     for (uint32_t t = 0; t < lanes; t++) {
       if (!(wp->tmask >> t & 1)) continue;
-      uint32_t bc = vxs__xreg(d, wp->thread[t], rs2), b = bc & 63, c = (bc >> 6) & 63, mask = bc >> 12;
+      uint32_t bc = (uint32_t)vxs__xreg(d, wp->thread[t], rs2), b = bc & 63, c = (bc >> 6) & 63,
+               mask = bc >> 12;
       uint32_t lo = t & mask, hi = lo | (c & ~mask);
       int64_t j = f3 == 4   ? (int64_t)t - b
                   : f3 == 5 ? (int64_t)t + b
@@ -652,7 +661,10 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
   uint32_t f3 = (inst >> 12) & 7, f7 = inst >> 25, rd = (inst >> 7) & 31, rs1 = (inst >> 15) & 31,
            rs2 = (inst >> 20) & 31;
   uint32_t last = vxs__last_thread(wp->tmask);
-  uint32_t a = vxs__xreg(d, wp->thread[last], rs1), b = vxs__xreg(d, wp->thread[last], rs2);
+  /* rs1 and rs2 of the custom instructions are counts, masks, ids and code
+   * addresses: all below 4 GiB here */
+  uint32_t a = (uint32_t)vxs__xreg(d, wp->thread[last], rs1),
+           b = (uint32_t)vxs__xreg(d, wp->thread[last], rs2);
   uint32_t full = c->threads_per_warp == 32 ? 0xFFFFFFFFu : (1u << c->threads_per_warp) - 1;
   if (f7 == 1) return vxs__exec_collective(d, w, f3, rd, rs1, rs2);
   if (f7 != 0)
@@ -701,7 +713,7 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
   }
   case 3: { /* join rs1 = depth the matching split returned */
     for (uint32_t t = 0; t < c->threads_per_warp; t++)
-      if ((wp->tmask >> t & 1) && vxs__xreg(d, wp->thread[t], rs1) != a)
+      if ((wp->tmask >> t & 1) && (uint32_t)vxs__xreg(d, wp->thread[t], rs1) != a)
         return vxs__fail(d, w, wp->pc, "join operands differ between threads");
     if (a == wp->depth) { /* the split was uniform */
       wp->pc += 4;
@@ -746,14 +758,18 @@ static bool vxs__serial(const vxs_device *d, uint32_t pc) { return pc >= d->seri
 static int vxs__serial_call(vxs_device *d, uint32_t w, uint32_t t, uint32_t pc) {
   vxs_warp *wp = &d->warps[w];
   vxs__load(d, wp->thread[t]);
-  uint32_t ret = vxs__xreg(d, wp->thread[t], 1), sp = vxs__xreg(d, wp->thread[t], 2);
+  uint64_t ret = vxs__xreg(d, wp->thread[t], 1), sp = vxs__xreg(d, wp->thread[t], 2);
   for (uint32_t n = 0; n < VXS_SERIAL_CALL_LIMIT; n++) {
     if (pc == ret && vxs__xreg(d, wp->thread[t], 2) == sp) return 0;
     d->trap = 0;
     uc_err err = uc_emu_start(d->uc, pc, 0, 0, 1);
     if (err != UC_ERR_OK) return vxs__fail(d, w, pc, "thread %u: %s in a library call", t, uc_strerror(err));
     if (d->trap) return vxs__fail(d, w, pc, "thread %u: exception %u in a library call", t, d->trap_cause);
-    uc_reg_read(d->uc, UC_RISCV_REG_PC, &pc);
+    uint64_t npc = 0;
+    uc_reg_read(d->uc, UC_RISCV_REG_PC, &npc);
+    if (npc >> 32)
+      return vxs__fail(d, w, pc, "thread %u: a jump to 0x%llx, past 4 GiB", t, (unsigned long long)npc);
+    pc = (uint32_t)npc;
     d->rep->thread_steps++;
   }
   return vxs__fail(d, w, pc, "thread %u: library call still running after %u instructions", t,
@@ -772,8 +788,11 @@ static int vxs__exec_plain(vxs_device *d, uint32_t w) {
     if (err != UC_ERR_OK) return vxs__fail(d, w, pc, "thread %u: %s", t, uc_strerror(err));
     if (d->trap)
       return vxs__fail(d, w, pc, "thread %u: illegal instruction or exception %u", t, d->trap_cause);
-    uint32_t npc = 0;
-    uc_reg_read(d->uc, UC_RISCV_REG_PC, &npc);
+    uint64_t npc64 = 0;
+    uc_reg_read(d->uc, UC_RISCV_REG_PC, &npc64);
+    if (npc64 >> 32)
+      return vxs__fail(d, w, pc, "thread %u: a jump to 0x%llx, past 4 GiB", t, (unsigned long long)npc64);
+    uint32_t npc = (uint32_t)npc64;
     if (!have || npc == next) {
       next = npc, next_mask |= 1u << t, have = true;
     } else {

@@ -1,14 +1,17 @@
 /*
  * vxs.h - a lockstep SIMT emulator of a Vortex device.
  *
- * Runs linked RV32IMAF kernel images (an ELF executable built against the
- * device runtime in runtime/simt/device/) the way Vortex hardware does: the
+ * Runs linked RV32IMAF or RV64IMAFD kernel images (an ELF executable built
+ * against the device runtime in runtime/simt/device/) the way Vortex
+ * hardware does: the
  * threads of a warp share one PC and a thread mask and step every
  * instruction together; the custom-0 instructions the objects use (tmc,
  * wspawn, split, join, bar, pred) and the Vortex CSRs get Vortex's
- * semantics (docs/VORTEX_ABI.md, "SIMT semantics").  RV32IMAF itself is
+ * semantics (docs/VORTEX_ABI.md, "SIMT semantics").  The base ISA is
  * executed by libunicorn, one uc_engine per device with one saved CPU
- * context per hardware thread.
+ * context per hardware thread.  On RV64 the device's memory still lies
+ * below 4 GiB (every address this interface takes is 32-bit); registers
+ * are 64-bit.
  *
  * What it checks that hardware would abort on: an ordinary branch or jump
  * on which the active threads of a warp disagree (no split around it), a
@@ -58,6 +61,8 @@ typedef struct {
   vxs_split_policy split_policy;
   uint64_t max_steps; /* warp instructions before giving up; default
                          2^31 */
+  uint32_t xlen;      /* register width: 32 (RV32IMAF, the default) or 64
+                         (RV64IMAFD) */
 } vxs_config;
 
 /* Outcome of a run.  error is "" on success, else one line saying what the
@@ -95,11 +100,12 @@ int vxs_mem_map(vxs_device *dev, uint32_t addr, uint32_t size);
 int vxs_mem_write(vxs_device *dev, uint32_t addr, const void *src, uint32_t size);
 int vxs_mem_read(vxs_device *dev, uint32_t addr, void *dst, uint32_t size);
 
-/* Loads a linked RV32 ELF executable of size bytes: maps and fills its
+/* Loads a linked ELF executable of size bytes (ELF32 for an RV32 device,
+ * ELF64 for RV64): maps and fills its
  * PT_LOAD segments (memory beyond a segment's file size zeroed), keeps its
  * function symbols for reports and its serial range.  One image per
- * device.  Returns 0, -EINVAL for a file that is not an ELF32 RISC-V
- * executable (why in *why, a static string, when why is not NULL),
+ * device.  Returns 0, -EINVAL for a file that is not a RISC-V executable
+ * of the device's class (why in *why, a static string, when why is not NULL),
  * -ENOMEM. */
 int vxs_load_elf(vxs_device *dev, const void *elf, size_t size, const char **why);
 

@@ -50,10 +50,10 @@ __vxs_warp_entry:
   .globl __vxs_run_warp0
   .type __vxs_run_warp0, @function
 __vxs_run_warp0:
-  addi sp, sp, -16
-  sw ra, 12(sp)
-  sw s0, 8(sp)
-  sw s1, 4(sp)
+  addi sp, sp, -4 * REGBYTES
+  REG_S ra, 3 * REGBYTES(sp)
+  REG_S s0, 2 * REGBYTES(sp)
+  REG_S s1, 1 * REGBYTES(sp)
   mv s0, sp
   mv s1, tp
   li t0, -1
@@ -65,9 +65,9 @@ __vxs_run_warp0:
   VX_TMC(t0)
   mv sp, s0
   mv tp, s1
-  lw ra, 12(sp)
-  lw s0, 8(sp)
-  lw s1, 4(sp)
-  addi sp, sp, 16
+  REG_L ra, 3 * REGBYTES(sp)
+  REG_L s0, 2 * REGBYTES(sp)
+  REG_L s1, 1 * REGBYTES(sp)
+  addi sp, sp, 4 * REGBYTES
   ret
   .size __vxs_run_warp0, .-__vxs_run_warp0
