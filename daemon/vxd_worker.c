@@ -142,8 +142,9 @@ static void vxd__link_images(const vxd_config *cfg, vxp_response *resp) {
   for (uint32_t i = 0; i < resp->nkernels; i++) {
     vxp_kernel *k = &resp->kernels[i];
     char err[512];
-    if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, VXD_LIBC, VXD_LIBGCC, resp->object, resp->object_size,
-                       k->entry, k->vortex_abi, &k->image, &k->image_size, err, sizeof err) != 0) {
+    if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, k->xlen == 64 ? VXD_LIBC64 : VXD_LIBC,
+                       k->xlen == 64 ? VXD_LIBGCC64 : VXD_LIBGCC, resp->object, resp->object_size, k->entry,
+                       k->vortex_abi, &k->image, &k->image_size, err, sizeof err) != 0) {
       resp->status = VXP_STATUS_INTERNAL;
       free(resp->message);
       resp->message = strdup(err);

@@ -254,6 +254,39 @@ Test(runtime, vxc_run_executes_a_whole_program) {
   cr_assert_not_null(strstr(st, "\"hits\":1,"), "the second run's launch hit: %s", st);
 }
 
+/* A program's kernels run on the emulated device whatever the daemon
+ * compiles them for: Vortex 2.x or 3.0 (then started by the emulated
+ * scheduler), RV32 or RV64 (8-byte device pointers in the argument
+ * buffer); the program prints the same. */
+Test(runtime, programs_run_on_every_target_the_daemon_compiles_for) {
+  static const char *const targets[] = {"vortex3-rv32", "vortex2-rv64", "vortex3-rv64"};
+  static char out[65536];
+  for (unsigned i = 0; i < 3; i++) {
+    vxt_daemon t = {0};
+    char flag[64], cmd[2048], log[256], fc[4096];
+    snprintf(flag, sizeof flag, "--target=%s", targets[i]);
+    cr_assert_eq(vxt_daemon_start(&t, flag), 0);
+    snprintf(log, sizeof log, "%.100s/run.out", t.dir);
+    snprintf(cmd, sizeof cmd,
+             "timeout 300 %s --no-spawn --socket %s run %s > %s 2>&1; %s %s --input-file=%s 2>&1", VXT_VXC,
+             t.sock, VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir", log, VXT_FILECHECK,
+             VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir", log);
+    int rc = vxt_run(cmd, fc, sizeof fc);
+    size_t n;
+    char *printed = vxt_read_file(log, &n);
+    snprintf(out, sizeof out, "%s", printed ? printed : "");
+    free(printed);
+    cr_assert_eq(rc, 0, "%s: %s\n%s", targets[i], out, fc);
+    snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s ls --json", VXT_VXC, t.sock);
+    cr_assert_eq(vxt_run(cmd, fc, sizeof fc), 0);
+    char want[64];
+    snprintf(want, sizeof want, "vortex_abi=%c;xlen=%s", targets[i][6],
+             strstr(targets[i], "64") ? "64" : "32");
+    cr_assert_not_null(strstr(fc, want), "%s: the module compiled for it: %s", targets[i], fc);
+    cr_assert_eq(vxt_daemon_stop(&t), 0);
+  }
+}
+
 /* A host side in the async dialect lowers the upstream way and runs with
  * MLIR's async runtime; the fill helpers of MLIR's Vulkan and SPIR-V
  * runners are there for programs written for those runners. */

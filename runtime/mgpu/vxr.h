@@ -31,10 +31,12 @@ typedef struct {
   size_t elf_size;
   uint8_t *arena; /* read and written back by the backend */
   uint32_t arena_size;
-  uint32_t args_addr;   /* device address of the argument buffer */
-  uint32_t device_base; /* device address of the arena */
-  const vxp_kernel *kernel;
+  uint32_t args_addr;       /* device address of the argument buffer */
+  uint32_t device_base;     /* device address of the arena */
+  const vxp_kernel *kernel; /* its target (vortex_abi, xlen) too */
   uint32_t threads_per_block;
+  uint32_t grid[3], block[3]; /* the launch's dimensions */
+  uint32_t local_bytes;       /* a block's local memory (vxc_local_bytes) */
 } vxr_launch;
 
 typedef struct vxr_backend {
@@ -45,9 +47,10 @@ typedef struct vxr_backend {
    * message. */
   int (*open)(struct vxr_backend *b, uint32_t arena_size, uint32_t *base, char *err, size_t errcap);
   /* Links the module object with this device's runtime into a loadable
-   * image whose main is entry.  Returns 0 and *elf (malloc()) or a
-   * negative errno with a message in err. */
-  int (*link)(struct vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry, uint8_t **elf,
+   * image that starts kernel k (its entry, as its target's startup code
+   * calls it).  Returns 0 and *elf (malloc()) or a negative errno with a
+   * message in err (-ENOTSUP: a target this device cannot run). */
+  int (*link)(struct vxr_backend *b, const uint8_t *obj, size_t obj_size, const vxp_kernel *k, uint8_t **elf,
               size_t *elf_size, char *err, size_t errcap);
   /* Runs one launch to completion.  Returns 0 or a negative errno with a
    * message (VXS_EDEVICE, -EIO: the kernel failed on the device). */

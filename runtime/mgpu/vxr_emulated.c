@@ -4,11 +4,16 @@
  * (ld.lld-22, runtime/simt/device) and run on the lockstep SIMT emulator
  * (runtime/simt), with the arena as global memory.
  *
+ * Kernels of every target run here: Vortex 2.x or 3.0 (the latter started
+ * by the emulated hardware scheduler, vxs_run_kmu), RV32 or RV64.
+ *
  * Where the device runtime lives: VORTEXD_DEVICE_DIR (a directory with
- * link.ld, vx_start.o, vx_spawn.o, vx_tls.o, vx_print.o) when set, else the build's
- * (VXR_DEVICE_OBJS / VXR_LINKER_SCRIPT); libc and libgcc for libm and
- * soft-float f64 from picolibc and riscv64-unknown-elf-gcc (VXR_LIBC,
- * VXR_LIBGCC); ld.lld-22 (VXR_LLD, or VORTEXD_LLD).
+ * link.ld, vx_start.o, vx_spawn.o, vx_kmu.o, vx_tls.o, vx_print.o, and
+ * the same objects for RV64 in rv64/) when set, else the build's
+ * (VXR_DEVICE_OBJ_DIR / VXR_LINKER_SCRIPT); libc and libgcc for libm and
+ * soft-float from picolibc and riscv64-unknown-elf-gcc (VXR_LIBC,
+ * VXR_LIBGCC; VXR_LIBC64, VXR_LIBGCC64 for RV64); ld.lld-22 (VXR_LLD, or
+ * VORTEXD_LLD).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,26 +48,29 @@ static const char *vxr__device_dir(char *buf, size_t cap) {
   return NULL;
 }
 
-static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry,
+static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const vxp_kernel *k,
                          uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   (void)b;
   err[0] = '\0';
   char found[4096];
   const char *ddir = vxr__device_dir(found, sizeof found);
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
-  static const char *const names[4] = {"vx_start.o", "vx_spawn.o", "vx_tls.o", "vx_print.o"};
+  /* each kernel ABI's startup objects, each width's build of them */
+  static const char *const v2[4] = {"vx_start.o", "vx_spawn.o", "vx_tls.o", "vx_print.o"};
+  static const char *const v3[3] = {"vx_kmu.o", "vx_tls.o", "vx_print.o"};
+  const int is3 = k->vortex_abi == 3, is64 = k->xlen == 64, n = is3 ? 3 : 4;
   const char *dir = ddir ? ddir : VXR_DEVICE_OBJ_DIR;
-  char script[4200], objs[4][4200], *inputs[4];
+  char script[4200], objs[4][4300], *inputs[4];
   if (ddir)
     snprintf(script, sizeof script, "%s/link.ld", ddir);
   else
     snprintf(script, sizeof script, "%s", VXR_LINKER_SCRIPT);
-  for (int i = 0; i < 4; i++) {
-    snprintf(objs[i], sizeof objs[i], "%s/%s", dir, names[i]);
+  for (int i = 0; i < n; i++) {
+    snprintf(objs[i], sizeof objs[i], "%s%s/%s", dir, is64 ? "/rv64" : "", is3 ? v3[i] : v2[i]);
     inputs[i] = objs[i];
   }
-  return vxr_link_elf(lld, script, inputs, 4, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, 2, elf, elf_size,
-                      err, errcap);
+  return vxr_link_elf(lld, script, inputs, n, is64 ? VXR_LIBC64 : VXR_LIBC, is64 ? VXR_LIBGCC64 : VXR_LIBGCC,
+                      obj, obj_size, k->entry, k->vortex_abi, elf, elf_size, err, errcap);
 }
 
 /* Devices kept between launches: creating a unicorn engine and loading an
@@ -105,7 +113,11 @@ static void vxr__emu_config(const vxr_launch *l, vxs_config *c) {
   c->ipdom_depth = 0; /* vxs default: 2 x threads per warp */
   const char *cores = getenv("VORTEXD_EMULATED_CORES");
   c->cores = cores && atoi(cores) > 0 ? (uint32_t)atoi(cores) : 1;
-  uint32_t lmem = c->warps_per_core * (l->kernel->shared_bytes + 65536u);
+  c->xlen = l->kernel->xlen == 64 ? 64 : 32;
+  /* 2.x: room for every group a core holds, with static shared memory;
+   * 3.0: at most one block per warp, each its local memory */
+  uint32_t lmem = c->warps_per_core *
+                  (l->kernel->vortex_abi == 3 ? l->local_bytes + 16u : l->kernel->shared_bytes + 65536u);
   c->local_mem_bytes = lmem > (16u << 20) ? (16u << 20) : (lmem + 4095u) & ~4095u;
   c->max_steps = 2000u * 1000u * 1000u;
 }
@@ -170,7 +182,11 @@ static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t e
     vxr__emu_drop(s);
     return -EIO;
   }
-  int rc = vxs_run(s->dev, l->args_addr, &rep);
+  vxs_kmu_launch kmu = {.local_bytes = l->local_bytes};
+  memcpy(kmu.grid, l->grid, sizeof kmu.grid);
+  memcpy(kmu.block, l->block, sizeof kmu.block);
+  int rc = l->kernel->vortex_abi == 3 ? vxs_run_kmu(s->dev, l->args_addr, &kmu, &rep)
+                                      : vxs_run(s->dev, l->args_addr, &rep);
   fputs(vxs_console(s->dev), stdout); /* what the kernel printed, as a GPU's printf goes to stdout */
   fflush(stdout);
   if (rc != 0) {

@@ -332,7 +332,9 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   const vxp_kernel *k = &f->m->r.kernels[f->kernel];
   char err[1024] = "";
   const void **values = calloc(k->nargs ? k->nargs : 1, sizeof *values);
-  uint32_t *addrs = calloc(k->nargs ? k->nargs : 1, sizeof *addrs);
+  /* device addresses, as wide as a register of the kernel's target can
+   * hold (vxc_pack_args copies the record's size: 4 or 8 bytes) */
+  uint64_t *addrs = calloc(k->nargs ? k->nargs : 1, sizeof *addrs);
   size_t p = 0;
   for (uint32_t i = 0; values && addrs && !err[0] && i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
@@ -371,7 +373,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
       p += used;
     } else {
       if (p + 1 > paramsCount) break;
-      values[i] = params[p++]; /* host and RV32 are little-endian: the low bytes */
+      values[i] = params[p++]; /* host and RISC-V are little-endian: the low bytes */
     }
   }
   if (!err[0] && p != paramsCount)
@@ -379,6 +381,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
              paramsCount);
   uint32_t grid[3] = {(uint32_t)gridX, (uint32_t)gridY, (uint32_t)gridZ};
   uint32_t block[3] = {(uint32_t)blockX, (uint32_t)blockY, (uint32_t)blockZ};
+  uint64_t lb = vxc_local_bytes(k, block, (uint32_t)smem);
+  uint32_t local_bytes = lb > UINT32_MAX ? UINT32_MAX : (uint32_t)lb; /* over a core's: the device says so */
   int64_t argbuf = err[0] ? -1 : vxr__alloc(k->buffer_size);
   if (!err[0] && argbuf < 0) snprintf(err, sizeof err, "device memory exhausted (VORTEXD_DEVICE_MEMORY)");
   if (!err[0] &&
@@ -393,7 +397,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
     m->elf_size[f->kernel] = k->image_size;
   }
   if (!err[0] && !m->elf[f->kernel] &&
-      vxr.backend->link(vxr.backend, m->r.object, m->r.object_size, k->entry, &m->elf[f->kernel],
+      vxr.backend->link(vxr.backend, m->r.object, m->r.object_size, k, &m->elf[f->kernel],
                         &m->elf_size[f->kernel], err, sizeof err) != 0 &&
       !err[0])
     snprintf(err, sizeof err, "link failed");
@@ -407,7 +411,10 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
                     .args_addr = vxr.base + (uint32_t)argbuf,
                     .device_base = vxr.base,
                     .kernel = k,
-                    .threads_per_block = block[0] * block[1] * block[2]};
+                    .threads_per_block = block[0] * block[1] * block[2],
+                    .grid = {grid[0], grid[1], grid[2]},
+                    .block = {block[0], block[1], block[2]},
+                    .local_bytes = local_bytes};
     if (vxr.backend->run(vxr.backend, &l, err, sizeof err) == 0) vxr__sync_regions(0);
   }
   if (argbuf >= 0) vxr__free((uint32_t)argbuf, k->buffer_size);

@@ -86,9 +86,16 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
   return 0;
 }
 
-static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const char *entry,
+static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const vxp_kernel *k,
                         uint8_t **image, size_t *image_size, char *err, size_t errcap) {
   (void)b;
+  if (k->vortex_abi == 3 || k->xlen == 64) {
+    snprintf(err, errcap,
+             "kernel %s is compiled for vortex%u-rv%u; this backend launches Vortex 2.x RV32 kernels through "
+             "libvortex's vortex.h (compile for vortex2-rv32: the daemon's `target` key)",
+             k->name, k->vortex_abi, k->xlen);
+    return -ENOTSUP;
+  }
   const char *sdk = getenv("VORTEXD_VORTEX_SDK");
   if (!sdk || !*sdk) {
     snprintf(err, errcap,
@@ -97,7 +104,7 @@ static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, con
     return -ENOENT;
   }
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
-  return vxr_link_vxbin(sdk, lld, VXR_LIBC, VXR_LIBGCC, obj, obj_size, entry, 2, image, image_size, err,
+  return vxr_link_vxbin(sdk, lld, VXR_LIBC, VXR_LIBGCC, obj, obj_size, k->entry, 2, image, image_size, err,
                         errcap);
 }
 
