@@ -4,6 +4,8 @@
  * same entry points (runtime/include/vortex.h), with buffers in host
  * memory and kernels (.vxbin: u64 min_vma, u64 max_vma, image) run on the
  * lockstep SIMT emulator.  vx_standin_starts() says how many kernels ran.
+ * Also the queue API of Vortex 3.0 (vortex2.h) that libvortexd_runtime
+ * drives for 3.0 kernels: see below.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -154,5 +156,106 @@ int vx_start(void *dev, void *kernel, void *args) {
 int vx_ready_wait(void *dev, uint64_t timeout_ms);
 int vx_ready_wait(void *dev, uint64_t timeout_ms) {
   (void)dev, (void)timeout_ms; /* vx_start ran the kernel to completion */
+  return 0;
+}
+
+/* ---- vortex2.h: the queue API of Vortex 3.0, its kernels started by the
+ * emulated hardware scheduler.  Commands run when enqueued (the queue is
+ * always finished); VORTEX_STANDIN_XLEN=64 makes the device RV64. ---- */
+
+typedef struct {
+  size_t struct_size;
+  const void *next;
+  void *kernel, *args;
+  uint32_t ndim;
+  uint32_t grid_dim[3], block_dim[3];
+  uint32_t lmem_size;
+} launch_info;
+
+int vx_queue_create(void *dev, const void *info, void **out);
+int vx_queue_create(void *dev, const void *info, void **out) {
+  (void)info;
+  *out = dev; /* the device is its one queue */
+  return 0;
+}
+
+int vx_buffer_create(void *dev, uint64_t size, uint32_t flags, void **out);
+int vx_buffer_create(void *dev, uint64_t size, uint32_t flags, void **out) {
+  return vx_mem_alloc(dev, size, (int)flags, out) ? 3 : 0;
+}
+
+/* A buffer at addr: where a kernel image is loaded and started. */
+int vx_buffer_reserve(void *dev, uint64_t addr, uint64_t size, uint32_t flags, void **out);
+int vx_buffer_reserve(void *dev, uint64_t addr, uint64_t size, uint32_t flags, void **out) {
+  (void)dev, (void)flags;
+  buffer *b = calloc(1, sizeof *b);
+  if (!b || addr >> 32 || size > (256u << 20) || !(b->bytes = calloc(1, size ? size : 1))) {
+    free(b);
+    return 3;
+  }
+  b->addr = (uint32_t)addr, b->size = (uint32_t)size, b->is_kernel = 1, b->entry = (uint32_t)addr;
+  *out = b;
+  return 0;
+}
+
+int vx_buffer_release(void *buf);
+int vx_buffer_release(void *buf) { return vx_mem_free(buf); }
+
+int vx_enqueue_write(void *q, void *dst, uint64_t off, const void *src, uint64_t size, uint32_t n,
+                     const void *w, void **ev);
+int vx_enqueue_write(void *q, void *dst, uint64_t off, const void *src, uint64_t size, uint32_t n,
+                     const void *w, void **ev) {
+  (void)q, (void)n, (void)w;
+  if (ev) *ev = NULL;
+  return vx_copy_to_dev(dst, src, off, size) ? 3 : 0;
+}
+
+int vx_enqueue_read(void *q, void *dst, void *src, uint64_t off, uint64_t size, uint32_t n, const void *w,
+                    void **ev);
+int vx_enqueue_read(void *q, void *dst, void *src, uint64_t off, uint64_t size, uint32_t n, const void *w,
+                    void **ev) {
+  (void)q, (void)n, (void)w;
+  if (ev) *ev = NULL;
+  return vx_copy_from_dev(dst, src, off, size) ? 3 : 0;
+}
+
+int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *w, void **ev);
+int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *w, void **ev) {
+  (void)n, (void)w;
+  if (ev) *ev = NULL;
+  device *d = q;
+  buffer *k = info->kernel, *a = info->args;
+  vxs_config c;
+  vxs_config_default(&c);
+  c.warps_per_core = 32;
+  c.barriers = 0;
+  c.ipdom_depth = 0;
+  c.local_mem_bytes = 32u * 65536u;
+  const char *xlen = getenv("VORTEX_STANDIN_XLEN");
+  c.xlen = xlen && strcmp(xlen, "64") == 0 ? 64 : 32;
+  vxs_kmu_launch l = {.local_bytes = info->lmem_size};
+  memcpy(l.grid, info->grid_dim, sizeof l.grid);
+  memcpy(l.block, info->block_dim, sizeof l.block);
+  vxs_device *emu = NULL;
+  vxs_report rep;
+  memset(&rep, 0, sizeof rep);
+  int rc = info->ndim != 3 || vxs_device_create(&c, &emu) != 0 ||
+           vxs_load_image(emu, k->entry, k->bytes, k->size) != 0;
+  for (buffer *b = d->buffers; !rc && b; b = b->next)
+    rc = vxs_mem_map(emu, b->addr, (b->size + 4095u) & ~4095u) != 0 ||
+         vxs_mem_write(emu, b->addr, b->bytes, b->size);
+  if (!rc) rc = vxs_run_kmu(emu, a->addr, &l, &rep) != 0;
+  if (!rc)
+    for (buffer *b = d->buffers; !rc && b; b = b->next)
+      rc = vxs_mem_read(emu, b->addr, b->bytes, b->size) != 0;
+  if (rc && rep.error[0]) fprintf(stderr, "vortex stand-in: %s\n", rep.error);
+  if (emu) vxs_device_destroy(emu);
+  starts += !rc;
+  return rc ? 8 : 0;
+}
+
+int vx_queue_finish(void *q, uint64_t timeout_ns);
+int vx_queue_finish(void *q, uint64_t timeout_ns) {
+  (void)q, (void)timeout_ns; /* every command ran when enqueued */
   return 0;
 }

@@ -12,6 +12,15 @@
  * the Vortex loader's format) and uploaded with vx_upload_kernel_bytes.
  * The arena is one device buffer (vx_mem_alloc), copied in and out around
  * each launch; the argument buffer is uploaded with vx_upload_bytes.
+ *
+ * Vortex 3.0 kernels go through the queue API of vortex2.h when the loaded
+ * libvortex has it (its entry points found with dlsym; its device and
+ * buffer handles are vortex.h's): the image in a buffer reserved at its
+ * min_vma (vx_buffer_reserve, written with vx_enqueue_write: the .vxbin's
+ * max_vma covers BSS, zero in the image), the argument buffer in one of its
+ * own, then vx_enqueue_launch with the grid, the block and each block's
+ * local memory (the hardware scheduler's DCRs), and vx_queue_finish.  A
+ * library without it runs 2.x kernels only.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -42,7 +51,36 @@ typedef struct {
   int (*ready_wait)(vx_device_h, uint64_t);
   vx_device_h dev;
   vx_buffer_h arena;
+  /* vortex2.h, when the library has it (all or none) */
+  int v2;
+  int (*queue_create)(vx_device_h, const void *info, void **queue);
+  int (*buffer_create)(vx_device_h, uint64_t size, uint32_t flags, vx_buffer_h *);
+  int (*buffer_reserve)(vx_device_h, uint64_t addr, uint64_t size, uint32_t flags, vx_buffer_h *);
+  int (*buffer_release)(vx_buffer_h);
+  int (*enqueue_write)(void *queue, vx_buffer_h dst, uint64_t off, const void *src, uint64_t size,
+                       uint32_t nwait, const void *wait, void **event);
+  int (*enqueue_read)(void *queue, void *dst, vx_buffer_h src, uint64_t off, uint64_t size, uint32_t nwait,
+                      const void *wait, void **event);
+  int (*enqueue_launch)(void *queue, const void *info, uint32_t nwait, const void *wait, void **event);
+  int (*queue_finish)(void *queue, uint64_t timeout_ns);
+  void *queue;
 } vxr__vortex;
+
+/* vortex2.h's vx_queue_info_t and vx_launch_info_t, as it declares them. */
+typedef struct {
+  size_t struct_size;
+  const void *next;
+  int priority; /* VX_QUEUE_PRIORITY_NORMAL = 1 */
+  uint32_t flags;
+} vxr__queue_info;
+typedef struct {
+  size_t struct_size;
+  const void *next;
+  vx_buffer_h kernel, args;
+  uint32_t ndim;
+  uint32_t grid_dim[3], block_dim[3];
+  uint32_t lmem_size;
+} vxr__launch_info;
 
 static vxr__vortex vxr__vx;
 
@@ -76,6 +114,17 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
       return -ENOSYS;
     }
   *(void **)&v->mem_free = dlsym(v->lib, "vx_mem_free"); /* optional */
+  struct {
+    void **fn;
+    const char *name;
+  } v2syms[] = {
+      {(void **)&v->queue_create, "vx_queue_create"},     {(void **)&v->buffer_create, "vx_buffer_create"},
+      {(void **)&v->buffer_reserve, "vx_buffer_reserve"}, {(void **)&v->buffer_release, "vx_buffer_release"},
+      {(void **)&v->enqueue_write, "vx_enqueue_write"},   {(void **)&v->enqueue_read, "vx_enqueue_read"},
+      {(void **)&v->enqueue_launch, "vx_enqueue_launch"}, {(void **)&v->queue_finish, "vx_queue_finish"}};
+  v->v2 = 1;
+  for (size_t i = 0; i < sizeof v2syms / sizeof v2syms[0]; i++)
+    v->v2 &= (*v2syms[i].fn = dlsym(v->lib, v2syms[i].name)) != NULL;
   uint64_t addr = 0;
   if (v->dev_open(&v->dev) != 0 || v->mem_alloc(v->dev, arena_size, VXR__MEM_READ_WRITE, &v->arena) != 0 ||
       v->mem_address(v->arena, &addr) != 0 || addr + arena_size > (1ull << 32)) {
@@ -89,11 +138,12 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
 static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const vxp_kernel *k,
                         uint8_t **image, size_t *image_size, char *err, size_t errcap) {
   (void)b;
-  if (k->vortex_abi == 3 || k->xlen == 64) {
-    snprintf(err, errcap,
-             "kernel %s is compiled for vortex%u-rv%u; this backend launches Vortex 2.x RV32 kernels through "
-             "libvortex's vortex.h (compile for vortex2-rv32: the daemon's `target` key)",
-             k->name, k->vortex_abi, k->xlen);
+  if (k->vortex_abi == 3 && !vxr__vx.v2) {
+    snprintf(
+        err, errcap,
+        "kernel %s is compiled for Vortex 3.0 and the Vortex runtime has no vortex2.h queue API to launch "
+        "it (compile for vortex2-rv%u: the daemon's `target` key)",
+        k->name, k->xlen ? k->xlen : 32);
     return -ENOTSUP;
   }
   const char *sdk = getenv("VORTEXD_VORTEX_SDK");
@@ -104,13 +154,56 @@ static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, con
     return -ENOENT;
   }
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
-  return vxr_link_vxbin(sdk, lld, VXR_LIBC, VXR_LIBGCC, obj, obj_size, k->entry, 2, image, image_size, err,
-                        errcap);
+  return vxr_link_vxbin(sdk, lld, k->xlen == 64 ? VXR_LIBC64 : VXR_LIBC,
+                        k->xlen == 64 ? VXR_LIBGCC64 : VXR_LIBGCC, obj, obj_size, k->entry, k->vortex_abi,
+                        image, image_size, err, errcap);
+}
+
+/* Runs a Vortex 3.0 kernel through vortex2.h's queue (see the file
+ * comment). */
+static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, size_t errcap) {
+  vx_buffer_h kernel = NULL, args = NULL;
+  uint32_t off = l->args_addr - l->device_base;
+  uint64_t lo = 0, hi = 0;
+  for (int i = 7; l->elf_size >= 16 && i >= 0; i--)
+    lo = lo << 8 | l->elf[i], hi = hi << 8 | l->elf[8 + i];
+  if (l->elf_size < 16 || hi <= lo || hi - lo != l->elf_size - 16) {
+    snprintf(err, errcap, "kernel %s: not a .vxbin image", l->kernel->name);
+    return -EINVAL;
+  }
+  vxr__queue_info qi = {sizeof qi, NULL, 1, 0};
+  vxr__launch_info li = {sizeof li, NULL, NULL, NULL, 3, {0}, {0}, l->local_bytes};
+  memcpy(li.grid_dim, l->grid, sizeof li.grid_dim);
+  memcpy(li.block_dim, l->block, sizeof li.block_dim);
+  int rc = !v->queue && v->queue_create(v->dev, &qi, &v->queue) != 0                           ? 1
+           : v->buffer_reserve(v->dev, lo, hi - lo, VXR__MEM_READ_WRITE, &kernel) != 0         ? 2
+           : v->buffer_create(v->dev, l->kernel->buffer_size, VXR__MEM_READ_WRITE, &args) != 0 ? 3
+           : v->enqueue_write(v->queue, kernel, 0, l->elf + 16, hi - lo, 0, NULL, NULL) != 0   ? 4
+           : v->enqueue_write(v->queue, args, 0, l->arena + off, l->kernel->buffer_size, 0, NULL, NULL) != 0
+               ? 4
+           : v->enqueue_write(v->queue, v->arena, 0, l->arena, l->arena_size, 0, NULL, NULL) != 0       ? 4
+           : (li.kernel = kernel, li.args = args, v->enqueue_launch(v->queue, &li, 0, NULL, NULL)) != 0 ? 5
+           : v->enqueue_read(v->queue, l->arena, v->arena, 0, l->arena_size, 0, NULL, NULL) != 0        ? 6
+           : v->queue_finish(v->queue, UINT64_MAX) != 0                                                 ? 7
+                                                                                                        : 0;
+  static const char *const what[] = {"",
+                                     "creating a queue",
+                                     "reserving the kernel's memory",
+                                     "creating the argument buffer",
+                                     "writing device memory",
+                                     "launching the kernel",
+                                     "reading device memory back",
+                                     "waiting for the queue"};
+  if (rc) snprintf(err, errcap, "Vortex runtime (vortex2.h): %s failed", what[rc]);
+  if (kernel) v->buffer_release(kernel);
+  if (args) v->buffer_release(args);
+  return rc ? -EIO : 0;
 }
 
 static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t errcap) {
   (void)b;
   vxr__vortex *v = &vxr__vx;
+  if (l->kernel->vortex_abi == 3) return vxr__vx_run_queued(v, l, err, errcap);
   vx_buffer_h kernel = NULL, args = NULL;
   /* the argument buffer lives in the arena; vx_start takes its own copy */
   uint32_t off = l->args_addr - l->device_base;
