@@ -111,8 +111,6 @@
  * CSR_READ defines %base, the core's local memory as a pointer. */
 #define VXL__LOCAL_MEMORY(CSR_READ)                                                                          \
   "llvm.mlir.global internal @__vxl_group_bytes(0 : i32) : i32\n"                                            \
-  "llvm.mlir.global internal @__vxl_static_bytes(0 : i32) : i32\n"                                           \
-  "llvm.mlir.global internal @__vxl_scratch_offset(0 : i32) : i32\n"                                         \
   "func.func private @__vxl_local_base() -> !llvm.ptr {\n" CSR_READ                                          \
   "  %gp = llvm.mlir.addressof @__local_group_id : !llvm.ptr\n"                                              \
   "  %gid = llvm.load %gp : !llvm.ptr -> i32\n"                                                              \
@@ -121,17 +119,22 @@
   "  %off = llvm.mul %gid, %bytes : i32\n"                                                                   \
   "  %p = llvm.getelementptr %base[%off] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n"                              \
   "  return %p : !llvm.ptr\n"                                                                                \
-  "}\n"                                                                                                      \
-  "func.func private @__vxl_scratch_base() -> !llvm.ptr {\n"                                                 \
+  "}\n" VXL__LOCAL_AREAS
+
+/* The areas of a block's local memory past its static part, at the
+ * offsets the entry writes, for both ABIs (each defines
+ * @__vxl_local_base, the block's first byte). */
+#define VXL__LOCAL_AREAS                                                                                     \
+  "llvm.mlir.global internal @__vxl_static_bytes(0 : i32) : i32\n"                                           \
+  "llvm.mlir.global internal @__vxl_scratch_offset(0 : i32) : i32\n" VXL__LOCAL_AREA("__vxl_scratch_base",   \
+                                                                                     "__vxl_scratch_offset") \
+      VXL__LOCAL_AREA("__vxl_dynamic_base", "__vxl_static_bytes")
+
+/* func @NAME() -> !llvm.ptr: the block's local memory + the i32 in @OFFSET. */
+#define VXL__LOCAL_AREA(NAME, OFFSET)                                                                        \
+  "func.func private @" NAME "() -> !llvm.ptr {\n"                                                           \
   "  %b = func.call @__vxl_local_base() : () -> !llvm.ptr\n"                                                 \
-  "  %sp = llvm.mlir.addressof @__vxl_scratch_offset : !llvm.ptr\n"                                          \
-  "  %s = llvm.load %sp : !llvm.ptr -> i32\n"                                                                \
-  "  %p = llvm.getelementptr %b[%s] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n"                                   \
-  "  return %p : !llvm.ptr\n"                                                                                \
-  "}\n"                                                                                                      \
-  "func.func private @__vxl_dynamic_base() -> !llvm.ptr {\n"                                                 \
-  "  %b = func.call @__vxl_local_base() : () -> !llvm.ptr\n"                                                 \
-  "  %sp = llvm.mlir.addressof @__vxl_static_bytes : !llvm.ptr\n"                                            \
+  "  %sp = llvm.mlir.addressof @" OFFSET " : !llvm.ptr\n"                                                    \
   "  %s = llvm.load %sp : !llvm.ptr -> i32\n"                                                                \
   "  %p = llvm.getelementptr %b[%s] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n"                                   \
   "  return %p : !llvm.ptr\n"                                                                                \
@@ -204,27 +207,11 @@
  * the dynamic part and the collectives' scratch at the offsets the entry
  * writes, as in 2.x. */
 #define VXL__LOCAL_MEMORY_V3(XT)                                                                             \
-  "llvm.mlir.global internal @__vxl_static_bytes(0 : i32) : i32\n"                                           \
-  "llvm.mlir.global internal @__vxl_scratch_offset(0 : i32) : i32\n"                                         \
   "func.func private @__vxl_local_base() -> !llvm.ptr {\n"                                                   \
   "  %a = llvm.inline_asm \"csrr $0, 0xCDF\", \"=r\" : () -> " XT "\n"                                       \
   "  %p = llvm.inttoptr %a : " XT " to !llvm.ptr\n"                                                          \
   "  return %p : !llvm.ptr\n"                                                                                \
-  "}\n"                                                                                                      \
-  "func.func private @__vxl_scratch_base() -> !llvm.ptr {\n"                                                 \
-  "  %b = func.call @__vxl_local_base() : () -> !llvm.ptr\n"                                                 \
-  "  %sp = llvm.mlir.addressof @__vxl_scratch_offset : !llvm.ptr\n"                                          \
-  "  %s = llvm.load %sp : !llvm.ptr -> i32\n"                                                                \
-  "  %p = llvm.getelementptr %b[%s] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n"                                   \
-  "  return %p : !llvm.ptr\n"                                                                                \
-  "}\n"                                                                                                      \
-  "func.func private @__vxl_dynamic_base() -> !llvm.ptr {\n"                                                 \
-  "  %b = func.call @__vxl_local_base() : () -> !llvm.ptr\n"                                                 \
-  "  %sp = llvm.mlir.addressof @__vxl_static_bytes : !llvm.ptr\n"                                            \
-  "  %s = llvm.load %sp : !llvm.ptr -> i32\n"                                                                \
-  "  %p = llvm.getelementptr %b[%s] : (!llvm.ptr, i32) -> !llvm.ptr, i8\n"                                   \
-  "  return %p : !llvm.ptr\n"                                                                                \
-  "}\n"
+  "}\n" VXL__LOCAL_AREAS
 
 #define VXL__BARRIER_V3                                                                                      \
   "func.func private @__vxl_barrier() {\n" VXL__CSR("gid", "0xCD0")                                          \

@@ -126,24 +126,20 @@ int vx_upload_kernel_bytes(void *dev, const void *bytes, uint64_t size, void **o
   return 0;
 }
 
-int vx_start(void *dev, void *kernel, void *args);
-int vx_start(void *dev, void *kernel, void *args) {
-  device *d = dev;
-  buffer *k = kernel, *a = args;
-  vxs_config c;
-  vxs_config_default(&c);
-  c.warps_per_core = 8;
-  c.barriers = 0;
-  c.ipdom_depth = 0;
-  c.local_mem_bytes = 8u * 65536u;
+/* Runs kernel image k on a new emulated device of configuration c with
+ * every buffer of d mapped, mscratch = args: as Vortex 2.x does (l NULL:
+ * the image's main) or as 3.0's scheduler runs launch *l; the buffers
+ * read back after.  0 or -1 (said on stderr). */
+static int run_image(device *d, const buffer *k, uint32_t args, const vxs_config *c,
+                     const vxs_kmu_launch *l) {
   vxs_device *emu = NULL;
   vxs_report rep;
   memset(&rep, 0, sizeof rep);
-  int rc = vxs_device_create(&c, &emu) != 0 || vxs_load_image(emu, k->entry, k->bytes, k->size) != 0;
+  int rc = vxs_device_create(c, &emu) != 0 || vxs_load_image(emu, k->entry, k->bytes, k->size) != 0;
   for (buffer *b = d->buffers; !rc && b; b = b->next)
     rc = vxs_mem_map(emu, b->addr, (b->size + 4095u) & ~4095u) != 0 ||
          vxs_mem_write(emu, b->addr, b->bytes, b->size);
-  if (!rc) rc = vxs_run(emu, a->addr, &rep) != 0;
+  if (!rc) rc = (l ? vxs_run_kmu(emu, args, l, &rep) : vxs_run(emu, args, &rep)) != 0;
   if (!rc)
     for (buffer *b = d->buffers; !rc && b; b = b->next)
       rc = vxs_mem_read(emu, b->addr, b->bytes, b->size) != 0;
@@ -151,6 +147,17 @@ int vx_start(void *dev, void *kernel, void *args) {
   if (emu) vxs_device_destroy(emu);
   starts += !rc;
   return rc ? -1 : 0;
+}
+
+int vx_start(void *dev, void *kernel, void *args);
+int vx_start(void *dev, void *kernel, void *args) {
+  vxs_config c;
+  vxs_config_default(&c);
+  c.warps_per_core = 8;
+  c.barriers = 0;
+  c.ipdom_depth = 0;
+  c.local_mem_bytes = 8u * 65536u;
+  return run_image(dev, kernel, ((buffer *)args)->addr, &c, NULL);
 }
 
 int vx_ready_wait(void *dev, uint64_t timeout_ms);
@@ -223,8 +230,6 @@ int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *
 int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *w, void **ev) {
   (void)n, (void)w;
   if (ev) *ev = NULL;
-  device *d = q;
-  buffer *k = info->kernel, *a = info->args;
   vxs_config c;
   vxs_config_default(&c);
   c.warps_per_core = 32;
@@ -236,22 +241,8 @@ int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *
   vxs_kmu_launch l = {.local_bytes = info->lmem_size};
   memcpy(l.grid, info->grid_dim, sizeof l.grid);
   memcpy(l.block, info->block_dim, sizeof l.block);
-  vxs_device *emu = NULL;
-  vxs_report rep;
-  memset(&rep, 0, sizeof rep);
-  int rc = info->ndim != 3 || vxs_device_create(&c, &emu) != 0 ||
-           vxs_load_image(emu, k->entry, k->bytes, k->size) != 0;
-  for (buffer *b = d->buffers; !rc && b; b = b->next)
-    rc = vxs_mem_map(emu, b->addr, (b->size + 4095u) & ~4095u) != 0 ||
-         vxs_mem_write(emu, b->addr, b->bytes, b->size);
-  if (!rc) rc = vxs_run_kmu(emu, a->addr, &l, &rep) != 0;
-  if (!rc)
-    for (buffer *b = d->buffers; !rc && b; b = b->next)
-      rc = vxs_mem_read(emu, b->addr, b->bytes, b->size) != 0;
-  if (rc && rep.error[0]) fprintf(stderr, "vortex stand-in: %s\n", rep.error);
-  if (emu) vxs_device_destroy(emu);
-  starts += !rc;
-  return rc ? 8 : 0;
+  if (info->ndim != 3) return 3;
+  return run_image(q, info->kernel, ((buffer *)info->args)->addr, &c, &l) ? 8 : 0;
 }
 
 int vx_queue_finish(void *q, uint64_t timeout_ns);
