@@ -546,33 +546,37 @@ Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
   cr_assert_eq(saxpy_on_standin(), 1, "one kernel started through vx_start");
 }
 
-/* Runs saxpy compiled for Vortex 3.0 on an RV32 or RV64 (wide) device
- * through the Vortex backend: a 3.0 SDK (the emulator's 3.0 startup
- * objects stand in), the daemon's target, the stand-in's device width. */
-static void saxpy_3_0_through_vortex2_h(int wide) {
+/* Runs saxpy compiled for kernel ABI abi (2 or 3) on an RV32 or RV64
+ * (wide) device through the Vortex backend: an SDK of that target (the
+ * emulator's startup objects stand in), the daemon's target, the
+ * stand-in's device width. */
+static void saxpy_through_vortex(int abi, int wide) {
   char sdk[256], cmd[1024], out[512], flag[64];
   const char *obj = wide ? VXT_DEVICE_OBJ_DIR "/rv64" : VXT_DEVICE_OBJ_DIR;
-  snprintf(sdk, sizeof sdk, "%.100s/sdk3", d.dir);
-  snprintf(cmd, sizeof cmd,
-           "mkdir -p %s && ln -s %s %s/link.ld && ln -s %s/vx_kmu.o %s/vx_tls.o %s/vx_print.o %s/", sdk,
-           VXT_DEVICE_LINK_LD, sdk, obj, obj, obj, sdk);
+  snprintf(sdk, sizeof sdk, "%.100s/sdk%d", d.dir, abi);
+  snprintf(cmd, sizeof cmd, "mkdir -p %s && ln -s %s %s/link.ld && ln -s %s/%s %s/vx_tls.o %s/vx_print.o %s/",
+           sdk, VXT_DEVICE_LINK_LD, sdk, obj, abi == 3 ? "vx_kmu.o" : "vx_start.o", obj, obj, sdk);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  if (abi == 2) {
+    snprintf(cmd, sizeof cmd, "ln -s %s/vx_spawn.o %s/", obj, sdk);
+    cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  }
   cr_assert_eq(vxt_daemon_stop(&d), 0);
-  snprintf(flag, sizeof flag, "--target=vortex3-rv%d", wide ? 64 : 32);
+  snprintf(flag, sizeof flag, "--target=vortex%d-rv%d", abi, wide ? 64 : 32);
   cr_assert_eq(vxt_daemon_start(&d, flag), 0);
   setenv("VORTEXD_DEVICE", "vortex", 1);
   setenv("VORTEXD_LIBVORTEX", VXT_STANDIN, 1);
   setenv("VORTEXD_VORTEX_SDK", sdk, 1); /* the runtime links the image */
   setenv("VORTEX_STANDIN_XLEN", wide ? "64" : "32", 1);
-  cr_assert_eq(saxpy_on_standin(), 1, "one kernel launched through vx_enqueue_launch");
+  cr_assert_eq(saxpy_on_standin(), 1, "one kernel launched");
 }
 
 /* Vortex 3.0 kernels go through vortex2.h's queue (vx_enqueue_launch, the
- * emulated scheduler behind it), on RV32 and RV64 devices alike. */
-Test(runtime, the_vortex_backend_launches_3_0_kernels_through_vortex2_h) { saxpy_3_0_through_vortex2_h(0); }
-Test(runtime, the_vortex_backend_launches_3_0_rv64_kernels_through_vortex2_h) {
-  saxpy_3_0_through_vortex2_h(1);
-}
+ * emulated scheduler behind it), 2.x kernels through vortex.h, on RV32
+ * and RV64 devices alike. */
+Test(runtime, the_vortex_backend_launches_3_0_kernels_through_vortex2_h) { saxpy_through_vortex(3, 0); }
+Test(runtime, the_vortex_backend_launches_3_0_rv64_kernels_through_vortex2_h) { saxpy_through_vortex(3, 1); }
+Test(runtime, the_vortex_backend_launches_2_x_rv64_kernels_through_vortex_h) { saxpy_through_vortex(2, 1); }
 
 Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
   /* the daemon has the SDK, the runtime does not: the image comes from vortexd */

@@ -126,6 +126,12 @@ int vx_upload_kernel_bytes(void *dev, const void *bytes, uint64_t size, void **o
   return 0;
 }
 
+/* The device's register width: VORTEX_STANDIN_XLEN=64 makes it RV64. */
+static uint32_t standin_xlen(void) {
+  const char *xlen = getenv("VORTEX_STANDIN_XLEN");
+  return xlen && strcmp(xlen, "64") == 0 ? 64 : 32;
+}
+
 /* Runs kernel image k on a new emulated device of configuration c with
  * every buffer of d mapped, mscratch = args: as Vortex 2.x does (l NULL:
  * the image's main) or as 3.0's scheduler runs launch *l; the buffers
@@ -157,6 +163,7 @@ int vx_start(void *dev, void *kernel, void *args) {
   c.barriers = 0;
   c.ipdom_depth = 0;
   c.local_mem_bytes = 8u * 65536u;
+  c.xlen = standin_xlen();
   return run_image(dev, kernel, ((buffer *)args)->addr, &c, NULL);
 }
 
@@ -236,8 +243,7 @@ int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *
   c.barriers = 0;
   c.ipdom_depth = 0;
   c.local_mem_bytes = 32u * 65536u;
-  const char *xlen = getenv("VORTEX_STANDIN_XLEN");
-  c.xlen = xlen && strcmp(xlen, "64") == 0 ? 64 : 32;
+  c.xlen = standin_xlen();
   vxs_kmu_launch l = {.local_bytes = info->lmem_size};
   memcpy(l.grid, info->grid_dim, sizeof l.grid);
   memcpy(l.block, info->block_dim, sizeof l.block);
