@@ -887,7 +887,7 @@ static int vxk__migrate_one(vxk_cache *c, vxk__migration *m) {
   const char *options = (const char *)sqlite3_column_text(r, 8);
   if (whole && options && strlen(options) > VXP_ENTRY_OPTIONS_MAX) options = "";
   int erc = whole ? vxk_entry_encode(k, options ? options : "", object ? object : (const uint8_t *)"",
-                                     object_size, ks, n, NULL, &entry, &size)
+                                     object_size, NULL, 0, ks, n, NULL, &entry, &size)
                   : VXK_EINVAL;
   vxp_entry_view v;
   if (erc == VXK_OK) erc = vxk_entry_check(k, entry, size, NULL, &v);

@@ -26,13 +26,14 @@ static int vxk__body_checksum(const uint8_t *body, size_t size, uint8_t out[VXK_
 }
 
 int vxk_entry_encode(const char *key, const char *options, const uint8_t *object, size_t object_size,
-                     const vxp_entry_kernel *ks, uint32_t n, const vxk_signer *signer, uint8_t **out,
-                     size_t *len) {
+                     const uint8_t *image, size_t image_size, const vxp_entry_kernel *ks, uint32_t n,
+                     const vxk_signer *signer, uint8_t **out, size_t *len) {
   *out = NULL;
   *len = 0;
   uint8_t *body = NULL;
   size_t body_size = 0;
-  int rc = vxp_entry_body_encode(key, options, object, object_size, ks, n, &body, &body_size);
+  int rc =
+      vxp_entry_body_encode(key, options, object, object_size, image, image_size, ks, n, &body, &body_size);
   if (rc != VXP_OK) return rc == VXP_ENOMEM ? VXK_ENOMEM : VXK_EINVAL;
   uint8_t sum[VXK_CHECKSUM_SIZE], sig[VXK_SIGNATURE_SIZE];
   rc = vxk__body_checksum(body, body_size, sum);

@@ -28,8 +28,8 @@
  * Returns 0, VXK_EINVAL (an argument vxp_entry_body_encode refuses),
  * VXK_ENOMEM, VXK_EIO (the signature failed). */
 int vxk_entry_encode(const char *key, const char *options, const uint8_t *object, size_t object_size,
-                     const vxp_entry_kernel *ks, uint32_t n, const vxk_signer *signer, uint8_t **out,
-                     size_t *len);
+                     const uint8_t *image, size_t image_size, const vxp_entry_kernel *ks, uint32_t n,
+                     const vxk_signer *signer, uint8_t **out, size_t *len);
 
 /* Checks that [entry, entry+len) is an entry for key in the one encoding
  * (vxp_entry_view_of) whose checksum matches; with trust not NULL it must

@@ -71,13 +71,16 @@ static json_t *json_kernel(const vxp_kernel *k) {
   }
   char target[VXP_TARGET_NAME_MAX];
   vxp_target_name(k->vortex_abi, k->xlen, target);
-  return json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:[I,I,I],s:I,s:I,s:s}", "name", json_text(k->name), "entry",
-                   json_text(k->entry), "args", args, "args_size", (json_int_t)k->args_size, "launch_offset",
-                   (json_int_t)k->launch_offset, "buffer_size", (json_int_t)k->buffer_size, "grid_dims",
-                   (json_int_t)k->grid_dims, "known_block", (json_int_t)k->known_block[0],
-                   (json_int_t)k->known_block[1], (json_int_t)k->known_block[2], "shared_bytes",
-                   (json_int_t)k->shared_bytes, "subgroup_size", (json_int_t)k->subgroup_size, "target",
-                   target);
+  json_t *o =
+      json_pack("{s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:[I,I,I],s:I,s:I,s:s}", "name", json_text(k->name), "entry",
+                json_text(k->entry), "args", args, "args_size", (json_int_t)k->args_size, "launch_offset",
+                (json_int_t)k->launch_offset, "buffer_size", (json_int_t)k->buffer_size, "grid_dims",
+                (json_int_t)k->grid_dims, "known_block", (json_int_t)k->known_block[0],
+                (json_int_t)k->known_block[1], (json_int_t)k->known_block[2], "shared_bytes",
+                (json_int_t)k->shared_bytes, "subgroup_size", (json_int_t)k->subgroup_size, "target", target);
+  if (o && k->kernel_id != VXP_NO_KERNEL_ID) /* absent in records from before the dispatcher */
+    json_object_set_new(o, "kernel_id", json_integer((json_int_t)k->kernel_id));
+  return o;
 }
 
 /* One JSON object on one line: key, cached, status, the object written
@@ -170,13 +173,20 @@ static const char *shown(const char *s) {
 
 static void table_result(FILE *f, const vxp_response *r, const char *object_path) {
   fprintf(f, "key %s (%s)\n", r->key ? shown(r->key) : "-", r->cached ? "cached" : "compiled");
-  if (object_path)
-    fprintf(f, "object %s (%zu bytes; link kernel K with --defsym=%s=<K's entry>)\n", object_path,
-            r->object_size, r->nkernels && r->kernels[0].vortex_abi == 3 ? "kernel_main" : "main");
+  if (object_path) {
+    const char *start = r->nkernels && r->kernels[0].vortex_abi == 3 ? "kernel_main" : "main";
+    fprintf(f,
+            "object %s (%zu bytes; link kernel K with --defsym=%s=<K's entry>, or every kernel with "
+            "--defsym=%s=" VXP_DISPATCH_ENTRY ")\n",
+            object_path, r->object_size, start, start);
+  }
   for (uint32_t i = 0; i < r->nkernels; i++) {
     const vxp_kernel *k = &r->kernels[i];
     fprintf(f, "\nKernel: %s\n", shown(k->name));
-    fprintf(f, "  entry: %s\n", shown(k->entry));
+    if (k->kernel_id != VXP_NO_KERNEL_ID)
+      fprintf(f, "  entry: %s (kernel id %u)\n", shown(k->entry), k->kernel_id);
+    else
+      fprintf(f, "  entry: %s\n", shown(k->entry));
     fprintf(f, "  argument buffer: %u bytes (arguments %u, launch header at %u)\n", k->buffer_size,
             k->args_size, k->launch_offset);
     fprintf(f, "  grid dimensions used: %u", k->grid_dims);

@@ -23,8 +23,10 @@ int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
                         .rank = a->rank,
                         .elem_size = a->elem_size};
   }
+  _Static_assert(VXL_LAUNCH_RECORD_BYTES == VXP_DISPATCH_HEADER_SIZE, "one launch record for both sides");
   *w = (vxp_kernel){.name = k->name,
                     .entry = k->entry,
+                    .kernel_id = k->kernel_id,
                     .nargs = k->nargs,
                     .args = args,
                     .args_size = k->args_size,

@@ -132,24 +132,23 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
   }
 }
 
-/* With a Vortex SDK configured: each kernel of a successful compile also
- * as a .vxbin image, cached with it, its entry started as its kernel ABI's
- * startup code calls it (main or kernel_main: the SDK must be of the
- * request's target).  A link failure fails the compile
- * (internal: the SDK, not the source, is at fault). */
-static void vxd__link_images(const vxd_config *cfg, vxp_response *resp) {
-  if (!cfg || !cfg->vortex_sdk[0] || resp->status != VXP_STATUS_OK) return;
-  for (uint32_t i = 0; i < resp->nkernels; i++) {
-    vxp_kernel *k = &resp->kernels[i];
-    char err[512];
-    if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, k->xlen == 64 ? VXD_LIBC64 : VXD_LIBC,
-                       k->xlen == 64 ? VXD_LIBGCC64 : VXD_LIBGCC, resp->object, resp->object_size, k->entry,
-                       k->vortex_abi, &k->image, &k->image_size, err, sizeof err) != 0) {
-      resp->status = VXP_STATUS_INTERNAL;
-      free(resp->message);
-      resp->message = strdup(err);
-      return;
-    }
+/* With a Vortex SDK configured: a successful compile's module also as one
+ * .vxbin image, cached with it, that runs every kernel of the module: its
+ * dispatcher (VXP_DISPATCH_ENTRY) started as the kernel ABI's startup code
+ * calls its entry (main or kernel_main: the SDK must be of the request's
+ * target).  A link failure fails the compile (internal: the SDK, not the
+ * source, is at fault). */
+static void vxd__link_image(const vxd_config *cfg, vxp_response *resp) {
+  if (!cfg || !cfg->vortex_sdk[0] || resp->status != VXP_STATUS_OK || resp->nkernels == 0) return;
+  const vxp_kernel *k = &resp->kernels[0]; /* every kernel has the module's target */
+  char err[512];
+  if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, k->xlen == 64 ? VXD_LIBC64 : VXD_LIBC,
+                     k->xlen == 64 ? VXD_LIBGCC64 : VXD_LIBGCC, resp->object, resp->object_size,
+                     VXP_DISPATCH_ENTRY, k->vortex_abi, &resp->image, &resp->image_size, err,
+                     sizeof err) != 0) {
+    resp->status = VXP_STATUS_INTERNAL;
+    free(resp->message);
+    resp->message = strdup(err);
   }
 }
 
@@ -177,16 +176,19 @@ static int vxd__seal_entry(const vxd_config *cfg, const vxp_request *req, vxp_re
     ks[n] = (vxp_entry_kernel){resp->kernels[n].name, strlen(resp->kernels[n].name), rec, len};
   }
   if (rc == 0)
-    rc = vxk_entry_encode(req->key, options, resp->object, resp->object_size, ks, n,
-                          cfg ? cfg->remote_signer : NULL, &resp->entry, &resp->entry_size);
+    rc = vxk_entry_encode(req->key, options, resp->object, resp->object_size, resp->image, resp->image_size,
+                          ks, n, cfg ? cfg->remote_signer : NULL, &resp->entry, &resp->entry_size);
   for (uint32_t i = 0; ks && i < n; i++)
     free((uint8_t *)ks[i].record);
   free(ks);
   if (rc != 0) return rc;
   resp->key = strdup(req->key);
   free(resp->object); /* carried in the entry only */
+  free(resp->image);
   resp->object = NULL;
   resp->object_size = 0;
+  resp->image = NULL;
+  resp->image_size = 0;
   for (uint32_t i = 0; i < resp->nkernels; i++)
     vxp_kernel_clear(&resp->kernels[i]);
   free(resp->kernels);
@@ -249,7 +251,7 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
         vxd__host(c, cfg, &req, &resp);
       else {
         vxd__compile(crew, c, cfg, &req, &resp);
-        vxd__link_images(cfg, &resp);
+        vxd__link_image(cfg, &resp);
         int src = resp.status == VXP_STATUS_OK ? vxd__seal_entry(cfg, &req, &resp) : 0;
         if (src != 0) {
           resp.status = VXP_STATUS_INTERNAL;

@@ -1,4 +1,5 @@
-// Two kernels in one module: one object each, each with its own entry.
+// Two kernels in one module: one object and one image for both, each
+// kernel with its own entry and its kernel id in the module's dispatcher.
 // The second one uses a 2-D grid and a barrier between its two phases.
 module attributes {gpu.container_module} {
   gpu.module @kernels {

@@ -498,6 +498,7 @@ static int vxl__kernel_records(LLVMModuleRef lm, LLVMTargetDataRef td, const vxl
     vxl_kernel *k = &res->kernels[i];
     LLVMValueRef kf = LLVMGetNamedFunction(lm, kinfo[i].name);
     k->name = strdup(kinfo[i].name);
+    k->kernel_id = first + i;
     if (!k->name || asprintf(&k->entry, VXL_ENTRY_PREFIX "%u", first + i) < 0) {
       k->entry = NULL;
       rc = -ENOMEM;
@@ -657,7 +658,8 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
    * slower per kernel with it still alive). */
   mlirModuleDestroy(mod);
   mod = (MlirModule){NULL};
-  rc = vxl__emit_object(mc, lm, res->kernels, nk, first, opts, &res->object, &res->object_size, &d);
+  rc = vxl__emit_object(mc, lm, res->kernels, nk, first, s->nkernels, opts, &res->object, &res->object_size,
+                        &d);
   if (rc == 0 && llvm_diags.errors) { /* LLVM reported errors and went on: no object */
     free(res->object);
     res->object = NULL;

@@ -52,8 +52,11 @@
  *      pieces linked into one object; module variables the kernels can
  *      write are weak and hidden, named VXL_VAR_PREFIX "<name>".
  *  10: the target is an option (vortex_abi 2 | 3, xlen 32 | 64), named
- *      in every kernel record. */
-#define VXL_LOWERING_ABI_VERSION 10u
+ *      in every kernel record.
+ *  11: every module object holds a dispatcher (VXL_DISPATCH_SYMBOL) that
+ *      starts any of its kernels by id, so one image runs them all;
+ *      records carry the id. */
+#define VXL_LOWERING_ABI_VERSION 11u
 
 typedef struct vxl_compiler vxl_compiler;
 
@@ -128,8 +131,9 @@ typedef struct {
  * argument buffer its entry reads (docs/PROTOCOL.md, "Argument buffer";
  * the daemon sends exactly these fields as the protocol's kernel record). */
 typedef struct {
-  char *name;  /* gpu.func symbol ("module::kernel" when qualified); malloc() */
-  char *entry; /* entry symbol in the object: VXL_ENTRY_PREFIX "<i>"; malloc() */
+  char *name;         /* gpu.func symbol ("module::kernel" when qualified); malloc() */
+  char *entry;        /* entry symbol in the object: VXL_ENTRY_PREFIX "<i>"; malloc() */
+  uint32_t kernel_id; /* i: its id in the module's dispatcher */
   uint32_t nargs;
   vxl_arg *args;           /* nargs entries; malloc() */
   uint32_t args_size;      /* end of the last argument */
@@ -153,6 +157,21 @@ void vxl_kernel_clear(vxl_kernel *k);
 /* Prefix of the kernels' entry symbols: kernel i of a result is started by
  * VXL_ENTRY_PREFIX "<i>" in the module's object. */
 #define VXL_ENTRY_PREFIX "__vxl_main_"
+
+/* One image for every kernel of a module (the scheme of Vortex's POCL
+ * driver, a kernel id before the arguments): the module's object also
+ * defines VXL_DISPATCH_SYMBOL, which an image links as its startup code's
+ * entry (main on Vortex 2.x, kernel_main on 3.0).  It reads a launch
+ * record (2.x: its address from mscratch; 3.0: its parameter, which the
+ * startup code reads from mscratch): a little-endian u32 kernel id at
+ * offset 0, bytes 4 .. VXL_LAUNCH_RECORD_BYTES - 1 reserved (zero), then
+ * that kernel's argument buffer.  It returns what the kernel's entry
+ * would, or -1 for an id the module has not.  On 2.x kernel i's code
+ * taking its argument buffer is VXL_LAUNCH_PREFIX "<i>" (a hidden
+ * symbol); on 3.0 it is the entry itself. */
+#define VXL_DISPATCH_SYMBOL "__vxl_dispatch"
+#define VXL_LAUNCH_PREFIX "__vxl_launch_"
+#define VXL_LAUNCH_RECORD_BYTES 16u
 
 /* Bounds of one kernel's interface, past which a compile is refused at the
  * kernel's location: arguments per kernel, and the argument buffer

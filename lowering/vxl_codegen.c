@@ -112,10 +112,32 @@ static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body,
   LLVMDisposeDIBuilder(dib);
 }
 
+/* The function kernel `index` of a module starts with when given its
+ * argument buffer, `i32 (ptr buf)`, as the dispatcher's table names it:
+ * on kernel ABI 3 the entry itself, on 2 VXL_LAUNCH_PREFIX "<index>"
+ * (the entry reads buf from mscratch and calls it).  Written into
+ * name (cap bytes). */
+static void vxl__launch_name(uint32_t abi, uint32_t index, char *name, size_t cap) {
+  snprintf(name, cap, "%s%u", abi == 3 ? VXL_ENTRY_PREFIX : VXL_LAUNCH_PREFIX, index);
+}
+
+/* Reads CSR mscratch (the argument buffer, or the launch record, Vortex's
+ * startup code leaves there) as a pointer, on a device of xlen-bit
+ * registers. */
+static LLVMValueRef vxl__read_mscratch(LLVMBuilderRef b, LLVMContextRef lctx, uint32_t xlen) {
+  const char *asmtext = "csrr $0, mscratch", *cons = "=r";
+  LLVMTypeRef aty = LLVMFunctionType(LLVMIntTypeInContext(lctx, xlen), NULL, 0, 0);
+  LLVMValueRef ia =
+      LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef raw = LLVMBuildCall2(b, aty, ia, NULL, 0, "mscratch");
+  return LLVMBuildIntToPtr(b, raw, LLVMPointerTypeInContext(lctx, 0), "args");
+}
+
 /* Adds `void __vxl_body_<index>(ptr buf)` and the entry for kernel kf, whose
  * static workgroup memory is static_bytes per block, on a device of
  * xlen-bit registers (the argument buffer's address is that wide): for
- * kernel ABI 2 `i32 <entry>()` (what the startup code calls as main), for
+ * kernel ABI 2 `i32 <entry>()` (what the startup code calls as main),
+ * which calls `i32 VXL_LAUNCH_PREFIX<index>(ptr buf)` with mscratch, for
  * 3 `i32 <entry>(ptr buf)` (what it calls as kernel_main). */
 static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, const char *entry,
                            uint32_t static_bytes, uint32_t xlen, uint32_t abi) {
@@ -147,20 +169,14 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   LLVMBuildRetVoid(b);
   vxl__debug_body(m, kf, body, kcall);
 
-  /* entry: the argument buffer (2.x: from mscratch; 3.0: the parameter) */
-  LLVMValueRef mainfn = LLVMAddFunction(m, entry, LLVMFunctionType(i32, &ptr, abi == 3, 0));
-  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
-  LLVMValueRef args = NULL;
-  if (abi == 3) {
-    args = LLVMGetParam(mainfn, 0);
-  } else {
-    const char *asmtext = "csrr $0, mscratch", *cons = "=r";
-    LLVMTypeRef aty = LLVMFunctionType(LLVMIntTypeInContext(lctx, xlen), NULL, 0, 0);
-    LLVMValueRef ia =
-        LLVMGetInlineAsm(aty, asmtext, strlen(asmtext), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef raw = LLVMBuildCall2(b, aty, ia, NULL, 0, "mscratch");
-    args = LLVMBuildIntToPtr(b, raw, ptr, "args");
-  }
+  /* the launch: the argument buffer is its parameter (2.x: the entry
+   * below passes mscratch; 3.0: it is the entry) */
+  char launchname[48];
+  vxl__launch_name(abi, index, launchname, sizeof launchname);
+  LLVMTypeRef launchty = LLVMFunctionType(i32, &ptr, 1, 0);
+  LLVMValueRef launch = LLVMAddFunction(m, launchname, launchty);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, launch, "entry"));
+  LLVMValueRef args = LLVMGetParam(launch, 0);
   LLVMTypeRef hdrty = LLVMStructGetTypeAtIndex(bufty, n);
   LLVMValueRef hdr = LLVMBuildStructGEP2(b, bufty, args, n, "launch");
   LLVMValueRef grid = LLVMBuildStructGEP2(b, hdrty, hdr, 0, "grid_dim");
@@ -216,9 +232,67 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   LLVMValueRef r = LLVMBuildCall2(b, spty, spawn, sargs, 5, "");
   LLVMBuildRet(b, r);
 
+  /* 2.x entry: what main is, the argument buffer from mscratch */
+  LLVMValueRef mainfn = LLVMAddFunction(m, entry, LLVMFunctionType(i32, NULL, 0, 0));
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
+  LLVMValueRef buf_addr = vxl__read_mscratch(b, lctx, xlen);
+  LLVMBuildRet(b, LLVMBuildCall2(b, launchty, launch, &buf_addr, 1, ""));
+
   LLVMDisposeBuilder(b);
   free(params);
   free(vals);
+}
+
+/* Adds the module's dispatcher, VXL_DISPATCH_SYMBOL, to piece 0 of a
+ * module of total kernels (on kernel ABI abi, xlen-bit registers): its
+ * argument is a launch record (2.x: from mscratch, as main; 3.0: the
+ * parameter, as kernel_main), a u32 kernel id at offset 0 and the
+ * kernel's argument buffer at VXL_LAUNCH_RECORD_BYTES; it returns what
+ * that kernel's launch function (vxl__launch_name) returns, or -1 for an
+ * id past the table.  The table is an internal constant array of the
+ * launch functions, those of other pieces declared here and resolved
+ * when the pieces are linked.  One image of the module then runs any
+ * of its kernels. */
+static void vxl__add_dispatcher(LLVMModuleRef m, uint32_t total, uint32_t xlen, uint32_t abi) {
+  LLVMContextRef lctx = LLVMGetModuleContext(m);
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(lctx, 0);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(lctx);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(lctx);
+  LLVMTypeRef launchty = LLVMFunctionType(i32, &ptr, 1, 0);
+  LLVMValueRef *fns = malloc((total ? total : 1) * sizeof *fns);
+  if (!fns) return; /* the caller checks for the dispatcher */
+  for (uint32_t i = 0; i < total; i++) {
+    char name[48];
+    vxl__launch_name(abi, i, name, sizeof name);
+    fns[i] = LLVMGetNamedFunction(m, name);
+    if (!fns[i]) fns[i] = LLVMAddFunction(m, name, launchty); /* another piece's */
+  }
+  LLVMTypeRef tablety = LLVMArrayType2(ptr, total);
+  LLVMValueRef table = LLVMAddGlobal(m, tablety, "__vxl_kernel_table");
+  LLVMSetInitializer(table, LLVMConstArray2(ptr, fns, total));
+  LLVMSetGlobalConstant(table, 1);
+  LLVMSetLinkage(table, LLVMInternalLinkage);
+  free(fns);
+
+  LLVMValueRef fn = LLVMAddFunction(m, VXL_DISPATCH_SYMBOL, LLVMFunctionType(i32, &ptr, abi == 3, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(lctx);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(lctx, fn, "entry");
+  LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(lctx, fn, "run");
+  LLVMBasicBlockRef bad = LLVMAppendBasicBlockInContext(lctx, fn, "bad_id");
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef rec = abi == 3 ? LLVMGetParam(fn, 0) : vxl__read_mscratch(b, lctx, xlen);
+  LLVMValueRef id = LLVMBuildLoad2(b, i32, rec, "kernel_id");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, id, LLVMConstInt(i32, total, 0), ""), run, bad);
+  LLVMPositionBuilderAtEnd(b, run);
+  LLVMValueRef idx[2] = {LLVMConstInt(i32, 0, 0), id};
+  LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, tablety, table, idx, 2, "");
+  LLVMValueRef callee = LLVMBuildLoad2(b, ptr, slot, "launch");
+  LLVMValueRef off = LLVMConstInt(i32, VXL_LAUNCH_RECORD_BYTES, 0);
+  LLVMValueRef args = LLVMBuildInBoundsGEP2(b, i8, rec, &off, 1, "args");
+  LLVMBuildRet(b, LLVMBuildCall2(b, launchty, callee, &args, 1, ""));
+  LLVMPositionBuilderAtEnd(b, bad);
+  LLVMBuildRet(b, LLVMConstInt(i32, (unsigned long long)-1, 1));
+  LLVMDisposeBuilder(b);
 }
 
 /* Makes every function internal except the kernels' entries, so O2
@@ -232,13 +306,23 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
  * one copy and no library's symbol of the same name can take its place.
  * The lowering's own per-launch state (__vxl_ names, written by each entry
  * before use) stays internal to its piece. */
-static void vxl__internalize(LLVMModuleRef m, const vxl_kernel *kernels, uint32_t n) {
+static void vxl__internalize(LLVMModuleRef m, const vxl_kernel *kernels, uint32_t n, uint32_t first,
+                             uint32_t abi) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f)) LLVMSetLinkage(f, LLVMInternalLinkage);
   for (uint32_t i = 0; i < n; i++) {
     LLVMValueRef e = LLVMGetNamedFunction(m, kernels[i].entry);
     if (e) LLVMSetLinkage(e, LLVMExternalLinkage);
+    char name[48]; /* piece 0's dispatcher calls it: one symbol per module */
+    vxl__launch_name(abi, first + i, name, sizeof name);
+    LLVMValueRef l = LLVMGetNamedFunction(m, name);
+    if (l && l != e) {
+      LLVMSetLinkage(l, LLVMExternalLinkage);
+      LLVMSetVisibility(l, LLVMHiddenVisibility);
+    }
   }
+  LLVMValueRef dispatch = LLVMGetNamedFunction(m, VXL_DISPATCH_SYMBOL);
+  if (dispatch) LLVMSetLinkage(dispatch, LLVMExternalLinkage);
   for (LLVMValueRef g = LLVMGetFirstGlobal(m); g; g = LLVMGetNextGlobal(g)) {
     if (LLVMIsDeclaration(g)) continue;
     size_t len = 0;
@@ -540,7 +624,8 @@ static void vxl__pin_thread_control(LLVMModuleRef m) {
 }
 
 int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
-                     const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d) {
+                     uint32_t total, const vxl_options *opts, uint8_t **obj, size_t *obj_size,
+                     vxl__diags *d) {
   vxl__pin_thread_control(m);
   for (uint32_t i = 0; i < n; i++) {
     LLVMValueRef kf = LLVMGetNamedFunction(m, kernels[i].name);
@@ -550,6 +635,10 @@ int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernel
     }
     vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes, opts->xlen, opts->vortex_abi);
   }
-  vxl__internalize(m, kernels, n);
+  if (first == 0) {
+    vxl__add_dispatcher(m, total, opts->xlen, opts->vortex_abi);
+    if (!LLVMGetNamedFunction(m, VXL_DISPATCH_SYMBOL)) return -ENOMEM;
+  }
+  vxl__internalize(m, kernels, n, first, opts->vortex_abi);
   return vxl__emit_module(mc, m, opts, obj, obj_size, d);
 }

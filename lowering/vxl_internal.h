@@ -359,13 +359,15 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, 
                 const vxl__kernel_info *ki, vxl_kernel *k);
 
 /* LLVM side: adds each kernel's Vortex entry (a body that unpacks the
- * argument buffer, and kernels[i].entry, which spawns the grid), runs the
- * LLVM pipeline once over the whole module and emits one object into *obj
- * (malloc(), *obj_size bytes).  kernels[i] is kernel first + i of the
- * source.  Layouts must already be filled by vxl__layout().  m stays owned by the caller.  Returns 0,
+ * argument buffer, and kernels[i].entry, which spawns the grid) and, in
+ * the piece holding kernel 0, the module's dispatcher over all total
+ * kernels (VXL_DISPATCH_SYMBOL), runs the LLVM pipeline once over the
+ * piece and emits one object into *obj (malloc(), *obj_size bytes).
+ * kernels[i] is kernel first + i of the source.  Layouts must already be
+ * filled by vxl__layout().  m stays owned by the caller.  Returns 0,
  * -ENOMEM, or -EINVAL with diags. */
 int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
-                     const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d);
+                     uint32_t total, const vxl_options *opts, uint8_t **obj, size_t *obj_size, vxl__diags *d);
 
 /* The LLVM struct type of a kernel's whole argument buffer: its parameters
  * in order, then the launch header {[3 x i32], [3 x i32], i32}. */

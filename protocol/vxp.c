@@ -64,7 +64,6 @@ void vxp_kernel_clear(vxp_kernel *k) {
     free(k->args[i].type);
   free(k->args);
   free(k->entry);
-  free(k->image);
   memset(k, 0, sizeof *k);
 }
 
@@ -86,6 +85,7 @@ void vxp_response_clear(vxp_response *r) {
   free(r->key);
   free(r->entry);
   free(r->object);
+  free(r->image);
   for (uint32_t i = 0; i < r->nkernels; i++)
     vxp_kernel_clear(&r->kernels[i]);
   free(r->kernels);
@@ -115,12 +115,6 @@ int vxp_kernel_copy(vxp_kernel *dst, const vxp_kernel *src) {
   dst->args = NULL;
   dst->entry = NULL;
   dst->nargs = 0;
-  dst->image = NULL;
-  if (src->image) {
-    dst->image = malloc(src->image_size ? src->image_size : 1);
-    if (!dst->image) goto fail;
-    memcpy(dst->image, src->image, src->image_size);
-  }
   dst->name = strdup(src->name ? src->name : "");
   dst->entry = strdup(src->entry ? src->entry : "");
   dst->args = calloc(src->nargs ? src->nargs : 1, sizeof *dst->args);
@@ -167,9 +161,10 @@ static void vxp__kv_bin(msgpack_packer *pk, const char *k, const uint8_t *p, siz
 }
 
 static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
-  msgpack_pack_map(pk, 14 + (k->image != NULL));
+  msgpack_pack_map(pk, 14 + (k->kernel_id != VXP_NO_KERNEL_ID));
   vxp__kv_str(pk, "name", k->name ? k->name : "");
   vxp__kv_str(pk, "entry", k->entry ? k->entry : "");
+  if (k->kernel_id != VXP_NO_KERNEL_ID) vxp__kv_u64(pk, "kernel_id", k->kernel_id);
   vxp__str(pk, "args");
   msgpack_pack_array(pk, k->nargs);
   for (uint32_t i = 0; i < k->nargs; i++) {
@@ -186,7 +181,6 @@ static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
       vxp__kv_u64(pk, "elem_size", a->elem_size);
     }
   }
-  if (k->image) vxp__kv_bin(pk, "image", k->image, k->image_size);
   vxp__kv_u64(pk, "args_size", k->args_size);
   vxp__kv_u64(pk, "launch_offset", k->launch_offset);
   vxp__kv_u64(pk, "buffer_size", k->buffer_size);
@@ -566,6 +560,7 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
   if (o->type != MSGPACK_OBJECT_MAP) return VXP_ETYPE;
   int rc = VXP_OK;
   bool have_name = false, have_entry = false;
+  k->kernel_id = VXP_NO_KERNEL_ID; /* a record from before the dispatcher */
   for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
     const msgpack_object *key = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
     if (vxp__key(key, "name"))
@@ -590,14 +585,13 @@ static int vxp__decode_kernel(const msgpack_object *o, vxp_kernel *k, bool stric
       rc = vxp__u32(v, &k->dynamic_min);
     else if (vxp__key(key, "scratch_bytes"))
       rc = vxp__u32(v, &k->scratch_bytes);
+    else if (vxp__key(key, "kernel_id"))
+      rc = vxp__u32(v, &k->kernel_id);
     else if (vxp__key(key, "entry"))
       rc = vxp__strdup(v, &k->entry), have_entry = true;
-    else if (vxp__key(key, "image")) {
-      if (k->image)
-        rc = VXP_EFORMAT;
-      else
-        rc = vxp__bindup(v, &k->image, &k->image_size);
-    } else if (vxp__key(key, "known_block")) {
+    else if (vxp__key(key, "image"))
+      ; /* a kernel's own image, from before images were the module's */
+    else if (vxp__key(key, "known_block")) {
       if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != 3) rc = VXP_ETYPE;
       for (int j = 0; j < 3 && rc == VXP_OK; j++)
         rc = vxp__u32(&v->via.array.ptr[j], &k->known_block[j]);
@@ -724,8 +718,8 @@ int vxp_kernel_check(const vxp_kernel *k) {
   if (k->dynamic_min > VXP_MAX_LOCAL_BYTES || k->scratch_bytes > 4096 ||
       (uint64_t)k->shared_bytes + k->dynamic_min > VXP_MAX_LOCAL_BYTES)
     return VXP_ELAYOUT;
-  if (k->image && (k->image_size < 16 || k->image_size > (256u << 20) + 16)) return VXP_ELAYOUT;
   if (k->subgroup_size && (!vxp__pow2(k->subgroup_size) || k->subgroup_size > 64)) return VXP_ELAYOUT;
+  if (k->kernel_id >= VXP_MAX_KERNELS && k->kernel_id != VXP_NO_KERNEL_ID) return VXP_ELAYOUT;
   return VXP_OK;
 }
 

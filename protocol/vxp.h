@@ -33,8 +33,10 @@
  *      host, list, the stats' remote counters and compile-time buckets.
  *   4: compile and fetch replies carry the compiled entry as one value
  *      ("entry", vxp_entry.h) instead of "object" and "kernels"; a fetch
- *      of one kernel is filtered by the client. */
-#define VXP_PROTOCOL_VERSION 4u
+ *      of one kernel is filtered by the client.
+ *   5: one image per module: kernel records carry "kernel_id" and no
+ *      "image"; an entry's body may end with the module's image. */
+#define VXP_PROTOCOL_VERSION 5u
 /* Bytes in the frame length prefix. */
 #define VXP_FRAME_HEADER_SIZE 4u
 /* Largest payload either side accepts unless hello said otherwise (bytes). */
@@ -102,11 +104,15 @@ typedef struct {
 /* One compiled kernel: its argument-buffer layout and the symbol that
  * starts it in the module's object (vxp_response.object). */
 typedef struct {
-  char *name;  /* gpu.func symbol name; malloc() */
-  char *entry; /* the kernel's entry in the module object: a function
-                  `int ENTRY(void)` that reads the argument buffer from
-                  mscratch and spawns the grid, what Vortex's startup code
-                  calls as main (link with --defsym=main=ENTRY); malloc() */
+  char *name;         /* gpu.func symbol name; malloc() */
+  char *entry;        /* the kernel's entry in the module object: a function
+                         `int ENTRY(void)` that reads the argument buffer from
+                         mscratch and spawns the grid, what Vortex's startup code
+                         calls as main (link with --defsym=main=ENTRY); malloc() */
+  uint32_t kernel_id; /* its id in the module's dispatcher: the launch
+                         record's first field (VXP_DISPATCH_ENTRY);
+                         VXP_NO_KERNEL_ID in records written before it
+                         existed (no dispatcher: one image per kernel) */
   uint32_t nargs;
   vxp_arg *args;           /* nargs entries; malloc() */
   uint32_t args_size;      /* end of the last argument (bytes) */
@@ -115,28 +121,34 @@ typedef struct {
   uint32_t grid_dims;      /* highest grid dimension the kernel reads, 1..3 */
   uint32_t known_block[3]; /* gpu.known_block_size, or {0,0,0} */
   uint32_t shared_bytes;   /* static workgroup (shared) memory per block */
-  uint8_t *image;          /* a loadable Vortex image of this kernel (.vxbin:
-                              u64 min_vma, u64 max_vma, the bytes), when the
-                              daemon has a Vortex kernel SDK; else NULL;
-                              malloc() */
-  size_t image_size;
-  uint32_t subgroup_size; /* threads per warp the kernel was compiled for:
-                             its gpu.lane_id / shuffle / subgroup_reduce
-                             assume exactly this many (0 in records
-                             written before it existed) */
-  uint32_t vortex_abi;    /* the device kernel ABI it was compiled for, 2
-                             or 3 (0 in records written before: 2) */
-  uint32_t xlen;          /* the register width it was compiled for, 32 or
-                             64 (0 in records written before: 32); its
-                             pointer arguments are xlen / 8 bytes */
-  uint32_t dynamic_min;   /* the least dynamic shared memory a launch gets
-                             (bytes; its extern __shared__ arrays) */
-  uint32_t scratch_bytes; /* local memory its collectives use per thread,
-                             after the shared memory (bytes; 0: none):
-                             with shared_bytes and dynamic_min what a
-                             block's local memory must hold
-                             (vxc_local_bytes) */
+  uint32_t subgroup_size;  /* threads per warp the kernel was compiled for:
+                              its gpu.lane_id / shuffle / subgroup_reduce
+                              assume exactly this many (0 in records
+                              written before it existed) */
+  uint32_t vortex_abi;     /* the device kernel ABI it was compiled for, 2
+                              or 3 (0 in records written before: 2) */
+  uint32_t xlen;           /* the register width it was compiled for, 32 or
+                              64 (0 in records written before: 32); its
+                              pointer arguments are xlen / 8 bytes */
+  uint32_t dynamic_min;    /* the least dynamic shared memory a launch gets
+                              (bytes; its extern __shared__ arrays) */
+  uint32_t scratch_bytes;  /* local memory its collectives use per thread,
+                              after the shared memory (bytes; 0: none):
+                              with shared_bytes and dynamic_min what a
+                              block's local memory must hold
+                              (vxc_local_bytes) */
 } vxp_kernel;
+
+/* One image for every kernel of a module (docs/PROTOCOL.md, "One image
+ * per module"): the module's object defines VXP_DISPATCH_ENTRY, which an
+ * image links as its startup code's entry (main on Vortex 2.x,
+ * kernel_main on 3.0).  A launch then passes (in mscratch) the address of
+ * a launch record: the kernel's kernel_id as a little-endian u32, zeros
+ * up to VXP_DISPATCH_HEADER_SIZE bytes, then the kernel's argument
+ * buffer.  The record's address is 16-aligned, so the buffer is. */
+#define VXP_DISPATCH_ENTRY "__vxl_dispatch"
+#define VXP_DISPATCH_HEADER_SIZE 16u
+#define VXP_NO_KERNEL_ID UINT32_MAX
 
 /* Bounds on a kernel record and a response, beyond which a decoder
  * refuses them: generous for real kernels (the Vortex ABI passes the whole
@@ -160,7 +172,8 @@ typedef struct {
  * 64-bit arithmetic, so nothing wraps); args_size <= launch_offset;
  * launch_offset + VXP_LAUNCH_HEADER_SIZE <= buffer_size <=
  * VXP_MAX_BUFFER_SIZE; grid_dims 1..3; subgroup_size 0 or a power of two
- * <= 64.  The decoders apply it to every record they read (replies, cache
+ * <= 64; kernel_id below VXP_MAX_KERNELS or VXP_NO_KERNEL_ID.  The
+ * decoders apply it to every record they read (replies, cache
  * records).  Returns VXP_OK or VXP_ELAYOUT.  Any thread. */
 int vxp_kernel_check(const vxp_kernel *k);
 
@@ -359,6 +372,11 @@ typedef struct {
                       kernel of the module, each behind its entry symbol;
                       malloc(), NULL when the request failed */
   size_t object_size;
+  uint8_t *image; /* the module's loadable Vortex image (.vxbin: u64
+                     min_vma, u64 max_vma, the bytes), every kernel behind
+                     its dispatcher (VXP_DISPATCH_ENTRY), when the daemon
+                     has a Vortex kernel SDK; else NULL; malloc() */
+  size_t image_size;
   uint32_t nkernels;
   vxp_kernel *kernels;
   uint32_t ndiags;

@@ -29,13 +29,13 @@ static int vxp__sbuffer_take(msgpack_sbuffer *sb, int bad, uint8_t **out, size_t
 /* The body from its parts, lengths given (the viewer re-encodes from
  * what it found, which is not NUL-terminated). */
 static int vxp__body_pack(const char *key, const char *options, size_t options_len, const uint8_t *object,
-                          size_t object_size, const vxp_entry_kernel *ks, uint32_t n, uint8_t **out,
-                          size_t *len) {
+                          size_t object_size, const uint8_t *image, size_t image_size,
+                          const vxp_entry_kernel *ks, uint32_t n, uint8_t **out, size_t *len) {
   msgpack_sbuffer sb;
   msgpack_sbuffer_init(&sb);
   msgpack_packer pk;
   msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-  int bad = msgpack_pack_array(&pk, 4);
+  int bad = msgpack_pack_array(&pk, image ? 5 : 4);
   bad |= vxp__pack_str(&pk, key, 64);
   bad |= vxp__pack_str(&pk, options, options_len);
   bad |= vxp__pack_bin(&pk, object, object_size);
@@ -45,22 +45,26 @@ static int vxp__body_pack(const char *key, const char *options, size_t options_l
     bad |= vxp__pack_str(&pk, ks[i].name, ks[i].name_len);
     bad |= vxp__pack_bin(&pk, ks[i].record, ks[i].record_size);
   }
+  if (image) bad |= vxp__pack_bin(&pk, image, image_size);
   return vxp__sbuffer_take(&sb, bad, out, len);
 }
 
 int vxp_entry_body_encode(const char *key, const char *options, const uint8_t *object, size_t object_size,
-                          const vxp_entry_kernel *ks, uint32_t n, uint8_t **body, size_t *body_size) {
+                          const uint8_t *image, size_t image_size, const vxp_entry_kernel *ks, uint32_t n,
+                          uint8_t **body, size_t *body_size) {
   *body = NULL;
   *body_size = 0;
   size_t olen = options ? strlen(options) : 0;
   if (!vxp_key_prefix_valid(key, 64) || olen > VXP_ENTRY_OPTIONS_MAX || n > VXP_MAX_KERNELS ||
-      object_size > UINT32_MAX)
+      object_size > UINT32_MAX ||
+      (image && (image_size < VXP_ENTRY_IMAGE_MIN || image_size > VXP_ENTRY_IMAGE_MAX)))
     return VXP_EFORMAT;
   for (uint32_t i = 0; i < n; i++)
     if (ks[i].name_len > UINT32_MAX || ks[i].record_size > UINT32_MAX ||
         memchr(ks[i].name, '\0', ks[i].name_len))
       return VXP_EFORMAT;
-  return vxp__body_pack(key, options ? options : "", olen, object, object_size, ks, n, body, body_size);
+  return vxp__body_pack(key, options ? options : "", olen, object, object_size, image, image_size, ks, n,
+                        body, body_size);
 }
 
 int vxp_entry_seal(const uint8_t *body, size_t body_size, const uint8_t *checksum, const uint8_t *key_id,
@@ -126,10 +130,17 @@ static int vxp__view_outer(const msgpack_object *o, vxp_entry_view *v) {
   return VXP_OK;
 }
 
-/* The body: key, options, object, kernels. */
+/* The body: key, options, object, kernels, and the image if any. */
 static int vxp__view_body(const msgpack_object *o, vxp_entry_view *v) {
-  if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 4) return VXP_EFORMAT;
+  if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 4 || o->via.array.size > 5) return VXP_EFORMAT;
   const msgpack_object *f = o->via.array.ptr;
+  if (o->via.array.size == 5) {
+    if (!vxp__is_bin(&f[4], 0) || f[4].via.bin.size < VXP_ENTRY_IMAGE_MIN ||
+        f[4].via.bin.size > VXP_ENTRY_IMAGE_MAX)
+      return VXP_EFORMAT;
+    v->image = (const uint8_t *)f[4].via.bin.ptr;
+    v->image_size = f[4].via.bin.size;
+  }
   if (f[0].type != MSGPACK_OBJECT_STR || f[0].via.str.size != 64 || f[1].type != MSGPACK_OBJECT_STR ||
       f[1].via.str.size > VXP_ENTRY_OPTIONS_MAX || memchr(f[1].via.str.ptr, '\0', f[1].via.str.size) ||
       !vxp__is_bin(&f[2], 0) || f[3].type != MSGPACK_OBJECT_ARRAY || f[3].via.array.size > VXP_MAX_KERNELS)
@@ -164,8 +175,8 @@ static int vxp__view_body(const msgpack_object *o, vxp_entry_view *v) {
 static int vxp__view_canonical(const vxp_entry_view *v, const uint8_t *entry, size_t len) {
   uint8_t *again = NULL;
   size_t alen = 0;
-  int rc = vxp__body_pack(v->key, v->options, v->options_len, v->object, v->object_size, v->kernels,
-                          v->nkernels, &again, &alen);
+  int rc = vxp__body_pack(v->key, v->options, v->options_len, v->object, v->object_size, v->image,
+                          v->image_size, v->kernels, v->nkernels, &again, &alen);
   if (rc != VXP_OK) return rc;
   int same = alen == v->body_size && memcmp(again, v->body, alen) == 0;
   free(again);
@@ -226,9 +237,11 @@ int vxp_entry_unpack(vxp_response *r, const char *kernel) {
     r->object = malloc(v.object_size ? v.object_size : 1);
     rc = r->object ? VXP_OK : VXP_ENOMEM;
   }
+  if (rc == VXP_OK && v.image && !(r->image = malloc(v.image_size))) rc = VXP_ENOMEM;
   if (rc == VXP_OK) {
     memcpy(r->object, v.object, v.object_size);
     r->object_size = v.object_size;
+    if (v.image) memcpy(r->image, v.image, v.image_size), r->image_size = v.image_size;
     rc = vxp__unpack_kernels(&v, kernel, r);
   }
   vxp_entry_view_clear(&v);
@@ -237,7 +250,9 @@ int vxp_entry_unpack(vxp_response *r, const char *kernel) {
       vxp_kernel_clear(&r->kernels[i]);
     free(r->kernels);
     free(r->object);
+    free(r->image);
     r->kernels = NULL, r->nkernels = 0, r->object = NULL, r->object_size = 0;
+    r->image = NULL, r->image_size = 0;
   }
   return rc;
 }

@@ -12,12 +12,16 @@
  *   entry = msgpack array [tag, format, body, checksum, key_id, signature]
  *     tag       str  "vortexd-entry"
  *     format    uint VXP_ENTRY_FORMAT
- *     body      bin  a msgpack array [key, options, object, kernels]:
+ *     body      bin  a msgpack array [key, options, object, kernels]
+ *                    or [key, options, object, kernels, image]:
  *                      key      str  the cache key, 64 lowercase hex digits
  *                      options  str  the keyed options ("opt_level=2;...")
  *                      object   bin  the module's relocatable object
  *                      kernels  array of [name str, record bin]
  *                               (record: vxp_kernel_meta_encode)
+ *                      image    bin  the module's .vxbin, only when the
+ *                               compile linked one (VXP_ENTRY_IMAGE_MIN ..
+ *                               VXP_ENTRY_IMAGE_MAX bytes)
  *     checksum  bin  32 bytes: SHA-256 over a tag and the body's bytes
  *     key_id    bin 8 | nil   the signer's key id (unsigned: nil)
  *     signature bin 64 | nil  Ed25519 over a tag, the key and the checksum
@@ -48,6 +52,10 @@
 #define VXP_ENTRY_SIGNATURE_SIZE 64u /* Ed25519 */
 /* Longest options text an entry holds (bytes). */
 #define VXP_ENTRY_OPTIONS_MAX 4096u
+/* Sizes of a module image an entry may hold (bytes): the .vxbin header,
+ * up to 256 MiB of device memory. */
+#define VXP_ENTRY_IMAGE_MIN 16u
+#define VXP_ENTRY_IMAGE_MAX ((256u << 20) + 16u)
 
 /* A kernel in an entry: its name and its encoded record, pointing into
  * the bytes the view was made from. */
@@ -66,6 +74,8 @@ typedef struct {
   size_t options_len;
   const uint8_t *object; /* the module's object */
   size_t object_size;
+  const uint8_t *image; /* the module's .vxbin; NULL: none */
+  size_t image_size;
   uint32_t nkernels;
   vxp_entry_kernel *kernels; /* malloc(): vxp_entry_view_clear */
   const uint8_t *body;       /* what the checksum covers */
@@ -77,11 +87,13 @@ typedef struct {
 
 /* Encodes an entry's body: key (64 lowercase hex digits), options (NUL-
  * terminated, at most VXP_ENTRY_OPTIONS_MAX bytes), the object (object_size
- * bytes) and n kernels (n <= VXP_MAX_KERNELS).  *body from malloc(),
- * *body_size bytes.  Returns VXP_OK, VXP_ENOMEM, or VXP_EFORMAT for an
- * argument out of those bounds. */
+ * bytes), the module's image (image_size bytes, VXP_ENTRY_IMAGE_MIN ..
+ * VXP_ENTRY_IMAGE_MAX; NULL: none) and n kernels (n <= VXP_MAX_KERNELS).
+ * *body from malloc(), *body_size bytes.  Returns VXP_OK, VXP_ENOMEM, or
+ * VXP_EFORMAT for an argument out of those bounds. */
 int vxp_entry_body_encode(const char *key, const char *options, const uint8_t *object, size_t object_size,
-                          const vxp_entry_kernel *ks, uint32_t n, uint8_t **body, size_t *body_size);
+                          const uint8_t *image, size_t image_size, const vxp_entry_kernel *ks, uint32_t n,
+                          uint8_t **body, size_t *body_size);
 
 /* Wraps a body with its checksum (VXP_ENTRY_CHECKSUM_SIZE bytes) and,
  * when key_id is not NULL, the signer's key id and signature, into the
@@ -103,7 +115,7 @@ int vxp_entry_view_of(const uint8_t *entry, size_t len, vxp_entry_view *v);
  * NULL-safe. */
 void vxp_entry_view_clear(vxp_entry_view *v);
 
-/* Fills r->object and r->kernels from the entry r->entry carries (a
+/* Fills r->object, r->image and r->kernels from the entry r->entry carries (a
  * compile or fetch reply, or an entry the caller read from the cache and
  * put there): the entry's key must be r->key when that is set (else it is
  * set from the entry), every kernel record must decode and pass

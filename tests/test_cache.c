@@ -68,8 +68,8 @@ static int put_entry(vxk_cache *c, const char *key, const void *obj, size_t size
     k[i] = (vxp_entry_kernel){ks[i].name, strlen(ks[i].name), ks[i].record, ks[i].size};
   uint8_t *e = NULL;
   size_t len = 0;
-  int rc = vxk_entry_encode(key, origin && origin->options ? origin->options : "", obj, size, k, n, NULL, &e,
-                            &len);
+  int rc = vxk_entry_encode(key, origin && origin->options ? origin->options : "", obj, size, NULL, 0, k, n,
+                            NULL, &e, &len);
   if (rc == VXK_OK) rc = vxk_put(c, key, e, len, compile_us, origin ? origin->source_name : NULL);
   free(e);
   return rc;
@@ -224,7 +224,7 @@ Test(cache, a_put_of_anything_but_a_whole_entry_of_its_key_stores_nothing) {
   vxp_entry_kernel k = {"k", 1, (const uint8_t *)"m", 1};
   uint8_t *e = NULL;
   size_t len = 0;
-  cr_assert_eq(vxk_entry_encode(other, "", (const uint8_t *)"12", 2, &k, 1, NULL, &e, &len), VXK_OK);
+  cr_assert_eq(vxk_entry_encode(other, "", (const uint8_t *)"12", 2, NULL, 0, &k, 1, NULL, &e, &len), VXK_OK);
   cr_assert_eq(vxk_put(c, key, e, len, 0, NULL), VXK_EINVAL, "another key's entry");
   cr_assert_eq(vxk_put(c, other, e, len - 1, 0, NULL), VXK_EINVAL, "cut short");
   e[len / 2] ^= 0x10;
@@ -618,8 +618,9 @@ Test(cache, an_entry_in_a_wider_encoding_is_refused) {
   vxp_entry_kernel k = {"k", 1, (const uint8_t *)"meta", 4};
   uint8_t *v = NULL;
   size_t len = 0;
-  cr_assert_eq(vxk_entry_encode(key, "opt_level=2", (const uint8_t *)"object", 6, &k, 1, NULL, &v, &len),
-               VXK_OK);
+  cr_assert_eq(
+      vxk_entry_encode(key, "opt_level=2", (const uint8_t *)"object", 6, NULL, 0, &k, 1, NULL, &v, &len),
+      VXK_OK);
   cr_assert_eq(vxk_entry_check(key, v, len, NULL, NULL), VXK_OK);
   /* [fixarray 6, fixstr "vortexd-entry", format]: the format at byte 15 */
   const size_t at = 2 + strlen(VXP_ENTRY_TAG);
@@ -646,10 +647,11 @@ Test(cache, an_entry_round_trips_and_any_damage_is_refused) {
                             {"second", 6, (const uint8_t *)"m2", 2}};
   uint8_t *v = NULL;
   size_t len = 0;
-  cr_assert_eq(vxk_entry_encode(key, "opt_level=3", obj, sizeof obj, ks, 2, NULL, &v, &len), VXK_OK);
+  cr_assert_eq(vxk_entry_encode(key, "opt_level=3", obj, sizeof obj, NULL, 0, ks, 2, NULL, &v, &len), VXK_OK);
   uint8_t *again = NULL;
   size_t alen = 0;
-  cr_assert_eq(vxk_entry_encode(key, "opt_level=3", obj, sizeof obj, ks, 2, NULL, &again, &alen), VXK_OK);
+  cr_assert_eq(vxk_entry_encode(key, "opt_level=3", obj, sizeof obj, NULL, 0, ks, 2, NULL, &again, &alen),
+               VXK_OK);
   cr_assert(alen == len && memcmp(again, v, len) == 0, "same parts, same bytes");
   free(again);
   vxp_entry_view e;
@@ -681,8 +683,9 @@ Test(cache, an_entry_round_trips_and_any_damage_is_refused) {
   cr_assert_eq(vxk_entry_check(key, (const uint8_t *)"\xc0", 1, NULL, NULL), VXK_ECORRUPT, "nil");
   /* what the encoder refuses */
   vxp_entry_kernel nul = {"a\0b", 3, (const uint8_t *)"m", 1};
-  cr_assert_eq(vxk_entry_encode(key, "", obj, 1, &nul, 1, NULL, &v, &len), VXK_EINVAL, "a NUL in a name");
-  cr_assert_eq(vxk_entry_encode("ABC", "", obj, 1, ks, 1, NULL, &v, &len), VXK_EINVAL, "not a key");
+  cr_assert_eq(vxk_entry_encode(key, "", obj, 1, NULL, 0, &nul, 1, NULL, &v, &len), VXK_EINVAL,
+               "a NUL in a name");
+  cr_assert_eq(vxk_entry_encode("ABC", "", obj, 1, NULL, 0, ks, 1, NULL, &v, &len), VXK_EINVAL, "not a key");
   cr_assert(vxk_remote_prefix_valid("farm-1.ci:x"));
   cr_assert(!vxk_remote_prefix_valid(""));
   cr_assert(!vxk_remote_prefix_valid("a b"));

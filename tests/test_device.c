@@ -165,13 +165,14 @@ static void sort_lines(const char *text, char *out, size_t cap) {
 /* Launches k on img on each of the ncfgs configurations, as a Vortex 2.x
  * device runs it and as 3.0's hardware scheduler runs the same module
  * compiled for 3.0, checks they all agree, and returns the device memory
- * afterwards (malloc()).  launch(): on every configuration of
- * vxt_simt_matrix. */
+ * afterwards (malloc()).  Each target's image is the module's, started at
+ * its dispatcher with k's launch record, as the runtime runs it.
+ * launch(): on every configuration of vxt_simt_matrix. */
 static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel *k, vxt_image *img,
                           const void *const *vals, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx,
                           uint32_t by, uint32_t bz, uint32_t shared, char *printed, size_t cap) {
   uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  uint32_t args = vxt_image_args(img, k, vals, grid, block, shared);
+  uint32_t args = vxt_image_launch_record(img, k, vals, grid, block, shared);
   cr_assert_neq(args, UINT32_MAX,
                 "argument packing failed: %s nargs=%u launch=%u buffer=%u grid=%u,%u,%u block=%u,%u,%u",
                 k->name, k->nargs, k->launch_offset, k->buffer_size, gx, gy, gz, bx, by, bz);
@@ -210,7 +211,7 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
           wide[i] = p32, wvals[i] = &wide[i];
         }
       }
-      a = vxt_image_args(&im, kk, wvals, grid, block, shared);
+      a = vxt_image_launch_record(&im, kk, wvals, grid, block, shared);
       cr_assert_neq(a, UINT32_MAX, "%s: argument packing failed on RV64", k->name);
     }
     vxp_kernel w;
@@ -221,14 +222,17 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
     vxs_kmu_launch kmu = {.grid = {gx, gy, gz}, .block = {bx, by, bz}, .local_bytes = (uint32_t)lb};
     uint8_t *elf = NULL;
     size_t elf_size = 0;
-    const char *fail = vxt_device_link(rr->object, rr->object_size, kk->entry, abi, xlen, &elf, &elf_size);
+    cr_assert_eq(kk->kernel_id, k->kernel_id, "%s: one kernel id on every target", k->name);
+    const char *fail =
+        vxt_device_link(rr->object, rr->object_size, VXL_DISPATCH_SYMBOL, abi, xlen, &elf, &elf_size);
     cr_assert_null(fail, "%s (vortex%u-rv%u): %s", k->name, abi, xlen, fail);
     for (uint32_t i = 0; i < ncfgs; i++) {
       const vxt_simt *cfg = &cfgs[i];
       uint8_t *mem = malloc(im.size);
       vxs_report rep;
-      fail = vxt_device_run(elf, elf_size, xlen, &im, a, kk->launch_offset, abi == 3 ? &kmu : NULL, cfg, 0,
-                            im.size, mem, &rep, now_printed, sizeof now_printed);
+      fail =
+          vxt_device_run(elf, elf_size, xlen, &im, a, VXL_LAUNCH_RECORD_BYTES + kk->launch_offset,
+                         abi == 3 ? &kmu : NULL, cfg, 0, im.size, mem, &rep, now_printed, sizeof now_printed);
       cr_assert_null(fail, "%s (vortex%u-rv%u): %s\n%s", k->name, abi, xlen, fail, now_printed);
       cr_assert_eq(rep.exit_code, 0, "[%s] vx_spawn_threads returned %d", cfg->name, rep.exit_code);
       if (!first) {
@@ -832,6 +836,91 @@ Test(device, mixed_width_arguments_land_where_the_kernel_reads_them) {
   }
   free(mem);
   vxt_image_free(&img);
+  vxl_result_clear(&r);
+}
+
+/* The module's one image runs each of its kernels in turn on one device,
+ * loaded once: fill, then transpose_add, then fill again over the first
+ * fill's output, each picked by the id in its launch record; on every
+ * target, its image started at the dispatcher. */
+Test(device, one_image_runs_every_kernel_of_its_module_on_one_device) {
+  vxl_result r = build(VXT_EXAMPLES_DIR "/two_kernels.mlir");
+  const uint32_t n = 40, rows = 3;
+  static const uint32_t targets[4][2] = {{2, 32}, {3, 32}, {2, 64}, {3, 64}};
+  for (unsigned ti = 0; ti < 4; ti++) {
+    uint32_t abi = targets[ti][0], xlen = targets[ti][1];
+    const vxl_result *rr = target_of(&r, abi, xlen);
+    const vxl_kernel *fill = &rr->kernels[0], *ta = &rr->kernels[1];
+    cr_assert(strcmp(fill->name, "fill") == 0 && fill->kernel_id == 0 && ta->kernel_id == 1);
+    vxt_image img = {0};
+    uint32_t oo = vxt_image_put(&img, NULL, n * 4), ao = vxt_image_put(&img, NULL, rows * 64),
+             bo = vxt_image_put(&img, NULL, rows * 64);
+    for (uint32_t i = 0; i < rows * 16; i++)
+      ((float *)(img.p + ao))[i] = (float)i;
+    uint64_t od = DEV(oo), ad = DEV(ao), bd = DEV(bo); /* little-endian: the low 4 bytes on RV32 */
+    float v1 = 1.5f, v2 = -2.0f;
+    uint32_t g1[3] = {2, 1, 1}, b1[3] = {32, 1, 1}, g2[3] = {1, rows, 1}, b2[3] = {16, 16, 1};
+    const void *f1[] = {&v1, &od, &n}, *f2[] = {&v2, &od, &rows}, *tv[] = {&ad, &bd, &rows};
+    uint32_t rec[3] = {vxt_image_launch_record(&img, fill, f1, g1, b1, 0),
+                       vxt_image_launch_record(&img, ta, tv, g2, b2, 0),
+                       vxt_image_launch_record(&img, fill, f2, g1, b1, 0)};
+    const uint32_t *grids[3] = {g1, g2, g1}, *blocks[3] = {b1, b2, b1};
+    const vxl_kernel *ks[3] = {fill, ta, fill};
+    uint8_t *elf = NULL;
+    size_t elf_size = 0;
+    const char *fail =
+        vxt_device_link(rr->object, rr->object_size, VXL_DISPATCH_SYMBOL, abi, xlen, &elf, &elf_size);
+    cr_assert_null(fail, "vortex%u-rv%u: %s", abi, xlen, fail);
+    vxs_config c;
+    vxs_config_default(&c);
+    c.warps_per_core = 64;
+    c.barriers = 0;    /* vxs default: one per warp */
+    c.ipdom_depth = 0; /* vxs default: 2 x threads per warp */
+    c.local_mem_bytes = 1u << 20;
+    c.xlen = xlen;
+    vxs_device *dev = NULL;
+    const char *why = NULL;
+    cr_assert_eq(vxs_device_create(&c, &dev), 0);
+    cr_assert_eq(vxs_load_elf(dev, elf, elf_size, &why), 0, "%s", why ? why : "");
+    cr_assert_eq(vxs_mem_map(dev, VXT_MEM_BASE, (img.size + 4095u) & ~4095u), 0);
+    cr_assert_eq(vxs_mem_write(dev, VXT_MEM_BASE, img.p, img.size), 0);
+    for (int l = 0; l < 3; l++) { /* the rows x 16 launch: less than the matrix, one block per row */
+      vxp_kernel w;
+      cr_assert_eq(vxd_kernel_wire_view(ks[l], &w), 0);
+      uint64_t lb = vxc_local_bytes(&w, blocks[l], 0);
+      free(w.args);
+      vxs_kmu_launch kmu = {.local_bytes = (uint32_t)lb};
+      memcpy(kmu.grid, grids[l], sizeof kmu.grid);
+      memcpy(kmu.block, blocks[l], sizeof kmu.block);
+      vxs_report rep;
+      memset(&rep, 0, sizeof rep);
+      int rc = abi == 3 ? vxs_run_kmu(dev, DEV(rec[l]), &kmu, &rep) : vxs_run(dev, DEV(rec[l]), &rep);
+      cr_assert_eq(rc, 0, "vortex%u-rv%u launch %d: %s", abi, xlen, l, rep.error);
+      cr_assert_eq(rep.exit_code, 0, "vortex%u-rv%u launch %d returned %d", abi, xlen, l, rep.exit_code);
+    }
+    float out[40], b[48];
+    cr_assert_eq(vxs_mem_read(dev, DEV(oo), out, sizeof out), 0);
+    cr_assert_eq(vxs_mem_read(dev, DEV(bo), b, sizeof b), 0);
+    for (uint32_t i = 0; i < n; i++)
+      cr_assert_eq(out[i], i < rows ? v2 : v1, "vortex%u-rv%u out[%u] = %g", abi, xlen, i, (double)out[i]);
+    for (uint32_t i = 0; i < rows * 16; i++)
+      cr_assert_eq(b[i], 2.0f * (float)i, "vortex%u-rv%u b[%u] = %g", abi, xlen, i, (double)b[i]);
+    /* an id the module has not: the dispatcher returns -1 and runs nothing */
+    uint8_t *bad = img.p + rec[0];
+    bad[0] = 7;
+    cr_assert_eq(vxs_mem_write(dev, DEV(rec[0]), bad, 4), 0);
+    vxs_report rep;
+    memset(&rep, 0, sizeof rep);
+    if (abi == 2) {
+      cr_assert_eq(vxs_run(dev, DEV(rec[0]), &rep), 0, "%s", rep.error);
+      cr_assert_eq(rep.exit_code, -1, "kernel id 7 of 2");
+      cr_assert_eq(vxs_mem_read(dev, DEV(oo), out, sizeof out), 0);
+      cr_assert_eq(out[n - 1], v1, "nothing ran");
+    }
+    vxs_device_destroy(dev);
+    free(elf);
+    vxt_image_free(&img);
+  }
   vxl_result_clear(&r);
 }
 

@@ -1210,7 +1210,8 @@ Test(e2e, vxc_ls_inspect_and_keys_by_unique_prefix) {
   for (int i = 0; i < 2; i++) {
     uint8_t *e = NULL;
     size_t len = 0;
-    cr_assert_eq(vxk_entry_encode(i ? b : a, "", (const uint8_t *)"O", 1, &in, 1, NULL, &e, &len), VXK_OK);
+    cr_assert_eq(vxk_entry_encode(i ? b : a, "", (const uint8_t *)"O", 1, NULL, 0, &in, 1, NULL, &e, &len),
+                 VXK_OK);
     cr_assert_eq(vxk_put(kc, i ? b : a, e, len, 0, NULL), VXK_OK);
     free(e);
   }

@@ -764,7 +764,7 @@ static uint8_t *entry_of(const char *key, const uint8_t *obj, size_t size, const
   size_t rlen = 0, blen = 0;
   cr_assert_eq(vxp_kernel_meta_encode(k, &rec, &rlen), VXP_OK);
   vxp_entry_kernel ek = {k->name, strlen(k->name), rec, rlen};
-  cr_assert_eq(vxp_entry_body_encode(key, "", obj, size, &ek, 1, &body, &blen), VXP_OK);
+  cr_assert_eq(vxp_entry_body_encode(key, "", obj, size, NULL, 0, &ek, 1, &body, &blen), VXP_OK);
   uint8_t sum[VXP_ENTRY_CHECKSUM_SIZE];
   memset(sum, 'x', sizeof sum);
   cr_assert_eq(vxp_entry_seal(body, blen, sum, NULL, NULL, &entry, len), VXP_OK);

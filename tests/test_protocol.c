@@ -1,4 +1,5 @@
 /* test_protocol.c - protocol/ round trips and malformed input. */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <msgpack.h>
@@ -113,13 +114,98 @@ static uint8_t *make_entry(const vxp_kernel *k, const char *key, size_t *len) {
   cr_assert_eq(vxp_entry_body_encode(key, "opt_level=2",
                                      (const uint8_t *)"\x7f"
                                                       "ELF\x01",
-                                     5, ks, 2, &body, &blen),
+                                     5, NULL, 0, ks, 2, &body, &blen),
                VXP_OK);
   uint8_t sum[VXP_ENTRY_CHECKSUM_SIZE];
   memset(sum, 'x', sizeof sum);
   cr_assert_eq(vxp_entry_seal(body, blen, sum, NULL, NULL, &entry, len), VXP_OK);
   free(rec), free(rec2), free(body);
   return entry;
+}
+
+/* A record carries its kernel id; one from before the dispatcher has none,
+ * and an id past VXP_MAX_KERNELS is refused. */
+Test(protocol, kernel_records_carry_their_kernel_id) {
+  vxp_kernel k = make_kernel(), out;
+  k.kernel_id = 41;
+  uint8_t *rec = NULL;
+  size_t len = 0;
+  cr_assert_eq(vxp_kernel_meta_encode(&k, &rec, &len), VXP_OK);
+  cr_assert_eq(vxp_kernel_meta_decode(rec, len, &out), VXP_OK);
+  cr_assert_eq(out.kernel_id, 41);
+  vxp_kernel_clear(&out);
+  free(rec);
+  k.kernel_id = VXP_NO_KERNEL_ID; /* written as a record without the field */
+  cr_assert_eq(vxp_kernel_meta_encode(&k, &rec, &len), VXP_OK);
+  cr_assert_null(memmem(rec, len, "kernel_id", 9));
+  cr_assert_eq(vxp_kernel_meta_decode(rec, len, &out), VXP_OK);
+  cr_assert_eq(out.kernel_id, VXP_NO_KERNEL_ID);
+  vxp_kernel_clear(&out);
+  free(rec);
+  k.kernel_id = VXP_MAX_KERNELS;
+  cr_assert_eq(vxp_kernel_check(&k), VXP_ELAYOUT);
+  cr_assert_eq(vxp_kernel_meta_encode(&k, &rec, &len), VXP_OK);
+  cr_assert_eq(vxp_kernel_meta_decode(rec, len, &out), VXP_ELAYOUT);
+  free(rec);
+  vxp_kernel_clear(&k);
+}
+
+/* The module's image travels in the entry's body, after the kernels: a
+ * client gets it back byte for byte; a body without one has four
+ * elements; an image outside its bounds is neither written nor read. */
+Test(protocol, an_entry_carries_the_module_image) {
+  vxp_kernel k = make_kernel();
+  uint8_t *rec = NULL, *body = NULL, *entry = NULL;
+  size_t rlen = 0, blen = 0, elen = 0;
+  cr_assert_eq(vxp_kernel_meta_encode(&k, &rec, &rlen), VXP_OK);
+  vxp_entry_kernel ek = {k.name, strlen(k.name), rec, rlen};
+  uint8_t image[40];
+  for (unsigned i = 0; i < sizeof image; i++)
+    image[i] = (uint8_t)(i * 7);
+  cr_assert_eq(vxp_entry_body_encode(entry_key, "", (const uint8_t *)"O", 1, image, 15, &ek, 1, &body, &blen),
+               VXP_EFORMAT, "below the .vxbin header");
+  cr_assert_eq(vxp_entry_body_encode(entry_key, "", (const uint8_t *)"O", 1, image, sizeof image, &ek, 1,
+                                     &body, &blen),
+               VXP_OK);
+  cr_assert_eq(body[0], 0x95, "five elements");
+  uint8_t sum[VXP_ENTRY_CHECKSUM_SIZE];
+  memset(sum, 's', sizeof sum);
+  cr_assert_eq(vxp_entry_seal(body, blen, sum, NULL, NULL, &entry, &elen), VXP_OK);
+  vxp_entry_view v;
+  cr_assert_eq(vxp_entry_view_of(entry, elen, &v), VXP_OK);
+  cr_assert(v.image_size == sizeof image && memcmp(v.image, image, sizeof image) == 0);
+  vxp_entry_view_clear(&v);
+  vxp_response r = {.op = VXP_OP_FETCH, .status = VXP_STATUS_OK, .entry = entry, .entry_size = elen};
+  cr_assert_eq(vxp_entry_unpack(&r, NULL), VXP_OK);
+  cr_assert(r.image_size == sizeof image && memcmp(r.image, image, sizeof image) == 0,
+            "the image, unchanged");
+  vxp_response_clear(&r); /* frees entry */
+  free(body);
+  /* without an image: four elements, and no image comes out */
+  cr_assert_eq(vxp_entry_body_encode(entry_key, "", (const uint8_t *)"O", 1, NULL, 0, &ek, 1, &body, &blen),
+               VXP_OK);
+  cr_assert_eq(body[0], 0x94, "four elements");
+  cr_assert_eq(vxp_entry_seal(body, blen, sum, NULL, NULL, &entry, &elen), VXP_OK);
+  r = (vxp_response){.op = VXP_OP_FETCH, .status = VXP_STATUS_OK, .entry = entry, .entry_size = elen};
+  cr_assert_eq(vxp_entry_unpack(&r, NULL), VXP_OK);
+  cr_assert_null(r.image);
+  vxp_response_clear(&r);
+  free(body);
+  /* a fifth element that is not an image of a possible size */
+  uint8_t *bad = NULL;
+  size_t badlen = 0;
+  cr_assert_eq(
+      vxp_entry_body_encode(entry_key, "", (const uint8_t *)"O", 1, image, 16, &ek, 1, &bad, &badlen),
+      VXP_OK);
+  /* shrink the image's bin from 16 bytes to 15: one byte off the end, and its length */
+  cr_assert_eq(bad[badlen - 17], 16);
+  bad[badlen - 17] = 15;
+  cr_assert_eq(vxp_entry_seal(bad, badlen - 1, sum, NULL, NULL, &entry, &elen), VXP_OK);
+  cr_assert_eq(vxp_entry_view_of(entry, elen, &v), VXP_EFORMAT, "an image below 16 bytes");
+  free(entry);
+  free(bad);
+  free(rec);
+  vxp_kernel_clear(&k);
 }
 
 Test(protocol, compile_response_round_trip_keeps_every_field) {

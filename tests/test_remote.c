@@ -936,8 +936,8 @@ Test(remote, only_entries_signed_by_a_trusted_key_are_used) {
   snprintf(options, sizeof options, "%.*s", (int)e.options_len, e.options);
   uint8_t *planted = NULL, *forged = NULL;
   size_t plen = 0, flen = 0;
-  cr_assert_eq(vxk_entry_encode(forged_r.key, options, object, e.object_size, e.kernels, e.nkernels, NULL,
-                                &planted, &plen),
+  cr_assert_eq(vxk_entry_encode(forged_r.key, options, object, e.object_size, NULL, 0, e.kernels, e.nkernels,
+                                NULL, &planted, &plen),
                VXK_OK);
   cr_assert_eq(vxk_entry_check(forged_r.key, planted, plen, NULL, &p), VXK_OK);
   /* the planted body and its checksum, with the real entry's key id and

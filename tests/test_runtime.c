@@ -546,11 +546,10 @@ Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
   cr_assert_eq(saxpy_on_standin(), 1, "one kernel started through vx_start");
 }
 
-/* Runs saxpy compiled for kernel ABI abi (2 or 3) on an RV32 or RV64
- * (wide) device through the Vortex backend: an SDK of that target (the
- * emulator's startup objects stand in), the daemon's target, the
- * stand-in's device width. */
-static void saxpy_through_vortex(int abi, int wide) {
+/* Sets the Vortex backend up for kernel ABI abi (2 or 3) on an RV32 or
+ * RV64 (wide) device: an SDK of that target (the emulator's startup
+ * objects stand in), the daemon's target, the stand-in's device width. */
+static void vortex_backend_for(int abi, int wide) {
   char sdk[256], cmd[1024], out[512], flag[64];
   const char *obj = wide ? VXT_DEVICE_OBJ_DIR "/rv64" : VXT_DEVICE_OBJ_DIR;
   snprintf(sdk, sizeof sdk, "%.100s/sdk%d", d.dir, abi);
@@ -568,8 +567,71 @@ static void saxpy_through_vortex(int abi, int wide) {
   setenv("VORTEXD_LIBVORTEX", VXT_STANDIN, 1);
   setenv("VORTEXD_VORTEX_SDK", sdk, 1); /* the runtime links the image */
   setenv("VORTEX_STANDIN_XLEN", wide ? "64" : "32", 1);
+}
+
+/* Runs saxpy compiled for kernel ABI abi on an RV32 or RV64 (wide) device
+ * through the Vortex backend. */
+static void saxpy_through_vortex(int abi, int wide) {
+  vortex_backend_for(abi, wide);
   cr_assert_eq(saxpy_on_standin(), 1, "one kernel launched");
 }
+
+/* Two kernels of one module: out[i] = v, and out[i] *= 2, for i < n. */
+static const char fill_twice[] =
+    "module attributes {gpu.container_module} {\n"
+    "  gpu.module @kernels {\n"
+    "    gpu.func @fill(%v: f32, %out: memref<?xf32>, %n: index) kernel {\n"
+    "      %b = gpu.block_id x\n      %d = gpu.block_dim x\n      %t = gpu.thread_id x\n"
+    "      %o = arith.muli %b, %d : index\n      %i = arith.addi %o, %t : index\n"
+    "      %in = arith.cmpi ult, %i, %n : index\n"
+    "      scf.if %in {\n        memref.store %v, %out[%i] : memref<?xf32>\n      }\n"
+    "      gpu.return\n    }\n"
+    "    gpu.func @twice(%out: memref<?xf32>, %n: index) kernel {\n"
+    "      %b = gpu.block_id x\n      %d = gpu.block_dim x\n      %t = gpu.thread_id x\n"
+    "      %o = arith.muli %b, %d : index\n      %i = arith.addi %o, %t : index\n"
+    "      %in = arith.cmpi ult, %i, %n : index\n"
+    "      scf.if %in {\n        %x = memref.load %out[%i] : memref<?xf32>\n"
+    "        %y = arith.addf %x, %x : f32\n        memref.store %y, %out[%i] : memref<?xf32>\n      }\n"
+    "      gpu.return\n    }\n  }\n}\n";
+
+/* A program launches fill, twice, twice, fill over one array through the
+ * Vortex backend: every launch ran, and the module's one image went to
+ * the device once. */
+static void fill_twice_through_vortex(int abi, int wide) {
+  vortex_backend_for(abi, wide);
+  enum { N = 50 };
+  float *out = calloc(N, sizeof *out);
+  memref1d m = {out, out, 0, N, 1};
+  mgpuMemHostRegisterMemRef(1, &m, 4);
+  void *mod = mgpuModuleLoad((void *)fill_twice, sizeof fill_twice - 1);
+  void *fill = mgpuModuleGetFunction(mod, "fill"), *twice = mgpuModuleGetFunction(mod, "twice");
+  cr_assert(fill && twice);
+  float v = 1.25f;
+  int64_t n = N, nfill = N / 2; /* index: the host passes i64, the device takes its low bytes */
+  void *fp[] = {&v, &m.allocated, &m.aligned, &m.offset, &m.size, &m.stride, &n};
+  void *tp[] = {&m.allocated, &m.aligned, &m.offset, &m.size, &m.stride, &n};
+  void *stream = mgpuStreamCreate();
+  mgpuLaunchKernel(fill, 2, 1, 1, 32, 1, 1, 0, stream, fp, NULL, 7);
+  mgpuLaunchKernel(twice, 2, 1, 1, 32, 1, 1, 0, stream, tp, NULL, 6);
+  mgpuLaunchKernel(twice, 2, 1, 1, 32, 1, 1, 0, stream, tp, NULL, 6);
+  fp[6] = &nfill;
+  mgpuLaunchKernel(fill, 2, 1, 1, 32, 1, 1, 0, stream, fp, NULL, 7);
+  mgpuStreamDestroy(stream);
+  for (int i = 0; i < N; i++)
+    cr_assert_float_eq(out[i], i < N / 2 ? 1.25f : 5.0f, 1e-6, "out[%d] = %f", i, out[i]);
+  free(out);
+  void *lib = dlopen(VXT_STANDIN, RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(lib);
+  int (*starts)(void) = (int (*)(void))dlsym(lib, "vx_standin_starts");
+  int (*uploads)(void) = (int (*)(void))dlsym(lib, "vx_standin_uploads");
+  cr_assert(starts && uploads);
+  cr_assert_eq(starts(), 4, "every launch ran");
+  cr_assert_eq(uploads(), 1, "one image for both kernels, uploaded once");
+  dlclose(lib);
+}
+
+Test(runtime, one_image_serves_every_kernel_of_a_module_on_vortex_2_x) { fill_twice_through_vortex(2, 0); }
+Test(runtime, one_image_serves_every_kernel_of_a_module_on_vortex_3_0) { fill_twice_through_vortex(3, 1); }
 
 /* Vortex 3.0 kernels go through vortex2.h's queue (vx_enqueue_launch, the
  * emulated scheduler behind it), 2.x kernels through vortex.h, on RV32
@@ -598,8 +660,8 @@ Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
   cr_assert_eq(vxc_compile(c, saxpy, saxpy_len, VXP_DEVICE_MODULE_NAME, NULL, &r), 0);
   cr_assert_eq(r.status, VXP_STATUS_OK);
   cr_assert(r.cached, "a hit");
-  cr_assert_not_null(r.kernels[0].image);
-  cr_assert_gt(r.kernels[0].image_size, 16);
+  cr_assert_not_null(r.image, "the module's image");
+  cr_assert_gt(r.image_size, 16);
   char key[65]; /* 64 hex digits */
   snprintf(key, sizeof key, "%s", r.key);
   vxp_response_clear(&r);
@@ -616,7 +678,7 @@ Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
   cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
   cr_assert_not(r.cached, "another SDK: compiled and linked again");
   cr_assert_str_neq(r.key, key);
-  cr_assert_not_null(r.kernels[0].image);
+  cr_assert_not_null(r.image);
   vxp_response_clear(&r);
   /* ... and the same contents again, as another file, the old key */
   snprintf(cmd, sizeof cmd, "cp %s %s/link.ld.new && mv %s/link.ld.new %s/link.ld", saved, sdk, sdk, sdk);

@@ -3,7 +3,8 @@
  * for testing libvortexd_runtime's Vortex backend without hardware: the
  * same entry points (runtime/include/vortex.h), with buffers in host
  * memory and kernels (.vxbin: u64 min_vma, u64 max_vma, image) run on the
- * lockstep SIMT emulator.  vx_standin_starts() says how many kernels ran.
+ * lockstep SIMT emulator.  vx_standin_starts() says how many kernels ran,
+ * vx_standin_uploads() how many kernel images were put on the device.
  * Also the queue API of Vortex 3.0 (vortex2.h) that libvortexd_runtime
  * drives for 3.0 kernels: see below.
  */
@@ -27,11 +28,13 @@ typedef struct {
   uint32_t next_addr;
 } device;
 
-static int starts;
+static int starts, uploads;
 static device *the_device;
 
 int vx_standin_starts(void);
 int vx_standin_starts(void) { return starts; }
+int vx_standin_uploads(void);
+int vx_standin_uploads(void) { return uploads; }
 
 int vx_dev_open(void **out);
 int vx_dev_open(void **out) {
@@ -123,6 +126,7 @@ int vx_upload_kernel_bytes(void *dev, const void *bytes, uint64_t size, void **o
   b->entry = (uint32_t)lo;
   (void)dev;
   *out = b;
+  uploads++;
   return 0;
 }
 
@@ -209,6 +213,7 @@ int vx_buffer_reserve(void *dev, uint64_t addr, uint64_t size, uint32_t flags, v
   }
   b->addr = (uint32_t)addr, b->size = (uint32_t)size, b->is_kernel = 1, b->entry = (uint32_t)addr;
   *out = b;
+  uploads++;
   return 0;
 }
 

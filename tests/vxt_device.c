@@ -42,21 +42,36 @@ void vxt_image_free(vxt_image *img) {
   memset(img, 0, sizeof *img);
 }
 
-uint32_t vxt_image_args(vxt_image *img, const vxl_kernel *k, const void *const *values,
-                        const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes) {
+/* The argument buffer after hdr bytes holding k's kernel id (hdr 0: the
+ * buffer alone), put into img. */
+static uint32_t vxt__image_pack(vxt_image *img, const vxl_kernel *k, const void *const *values,
+                                const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes,
+                                uint32_t hdr) {
   /* k as the daemon would send it (vxd_wire.c), borrowing its strings */
   vxp_kernel w;
   if (vxd_kernel_wire_view(k, &w) != 0) return UINT32_MAX;
-  uint8_t *buf = calloc(1, k->buffer_size);
-  int rc = buf ? vxc_pack_args(&w, values, grid, block, shared_bytes, buf, k->buffer_size) : -1;
+  uint8_t *buf = calloc(1, hdr + k->buffer_size);
+  int rc = buf ? vxc_pack_args(&w, values, grid, block, shared_bytes, buf + hdr, k->buffer_size) : -1;
   free(w.args);
   if (rc != 0) {
     free(buf);
     return UINT32_MAX;
   }
-  uint32_t off = vxt_image_put(img, buf, k->buffer_size);
+  for (uint32_t b = 0; hdr && b < 4; b++) /* little-endian */
+    buf[b] = (uint8_t)(k->kernel_id >> (8 * b));
+  uint32_t off = vxt_image_put(img, buf, hdr + k->buffer_size);
   free(buf);
   return off;
+}
+
+uint32_t vxt_image_args(vxt_image *img, const vxl_kernel *k, const void *const *values,
+                        const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes) {
+  return vxt__image_pack(img, k, values, grid, block, shared_bytes, 0);
+}
+
+uint32_t vxt_image_launch_record(vxt_image *img, const vxl_kernel *k, const void *const *values,
+                                 const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes) {
+  return vxt__image_pack(img, k, values, grid, block, shared_bytes, VXL_LAUNCH_RECORD_BYTES);
 }
 
 const char *vxt_device_link(const uint8_t *object, size_t object_size, const char *entry, uint32_t abi,

@@ -46,6 +46,13 @@ void vxt_image_free(vxt_image *img);
 uint32_t vxt_image_args(vxt_image *img, const vxl_kernel *k, const void *const *values,
                         const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes);
 
+/* The same launch as the module's dispatcher takes it: a launch record
+ * (k's kernel id, zeros up to VXL_LAUNCH_RECORD_BYTES, then the argument
+ * buffer) in the image.  Returns the record's offset, UINT32_MAX on
+ * error. */
+uint32_t vxt_image_launch_record(vxt_image *img, const vxl_kernel *k, const void *const *values,
+                                 const uint32_t grid[3], const uint32_t block[3], uint32_t shared_bytes);
+
 /* Links the module object obj (obj_size bytes) with the emulator's device
  * runtime for kernel ABI abi (2 or 3) and register width xlen (32 or 64;
  * ld.lld-22, picolibc libc.a and libgcc for libm and soft-float) into *elf

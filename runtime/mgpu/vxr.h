@@ -24,14 +24,17 @@
 /* Device address of the arena's first byte on the emulated device. */
 #define VXR_DEVICE_BASE 0x40000000u
 
-/* One launch: the linked image of the kernel's entry, the arena, where the
- * argument buffer is in it, and the kernel's record (warp size). */
+/* One launch: the linked image (the module's, started at its dispatcher,
+ * or the kernel's own), the arena, where what mscratch points to is in it
+ * (the launch record: the kernel's id, then its argument buffer; or the
+ * argument buffer alone), and the kernel's record (warp size). */
 typedef struct {
   const uint8_t *elf; /* the image link made */
   size_t elf_size;
   uint8_t *arena; /* read and written back by the backend */
   uint32_t arena_size;
-  uint32_t args_addr;       /* device address of the argument buffer */
+  uint32_t args_addr;       /* device address of what mscratch points to */
+  uint32_t args_bytes;      /* its size (bytes) */
   uint32_t device_base;     /* device address of the arena */
   const vxp_kernel *kernel; /* its target (vortex_abi, xlen) too */
   uint32_t threads_per_block;
@@ -47,11 +50,13 @@ typedef struct vxr_backend {
    * message. */
   int (*open)(struct vxr_backend *b, uint32_t arena_size, uint32_t *base, char *err, size_t errcap);
   /* Links the module object with this device's runtime into a loadable
-   * image that starts kernel k (its entry, as its target's startup code
-   * calls it).  Returns 0 and *elf (malloc()) or a negative errno with a
-   * message in err (-ENOTSUP: a target this device cannot run). */
-  int (*link)(struct vxr_backend *b, const uint8_t *obj, size_t obj_size, const vxp_kernel *k, uint8_t **elf,
-              size_t *elf_size, char *err, size_t errcap);
+   * image for kernel k's target that starts at symbol entry (as the
+   * target's startup code calls its entry): the module's dispatcher, so
+   * the image runs every kernel, or k's own entry.  Returns 0 and *elf
+   * (malloc()) or a negative errno with a message in err (-ENOTSUP: a
+   * target this device cannot run). */
+  int (*link)(struct vxr_backend *b, const uint8_t *obj, size_t obj_size, const vxp_kernel *k,
+              const char *entry, uint8_t **elf, size_t *elf_size, char *err, size_t errcap);
   /* Runs one launch to completion.  Returns 0 or a negative errno with a
    * message (VXS_EDEVICE, -EIO: the kernel failed on the device). */
   int (*run)(struct vxr_backend *b, const vxr_launch *l, char *err, size_t errcap);

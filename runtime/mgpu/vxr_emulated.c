@@ -49,7 +49,7 @@ static const char *vxr__device_dir(char *buf, size_t cap) {
 }
 
 static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const vxp_kernel *k,
-                         uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
+                         const char *entry, uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   (void)b;
   err[0] = '\0';
   char found[4096];
@@ -70,7 +70,7 @@ static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, co
     inputs[i] = objs[i];
   }
   return vxr_link_elf(lld, script, inputs, n, is64 ? VXR_LIBC64 : VXR_LIBC, is64 ? VXR_LIBGCC64 : VXR_LIBGCC,
-                      obj, obj_size, k->entry, k->vortex_abi, elf, elf_size, err, errcap);
+                      obj, obj_size, entry, k->vortex_abi, elf, elf_size, err, errcap);
 }
 
 /* Devices kept between launches: creating a unicorn engine and loading an

@@ -52,8 +52,12 @@ typedef struct vxr_function vxr_function;
 typedef struct vxr_module {
   uint8_t digest[32];      /* SHA-256 of the text loaded */
   vxr_function *functions; /* one per kernel: what mgpuModuleGetFunction returns */
-  vxp_response r;          /* object and kernel records */
-  uint8_t **elf;           /* per kernel: linked image, built on first launch */
+  vxp_response r;          /* object, kernel records, image if any */
+  int dispatch;            /* one image runs every kernel (its dispatcher,
+                              VXP_DISPATCH_ENTRY): the records' kernel ids
+                              are their positions */
+  uint8_t **elf;           /* linked images, built on first launch: one per
+                              kernel, or the module's one when dispatch */
   size_t *elf_size;
   int refs;
   struct vxr_module *next;
@@ -282,8 +286,11 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
         vxr__maybe_exit();
         return NULL;
       } else {
-        for (uint32_t i = 0; i < m->r.nkernels; i++)
+        m->dispatch = m->r.nkernels > 0;
+        for (uint32_t i = 0; i < m->r.nkernels; i++) {
           m->functions[i] = (vxr_function){m, i};
+          if (m->r.kernels[i].kernel_id != i) m->dispatch = 0; /* records from before the dispatcher */
+        }
         m->refs = 1;
         m->next = vxr.modules;
         vxr.modules = m;
@@ -383,32 +390,44 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   uint32_t block[3] = {(uint32_t)blockX, (uint32_t)blockY, (uint32_t)blockZ};
   uint64_t lb = vxc_local_bytes(k, block, (uint32_t)smem);
   uint32_t local_bytes = lb > UINT32_MAX ? UINT32_MAX : (uint32_t)lb; /* over a core's: the device says so */
-  int64_t argbuf = err[0] ? -1 : vxr__alloc(k->buffer_size);
-  if (!err[0] && argbuf < 0) snprintf(err, sizeof err, "device memory exhausted (VORTEXD_DEVICE_MEMORY)");
-  if (!err[0] &&
-      vxc_pack_args(k, values, grid, block, (uint32_t)smem, vxr.arena + argbuf, k->buffer_size) != 0)
-    snprintf(err, sizeof err, "cannot pack the arguments of kernel %s", k->name);
   vxr_module *m = f->m;
+  /* what mscratch points to: the module's launch record (the kernel id,
+   * then the argument buffer) when one image runs every kernel, else the
+   * argument buffer alone */
+  const uint32_t hdr = m->dispatch ? VXP_DISPATCH_HEADER_SIZE : 0, bytes = hdr + k->buffer_size;
+  int64_t argbuf = err[0] ? -1 : vxr__alloc(bytes);
+  if (!err[0] && argbuf < 0) snprintf(err, sizeof err, "device memory exhausted (VORTEXD_DEVICE_MEMORY)");
+  if (!err[0] && hdr) { /* the rest of the header is zero (vxr__alloc) */
+    uint8_t *rec = vxr.arena + argbuf;
+    for (int b = 0; b < 4; b++)
+      rec[b] = (uint8_t)(k->kernel_id >> (8 * b));
+  }
+  if (!err[0] &&
+      vxc_pack_args(k, values, grid, block, (uint32_t)smem, vxr.arena + argbuf + hdr, k->buffer_size) != 0)
+    snprintf(err, sizeof err, "cannot pack the arguments of kernel %s", k->name);
   /* a Vortex device takes the .vxbin vortexd linked and cached, when it
    * has an SDK; otherwise the backend links the object itself */
-  if (!err[0] && !m->elf[f->kernel] && k->image && vxr.backend->runs_vxbin &&
-      (m->elf[f->kernel] = malloc(k->image_size))) {
-    memcpy(m->elf[f->kernel], k->image, k->image_size);
-    m->elf_size[f->kernel] = k->image_size;
+  const uint32_t slot = m->dispatch ? 0 : f->kernel;
+  if (!err[0] && !m->elf[slot] && m->dispatch && m->r.image && vxr.backend->runs_vxbin &&
+      (m->elf[slot] = malloc(m->r.image_size))) {
+    memcpy(m->elf[slot], m->r.image, m->r.image_size);
+    m->elf_size[slot] = m->r.image_size;
   }
-  if (!err[0] && !m->elf[f->kernel] &&
-      vxr.backend->link(vxr.backend, m->r.object, m->r.object_size, k, &m->elf[f->kernel],
-                        &m->elf_size[f->kernel], err, sizeof err) != 0 &&
+  if (!err[0] && !m->elf[slot] &&
+      vxr.backend->link(vxr.backend, m->r.object, m->r.object_size, k,
+                        m->dispatch ? VXP_DISPATCH_ENTRY : k->entry, &m->elf[slot], &m->elf_size[slot], err,
+                        sizeof err) != 0 &&
       !err[0])
     snprintf(err, sizeof err, "link failed");
   if (!err[0]) {
     vxr__sync_regions(1);
     uint32_t top = vxr.arena_top < 4096 ? 4096 : (vxr.arena_top + 4095u) & ~4095u;
-    vxr_launch l = {.elf = m->elf[f->kernel],
-                    .elf_size = m->elf_size[f->kernel],
+    vxr_launch l = {.elf = m->elf[slot],
+                    .elf_size = m->elf_size[slot],
                     .arena = vxr.arena,
                     .arena_size = top,
                     .args_addr = vxr.base + (uint32_t)argbuf,
+                    .args_bytes = bytes,
                     .device_base = vxr.base,
                     .kernel = k,
                     .threads_per_block = block[0] * block[1] * block[2],
@@ -417,7 +436,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
                     .local_bytes = local_bytes};
     if (vxr.backend->run(vxr.backend, &l, err, sizeof err) == 0) vxr__sync_regions(0);
   }
-  if (argbuf >= 0) vxr__free((uint32_t)argbuf, k->buffer_size);
+  if (argbuf >= 0) vxr__free((uint32_t)argbuf, bytes);
   for (vxr_region **pp = &vxr.regions; *pp;) { /* this launch's own mirrors */
     vxr_region *r = *pp;
     if (r->launch_only) {

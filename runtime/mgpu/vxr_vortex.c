@@ -7,11 +7,13 @@
  * Kernels are linked with the Vortex kernel SDK in $VORTEXD_VORTEX_SDK: a
  * directory holding the link script link.ld and the objects and archives
  * of the device runtime (every *.o, then every *.a, in name order), by
- * ld.lld-22 with the kernel's entry as main; the image is converted to a
- * .vxbin (u64 min_vma, u64 max_vma, then the bytes of [min_vma, max_vma),
- * the Vortex loader's format) and uploaded with vx_upload_kernel_bytes.
- * The arena is one device buffer (vx_mem_alloc), copied in and out around
- * each launch; the argument buffer is uploaded with vx_upload_bytes.
+ * ld.lld-22 with the module's dispatcher as main; the image is converted
+ * to a .vxbin (u64 min_vma, u64 max_vma, then the bytes of [min_vma,
+ * max_vma), the Vortex loader's format) and uploaded with
+ * vx_upload_kernel_bytes.  The image stays on the device: a launch of any
+ * kernel of the same module uploads only its launch record (the kernel id
+ * and the argument buffer, with vx_upload_bytes).  The arena is one device
+ * buffer (vx_mem_alloc), copied in and out around each launch.
  *
  * Vortex 3.0 kernels go through the queue API of vortex2.h when the loaded
  * libvortex has it (its entry points found with dlsym; its device and
@@ -64,6 +66,13 @@ typedef struct {
   int (*enqueue_launch)(void *queue, const void *info, uint32_t nwait, const void *wait, void **event);
   int (*queue_finish)(void *queue, uint64_t timeout_ns);
   void *queue;
+  /* the image on the device: its bytes (a copy), its buffer, and how it
+   * got there (1: reserved and written through vortex2.h; 0: uploaded by
+   * vortex.h) */
+  uint8_t *resident;
+  size_t resident_size;
+  vx_buffer_h resident_buf;
+  int resident_v2;
 } vxr__vortex;
 
 /* vortex2.h's vx_queue_info_t and vx_launch_info_t, as it declares them. */
@@ -136,7 +145,7 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
 }
 
 static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, const vxp_kernel *k,
-                        uint8_t **image, size_t *image_size, char *err, size_t errcap) {
+                        const char *entry, uint8_t **image, size_t *image_size, char *err, size_t errcap) {
   (void)b;
   if (k->vortex_abi == 3 && !vxr__vx.v2) {
     snprintf(
@@ -155,14 +164,41 @@ static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, con
   }
   const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
   return vxr_link_vxbin(sdk, lld, k->xlen == 64 ? VXR_LIBC64 : VXR_LIBC,
-                        k->xlen == 64 ? VXR_LIBGCC64 : VXR_LIBGCC, obj, obj_size, k->entry, k->vortex_abi,
-                        image, image_size, err, errcap);
+                        k->xlen == 64 ? VXR_LIBGCC64 : VXR_LIBGCC, obj, obj_size, entry, k->vortex_abi, image,
+                        image_size, err, errcap);
+}
+
+/* Whether l's image is the one on the device, put there the v2 way or
+ * not. */
+static int vxr__vx_is_resident(const vxr__vortex *v, const vxr_launch *l, int v2) {
+  return v->resident && v->resident_v2 == v2 && v->resident_size == l->elf_size &&
+         memcmp(v->resident, l->elf, l->elf_size) == 0;
+}
+
+/* Forgets the image on the device, releasing its buffer. */
+static void vxr__vx_evict(vxr__vortex *v) {
+  if (v->resident_buf) {
+    if (v->resident_v2)
+      v->buffer_release(v->resident_buf);
+    else if (v->mem_free)
+      v->mem_free(v->resident_buf);
+  }
+  free(v->resident);
+  v->resident = NULL, v->resident_size = 0, v->resident_buf = NULL;
+}
+
+/* Records that l's image is now on the device in buf.  A copy that cannot
+ * be made only costs the next launch an upload. */
+static void vxr__vx_keep(vxr__vortex *v, const vxr_launch *l, vx_buffer_h buf, int v2) {
+  v->resident_buf = buf, v->resident_v2 = v2;
+  if ((v->resident = malloc(l->elf_size))) memcpy(v->resident, l->elf, l->elf_size);
+  v->resident_size = v->resident ? l->elf_size : 0;
 }
 
 /* Runs a Vortex 3.0 kernel through vortex2.h's queue (see the file
  * comment). */
 static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, size_t errcap) {
-  vx_buffer_h kernel = NULL, args = NULL;
+  vx_buffer_h args = NULL;
   uint32_t off = l->args_addr - l->device_base;
   uint64_t lo = 0, hi = 0;
   for (int i = 7; l->elf_size >= 16 && i >= 0; i--)
@@ -175,17 +211,25 @@ static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, si
   vxr__launch_info li = {sizeof li, NULL, NULL, NULL, 3, {0}, {0}, l->local_bytes};
   memcpy(li.grid_dim, l->grid, sizeof li.grid_dim);
   memcpy(li.block_dim, l->block, sizeof li.block_dim);
-  int rc = !v->queue && v->queue_create(v->dev, &qi, &v->queue) != 0                           ? 1
-           : v->buffer_reserve(v->dev, lo, hi - lo, VXR__MEM_READ_WRITE, &kernel) != 0         ? 2
-           : v->buffer_create(v->dev, l->kernel->buffer_size, VXR__MEM_READ_WRITE, &args) != 0 ? 3
-           : v->enqueue_write(v->queue, kernel, 0, l->elf + 16, hi - lo, 0, NULL, NULL) != 0   ? 4
-           : v->enqueue_write(v->queue, args, 0, l->arena + off, l->kernel->buffer_size, 0, NULL, NULL) != 0
-               ? 4
-           : v->enqueue_write(v->queue, v->arena, 0, l->arena, l->arena_size, 0, NULL, NULL) != 0       ? 4
-           : (li.kernel = kernel, li.args = args, v->enqueue_launch(v->queue, &li, 0, NULL, NULL)) != 0 ? 5
-           : v->enqueue_read(v->queue, l->arena, v->arena, 0, l->arena_size, 0, NULL, NULL) != 0        ? 6
-           : v->queue_finish(v->queue, UINT64_MAX) != 0                                                 ? 7
-                                                                                                        : 0;
+  int rc = !v->queue && v->queue_create(v->dev, &qi, &v->queue) != 0 ? 1 : 0;
+  if (!rc && !vxr__vx_is_resident(v, l, 1)) {
+    vx_buffer_h kernel = NULL;
+    vxr__vx_evict(v); /* one image at a time: they all start at STARTUP_ADDR */
+    rc = v->buffer_reserve(v->dev, lo, hi - lo, VXR__MEM_READ_WRITE, &kernel) != 0         ? 2
+         : v->enqueue_write(v->queue, kernel, 0, l->elf + 16, hi - lo, 0, NULL, NULL) != 0 ? 4
+                                                                                           : 0;
+    if (rc && kernel) v->buffer_release(kernel);
+    if (!rc) vxr__vx_keep(v, l, kernel, 1);
+  }
+  rc = rc                                                                                       ? rc
+       : v->buffer_create(v->dev, l->args_bytes, VXR__MEM_READ_WRITE, &args) != 0               ? 3
+       : v->enqueue_write(v->queue, args, 0, l->arena + off, l->args_bytes, 0, NULL, NULL) != 0 ? 4
+       : v->enqueue_write(v->queue, v->arena, 0, l->arena, l->arena_size, 0, NULL, NULL) != 0   ? 4
+       : (li.kernel = v->resident_buf, li.args = args, v->enqueue_launch(v->queue, &li, 0, NULL, NULL)) != 0
+           ? 5
+       : v->enqueue_read(v->queue, l->arena, v->arena, 0, l->arena_size, 0, NULL, NULL) != 0 ? 6
+       : v->queue_finish(v->queue, UINT64_MAX) != 0                                          ? 7
+                                                                                             : 0;
   static const char *const what[] = {"",
                                      "creating a queue",
                                      "reserving the kernel's memory",
@@ -195,7 +239,7 @@ static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, si
                                      "reading device memory back",
                                      "waiting for the queue"};
   if (rc) snprintf(err, errcap, "Vortex runtime (vortex2.h): %s failed", what[rc]);
-  if (kernel) v->buffer_release(kernel);
+  if (rc >= 5) vxr__vx_evict(v); /* what a failed launch left is not trusted */
   if (args) v->buffer_release(args);
   return rc ? -EIO : 0;
 }
@@ -204,16 +248,22 @@ static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t er
   (void)b;
   vxr__vortex *v = &vxr__vx;
   if (l->kernel->vortex_abi == 3) return vxr__vx_run_queued(v, l, err, errcap);
-  vx_buffer_h kernel = NULL, args = NULL;
-  /* the argument buffer lives in the arena; vx_start takes its own copy */
+  vx_buffer_h args = NULL;
+  /* the launch record lives in the arena; vx_start takes its own copy */
   uint32_t off = l->args_addr - l->device_base;
-  int rc = v->copy_to_dev(v->arena, l->arena, 0, l->arena_size) != 0                     ? 1
-           : v->upload_kernel_bytes(v->dev, l->elf, l->elf_size, &kernel) != 0           ? 2
-           : v->upload_bytes(v->dev, l->arena + off, l->kernel->buffer_size, &args) != 0 ? 3
-           : v->start(v->dev, kernel, args) != 0                                         ? 4
-           : v->ready_wait(v->dev, 60000) != 0                                           ? 5
-           : v->copy_from_dev(l->arena, v->arena, 0, l->arena_size) != 0                 ? 6
-                                                                                         : 0;
+  int rc = v->copy_to_dev(v->arena, l->arena, 0, l->arena_size) != 0 ? 1 : 0;
+  if (!rc && !vxr__vx_is_resident(v, l, 0)) {
+    vx_buffer_h kernel = NULL;
+    vxr__vx_evict(v);
+    rc = v->upload_kernel_bytes(v->dev, l->elf, l->elf_size, &kernel) != 0 ? 2 : 0;
+    if (!rc) vxr__vx_keep(v, l, kernel, 0);
+  }
+  rc = rc                                                                   ? rc
+       : v->upload_bytes(v->dev, l->arena + off, l->args_bytes, &args) != 0 ? 3
+       : v->start(v->dev, v->resident_buf, args) != 0                       ? 4
+       : v->ready_wait(v->dev, 60000) != 0                                  ? 5
+       : v->copy_from_dev(l->arena, v->arena, 0, l->arena_size) != 0        ? 6
+                                                                            : 0;
   static const char *const what[] = {"",
                                      "copying device memory in",
                                      "uploading the kernel",
@@ -222,10 +272,8 @@ static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t er
                                      "waiting for the kernel",
                                      "copying device memory back"};
   if (rc) snprintf(err, errcap, "Vortex runtime: %s failed", what[rc]);
-  if (v->mem_free) {
-    if (kernel) v->mem_free(kernel);
-    if (args) v->mem_free(args);
-  }
+  if (rc == 4 || rc == 5) vxr__vx_evict(v); /* what a failed launch left is not trusted */
+  if (v->mem_free && args) v->mem_free(args);
   return rc ? -EIO : 0;
 }
 

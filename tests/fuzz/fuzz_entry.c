@@ -31,8 +31,8 @@ static void vxt__check(const uint8_t *data, size_t size) {
   options[v.options_len] = '\0';
   uint8_t *body = NULL, *again = NULL;
   size_t blen = 0, len = 0;
-  if (vxp_entry_body_encode(v.key, options, v.object, v.object_size, v.kernels, v.nkernels, &body, &blen) !=
-          VXP_OK ||
+  if (vxp_entry_body_encode(v.key, options, v.object, v.object_size, v.image, v.image_size, v.kernels,
+                            v.nkernels, &body, &blen) != VXP_OK ||
       vxp_entry_seal(body, blen, v.checksum, v.key_id, v.signature, &again, &len) != VXP_OK)
     abort();
   if (len != size || memcmp(again, data, size) != 0) abort();

@@ -85,8 +85,8 @@ int main(int argc, char **argv) {
   }
   uint8_t *entry;
   size_t elen;
-  if (vxk_entry_encode(key, "opt_level=2;warp_size=4", obj, sizeof obj, kin, 2, NULL, &entry, &elen) !=
-      VXK_OK)
+  if (vxk_entry_encode(key, "opt_level=2;warp_size=4", obj, sizeof obj, NULL, 0, kin, 2, NULL, &entry,
+                       &elen) != VXK_OK)
     return 1;
   vxp_response rs = {.id = 7,
                      .op = VXP_OP_COMPILE,
