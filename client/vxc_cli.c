@@ -175,10 +175,14 @@ static void table_result(FILE *f, const vxp_response *r, const char *object_path
   fprintf(f, "key %s (%s)\n", r->key ? shown(r->key) : "-", r->cached ? "cached" : "compiled");
   if (object_path) {
     const char *start = r->nkernels && r->kernels[0].vortex_abi == 3 ? "kernel_main" : "main";
-    fprintf(f,
-            "object %s (%zu bytes; link kernel K with --defsym=%s=<K's entry>, or every kernel with "
-            "--defsym=%s=" VXP_DISPATCH_ENTRY ")\n",
-            object_path, r->object_size, start, start);
+    if (r->nkernels >= VXP_DISPATCH_MIN_KERNELS)
+      fprintf(f,
+              "object %s (%zu bytes; link with --defsym=%s=" VXP_DISPATCH_ENTRY
+              ", the kernel id first in the launch record)\n",
+              object_path, r->object_size, start);
+    else
+      fprintf(f, "object %s (%zu bytes; link with --defsym=%s=<the entry>)\n", object_path, r->object_size,
+              start);
   }
   for (uint32_t i = 0; i < r->nkernels; i++) {
     const vxp_kernel *k = &r->kernels[i];

@@ -23,7 +23,9 @@ int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
                         .rank = a->rank,
                         .elem_size = a->elem_size};
   }
-  _Static_assert(VXL_LAUNCH_RECORD_BYTES == VXP_DISPATCH_HEADER_SIZE, "one launch record for both sides");
+  _Static_assert(VXL_LAUNCH_RECORD_BYTES == VXP_DISPATCH_HEADER_SIZE &&
+                     VXL_DISPATCH_MIN_KERNELS == VXP_DISPATCH_MIN_KERNELS,
+                 "one dispatcher convention for both sides");
   *w = (vxp_kernel){.name = k->name,
                     .entry = k->entry,
                     .kernel_id = k->kernel_id,

@@ -134,8 +134,9 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
 
 /* With a Vortex SDK configured: a successful compile's module also as one
  * .vxbin image, cached with it, that runs every kernel of the module: its
- * dispatcher (VXP_DISPATCH_ENTRY) started as the kernel ABI's startup code
- * calls its entry (main or kernel_main: the SDK must be of the request's
+ * dispatcher (VXP_DISPATCH_ENTRY; a module of one kernel has none, its
+ * entry starts the image) started as the kernel ABI's startup code calls
+ * its entry (main or kernel_main: the SDK must be of the request's
  * target).  A link failure fails the compile (internal: the SDK, not the
  * source, is at fault). */
 static void vxd__link_image(const vxd_config *cfg, vxp_response *resp) {
@@ -144,8 +145,8 @@ static void vxd__link_image(const vxd_config *cfg, vxp_response *resp) {
   char err[512];
   if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, k->xlen == 64 ? VXD_LIBC64 : VXD_LIBC,
                      k->xlen == 64 ? VXD_LIBGCC64 : VXD_LIBGCC, resp->object, resp->object_size,
-                     VXP_DISPATCH_ENTRY, k->vortex_abi, &resp->image, &resp->image_size, err,
-                     sizeof err) != 0) {
+                     resp->nkernels >= VXP_DISPATCH_MIN_KERNELS ? VXP_DISPATCH_ENTRY : k->entry,
+                     k->vortex_abi, &resp->image, &resp->image_size, err, sizeof err) != 0) {
     resp->status = VXP_STATUS_INTERNAL;
     free(resp->message);
     resp->message = strdup(err);

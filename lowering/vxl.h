@@ -53,9 +53,9 @@
  *      write are weak and hidden, named VXL_VAR_PREFIX "<name>".
  *  10: the target is an option (vortex_abi 2 | 3, xlen 32 | 64), named
  *      in every kernel record.
- *  11: every module object holds a dispatcher (VXL_DISPATCH_SYMBOL) that
- *      starts any of its kernels by id, so one image runs them all;
- *      records carry the id. */
+ *  11: the object of a module of two kernels or more holds a dispatcher
+ *      (VXL_DISPATCH_SYMBOL) that starts any of its kernels by id, so one
+ *      image runs them all; records carry the id. */
 #define VXL_LOWERING_ABI_VERSION 11u
 
 typedef struct vxl_compiler vxl_compiler;
@@ -159,18 +159,21 @@ void vxl_kernel_clear(vxl_kernel *k);
 #define VXL_ENTRY_PREFIX "__vxl_main_"
 
 /* One image for every kernel of a module (the scheme of Vortex's POCL
- * driver, a kernel id before the arguments): the module's object also
- * defines VXL_DISPATCH_SYMBOL, which an image links as its startup code's
- * entry (main on Vortex 2.x, kernel_main on 3.0).  It reads a launch
- * record (2.x: its address from mscratch; 3.0: its parameter, which the
- * startup code reads from mscratch): a little-endian u32 kernel id at
- * offset 0, bytes 4 .. VXL_LAUNCH_RECORD_BYTES - 1 reserved (zero), then
- * that kernel's argument buffer.  It returns what the kernel's entry
- * would, or -1 for an id the module has not.  On 2.x kernel i's code
- * taking its argument buffer is VXL_LAUNCH_PREFIX "<i>" (a hidden
- * symbol); on 3.0 it is the entry itself. */
+ * driver, a kernel id before the arguments): the object of a module of
+ * VXL_DISPATCH_MIN_KERNELS kernels or more also defines
+ * VXL_DISPATCH_SYMBOL, which an image links as its startup code's entry
+ * (main on Vortex 2.x, kernel_main on 3.0).  It reads a launch record
+ * (2.x: its address from mscratch; 3.0: its parameter, which the startup
+ * code reads from mscratch): a little-endian u32 kernel id at offset 0,
+ * bytes 4 .. VXL_LAUNCH_RECORD_BYTES - 1 reserved (zero), then that
+ * kernel's argument buffer.  It calls the kernel's entry, `int
+ * entry(void *buffer)` in such a module on either ABI, and returns what
+ * it returns, or -1 for an id the module has not.  A module of one kernel
+ * has no dispatcher (every function costs the code generator time, and
+ * one kernel needs no choosing): its image starts at the kernel's entry,
+ * which on 2.x is `int entry(void)` reading mscratch, as main. */
 #define VXL_DISPATCH_SYMBOL "__vxl_dispatch"
-#define VXL_LAUNCH_PREFIX "__vxl_launch_"
+#define VXL_DISPATCH_MIN_KERNELS 2u
 #define VXL_LAUNCH_RECORD_BYTES 16u
 
 /* Bounds of one kernel's interface, past which a compile is refused at the

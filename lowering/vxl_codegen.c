@@ -112,15 +112,6 @@ static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body,
   LLVMDisposeDIBuilder(dib);
 }
 
-/* The function kernel `index` of a module starts with when given its
- * argument buffer, `i32 (ptr buf)`, as the dispatcher's table names it:
- * on kernel ABI 3 the entry itself, on 2 VXL_LAUNCH_PREFIX "<index>"
- * (the entry reads buf from mscratch and calls it).  Written into
- * name (cap bytes). */
-static void vxl__launch_name(uint32_t abi, uint32_t index, char *name, size_t cap) {
-  snprintf(name, cap, "%s%u", abi == 3 ? VXL_ENTRY_PREFIX : VXL_LAUNCH_PREFIX, index);
-}
-
 /* Reads CSR mscratch (the argument buffer, or the launch record, Vortex's
  * startup code leaves there) as a pointer, on a device of xlen-bit
  * registers. */
@@ -135,12 +126,13 @@ static LLVMValueRef vxl__read_mscratch(LLVMBuilderRef b, LLVMContextRef lctx, ui
 
 /* Adds `void __vxl_body_<index>(ptr buf)` and the entry for kernel kf, whose
  * static workgroup memory is static_bytes per block, on a device of
- * xlen-bit registers (the argument buffer's address is that wide): for
- * kernel ABI 2 `i32 <entry>()` (what the startup code calls as main),
- * which calls `i32 VXL_LAUNCH_PREFIX<index>(ptr buf)` with mscratch, for
- * 3 `i32 <entry>(ptr buf)` (what it calls as kernel_main). */
+ * xlen-bit registers (the argument buffer's address is that wide):
+ * `i32 <entry>(ptr buf)`, what the module's dispatcher calls when it has
+ * one (dispatched) and what the startup code calls as kernel_main on
+ * kernel ABI 3; else, on 2, `i32 <entry>()`, what it calls as main, the
+ * buffer read from mscratch. */
 static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, const char *entry,
-                           uint32_t static_bytes, uint32_t xlen, uint32_t abi) {
+                           uint32_t static_bytes, uint32_t xlen, uint32_t abi, int dispatched) {
   LLVMContextRef lctx = LLVMGetModuleContext(m);
   LLVMTypeRef kty = LLVMGlobalGetValueType(kf);
   uint32_t n = LLVMCountParamTypes(kty);
@@ -169,14 +161,11 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   LLVMBuildRetVoid(b);
   vxl__debug_body(m, kf, body, kcall);
 
-  /* the launch: the argument buffer is its parameter (2.x: the entry
-   * below passes mscratch; 3.0: it is the entry) */
-  char launchname[48];
-  vxl__launch_name(abi, index, launchname, sizeof launchname);
-  LLVMTypeRef launchty = LLVMFunctionType(i32, &ptr, 1, 0);
-  LLVMValueRef launch = LLVMAddFunction(m, launchname, launchty);
-  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, launch, "entry"));
-  LLVMValueRef args = LLVMGetParam(launch, 0);
+  /* entry: the argument buffer (its parameter, or 2.x's mscratch) */
+  const int takes_args = abi == 3 || dispatched;
+  LLVMValueRef mainfn = LLVMAddFunction(m, entry, LLVMFunctionType(i32, &ptr, takes_args, 0));
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
+  LLVMValueRef args = takes_args ? LLVMGetParam(mainfn, 0) : vxl__read_mscratch(b, lctx, xlen);
   LLVMTypeRef hdrty = LLVMStructGetTypeAtIndex(bufty, n);
   LLVMValueRef hdr = LLVMBuildStructGEP2(b, bufty, args, n, "launch");
   LLVMValueRef grid = LLVMBuildStructGEP2(b, hdrty, hdr, 0, "grid_dim");
@@ -232,12 +221,6 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   LLVMValueRef r = LLVMBuildCall2(b, spty, spawn, sargs, 5, "");
   LLVMBuildRet(b, r);
 
-  /* 2.x entry: what main is, the argument buffer from mscratch */
-  LLVMValueRef mainfn = LLVMAddFunction(m, entry, LLVMFunctionType(i32, NULL, 0, 0));
-  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, mainfn, "entry"));
-  LLVMValueRef buf_addr = vxl__read_mscratch(b, lctx, xlen);
-  LLVMBuildRet(b, LLVMBuildCall2(b, launchty, launch, &buf_addr, 1, ""));
-
   LLVMDisposeBuilder(b);
   free(params);
   free(vals);
@@ -247,25 +230,25 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
  * module of total kernels (on kernel ABI abi, xlen-bit registers): its
  * argument is a launch record (2.x: from mscratch, as main; 3.0: the
  * parameter, as kernel_main), a u32 kernel id at offset 0 and the
- * kernel's argument buffer at VXL_LAUNCH_RECORD_BYTES; it returns what
- * that kernel's launch function (vxl__launch_name) returns, or -1 for an
- * id past the table.  The table is an internal constant array of the
- * launch functions, those of other pieces declared here and resolved
- * when the pieces are linked.  One image of the module then runs any
- * of its kernels. */
+ * kernel's argument buffer at VXL_LAUNCH_RECORD_BYTES; it calls that
+ * kernel's entry with the buffer and returns what it returns, or -1 for
+ * an id past the table.  The table is an internal
+ * constant array of the entries, those of other pieces declared here and
+ * resolved when the pieces are linked.  One image of the module then
+ * runs any of its kernels. */
 static void vxl__add_dispatcher(LLVMModuleRef m, uint32_t total, uint32_t xlen, uint32_t abi) {
   LLVMContextRef lctx = LLVMGetModuleContext(m);
   LLVMTypeRef ptr = LLVMPointerTypeInContext(lctx, 0);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(lctx);
   LLVMTypeRef i8 = LLVMInt8TypeInContext(lctx);
-  LLVMTypeRef launchty = LLVMFunctionType(i32, &ptr, 1, 0);
+  LLVMTypeRef entryty = LLVMFunctionType(i32, &ptr, 1, 0);
   LLVMValueRef *fns = malloc((total ? total : 1) * sizeof *fns);
   if (!fns) return; /* the caller checks for the dispatcher */
   for (uint32_t i = 0; i < total; i++) {
     char name[48];
-    vxl__launch_name(abi, i, name, sizeof name);
+    snprintf(name, sizeof name, VXL_ENTRY_PREFIX "%u", i);
     fns[i] = LLVMGetNamedFunction(m, name);
-    if (!fns[i]) fns[i] = LLVMAddFunction(m, name, launchty); /* another piece's */
+    if (!fns[i]) fns[i] = LLVMAddFunction(m, name, entryty); /* another piece's */
   }
   LLVMTypeRef tablety = LLVMArrayType2(ptr, total);
   LLVMValueRef table = LLVMAddGlobal(m, tablety, "__vxl_kernel_table");
@@ -286,10 +269,10 @@ static void vxl__add_dispatcher(LLVMModuleRef m, uint32_t total, uint32_t xlen, 
   LLVMPositionBuilderAtEnd(b, run);
   LLVMValueRef idx[2] = {LLVMConstInt(i32, 0, 0), id};
   LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, tablety, table, idx, 2, "");
-  LLVMValueRef callee = LLVMBuildLoad2(b, ptr, slot, "launch");
+  LLVMValueRef callee = LLVMBuildLoad2(b, ptr, slot, "entry");
   LLVMValueRef off = LLVMConstInt(i32, VXL_LAUNCH_RECORD_BYTES, 0);
   LLVMValueRef args = LLVMBuildInBoundsGEP2(b, i8, rec, &off, 1, "args");
-  LLVMBuildRet(b, LLVMBuildCall2(b, launchty, callee, &args, 1, ""));
+  LLVMBuildRet(b, LLVMBuildCall2(b, entryty, callee, &args, 1, ""));
   LLVMPositionBuilderAtEnd(b, bad);
   LLVMBuildRet(b, LLVMConstInt(i32, (unsigned long long)-1, 1));
   LLVMDisposeBuilder(b);
@@ -306,20 +289,12 @@ static void vxl__add_dispatcher(LLVMModuleRef m, uint32_t total, uint32_t xlen, 
  * one copy and no library's symbol of the same name can take its place.
  * The lowering's own per-launch state (__vxl_ names, written by each entry
  * before use) stays internal to its piece. */
-static void vxl__internalize(LLVMModuleRef m, const vxl_kernel *kernels, uint32_t n, uint32_t first,
-                             uint32_t abi) {
+static void vxl__internalize(LLVMModuleRef m, const vxl_kernel *kernels, uint32_t n) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f)) LLVMSetLinkage(f, LLVMInternalLinkage);
   for (uint32_t i = 0; i < n; i++) {
     LLVMValueRef e = LLVMGetNamedFunction(m, kernels[i].entry);
     if (e) LLVMSetLinkage(e, LLVMExternalLinkage);
-    char name[48]; /* piece 0's dispatcher calls it: one symbol per module */
-    vxl__launch_name(abi, first + i, name, sizeof name);
-    LLVMValueRef l = LLVMGetNamedFunction(m, name);
-    if (l && l != e) {
-      LLVMSetLinkage(l, LLVMExternalLinkage);
-      LLVMSetVisibility(l, LLVMHiddenVisibility);
-    }
   }
   LLVMValueRef dispatch = LLVMGetNamedFunction(m, VXL_DISPATCH_SYMBOL);
   if (dispatch) LLVMSetLinkage(dispatch, LLVMExternalLinkage);
@@ -633,12 +608,13 @@ int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernel
       vxl__diag_add(d, "error: internal: kernel %s vanished during translation", kernels[i].name);
       return -EINVAL;
     }
-    vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes, opts->xlen, opts->vortex_abi);
+    vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes, opts->xlen, opts->vortex_abi,
+                   total >= VXL_DISPATCH_MIN_KERNELS);
   }
-  if (first == 0) {
+  if (first == 0 && total >= VXL_DISPATCH_MIN_KERNELS) {
     vxl__add_dispatcher(m, total, opts->xlen, opts->vortex_abi);
     if (!LLVMGetNamedFunction(m, VXL_DISPATCH_SYMBOL)) return -ENOMEM;
   }
-  vxl__internalize(m, kernels, n, first, opts->vortex_abi);
+  vxl__internalize(m, kernels, n);
   return vxl__emit_module(mc, m, opts, obj, obj_size, d);
 }

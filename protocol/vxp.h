@@ -105,10 +105,15 @@ typedef struct {
  * starts it in the module's object (vxp_response.object). */
 typedef struct {
   char *name;         /* gpu.func symbol name; malloc() */
-  char *entry;        /* the kernel's entry in the module object: a function
-                         `int ENTRY(void)` that reads the argument buffer from
-                         mscratch and spawns the grid, what Vortex's startup code
-                         calls as main (link with --defsym=main=ENTRY); malloc() */
+  char *entry;        /* the kernel's entry in the module object: in a
+                         module of one kernel, a function `int ENTRY(void)`
+                         that reads the argument buffer from mscratch and
+                         spawns the grid, what Vortex's startup code calls as
+                         main (link with --defsym=main=ENTRY; 3.0:
+                         kernel_main, taking the buffer); in a module of
+                         VXP_DISPATCH_MIN_KERNELS or more, `int ENTRY(void
+                         *buffer)`, which the module's dispatcher calls
+                         (VXP_DISPATCH_ENTRY); malloc() */
   uint32_t kernel_id; /* its id in the module's dispatcher: the launch
                          record's first field (VXP_DISPATCH_ENTRY);
                          VXP_NO_KERNEL_ID in records written before it
@@ -140,14 +145,17 @@ typedef struct {
 } vxp_kernel;
 
 /* One image for every kernel of a module (docs/PROTOCOL.md, "One image
- * per module"): the module's object defines VXP_DISPATCH_ENTRY, which an
- * image links as its startup code's entry (main on Vortex 2.x,
- * kernel_main on 3.0).  A launch then passes (in mscratch) the address of
- * a launch record: the kernel's kernel_id as a little-endian u32, zeros
- * up to VXP_DISPATCH_HEADER_SIZE bytes, then the kernel's argument
- * buffer.  The record's address is 16-aligned, so the buffer is. */
+ * per module"): the object of a module of VXP_DISPATCH_MIN_KERNELS
+ * kernels or more defines VXP_DISPATCH_ENTRY, which an image links as its
+ * startup code's entry (main on Vortex 2.x, kernel_main on 3.0).  A
+ * launch then passes (in mscratch) the address of a launch record: the
+ * kernel's kernel_id as a little-endian u32, zeros up to
+ * VXP_DISPATCH_HEADER_SIZE bytes, then the kernel's argument buffer.  The
+ * record's address is 16-aligned, so the buffer is.  A module of one
+ * kernel has no dispatcher: its image starts at that kernel's entry. */
 #define VXP_DISPATCH_ENTRY "__vxl_dispatch"
 #define VXP_DISPATCH_HEADER_SIZE 16u
+#define VXP_DISPATCH_MIN_KERNELS 2u
 #define VXP_NO_KERNEL_ID UINT32_MAX
 
 /* Bounds on a kernel record and a response, beyond which a decoder

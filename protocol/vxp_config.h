@@ -44,7 +44,7 @@
     "seconds within which reading an entry again does not move its LRU time (0 = every read)")               \
   X(allow_group, "VORTEXD_ALLOW_GROUP", "", "group whose members may use the daemon too")                    \
   X(vortex_sdk, "VORTEXD_VORTEX_SDK", "",                                                                    \
-    "Vortex kernel SDK directory (link.ld, device runtime): each kernel also as a cached .vxbin image")      \
+    "Vortex kernel SDK directory (link.ld, device runtime): the module also as one cached .vxbin image")     \
   X(log_level, "VORTEXD_LOG_LEVEL", "notice", "error, warning, notice, info or debug")                       \
   X(target, "VORTEXD_TARGET", "vortex2-rv32",                                                                \
     "device a compile request that names none is for: vortex2-rv32, vortex2-rv64, vortex3-rv32 or "          \

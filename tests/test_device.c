@@ -165,20 +165,25 @@ static void sort_lines(const char *text, char *out, size_t cap) {
 /* Launches k on img on each of the ncfgs configurations, as a Vortex 2.x
  * device runs it and as 3.0's hardware scheduler runs the same module
  * compiled for 3.0, checks they all agree, and returns the device memory
- * afterwards (malloc()).  Each target's image is the module's, started at
- * its dispatcher with k's launch record, as the runtime runs it.
+ * afterwards (malloc()).  Each target's image is the module's, as the
+ * runtime runs it: started at its dispatcher with k's launch record, or,
+ * in a module of one kernel (no dispatcher), at k's entry with k's
+ * argument buffer.
  * launch(): on every configuration of vxt_simt_matrix. */
 static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel *k, vxt_image *img,
                           const void *const *vals, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx,
                           uint32_t by, uint32_t bz, uint32_t shared, char *printed, size_t cap) {
   uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  uint32_t args = vxt_image_launch_record(img, k, vals, grid, block, shared);
-  cr_assert_neq(args, UINT32_MAX,
-                "argument packing failed: %s nargs=%u launch=%u buffer=%u grid=%u,%u,%u block=%u,%u,%u",
-                k->name, k->nargs, k->launch_offset, k->buffer_size, gx, gy, gz, bx, by, bz);
   const vxl_result *r = kernel_owner;
   cr_assert(r && k >= r->kernels && k < r->kernels + r->nkernels, "%s: look the kernel up with kernel()",
             k->name);
+  const int dispatch = r->nkernels >= VXL_DISPATCH_MIN_KERNELS;
+  const uint32_t hdr = dispatch ? VXL_LAUNCH_RECORD_BYTES : 0;
+  uint32_t args = dispatch ? vxt_image_launch_record(img, k, vals, grid, block, shared)
+                           : vxt_image_args(img, k, vals, grid, block, shared);
+  cr_assert_neq(args, UINT32_MAX,
+                "argument packing failed: %s nargs=%u launch=%u buffer=%u grid=%u,%u,%u block=%u,%u,%u",
+                k->name, k->nargs, k->launch_offset, k->buffer_size, gx, gy, gz, bx, by, bz);
   /* every target: its own module and record, its own argument buffer
    * (appended to a copy of img; pointers widened on RV64), the block's
    * local memory as a 3.0 host computes it for the scheduler; the device
@@ -211,7 +216,8 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
           wide[i] = p32, wvals[i] = &wide[i];
         }
       }
-      a = vxt_image_launch_record(&im, kk, wvals, grid, block, shared);
+      a = dispatch ? vxt_image_launch_record(&im, kk, wvals, grid, block, shared)
+                   : vxt_image_args(&im, kk, wvals, grid, block, shared);
       cr_assert_neq(a, UINT32_MAX, "%s: argument packing failed on RV64", k->name);
     }
     vxp_kernel w;
@@ -223,16 +229,15 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
     uint8_t *elf = NULL;
     size_t elf_size = 0;
     cr_assert_eq(kk->kernel_id, k->kernel_id, "%s: one kernel id on every target", k->name);
-    const char *fail =
-        vxt_device_link(rr->object, rr->object_size, VXL_DISPATCH_SYMBOL, abi, xlen, &elf, &elf_size);
+    const char *fail = vxt_device_link(
+        rr->object, rr->object_size, dispatch ? VXL_DISPATCH_SYMBOL : kk->entry, abi, xlen, &elf, &elf_size);
     cr_assert_null(fail, "%s (vortex%u-rv%u): %s", k->name, abi, xlen, fail);
     for (uint32_t i = 0; i < ncfgs; i++) {
       const vxt_simt *cfg = &cfgs[i];
       uint8_t *mem = malloc(im.size);
       vxs_report rep;
-      fail =
-          vxt_device_run(elf, elf_size, xlen, &im, a, VXL_LAUNCH_RECORD_BYTES + kk->launch_offset,
-                         abi == 3 ? &kmu : NULL, cfg, 0, im.size, mem, &rep, now_printed, sizeof now_printed);
+      fail = vxt_device_run(elf, elf_size, xlen, &im, a, hdr + kk->launch_offset, abi == 3 ? &kmu : NULL, cfg,
+                            0, im.size, mem, &rep, now_printed, sizeof now_printed);
       cr_assert_null(fail, "%s (vortex%u-rv%u): %s\n%s", k->name, abi, xlen, fail, now_printed);
       cr_assert_eq(rep.exit_code, 0, "[%s] vx_spawn_threads returned %d", cfg->name, rep.exit_code);
       if (!first) {
@@ -348,13 +353,15 @@ static void run_assert(const vxl_result *r, const char *name, int32_t limit, vxs
   uint32_t oo = vxt_image_put(&img, init, sizeof init), od = DEV(oo);
   const void *vals[] = {&od, &limit};
   uint32_t grid[3] = {1, 1, 1}, block[3] = {4, 1, 1};
-  uint32_t args = vxt_image_args(&img, k, vals, grid, block, 0);
+  /* the module's two kernels: its image starts at the dispatcher */
+  cr_assert_geq(r->nkernels, VXL_DISPATCH_MIN_KERNELS);
+  uint32_t args = vxt_image_launch_record(&img, k, vals, grid, block, 0);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  cr_assert_null(vxt_device_link(r->object, r->object_size, k->entry, 2, 32, &elf, &elf_size));
+  cr_assert_null(vxt_device_link(r->object, r->object_size, VXL_DISPATCH_SYMBOL, 2, 32, &elf, &elf_size));
   uint8_t *mem = malloc(img.size);
-  vxt_device_run(elf, elf_size, 32, &img, args, k->launch_offset, NULL, &vxt_simt_matrix[0], 0, img.size, mem,
-                 rep, printed, cap);
+  vxt_device_run(elf, elf_size, 32, &img, args, VXL_LAUNCH_RECORD_BYTES + k->launch_offset, NULL,
+                 &vxt_simt_matrix[0], 0, img.size, mem, rep, printed, cap);
   memcpy(out, mem + oo, 4 * sizeof *out);
   free(mem), free(elf);
   vxt_image_free(&img);

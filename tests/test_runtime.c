@@ -548,8 +548,10 @@ Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
 
 /* Sets the Vortex backend up for kernel ABI abi (2 or 3) on an RV32 or
  * RV64 (wide) device: an SDK of that target (the emulator's startup
- * objects stand in), the daemon's target, the stand-in's device width. */
-static void vortex_backend_for(int abi, int wide) {
+ * objects stand in), the daemon's target, the stand-in's device width;
+ * the runtime links images with the SDK, or, daemon_links, the daemon
+ * does and caches them. */
+static void vortex_backend_for_linked_by(int abi, int wide, int daemon_links) {
   char sdk[256], cmd[1024], out[512], flag[64];
   const char *obj = wide ? VXT_DEVICE_OBJ_DIR "/rv64" : VXT_DEVICE_OBJ_DIR;
   snprintf(sdk, sizeof sdk, "%.100s/sdk%d", d.dir, abi);
@@ -561,13 +563,21 @@ static void vortex_backend_for(int abi, int wide) {
     cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   }
   cr_assert_eq(vxt_daemon_stop(&d), 0);
-  snprintf(flag, sizeof flag, "--target=vortex%d-rv%d", abi, wide ? 64 : 32);
-  cr_assert_eq(vxt_daemon_start(&d, flag), 0);
+  snprintf(flag, sizeof flag, "vortex%d-rv%d", abi, wide ? 64 : 32);
+  setenv("VORTEXD_TARGET", flag, 1); /* the daemon's target */
+  snprintf(cmd, sizeof cmd, "--vortex-sdk=%s", sdk);
+  cr_assert_eq(vxt_daemon_start(&d, daemon_links ? cmd : NULL), 0);
+  unsetenv("VORTEXD_TARGET");
   setenv("VORTEXD_DEVICE", "vortex", 1);
   setenv("VORTEXD_LIBVORTEX", VXT_STANDIN, 1);
-  setenv("VORTEXD_VORTEX_SDK", sdk, 1); /* the runtime links the image */
+  if (daemon_links)
+    unsetenv("VORTEXD_VORTEX_SDK"); /* the image comes from vortexd */
+  else
+    setenv("VORTEXD_VORTEX_SDK", sdk, 1); /* the runtime links the image */
   setenv("VORTEX_STANDIN_XLEN", wide ? "64" : "32", 1);
 }
+
+static void vortex_backend_for(int abi, int wide) { vortex_backend_for_linked_by(abi, wide, 0); }
 
 /* Runs saxpy compiled for kernel ABI abi on an RV32 or RV64 (wide) device
  * through the Vortex backend. */
@@ -597,8 +607,8 @@ static const char fill_twice[] =
 /* A program launches fill, twice, twice, fill over one array through the
  * Vortex backend: every launch ran, and the module's one image went to
  * the device once. */
-static void fill_twice_through_vortex(int abi, int wide) {
-  vortex_backend_for(abi, wide);
+static void fill_twice_through_vortex(int abi, int wide, int daemon_links) {
+  vortex_backend_for_linked_by(abi, wide, daemon_links);
   enum { N = 50 };
   float *out = calloc(N, sizeof *out);
   memref1d m = {out, out, 0, N, 1};
@@ -630,8 +640,10 @@ static void fill_twice_through_vortex(int abi, int wide) {
   dlclose(lib);
 }
 
-Test(runtime, one_image_serves_every_kernel_of_a_module_on_vortex_2_x) { fill_twice_through_vortex(2, 0); }
-Test(runtime, one_image_serves_every_kernel_of_a_module_on_vortex_3_0) { fill_twice_through_vortex(3, 1); }
+Test(runtime, one_image_serves_every_kernel_of_a_module_on_vortex_2_x) { fill_twice_through_vortex(2, 0, 0); }
+Test(runtime, one_image_serves_every_kernel_of_a_module_on_vortex_3_0) { fill_twice_through_vortex(3, 1, 0); }
+/* the module's image as vortexd linked and cached it */
+Test(runtime, the_image_vortexd_links_serves_every_kernel_of_a_module) { fill_twice_through_vortex(2, 0, 1); }
 
 /* Vortex 3.0 kernels go through vortex2.h's queue (vx_enqueue_launch, the
  * emulated scheduler behind it), 2.x kernels through vortex.h, on RV32

@@ -54,8 +54,8 @@ typedef struct vxr_module {
   vxr_function *functions; /* one per kernel: what mgpuModuleGetFunction returns */
   vxp_response r;          /* object, kernel records, image if any */
   int dispatch;            /* one image runs every kernel (its dispatcher,
-                              VXP_DISPATCH_ENTRY): the records' kernel ids
-                              are their positions */
+                              VXP_DISPATCH_ENTRY): two kernels or more,
+                              the records' kernel ids their positions */
   uint8_t **elf;           /* linked images, built on first launch: one per
                               kernel, or the module's one when dispatch */
   size_t *elf_size;
@@ -286,7 +286,7 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
         vxr__maybe_exit();
         return NULL;
       } else {
-        m->dispatch = m->r.nkernels > 0;
+        m->dispatch = m->r.nkernels >= VXP_DISPATCH_MIN_KERNELS;
         for (uint32_t i = 0; i < m->r.nkernels; i++) {
           m->functions[i] = (vxr_function){m, i};
           if (m->r.kernels[i].kernel_id != i) m->dispatch = 0; /* records from before the dispatcher */
@@ -406,10 +406,11 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
       vxc_pack_args(k, values, grid, block, (uint32_t)smem, vxr.arena + argbuf + hdr, k->buffer_size) != 0)
     snprintf(err, sizeof err, "cannot pack the arguments of kernel %s", k->name);
   /* a Vortex device takes the .vxbin vortexd linked and cached, when it
-   * has an SDK; otherwise the backend links the object itself */
+   * has an SDK (the module's: at its dispatcher, or at its one kernel's
+   * entry); otherwise the backend links the object itself */
   const uint32_t slot = m->dispatch ? 0 : f->kernel;
-  if (!err[0] && !m->elf[slot] && m->dispatch && m->r.image && vxr.backend->runs_vxbin &&
-      (m->elf[slot] = malloc(m->r.image_size))) {
+  if (!err[0] && !m->elf[slot] && (m->dispatch || m->r.nkernels == 1) && m->r.image &&
+      vxr.backend->runs_vxbin && (m->elf[slot] = malloc(m->r.image_size))) {
     memcpy(m->elf[slot], m->r.image, m->r.image_size);
     m->elf_size[slot] = m->r.image_size;
   }
