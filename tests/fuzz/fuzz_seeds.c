@@ -102,6 +102,15 @@ int main(int argc, char **argv) {
   FILE *f = fopen(path, "wb");
   if (!f || fwrite(entry, 1, elen, f) != elen || fclose(f) != 0) return 1;
   free(entry);
+  /* the same entry with the module's image (a daemon with a Vortex SDK) */
+  uint8_t image[32] = {0x00, 0x00, 0x00, 0x80, 0, 0, 0, 0, 0x10, 0x00, 0x00, 0x80};
+  if (vxk_entry_encode(key, "opt_level=2;warp_size=4", obj, sizeof obj, image, sizeof image, kin, 2, NULL,
+                       &entry, &elen) != VXK_OK)
+    return 1;
+  snprintf(path, sizeof path, "%s/entry-1", argv[1]);
+  f = fopen(path, "wb");
+  if (!f || fwrite(entry, 1, elen, f) != elen || fclose(f) != 0) return 1;
+  free(entry);
   free(meta[0]);
   free(meta[1]);
   return 0;
