@@ -86,7 +86,7 @@ static json_t *json_kernel(const vxp_kernel *k) {
 /* One JSON object on one line: key, cached, status, the object written
  * (path and size; path null when none was written), kernels, diagnostics,
  * and the lowered IR (when it was asked for) as "lowered_ir". */
-static void json_result(FILE *f, const vxp_response *r, const char *object_path) {
+static void json_result(FILE *f, const vxp_response *r, const char *object_path, const char *image_path) {
   json_t *kernels = json_array(), *diags = json_array();
   for (uint32_t i = 0; i < r->nkernels; i++)
     json_array_append_new(kernels, json_kernel(&r->kernels[i]));
@@ -97,6 +97,10 @@ static void json_result(FILE *f, const vxp_response *r, const char *object_path)
                 vxp_status_name(r->status), "object", object_path ? json_text(object_path) : json_null(),
                 "object_size", (json_int_t)r->object_size, "kernels", kernels, "diagnostics", diags);
   if (o && r->lowered_ir) json_object_set_new(o, "lowered_ir", json_text(r->lowered_ir));
+  if (o && image_path) { /* the module's .vxbin, written beside the object */
+    json_object_set_new(o, "image", json_text(image_path));
+    json_object_set_new(o, "image_size", json_integer((json_int_t)r->image_size));
+  }
   json_emit(o, f);
 }
 
@@ -171,7 +175,7 @@ static const char *shown(const char *s) {
 
 /* ---- table output ---- */
 
-static void table_result(FILE *f, const vxp_response *r, const char *object_path) {
+static void table_result(FILE *f, const vxp_response *r, const char *object_path, const char *image_path) {
   fprintf(f, "key %s (%s)\n", r->key ? shown(r->key) : "-", r->cached ? "cached" : "compiled");
   if (object_path) {
     const char *start = r->nkernels && r->kernels[0].vortex_abi == 3 ? "kernel_main" : "main";
@@ -184,6 +188,8 @@ static void table_result(FILE *f, const vxp_response *r, const char *object_path
       fprintf(f, "object %s (%zu bytes; link with --defsym=%s=<the entry>)\n", object_path, r->object_size,
               start);
   }
+  if (image_path)
+    fprintf(f, "image %s (%zu bytes, linked by vortexd with its Vortex SDK)\n", image_path, r->image_size);
   for (uint32_t i = 0; i < r->nkernels; i++) {
     const vxp_kernel *k = &r->kernels[i];
     fprintf(f, "\nKernel: %s\n", shown(k->name));
@@ -209,14 +215,15 @@ static void table_result(FILE *f, const vxp_response *r, const char *object_path
   }
 }
 
-/* The file name an object is written under: the last path component of
- * name without its extension, mapped so that it names a plain file inside
- * the output directory whatever the name holds: bytes in [A-Za-z0-9_.-]
- * stay, "::" becomes "__", a leading '.' and every other byte become %HH
- * (two upper-case hex digits), an empty stem becomes "module"; then ".o".
- * So no '/', no "..", no hidden file.  Writes into out (cap bytes, at least
- * 8; a long stem is cut at a whole character of the mapping). */
-static void object_file_name(const char *name, char *out, size_t cap) {
+/* The file name an output is written under in a directory: the last path
+ * component of name without its extension, mapped so that it names a plain
+ * file inside the output directory whatever the name holds: bytes in
+ * [A-Za-z0-9_.-] stay, "::" becomes "__", a leading '.' and every other
+ * byte become %HH (two upper-case hex digits), an empty stem becomes
+ * "module"; then ext (".o", ".vxbin").  So no '/', no "..", no hidden
+ * file.  Writes into out (cap bytes, at least 16; a long stem is cut at a
+ * whole character of the mapping). */
+static void output_file_name(const char *name, const char *ext, char *out, size_t cap) {
   const char *base = strrchr(name, '/');
   base = base ? base + 1 : name;
   const char *dot = strrchr(base, '.');
@@ -237,11 +244,11 @@ static void object_file_name(const char *name, char *out, size_t cap) {
       snprintf(piece, sizeof piece, "%%%02X", ch);
     }
     size_t pl = strlen(piece);
-    if (o + pl + 3 > cap) break;
+    if (o + pl + strlen(ext) + 1 > cap) break;
     memcpy(out + o, piece, pl);
     o += pl;
   }
-  memcpy(out + o, ".o", 3);
+  memcpy(out + o, ext, strlen(ext) + 1);
 }
 
 /* Whether path already is a regular file of ours, with one link, the given
@@ -338,15 +345,16 @@ static int write_through(const char *path, const uint8_t *p, size_t n) {
   return 0;
 }
 
-/* Writes r's object where t says (name: the source's, for OUT_DIR) through
- * a temporary file beside the final one, renamed over it, so a reader
- * never sees half an object (an identical object already there is left in
- * place, its times refreshed); the path written goes to path (cap bytes).
- * Returns 0 or -1 after a message. */
-static int write_object(const vxp_response *r, out_target t, const char *name, char *path, size_t cap) {
+/* Writes n bytes of data where t says (for OUT_DIR under name's stem and
+ * ext) through a temporary file beside the final one, renamed over it, so
+ * a reader never sees half a file (an identical file already there is left
+ * in place, its times refreshed); the path written goes to path (cap
+ * bytes).  Returns 0 or -1 after a message. */
+static int write_output(const uint8_t *data, size_t size, out_target t, const char *name, const char *ext,
+                        char *path, size_t cap) {
   if (t.kind == OUT_STDOUT) {
     snprintf(path, cap, "-");
-    return write_stdout(r->object, r->object_size);
+    return write_stdout(data, size);
   }
   char dir[4096], tmp[4200];
   if (t.kind == OUT_DIR) {
@@ -355,7 +363,7 @@ static int write_object(const vxp_response *r, out_target t, const char *name, c
       return -1;
     }
     char file[256];
-    object_file_name(name, file, sizeof file);
+    output_file_name(name, ext, file, sizeof file);
     size_t n = strlen(t.path);
     if (snprintf(dir, sizeof dir, "%.*s", (int)(n > 1 && t.path[n - 1] == '/' ? n - 1 : n), t.path) >=
             (int)sizeof dir ||
@@ -371,14 +379,14 @@ static int write_object(const vxp_response *r, out_target t, const char *name, c
    * writes into it: never replaced by a file renamed over it */
   struct stat target;
   if (t.kind == OUT_FILE && stat(path, &target) == 0 && (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)))
-    return write_through(path, r->object, r->object_size);
+    return write_through(path, data, size);
   if (snprintf(tmp, sizeof tmp, "%s/.vxc-XXXXXX", dir) >= (int)sizeof tmp) {
     fprintf(stderr, "vxc: output path too long\n");
     return -1;
   }
   mode_t mask = umask(0);
   umask(mask);
-  if (refresh_if_same(path, r->object, r->object_size, 0666 & ~mask)) return 0;
+  if (refresh_if_same(path, data, size, 0666 & ~mask)) return 0;
   int fd = mkstemp(tmp);
   if (fd < 0) {
     fprintf(stderr, "vxc: cannot write %s: %s\n", path, strerror(errno));
@@ -388,7 +396,7 @@ static int write_object(const vxp_response *r, out_target t, const char *name, c
   if (e)
     close(fd);
   else
-    e = write_close(fd, r->object, r->object_size);
+    e = write_close(fd, data, size);
   if (!e && rename(tmp, path) != 0) e = errno;
   if (e) {
     unlink(tmp);
@@ -396,6 +404,38 @@ static int write_object(const vxp_response *r, out_target t, const char *name, c
     return -1;
   }
   return 0;
+}
+
+/* Writes r's object where t says (name: the source's, for OUT_DIR), as
+ * write_output does. */
+static int write_object(const vxp_response *r, out_target t, const char *name, char *path, size_t cap) {
+  return write_output(r->object, r->object_size, t, name, ".o", path, cap);
+}
+
+/* Writes the module's .vxbin image r carries (a daemon with a Vortex SDK)
+ * beside the object written to object_path: in an output directory under
+ * the source's stem, else as object_path with its extension (if any)
+ * replaced by ".vxbin".  Nothing for an object sent to standard output, a
+ * device or a pipe, or a reply without an image (path ""). Returns 0 or -1
+ * after a message. */
+static int write_image(const vxp_response *r, out_target t, const char *name, const char *object_path,
+                       char *path, size_t cap) {
+  path[0] = '\0';
+  struct stat st;
+  if (!r->image || t.kind == OUT_STDOUT || t.kind == OUT_NONE ||
+      (t.kind == OUT_FILE && stat(object_path, &st) == 0 && !S_ISREG(st.st_mode)))
+    return 0;
+  if (t.kind == OUT_DIR) return write_output(r->image, r->image_size, t, name, ".vxbin", path, cap);
+  char file[4200];
+  const char *slash = strrchr(object_path, '/'), *dot = strrchr(object_path, '.');
+  size_t stem =
+      dot && dot > (slash ? slash + 1 : object_path) ? (size_t)(dot - object_path) : strlen(object_path);
+  if (strcmp(object_path + stem, ".vxbin") == 0) stem = strlen(object_path); /* never over the object */
+  if (snprintf(file, sizeof file, "%.*s.vxbin", (int)stem, object_path) >= (int)sizeof file) {
+    fprintf(stderr, "vxc: output path too long\n");
+    return -1;
+  }
+  return write_output(r->image, r->image_size, (out_target){OUT_FILE, file}, name, ".vxbin", path, cap);
 }
 
 /* Reads a whole source: path, or standard input for "-" (a pipe, a file).
@@ -467,17 +507,19 @@ static int finish(const vxp_response *r, int json, int verbose, out_target t, co
     print_status(r);
     return r->status == VXP_STATUS_INTERNAL || r->status == VXP_STATUS_BAD_REQUEST ? 2 : 1;
   }
-  char path[4096];
+  char path[4096], image[4096] = "";
   const char *written = NULL;
   if (r->status == VXP_STATUS_OK && t.kind != OUT_NONE && r->object) {
-    if (write_object(r, t, name, path, sizeof path) != 0) return 2;
+    if (write_object(r, t, name, path, sizeof path) != 0 ||
+        write_image(r, t, name, path, image, sizeof image) != 0)
+      return 2;
     written = path;
   }
   if (json) {
-    json_result(stdout, r, written);
+    json_result(stdout, r, written, image[0] ? image : NULL);
   } else {
     if (r->lowered_ir) fputs(r->lowered_ir, stdout);
-    if (verbose) table_result(t.kind == OUT_STDOUT ? stderr : stdout, r, written);
+    if (verbose) table_result(t.kind == OUT_STDOUT ? stderr : stdout, r, written, image[0] ? image : NULL);
   }
   return r->status == VXP_STATUS_OK ? 0 : 1;
 }
@@ -1358,7 +1400,7 @@ static int cmd_inspect(const command *cm, invocation *in, vxc_conn *conn) {
            e->options[0] ? shown(e->options) : "- (not recorded)", e->compile_us / 1000.0, when,
            human_age(e->used_s, age), (unsigned long long)e->hits, human_bytes(e->bytes, size),
            r.object_size);
-    table_result(stdout, &r, NULL);
+    table_result(stdout, &r, NULL, NULL);
     if (in->disassemble) {
       printf("\n");
       status = disassemble(r.object, r.object_size);

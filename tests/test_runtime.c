@@ -652,6 +652,49 @@ Test(runtime, the_vortex_backend_launches_3_0_kernels_through_vortex2_h) { saxpy
 Test(runtime, the_vortex_backend_launches_3_0_rv64_kernels_through_vortex2_h) { saxpy_through_vortex(3, 1); }
 Test(runtime, the_vortex_backend_launches_2_x_rv64_kernels_through_vortex_h) { saxpy_through_vortex(2, 1); }
 
+/* With a daemon that links images, `vxc compile -o` writes the module's
+ * .vxbin beside the object: the bytes of the entry's image, under the
+ * source's stem in an output directory, the object's name with .vxbin
+ * for an output file; none for an object sent to a device. */
+Test(runtime, vxc_compile_writes_the_module_image_beside_the_object) {
+  char sdk[256], opt[300], cmd[2048], out[4096], path[512];
+  make_sdk(d.dir, sdk, sizeof sdk);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  snprintf(opt, sizeof opt, "--vortex-sdk=%s", sdk);
+  cr_assert_eq(vxt_daemon_start(&d, opt), 0);
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile --json -o %s/objs/ %s/two_kernels.mlir", VXT_VXC, d.sock,
+           d.dir, VXT_EXAMPLES_DIR);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  snprintf(path, sizeof path, "%s/objs/two_kernels.vxbin", d.dir);
+  cr_assert(strstr(out, "\"image\":") && strstr(out, path), "the JSON names the image: %s", out);
+  size_t len = 0;
+  uint8_t *written = (uint8_t *)vxt_read_file(path, &len);
+  cr_assert_not_null(written, "%s written", path);
+  /* the same bytes as the entry holds */
+  size_t slen = 0;
+  char *src = vxt_read_file(VXT_EXAMPLES_DIR "/two_kernels.mlir", &slen);
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d.sock, &c), 0);
+  vxp_response r;
+  cr_assert_eq(vxc_compile(c, src, slen, VXT_EXAMPLES_DIR "/two_kernels.mlir", NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_OK);
+  cr_assert(r.cached && r.image && r.image_size == len && memcmp(r.image, written, len) == 0,
+            "the entry's image, byte for byte");
+  vxp_response_clear(&r);
+  vxc_close(c);
+  free(src);
+  free(written);
+  /* an output file: its name with .vxbin */
+  snprintf(cmd, sizeof cmd, "%s --socket %s compile -o %s/k.o %s/two_kernels.mlir && test -s %s/k.vxbin",
+           VXT_VXC, d.sock, d.dir, VXT_EXAMPLES_DIR, d.dir);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  /* an object sent to a device: no image beside it */
+  snprintf(cmd, sizeof cmd,
+           "%s --socket %s compile -o /dev/null %s/two_kernels.mlir && test ! -e /dev/null.vxbin", VXT_VXC,
+           d.sock, VXT_EXAMPLES_DIR);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+}
+
 Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
   /* the daemon has the SDK, the runtime does not: the image comes from vortexd */
   char sdk[256];
