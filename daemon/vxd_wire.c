@@ -24,7 +24,8 @@ int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
                         .elem_size = a->elem_size};
   }
   _Static_assert(VXL_LAUNCH_RECORD_BYTES == VXP_DISPATCH_HEADER_SIZE &&
-                     VXL_DISPATCH_MIN_KERNELS == VXP_DISPATCH_MIN_KERNELS,
+                     VXL_DISPATCH_MIN_KERNELS == VXP_DISPATCH_MIN_KERNELS &&
+                     sizeof VXL_VAR_PREFIX == sizeof VXP_MODULE_VAR_PREFIX,
                  "one dispatcher convention for both sides");
   *w = (vxp_kernel){.name = k->name,
                     .entry = k->entry,

@@ -158,6 +158,12 @@ typedef struct {
 #define VXP_DISPATCH_MIN_KERNELS 2u
 #define VXP_NO_KERNEL_ID UINT32_MAX
 
+/* Name prefix of a module's variables in its object (the lowering's
+ * renaming of the variables its kernels can write): what a device keeps
+ * from one launch of the module to the next, as CUDA keeps __device__
+ * variables for the module's lifetime. */
+#define VXP_MODULE_VAR_PREFIX "__vxl_var."
+
 /* Bounds on a kernel record and a response, beyond which a decoder
  * refuses them: generous for real kernels (the Vortex ABI passes the whole
  * argument buffer in device memory), small enough that a hostile peer

@@ -82,16 +82,33 @@ static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, co
  * written with the same bytes through the host mapping, so no translation
  * goes stale).  At most VXR_EMU_DEVICES ($VORTEXD_EMULATED_DEVICES: fewer,
  * 0 for a new device every launch, as before), the least recently used
- * replaced. */
+ * replaced.
+ *
+ * Module variables (VXP_MODULE_VAR_PREFIX) are the exception to the
+ * restore: as CUDA keeps a module's __device__ variables for its lifetime,
+ * each image's variables carry from one launch to the next, whatever
+ * device runs it (vxs_keep_symbols; the image's record holds what the last
+ * launch left, and a device that has an older copy is given it). */
 #define VXR_EMU_DEVICES 8
+
+/* An image launched in this process: one per module (the runtime never
+ * unloads one), each with its variables as its last launch left them. */
+typedef struct vxr__emu_image {
+  uint8_t *elf; /* a copy of the image; malloc() */
+  size_t elf_size;
+  uint8_t *vars; /* its module variables (vxs_kept_read), NULL until a launch ran */
+  uint32_t vars_size;
+  uint64_t version; /* launches that left them */
+  struct vxr__emu_image *next;
+} vxr__emu_image;
 
 typedef struct {
   vxs_device *dev;
-  uint8_t *elf; /* a copy of the image it loaded; malloc() */
-  size_t elf_size;
+  vxr__emu_image *img; /* the image it loaded */
   vxs_config cfg;
   uint32_t arena_size;
-  uint64_t used; /* launch counter at its last use */
+  uint64_t used;    /* launch counter at its last use */
+  uint64_t version; /* the version of img's variables in its memory */
 } vxr__emu_slot;
 
 /* The emulated backend: the ABI's one instance (vxr_emulated_backend),
@@ -99,6 +116,7 @@ typedef struct {
 typedef struct {
   vxr_backend b; /* first: the ABI sees a vxr_backend */
   vxr__emu_slot slots[VXR_EMU_DEVICES];
+  vxr__emu_image *images;
   uint64_t launches;
   int keep; /* devices kept: 0..VXR_EMU_DEVICES, -1 until read */
 } vxr__emu;
@@ -124,8 +142,23 @@ static void vxr__emu_config(const vxr_launch *l, vxs_config *c) {
 
 static void vxr__emu_drop(vxr__emu_slot *s) {
   vxs_device_destroy(s->dev);
-  free(s->elf);
   memset(s, 0, sizeof *s);
+}
+
+/* The record of l's image, made on its first launch.  NULL: no memory. */
+static vxr__emu_image *vxr__emu_image_of(vxr__emu *e, const vxr_launch *l) {
+  for (vxr__emu_image *i = e->images; i; i = i->next)
+    if (i->elf_size == l->elf_size && memcmp(i->elf, l->elf, l->elf_size) == 0) return i;
+  vxr__emu_image *i = calloc(1, sizeof *i);
+  if (!i || !(i->elf = malloc(l->elf_size ? l->elf_size : 1))) {
+    free(i);
+    return NULL;
+  }
+  memcpy(i->elf, l->elf, l->elf_size);
+  i->elf_size = l->elf_size;
+  i->next = e->images;
+  e->images = i;
+  return i;
 }
 
 /* A device for l: a kept one that ran the same image with the same
@@ -139,11 +172,15 @@ static vxr__emu_slot *vxr__emu_device(vxr__emu *e, const vxr_launch *l, char *er
     e->keep = env && *env ? atoi(env) : VXR_EMU_DEVICES;
     if (e->keep < 0 || e->keep > VXR_EMU_DEVICES) e->keep = VXR_EMU_DEVICES;
   }
+  vxr__emu_image *img = vxr__emu_image_of(e, l);
+  if (!img) {
+    snprintf(err, errcap, "out of memory");
+    return NULL;
+  }
   vxr__emu_slot *victim = &e->slots[0];
   for (int i = 0; i < (e->keep ? e->keep : 1); i++) {
     vxr__emu_slot *s = &e->slots[i];
-    if (s->dev && s->elf_size == l->elf_size && s->arena_size == l->arena_size &&
-        memcmp(&s->cfg, &c, sizeof c) == 0 && memcmp(s->elf, l->elf, l->elf_size) == 0)
+    if (s->dev && s->img == img && s->arena_size == l->arena_size && memcmp(&s->cfg, &c, sizeof c) == 0)
       return s;
     if (!s->dev || (victim->dev && s->used < victim->used)) victim = s;
   }
@@ -155,17 +192,17 @@ static vxr__emu_slot *vxr__emu_device(vxr__emu *e, const vxr_launch *l, char *er
     return NULL;
   }
   const char *why = NULL;
-  victim->elf = malloc(l->elf_size ? l->elf_size : 1);
-  if (!victim->elf || (rc = vxs_load_elf(victim->dev, l->elf, l->elf_size, &why)) != 0 ||
+  if ((rc = vxs_load_elf(victim->dev, l->elf, l->elf_size, &why)) != 0 ||
+      (rc = vxs_keep_symbols(victim->dev, VXP_MODULE_VAR_PREFIX)) < 0 ||
       (rc = vxs_mem_map(victim->dev, VXR_DEVICE_BASE, l->arena_size)) != 0) {
     snprintf(err, errcap, "cannot load the emulated device (%d %s)", rc, why ? why : "");
     vxr__emu_drop(victim);
     return NULL;
   }
-  memcpy(victim->elf, l->elf, l->elf_size);
-  victim->elf_size = l->elf_size;
+  victim->img = img;
   victim->cfg = c;
   victim->arena_size = l->arena_size;
+  victim->version = 0; /* the variables' initial values */
   return victim;
 }
 
@@ -181,6 +218,16 @@ static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t e
     snprintf(err, errcap, "cannot write the arena to the emulated device");
     vxr__emu_drop(s);
     return -EIO;
+  }
+  vxr__emu_image *img = s->img;
+  uint32_t nvars = vxs_kept_size(s->dev);
+  if (img->vars && s->version != img->version) { /* an older copy of the module's variables */
+    if (vxs_kept_write(s->dev, img->vars, img->vars_size) != 0) {
+      snprintf(err, errcap, "cannot write the module's variables to the emulated device");
+      vxr__emu_drop(s);
+      return -EIO;
+    }
+    s->version = img->version;
   }
   vxs_kmu_launch kmu = {.local_bytes = l->local_bytes};
   memcpy(kmu.grid, l->grid, sizeof kmu.grid);
@@ -198,6 +245,19 @@ static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t e
     snprintf(err, errcap, "cannot read device memory back");
     vxr__emu_drop(s);
     return -EIO;
+  }
+  if (nvars) { /* what this launch left in them, for the next launch of the module */
+    if (!img->vars && !(img->vars = malloc(nvars))) {
+      snprintf(err, errcap, "out of memory");
+      return -ENOMEM;
+    }
+    img->vars_size = nvars;
+    if (vxs_kept_read(s->dev, img->vars, nvars) != 0) {
+      snprintf(err, errcap, "cannot read the module's variables back");
+      vxr__emu_drop(s);
+      return -EIO;
+    }
+    s->version = ++img->version;
   }
   return 0;
 }

@@ -78,6 +78,9 @@ struct vxs_device {
   uint32_t exit_code_addr, console_addr, console_cap, console_len_addr;
   vxs_symbol *syms;
   uint32_t nsyms;
+  /* ranges of the image a run leaves to the next (vxs_keep_symbols) */
+  vxs_symbol *kept; /* addr, size; names not kept (NULL) */
+  uint32_t nkept, kept_bytes;
   /* the run in progress */
   uint32_t argument_buffer;
   const vxs_kmu_launch *kmu; /* vxs_run_kmu's launch, else NULL */
@@ -252,6 +255,7 @@ void vxs_device_destroy(vxs_device *d) {
   for (uint32_t i = 0; i < d->nsyms; i++)
     free(d->syms[i].name);
   free(d->syms);
+  free(d->kept);
   free(d->image_init);
   if (d->dwarf) dwarf_end(d->dwarf);
   if (d->elf) elf_end(d->elf);
@@ -380,6 +384,57 @@ out:
   if (e) elf_end(e);
   free(copy);
   return rc;
+}
+
+int vxs_keep_symbols(vxs_device *d, const char *prefix) {
+  if (!d->elf || d->kept) return -EINVAL;
+  size_t plen = strlen(prefix);
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(d->elf, scn))) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize) continue;
+    Elf_Data *data = elf_getdata(scn, NULL);
+    if (!data) continue;
+    size_t n = sh.sh_size / sh.sh_entsize;
+    d->kept = calloc(n ? n : 1, sizeof *d->kept);
+    if (!d->kept) return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+      GElf_Sym s;
+      if (!gelf_getsym(data, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT || !s.st_size) continue;
+      const char *name = elf_strptr(d->elf, sh.sh_link, s.st_name);
+      /* inside the image, as every byte a run restores is */
+      if (!name || strncmp(name, prefix, plen) != 0 || s.st_value < d->image_addr ||
+          s.st_value - d->image_addr > d->image_size ||
+          s.st_size > d->image_size - (s.st_value - d->image_addr))
+        continue;
+      d->kept[d->nkept++] = (vxs_symbol){(uint32_t)s.st_value, (uint32_t)s.st_size, NULL};
+      d->kept_bytes += (uint32_t)s.st_size;
+    }
+    break;
+  }
+  if (!d->kept && !(d->kept = calloc(1, sizeof *d->kept))) return -ENOMEM;
+  qsort(d->kept, d->nkept, sizeof *d->kept, vxs__sym_cmp);
+  return (int)d->nkept;
+}
+
+uint32_t vxs_kept_size(const vxs_device *d) { return d->kept_bytes; }
+
+/* Copies the kept ranges out of device memory (to_device 0) into buf, or
+ * into it from buf, in address order. */
+static int vxs__kept_copy(vxs_device *d, uint8_t *buf, uint32_t size, int to_device) {
+  if (size != d->kept_bytes) return -EINVAL;
+  for (uint32_t i = 0, off = 0; i < d->nkept; off += d->kept[i].size, i++) {
+    int rc = to_device ? vxs_mem_write(d, d->kept[i].addr, buf + off, d->kept[i].size)
+                       : vxs_mem_read(d, d->kept[i].addr, buf + off, d->kept[i].size);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+int vxs_kept_read(vxs_device *d, void *dst, uint32_t size) { return vxs__kept_copy(d, dst, size, 0); }
+
+int vxs_kept_write(vxs_device *d, const void *src, uint32_t size) {
+  return vxs__kept_copy(d, (uint8_t *)(uintptr_t)src, size, 1);
 }
 
 int vxs_load_image(vxs_device *d, uint32_t addr, const void *image, uint32_t size) {
@@ -843,12 +898,15 @@ static void vxs__read_console(vxs_device *d) {
   d->console_len = len;
 }
 
-/* Resets the device for a run: the image's initial contents, the
- * barriers, every warp off. */
+/* Resets the device for a run: the image's initial contents (but for the
+ * kept ranges, which keep what is in memory now), the barriers, every
+ * warp off. */
 static void vxs__reset_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
   memset(rep, 0, sizeof *rep);
   d->rep = rep;
   d->argument_buffer = argument_buffer;
+  for (uint32_t i = 0; i < d->nkept; i++)
+    vxs_mem_read(d, d->kept[i].addr, d->image_init + (d->kept[i].addr - d->image_addr), d->kept[i].size);
   vxs_mem_write(d, d->image_addr, d->image_init, d->image_size);
   memset(d->barrier_count, 0, (size_t)d->cfg.cores * d->cfg.barriers * sizeof *d->barrier_count);
   uint32_t nwarps = d->cfg.cores * d->cfg.warps_per_core;

@@ -109,6 +109,26 @@ int vxs_mem_read(vxs_device *dev, uint32_t addr, void *dst, uint32_t size);
  * -ENOMEM. */
 int vxs_load_elf(vxs_device *dev, const void *elf, size_t size, const char **why);
 
+/* Keeps, from each run of the loaded ELF image to the next, its data
+ * objects whose symbol names start with prefix (a module's variables,
+ * which CUDA keeps for the module's lifetime): a run still starts from
+ * the image's initial contents, but for those ranges, which hold what is
+ * in device memory when it starts (what the last run left, or what
+ * vxs_kept_write put there).  Once per device, after vxs_load_elf.
+ * Returns how many ranges are kept, or -EINVAL (no ELF image, or called
+ * before), -ENOMEM. */
+int vxs_keep_symbols(vxs_device *dev, const char *prefix);
+
+/* Bytes of the kept ranges together. */
+uint32_t vxs_kept_size(const vxs_device *dev);
+
+/* Copies the kept ranges, in address order, out of device memory into dst,
+ * or into it from src (size: vxs_kept_size bytes): how a caller carries
+ * them to another device of the same image.  Returns 0, -EINVAL (another
+ * size), -EFAULT. */
+int vxs_kept_read(vxs_device *dev, void *dst, uint32_t size);
+int vxs_kept_write(vxs_device *dev, const void *src, uint32_t size);
+
 /* Loads a flat image (a .vxbin's payload: the bytes from addr on, memory
  * past them zeroed up to the page) at addr, a multiple of 4096, which is
  * also where execution starts; no symbols (reports name addresses only).
