@@ -6,11 +6,31 @@
 #define BENCH_UTIL_H
 
 #define _GNU_SOURCE
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The MLIR GPU runtime ABI's entry points a benchmark calls as lowered
+ * host code does (libvortexd_runtime). */
+void *mgpuModuleLoad(void *data, size_t size);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx, intptr_t by,
+                      intptr_t bz, int32_t smem, void *stream, void **params, void **extra, size_t nparams);
+void *mgpuMemAlloc(uint64_t size, void *stream, bool host_shared);
+
+/* Reads the file at path into buf (cap bytes at most).  Returns the bytes
+ * read, 0 when it cannot be opened or is empty. */
+static inline size_t bench_read_file(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, cap, f);
+  fclose(f);
+  return n;
+}
 
 /* Monotonic clock in microseconds. */
 static inline double bench_now_us(void) {

@@ -13,19 +13,11 @@
 
 #include "bench_util.h"
 
-void *mgpuModuleLoad(void *data, size_t size);
-void *mgpuModuleGetFunction(void *module, const char *name);
-void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx, intptr_t by,
-                      intptr_t bz, int32_t smem, void *stream, void **params, void **extra, size_t nparams);
-void *mgpuMemAlloc(uint64_t size, void *stream, bool host_shared);
-
 int main(int argc, char **argv) {
   if (argc < 5) return 64;
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) return 2;
   static char src[1 << 16];
-  size_t len = fread(src, 1, sizeof src, f);
-  fclose(f);
+  size_t len = bench_read_file(argv[1], src, sizeof src);
+  if (!len) return 2;
   int32_t n = atoi(argv[2]);
   int launches = atoi(argv[3]), nk = argc - 4;
   int32_t *out = mgpuMemAlloc((uint64_t)n * 4, NULL, false);

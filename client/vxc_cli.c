@@ -179,14 +179,11 @@ static void table_result(FILE *f, const vxp_response *r, const char *object_path
   fprintf(f, "key %s (%s)\n", r->key ? shown(r->key) : "-", r->cached ? "cached" : "compiled");
   if (object_path) {
     const char *start = r->nkernels && r->kernels[0].vortex_abi == 3 ? "kernel_main" : "main";
-    if (r->nkernels >= VXP_DISPATCH_MIN_KERNELS)
-      fprintf(f,
-              "object %s (%zu bytes; link with --defsym=%s=" VXP_DISPATCH_ENTRY
-              ", the kernel id first in the launch record)\n",
-              object_path, r->object_size, start);
-    else
-      fprintf(f, "object %s (%zu bytes; link with --defsym=%s=<the entry>)\n", object_path, r->object_size,
-              start);
+    const char *at = vxp_image_entry(r->kernels, r->nkernels);
+    fprintf(f, "object %s (%zu bytes; link with --defsym=%s=%s%s)\n", object_path, r->object_size, start,
+            at ? shown(at) : "<a kernel's entry>",
+            at && r->nkernels >= VXP_DISPATCH_MIN_KERNELS ? ", the kernel id first in the launch record"
+                                                          : "");
   }
   if (image_path)
     fprintf(f, "image %s (%zu bytes, linked by vortexd with its Vortex SDK)\n", image_path, r->image_size);

@@ -140,12 +140,12 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
  * target).  A link failure fails the compile (internal: the SDK, not the
  * source, is at fault). */
 static void vxd__link_image(const vxd_config *cfg, vxp_response *resp) {
-  if (!cfg || !cfg->vortex_sdk[0] || resp->status != VXP_STATUS_OK || resp->nkernels == 0) return;
+  const char *start = vxp_image_entry(resp->kernels, resp->nkernels);
+  if (!cfg || !cfg->vortex_sdk[0] || resp->status != VXP_STATUS_OK || !start) return;
   const vxp_kernel *k = &resp->kernels[0]; /* every kernel has the module's target */
   char err[512];
   if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, k->xlen == 64 ? VXD_LIBC64 : VXD_LIBC,
-                     k->xlen == 64 ? VXD_LIBGCC64 : VXD_LIBGCC, resp->object, resp->object_size,
-                     resp->nkernels >= VXP_DISPATCH_MIN_KERNELS ? VXP_DISPATCH_ENTRY : k->entry,
+                     k->xlen == 64 ? VXD_LIBGCC64 : VXD_LIBGCC, resp->object, resp->object_size, start,
                      k->vortex_abi, &resp->image, &resp->image_size, err, sizeof err) != 0) {
     resp->status = VXP_STATUS_INTERNAL;
     free(resp->message);

@@ -694,6 +694,14 @@ void vxp_target_name(uint32_t vortex_abi, uint32_t xlen, char out[VXP_TARGET_NAM
   snprintf(out, VXP_TARGET_NAME_MAX, "vortex%u-rv%u", vortex_abi ? vortex_abi : 2, xlen ? xlen : 32);
 }
 
+const char *vxp_image_entry(const vxp_kernel *ks, uint32_t n) {
+  if (n == 1) return ks[0].entry;
+  if (n < VXP_DISPATCH_MIN_KERNELS) return NULL;
+  for (uint32_t i = 0; i < n; i++)
+    if (ks[i].kernel_id != i) return NULL;
+  return VXP_DISPATCH_ENTRY;
+}
+
 int vxp_kernel_check(const vxp_kernel *k) {
   if (k->nargs > VXP_MAX_ARGS || (k->nargs && !k->args)) return VXP_ELAYOUT;
   if ((k->vortex_abi && k->vortex_abi != 2 && k->vortex_abi != 3) ||

@@ -158,6 +158,13 @@ typedef struct {
 #define VXP_DISPATCH_MIN_KERNELS 2u
 #define VXP_NO_KERNEL_ID UINT32_MAX
 
+/* The symbol an image of a module whose n kernel records are ks starts
+ * at, so that one image runs every kernel: VXP_DISPATCH_ENTRY for
+ * VXP_DISPATCH_MIN_KERNELS kernels or more whose kernel ids are their
+ * positions, the kernel's entry for one kernel; NULL for records from
+ * before the dispatcher (an image per kernel).  Any thread. */
+const char *vxp_image_entry(const vxp_kernel *ks, uint32_t n);
+
 /* Name prefix of a module's variables in its object (the lowering's
  * renaming of the variables its kernels can write): what a device keeps
  * from one launch of the module to the next, as CUDA keeps __device__

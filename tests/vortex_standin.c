@@ -159,15 +159,20 @@ static int run_image(device *d, const buffer *k, uint32_t args, const vxs_config
   return rc ? -1 : 0;
 }
 
+/* The device: warps warps per core, 64 KiB of local memory per warp. */
+static void standin_config(vxs_config *c, uint32_t warps) {
+  vxs_config_default(c);
+  c->warps_per_core = warps;
+  c->barriers = 0;    /* vxs default: one per warp */
+  c->ipdom_depth = 0; /* vxs default: 2 x threads per warp */
+  c->local_mem_bytes = warps * 65536u;
+  c->xlen = standin_xlen();
+}
+
 int vx_start(void *dev, void *kernel, void *args);
 int vx_start(void *dev, void *kernel, void *args) {
   vxs_config c;
-  vxs_config_default(&c);
-  c.warps_per_core = 8;
-  c.barriers = 0;
-  c.ipdom_depth = 0;
-  c.local_mem_bytes = 8u * 65536u;
-  c.xlen = standin_xlen();
+  standin_config(&c, 8);
   return run_image(dev, kernel, ((buffer *)args)->addr, &c, NULL);
 }
 
@@ -243,12 +248,7 @@ int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *
   (void)n, (void)w;
   if (ev) *ev = NULL;
   vxs_config c;
-  vxs_config_default(&c);
-  c.warps_per_core = 32;
-  c.barriers = 0;
-  c.ipdom_depth = 0;
-  c.local_mem_bytes = 32u * 65536u;
-  c.xlen = standin_xlen();
+  standin_config(&c, 32);
   vxs_kmu_launch l = {.local_bytes = info->lmem_size};
   memcpy(l.grid, info->grid_dim, sizeof l.grid);
   memcpy(l.block, info->block_dim, sizeof l.block);

@@ -31,7 +31,9 @@
 typedef struct {
   const uint8_t *elf; /* the image link made */
   size_t elf_size;
-  uint8_t *arena; /* read and written back by the backend */
+  uint64_t image_id; /* names that image in this process, never another
+                        (a launch of the same image has the same id) */
+  uint8_t *arena;    /* read and written back by the backend */
   uint32_t arena_size;
   uint32_t args_addr;       /* device address of what mscratch points to */
   uint32_t args_bytes;      /* its size (bytes) */

@@ -82,7 +82,7 @@ static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, co
  * written with the same bytes through the host mapping, so no translation
  * goes stale).  At most VXR_EMU_DEVICES ($VORTEXD_EMULATED_DEVICES: fewer,
  * 0 for a new device every launch, as before), the least recently used
- * replaced.
+ * replaced.  Images are told apart by vxr_launch.image_id.
  *
  * Module variables (VXP_MODULE_VAR_PREFIX) are the exception to the
  * restore: as CUDA keeps a module's __device__ variables for its lifetime,
@@ -94,8 +94,7 @@ static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, co
 /* An image launched in this process: one per module (the runtime never
  * unloads one), each with its variables as its last launch left them. */
 typedef struct vxr__emu_image {
-  uint8_t *elf; /* a copy of the image; malloc() */
-  size_t elf_size;
+  uint64_t id;   /* vxr_launch.image_id */
   uint8_t *vars; /* its module variables (vxs_kept_read), NULL until a launch ran */
   uint32_t vars_size;
   uint64_t version; /* launches that left them */
@@ -148,14 +147,10 @@ static void vxr__emu_drop(vxr__emu_slot *s) {
 /* The record of l's image, made on its first launch.  NULL: no memory. */
 static vxr__emu_image *vxr__emu_image_of(vxr__emu *e, const vxr_launch *l) {
   for (vxr__emu_image *i = e->images; i; i = i->next)
-    if (i->elf_size == l->elf_size && memcmp(i->elf, l->elf, l->elf_size) == 0) return i;
+    if (i->id == l->image_id) return i;
   vxr__emu_image *i = calloc(1, sizeof *i);
-  if (!i || !(i->elf = malloc(l->elf_size ? l->elf_size : 1))) {
-    free(i);
-    return NULL;
-  }
-  memcpy(i->elf, l->elf, l->elf_size);
-  i->elf_size = l->elf_size;
+  if (!i) return NULL;
+  i->id = l->image_id;
   i->next = e->images;
   e->images = i;
   return i;

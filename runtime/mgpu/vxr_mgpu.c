@@ -53,12 +53,13 @@ typedef struct vxr_module {
   uint8_t digest[32];      /* SHA-256 of the text loaded */
   vxr_function *functions; /* one per kernel: what mgpuModuleGetFunction returns */
   vxp_response r;          /* object, kernel records, image if any */
-  int dispatch;            /* one image runs every kernel (its dispatcher,
-                              VXP_DISPATCH_ENTRY): two kernels or more,
-                              the records' kernel ids their positions */
+  const char *start;       /* where the module's one image starts
+                              (vxp_image_entry; in r), NULL: an image per
+                              kernel */
   uint8_t **elf;           /* linked images, built on first launch: one per
-                              kernel, or the module's one when dispatch */
+                              kernel, or the module's one (elf[0]) */
   size_t *elf_size;
+  uint64_t *image_id; /* each image's vxr_launch.image_id */
   int refs;
   struct vxr_module *next;
 } vxr_module;
@@ -91,6 +92,7 @@ static struct {
   vxr_block *free_blocks;
   vxr_region *regions;
   vxr_module *modules;
+  uint64_t images; /* images linked or taken so far: the last image_id */
   int initialised;
 } vxr = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -276,21 +278,21 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
       if (vxr__obtain(data, gpuBlobSize, &m->r) != 0 ||
           !(m->elf = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf)) ||
           !(m->elf_size = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf_size)) ||
+          !(m->image_id = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->image_id)) ||
           !(m->functions = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->functions))) {
         vxp_response_clear(&m->r);
         free(m->elf);
         free(m->elf_size);
+        free(m->image_id);
         free(m);
         m = NULL;
         pthread_mutex_unlock(&vxr.mu);
         vxr__maybe_exit();
         return NULL;
       } else {
-        m->dispatch = m->r.nkernels >= VXP_DISPATCH_MIN_KERNELS;
-        for (uint32_t i = 0; i < m->r.nkernels; i++) {
+        m->start = vxp_image_entry(m->r.kernels, m->r.nkernels);
+        for (uint32_t i = 0; i < m->r.nkernels; i++)
           m->functions[i] = (vxr_function){m, i};
-          if (m->r.kernels[i].kernel_id != i) m->dispatch = 0; /* records from before the dispatcher */
-        }
         m->refs = 1;
         m->next = vxr.modules;
         vxr.modules = m;
@@ -394,7 +396,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   /* what mscratch points to: the module's launch record (the kernel id,
    * then the argument buffer) when one image runs every kernel, else the
    * argument buffer alone */
-  const uint32_t hdr = m->dispatch ? VXP_DISPATCH_HEADER_SIZE : 0, bytes = hdr + k->buffer_size;
+  const int dispatch = m->start && m->r.nkernels >= VXP_DISPATCH_MIN_KERNELS;
+  const uint32_t hdr = dispatch ? VXP_DISPATCH_HEADER_SIZE : 0, bytes = hdr + k->buffer_size;
   int64_t argbuf = err[0] ? -1 : vxr__alloc(bytes);
   if (!err[0] && argbuf < 0) snprintf(err, sizeof err, "device memory exhausted (VORTEXD_DEVICE_MEMORY)");
   if (!err[0] && hdr) { /* the rest of the header is zero (vxr__alloc) */
@@ -408,23 +411,23 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   /* a Vortex device takes the .vxbin vortexd linked and cached, when it
    * has an SDK (the module's: at its dispatcher, or at its one kernel's
    * entry); otherwise the backend links the object itself */
-  const uint32_t slot = m->dispatch ? 0 : f->kernel;
-  if (!err[0] && !m->elf[slot] && (m->dispatch || m->r.nkernels == 1) && m->r.image &&
-      vxr.backend->runs_vxbin && (m->elf[slot] = malloc(m->r.image_size))) {
-    memcpy(m->elf[slot], m->r.image, m->r.image_size);
-    m->elf_size[slot] = m->r.image_size;
+  const uint32_t slot = m->start ? 0 : f->kernel;
+  if (!err[0] && !m->elf[slot] && m->start && m->r.image && vxr.backend->runs_vxbin) {
+    m->elf[slot] = m->r.image, m->elf_size[slot] = m->r.image_size; /* moved */
+    m->r.image = NULL, m->r.image_size = 0;
   }
   if (!err[0] && !m->elf[slot] &&
-      vxr.backend->link(vxr.backend, m->r.object, m->r.object_size, k,
-                        m->dispatch ? VXP_DISPATCH_ENTRY : k->entry, &m->elf[slot], &m->elf_size[slot], err,
-                        sizeof err) != 0 &&
+      vxr.backend->link(vxr.backend, m->r.object, m->r.object_size, k, m->start ? m->start : k->entry,
+                        &m->elf[slot], &m->elf_size[slot], err, sizeof err) != 0 &&
       !err[0])
     snprintf(err, sizeof err, "link failed");
+  if (!err[0] && !m->image_id[slot]) m->image_id[slot] = ++vxr.images;
   if (!err[0]) {
     vxr__sync_regions(1);
     uint32_t top = vxr.arena_top < 4096 ? 4096 : (vxr.arena_top + 4095u) & ~4095u;
     vxr_launch l = {.elf = m->elf[slot],
                     .elf_size = m->elf_size[slot],
+                    .image_id = m->image_id[slot],
                     .arena = vxr.arena,
                     .arena_size = top,
                     .args_addr = vxr.base + (uint32_t)argbuf,

@@ -66,11 +66,10 @@ typedef struct {
   int (*enqueue_launch)(void *queue, const void *info, uint32_t nwait, const void *wait, void **event);
   int (*queue_finish)(void *queue, uint64_t timeout_ns);
   void *queue;
-  /* the image on the device: its bytes (a copy), its buffer, and how it
-   * got there (1: reserved and written through vortex2.h; 0: uploaded by
-   * vortex.h) */
-  uint8_t *resident;
-  size_t resident_size;
+  /* the image on the device: its vxr_launch.image_id (0: none), its
+   * buffer, and how it got there (1: reserved and written through
+   * vortex2.h; 0: uploaded by vortex.h) */
+  uint64_t resident;
   vx_buffer_h resident_buf;
   int resident_v2;
 } vxr__vortex;
@@ -171,8 +170,7 @@ static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, con
 /* Whether l's image is the one on the device, put there the v2 way or
  * not. */
 static int vxr__vx_is_resident(const vxr__vortex *v, const vxr_launch *l, int v2) {
-  return v->resident && v->resident_v2 == v2 && v->resident_size == l->elf_size &&
-         memcmp(v->resident, l->elf, l->elf_size) == 0;
+  return v->resident && v->resident == l->image_id && v->resident_v2 == v2;
 }
 
 /* Forgets the image on the device, releasing its buffer. */
@@ -183,16 +181,12 @@ static void vxr__vx_evict(vxr__vortex *v) {
     else if (v->mem_free)
       v->mem_free(v->resident_buf);
   }
-  free(v->resident);
-  v->resident = NULL, v->resident_size = 0, v->resident_buf = NULL;
+  v->resident = 0, v->resident_buf = NULL;
 }
 
-/* Records that l's image is now on the device in buf.  A copy that cannot
- * be made only costs the next launch an upload. */
+/* Records that l's image is now on the device in buf. */
 static void vxr__vx_keep(vxr__vortex *v, const vxr_launch *l, vx_buffer_h buf, int v2) {
-  v->resident_buf = buf, v->resident_v2 = v2;
-  if ((v->resident = malloc(l->elf_size))) memcpy(v->resident, l->elf, l->elf_size);
-  v->resident_size = v->resident ? l->elf_size : 0;
+  v->resident = l->image_id, v->resident_buf = buf, v->resident_v2 = v2;
 }
 
 /* Runs a Vortex 3.0 kernel through vortex2.h's queue (see the file

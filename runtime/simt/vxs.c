@@ -273,40 +273,61 @@ static int vxs__sym_cmp(const void *a, const void *b) {
   return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* Reads the symbol table: function symbols for reports, and the runtime's
- * serial range, exit-code word and console buffer. */
-static int vxs__read_symbols(vxs_device *d, Elf *e) {
+/* An ELF file's symbol table: its data, its entry count and the section
+ * of its names. */
+typedef struct {
+  Elf_Data *data;
+  size_t n;
+  size_t strtab;
+} vxs__symtab;
+
+/* Finds e's symbol table into *t; false when it has none (n 0). */
+static bool vxs__find_symtab(Elf *e, vxs__symtab *t) {
+  memset(t, 0, sizeof *t);
   Elf_Scn *scn = NULL;
   while ((scn = elf_nextscn(e, scn))) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize) continue;
-    Elf_Data *data = elf_getdata(scn, NULL);
-    if (!data) continue;
-    size_t n = sh.sh_size / sh.sh_entsize;
-    d->syms = calloc(n ? n : 1, sizeof *d->syms);
-    if (!d->syms) return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-      GElf_Sym s;
-      if (!gelf_getsym(data, (int)i, &s)) continue;
-      const char *name = elf_strptr(e, sh.sh_link, s.st_name);
-      if (!name || !*name) continue;
-      uint32_t addr = (uint32_t)s.st_value, size = (uint32_t)s.st_size;
-      if (strcmp(name, "__vxs_serial_start") == 0)
-        d->serial_lo = addr;
-      else if (strcmp(name, "__vxs_serial_end") == 0)
-        d->serial_hi = addr;
-      else if (strcmp(name, "__vxs_exit_code") == 0)
-        d->exit_code_addr = addr;
-      else if (strcmp(name, "__vxs_console") == 0)
-        d->console_addr = addr, d->console_cap = size;
-      else if (strcmp(name, "__vxs_console_len") == 0)
-        d->console_len_addr = addr;
-      if (GELF_ST_TYPE(s.st_info) != STT_FUNC) continue;
-      char *copy = strdup(name);
-      if (!copy) return -ENOMEM;
-      d->syms[d->nsyms++] = (vxs_symbol){addr, size, copy};
-    }
-    break;
+    if (!(t->data = elf_getdata(scn, NULL))) continue;
+    t->n = sh.sh_size / sh.sh_entsize, t->strtab = sh.sh_link;
+    return true;
+  }
+  return false;
+}
+
+/* Symbol i of t into *s, and its name: NULL when unreadable or empty. */
+static const char *vxs__symbol(Elf *e, const vxs__symtab *t, size_t i, GElf_Sym *s) {
+  if (!gelf_getsym(t->data, (int)i, s)) return NULL;
+  const char *name = elf_strptr(e, t->strtab, s->st_name);
+  return name && *name ? name : NULL;
+}
+
+/* Reads the symbol table: function symbols for reports, and the runtime's
+ * serial range, exit-code word and console buffer. */
+static int vxs__read_symbols(vxs_device *d, Elf *e) {
+  vxs__symtab t;
+  vxs__find_symtab(e, &t);
+  d->syms = calloc(t.n ? t.n : 1, sizeof *d->syms);
+  if (!d->syms) return -ENOMEM;
+  for (size_t i = 0; i < t.n; i++) {
+    GElf_Sym s;
+    const char *name = vxs__symbol(e, &t, i, &s);
+    if (!name) continue;
+    uint32_t addr = (uint32_t)s.st_value, size = (uint32_t)s.st_size;
+    if (strcmp(name, "__vxs_serial_start") == 0)
+      d->serial_lo = addr;
+    else if (strcmp(name, "__vxs_serial_end") == 0)
+      d->serial_hi = addr;
+    else if (strcmp(name, "__vxs_exit_code") == 0)
+      d->exit_code_addr = addr;
+    else if (strcmp(name, "__vxs_console") == 0)
+      d->console_addr = addr, d->console_cap = size;
+    else if (strcmp(name, "__vxs_console_len") == 0)
+      d->console_len_addr = addr;
+    if (GELF_ST_TYPE(s.st_info) != STT_FUNC) continue;
+    char *copy = strdup(name);
+    if (!copy) return -ENOMEM;
+    d->syms[d->nsyms++] = (vxs_symbol){addr, size, copy};
   }
   qsort(d->syms, d->nsyms, sizeof *d->syms, vxs__sym_cmp);
   return 0;
@@ -389,30 +410,21 @@ out:
 int vxs_keep_symbols(vxs_device *d, const char *prefix) {
   if (!d->elf || d->kept) return -EINVAL;
   size_t plen = strlen(prefix);
-  Elf_Scn *scn = NULL;
-  while ((scn = elf_nextscn(d->elf, scn))) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize) continue;
-    Elf_Data *data = elf_getdata(scn, NULL);
-    if (!data) continue;
-    size_t n = sh.sh_size / sh.sh_entsize;
-    d->kept = calloc(n ? n : 1, sizeof *d->kept);
-    if (!d->kept) return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-      GElf_Sym s;
-      if (!gelf_getsym(data, (int)i, &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT || !s.st_size) continue;
-      const char *name = elf_strptr(d->elf, sh.sh_link, s.st_name);
-      /* inside the image, as every byte a run restores is */
-      if (!name || strncmp(name, prefix, plen) != 0 || s.st_value < d->image_addr ||
-          s.st_value - d->image_addr > d->image_size ||
-          s.st_size > d->image_size - (s.st_value - d->image_addr))
-        continue;
-      d->kept[d->nkept++] = (vxs_symbol){(uint32_t)s.st_value, (uint32_t)s.st_size, NULL};
-      d->kept_bytes += (uint32_t)s.st_size;
-    }
-    break;
+  vxs__symtab t;
+  vxs__find_symtab(d->elf, &t);
+  d->kept = calloc(t.n ? t.n : 1, sizeof *d->kept);
+  if (!d->kept) return -ENOMEM;
+  for (size_t i = 0; i < t.n; i++) {
+    GElf_Sym s;
+    const char *name = vxs__symbol(d->elf, &t, i, &s);
+    /* a data object inside the image, as every byte a run restores is */
+    if (!name || GELF_ST_TYPE(s.st_info) != STT_OBJECT || !s.st_size || strncmp(name, prefix, plen) != 0 ||
+        s.st_value < d->image_addr || s.st_value - d->image_addr > d->image_size ||
+        s.st_size > d->image_size - (s.st_value - d->image_addr))
+      continue;
+    d->kept[d->nkept++] = (vxs_symbol){(uint32_t)s.st_value, (uint32_t)s.st_size, NULL};
+    d->kept_bytes += (uint32_t)s.st_size;
   }
-  if (!d->kept && !(d->kept = calloc(1, sizeof *d->kept))) return -ENOMEM;
   qsort(d->kept, d->nkept, sizeof *d->kept, vxs__sym_cmp);
   return (int)d->nkept;
 }
