@@ -12,6 +12,7 @@
 #include <criterion/logging.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -556,6 +557,17 @@ static void make_sdk(const char *dir, char *sdk, size_t cap) {
 
 /* Launches saxpy over 77 elements through the current device backend,
  * checks y = 0.5 x + 2, and returns how many kernels the stand-in ran. */
+/* How many kernels the stand-in libvortex at path ran in this process. */
+static int standin_starts(const char *path) {
+  void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(lib, "the runtime loaded the stand-in %s", path);
+  int (*starts)(void) = (int (*)(void))dlsym(lib, "vx_standin_starts");
+  cr_assert_not_null(starts);
+  int n = starts();
+  dlclose(lib);
+  return n;
+}
+
 static int saxpy_on_standin(void) {
   enum { N = 77 };
   float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
@@ -571,13 +583,7 @@ static int saxpy_on_standin(void) {
     cr_assert_float_eq(y[i], 0.5f * (float)i + 2.0f, 1e-6, "y[%d] = %f", i, y[i]);
   free(x);
   free(y);
-  void *lib = dlopen(VXT_STANDIN, RTLD_NOW | RTLD_NOLOAD);
-  cr_assert_not_null(lib, "the runtime loaded the stand-in");
-  int (*starts)(void) = (int (*)(void))dlsym(lib, "vx_standin_starts");
-  cr_assert_not_null(starts);
-  int n = starts();
-  dlclose(lib);
-  return n;
+  return standin_starts(getenv("VORTEXD_LIBVORTEX"));
 }
 
 Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
@@ -694,6 +700,50 @@ Test(runtime, the_image_vortexd_links_serves_every_kernel_of_a_module) { fill_tw
 Test(runtime, the_vortex_backend_launches_3_0_kernels_through_vortex2_h) { saxpy_through_vortex(3, 0); }
 Test(runtime, the_vortex_backend_launches_3_0_rv64_kernels_through_vortex2_h) { saxpy_through_vortex(3, 1); }
 Test(runtime, the_vortex_backend_launches_2_x_rv64_kernels_through_vortex_h) { saxpy_through_vortex(2, 1); }
+
+/* A libvortex without vortex2.h's queue (a 2.x release): 2.x kernels run
+ * through vortex.h ... */
+Test(runtime, a_libvortex_without_vortex2_h_runs_2_x_kernels) {
+  vortex_backend_for(2, 0);
+  setenv("VORTEXD_LIBVORTEX", VXT_STANDIN_V1, 1);
+  cr_assert_eq(saxpy_on_standin(), 1, "a 2.x kernel through vortex.h");
+}
+
+/* ... and a 3.0 kernel is refused, by name and with what to do, and
+ * runs nothing. */
+Test(runtime, a_libvortex_without_vortex2_h_refuses_3_0_kernels) {
+  vortex_backend_for(3, 0);
+  setenv("VORTEXD_LIBVORTEX", VXT_STANDIN_V1, 1);
+  enum { N = 8 };
+  float x[N], y[N];
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i] = 2.0f;
+  memref1d mx = {x, x, 0, N, 1}, my = {y, y, 0, N, 1};
+  mgpuMemHostRegisterMemRef(1, &mx, 4);
+  mgpuMemHostRegisterMemRef(1, &my, 4);
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  cr_assert_not_null(fn);
+  char log[300];
+  snprintf(log, sizeof log, "%.200s/stderr.log", d.dir);
+  fflush(stderr);
+  int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  cr_assert(saved >= 0 && fd >= 0);
+  dup2(fd, 2);
+  close(fd);
+  launch_saxpy(fn, N, 0.5f, &mx, &my);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  size_t len = 0;
+  char *said = vxt_read_file(log, &len);
+  cr_assert_not_null(said);
+  cr_assert(strstr(said, "saxpy") && strstr(said, "no vortex2.h queue API") && strstr(said, "vortex2-rv32"),
+            "the refusal names the kernel, the missing API and the target to use: %s", said);
+  free(said);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(y[i], 2.0f, "nothing ran: y[%d] = %f", i, y[i]);
+  cr_assert_eq(standin_starts(VXT_STANDIN_V1), 0);
+}
 
 /* With a daemon that links images, `vxc compile -o` writes the module's
  * .vxbin beside the object: the bytes of the entry's image, under the

@@ -6,7 +6,8 @@
  * lockstep SIMT emulator.  vx_standin_starts() says how many kernels ran,
  * vx_standin_uploads() how many kernel images were put on the device.
  * Also the queue API of Vortex 3.0 (vortex2.h) that libvortexd_runtime
- * drives for 3.0 kernels: see below.
+ * drives for 3.0 kernels: see below; built without it (VORTEX_STANDIN_NO_V2)
+ * it stands in for a 2.x libvortex.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -182,6 +183,7 @@ int vx_ready_wait(void *dev, uint64_t timeout_ms) {
   return 0;
 }
 
+#ifndef VORTEX_STANDIN_NO_V2
 /* ---- vortex2.h: the queue API of Vortex 3.0, its kernels started by the
  * emulated hardware scheduler.  Commands run when enqueued (the queue is
  * always finished); VORTEX_STANDIN_XLEN=64 makes the device RV64. ---- */
@@ -261,3 +263,4 @@ int vx_queue_finish(void *q, uint64_t timeout_ns) {
   (void)q, (void)timeout_ns; /* every command ran when enqueued */
   return 0;
 }
+#endif /* VORTEX_STANDIN_NO_V2 */
