@@ -100,7 +100,7 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   if (vxd__num(pc, VXP_CONF_max_unsent, 1, 4096, UINT64_MAX, &cfg->max_unsent)) return 78;
   if (vxd__num(pc, VXP_CONF_worker_memory, 1, 0, UINT64_MAX, &cfg->worker_memory)) return 78;
   /* a worker maps ~350 MB of address space before it compiles anything
-   * (libLLVM, libMLIR, its heap): a limit under that fails every compile */
+   * (LLVM and MLIR, its heap): a limit under that fails every compile */
   if (cfg->worker_memory && cfg->worker_memory < (512ull << 20))
     return vxd__bad(pc, VXP_CONF_worker_memory, "0 or at least 512M (the compiler itself needs it)");
   if (vxd__num(pc, VXP_CONF_piece_helpers, 0, 0, VXD_MAX_HELPERS, &v)) return 78;

@@ -10,8 +10,8 @@
  * template compiler and compiles a small kernel with it, and each worker
  * is a fork of the daemon that serves with its copy-on-write copy of that
  * compiler.  A worker is ready in about a millisecond, warm, where
- * executing a new program would load libMLIR and libLLVM again (tens of
- * milliseconds).  The fork happens on the loop thread with the store
+ * executing a new program would map LLVM and MLIR and run their static
+ * constructors again (over ten milliseconds).  The fork happens on the loop thread with the store
  * and remote threads parked (vxd_store_pause: its queue written, waiting on a
  * condition, holding no lock), so the child inherits no lock taken
  * mid-operation; it closes every inherited descriptor, uses only the

@@ -4,7 +4,7 @@
  * Forked by the daemon from a template compiler it warmed up before
  * serving (vxd_pool.c), with its stdin/stdout on pipes: the worker starts
  * with a warm MLIR context, pass pipelines and target machine, paying
- * neither an exec nor the loading of libMLIR and libLLVM.  Reads compile
+ * neither an exec nor the start-up of LLVM and MLIR.  Reads compile
  * requests as protocol frames from stdin, compiles each, writes one
  * response frame per request to stdout.  A crash here loses only the
  * request in flight: the daemon answers it with an error and forks another

@@ -24,6 +24,7 @@ pkgs=(build-essential cmake pkg-config
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps clang-format libjansson-dev libinih-dev
       libjemalloc-dev  # the daemon's allocator
+      libzstd-dev  # LLVM's compression, for the daemon linked with LLVM's static archives
       libhiredis-dev liburiparser-dev  # the shared second cache level (Redis) and its URL
       redis-server  # test_remote starts its own on a private socket
       systemd  # systemd-analyze checks the installed units
