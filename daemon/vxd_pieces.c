@@ -163,9 +163,6 @@ void vxd_crew_destroy(vxd_crew *w) {
   free(w);
 }
 
-/* Takes pieces of m from its counter and compiles them with c from s
- * until none is left, or (stop_when_short) until the cores are
- * overcommitted.  Returns the number compiled. */
 /* Takes pieces of m (n in all) from its counter and compiles them with c
  * from s until none is left, or (stop_when_short) until the cores are
  * overcommitted.  Returns the number compiled. */
