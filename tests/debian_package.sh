@@ -20,8 +20,14 @@ depends=$(dpkg-deb -f "$deb" Depends)
 root=$work/root
 dpkg -x "$deb" "$root"
 needs=(libuv1 libsqlite3-0 libssl3 lld-22 mlir-22-tools picolibc-riscv64-unknown-elf)
-# libMLIR only when the daemon loads it (a build with VORTEXD_STATIC_LLVM=OFF)
-objdump -p "$root/usr/bin/vortexd" | grep -q 'NEEDED *libMLIR' && needs+=(libmlir-22)
+# the daemon holds LLVM and MLIR (VORTEXD_STATIC_LLVM, on by default: its
+# cold start binds no symbols of theirs); libmlir-22 only when it loads it
+if grep -q '^VORTEXD_STATIC_LLVM:BOOL=ON$' "$build/CMakeCache.txt"; then
+  ! objdump -p "$root/usr/bin/vortexd" | grep -E 'NEEDED +lib(MLIR|LLVM)' ||
+    fail "the packaged vortexd loads LLVM or MLIR, built with VORTEXD_STATIC_LLVM=ON"
+else
+  needs+=(libmlir-22)
+fi
 for d in "${needs[@]}"; do
   grep -q "\b$d\b" <<<"$depends" || fail "Depends lacks $d: $depends"
 done
