@@ -4,10 +4,11 @@
 # system), and uses it as installed: its dependencies are declared, its
 # daemon serves, its vxc compiles, its runtime runs a whole program on the
 # emulated device, its man pages open.
-#   debian_package.sh BUILD_DIR SOURCE_DIR
+#   debian_package.sh BUILD_DIR SOURCE_DIR static-llvm|shared-llvm
 set -euo pipefail
 build=$1
 src=$2
+llvm_link=$3 # how the build links vortexd (VORTEXD_STATIC_LLVM)
 work=$(mktemp -d /tmp/vxd-deb-XXXXXX)
 chmod 700 "$work"
 daemon=
@@ -22,7 +23,7 @@ dpkg -x "$deb" "$root"
 needs=(libuv1 libsqlite3-0 libssl3 lld-22 mlir-22-tools picolibc-riscv64-unknown-elf)
 # the daemon holds LLVM and MLIR (VORTEXD_STATIC_LLVM, on by default: its
 # cold start binds no symbols of theirs); libmlir-22 only when it loads it
-if grep -q '^VORTEXD_STATIC_LLVM:BOOL=ON$' "$build/CMakeCache.txt"; then
+if [ "$llvm_link" = static-llvm ]; then
   ! objdump -p "$root/usr/bin/vortexd" | grep -E 'NEEDED +lib(MLIR|LLVM)' ||
     fail "the packaged vortexd loads LLVM or MLIR, built with VORTEXD_STATIC_LLVM=ON"
 else

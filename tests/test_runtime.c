@@ -568,16 +568,25 @@ static int standin_starts(const char *path) {
   return n;
 }
 
+/* x[i] = i and y[i] = 2 (n floats each) registered as *mx and *my, and
+ * saxpy loaded: its function. */
+static void *saxpy_loaded(float *x, float *y, int n, memref1d *mx, memref1d *my) {
+  for (int i = 0; i < n; i++)
+    x[i] = (float)i, y[i] = 2.0f;
+  *mx = (memref1d){x, x, 0, n, 1};
+  *my = (memref1d){y, y, 0, n, 1};
+  mgpuMemHostRegisterMemRef(1, mx, 4);
+  mgpuMemHostRegisterMemRef(1, my, 4);
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  cr_assert_not_null(fn);
+  return fn;
+}
+
 static int saxpy_on_standin(void) {
   enum { N = 77 };
   float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
-  for (int i = 0; i < N; i++)
-    x[i] = (float)i, y[i] = 2.0f;
-  memref1d mx = {x, x, 0, N, 1}, my = {y, y, 0, N, 1};
-  mgpuMemHostRegisterMemRef(1, &mx, 4);
-  mgpuMemHostRegisterMemRef(1, &my, 4);
-  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
-  cr_assert_not_null(fn);
+  memref1d mx, my;
+  void *fn = saxpy_loaded(x, y, N, &mx, &my);
   launch_saxpy(fn, N, 0.5f, &mx, &my);
   for (int i = 0; i < N; i++)
     cr_assert_float_eq(y[i], 0.5f * (float)i + 2.0f, 1e-6, "y[%d] = %f", i, y[i]);
@@ -716,13 +725,8 @@ Test(runtime, a_libvortex_without_vortex2_h_refuses_3_0_kernels) {
   setenv("VORTEXD_LIBVORTEX", VXT_STANDIN_V1, 1);
   enum { N = 8 };
   float x[N], y[N];
-  for (int i = 0; i < N; i++)
-    x[i] = (float)i, y[i] = 2.0f;
-  memref1d mx = {x, x, 0, N, 1}, my = {y, y, 0, N, 1};
-  mgpuMemHostRegisterMemRef(1, &mx, 4);
-  mgpuMemHostRegisterMemRef(1, &my, 4);
-  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
-  cr_assert_not_null(fn);
+  memref1d mx, my;
+  void *fn = saxpy_loaded(x, y, N, &mx, &my);
   char log[300];
   snprintf(log, sizeof log, "%.200s/stderr.log", d.dir);
   fflush(stderr);
