@@ -299,37 +299,77 @@ Test(runtime, vxc_run_executes_a_whole_program) {
   cr_assert_not_null(strstr(st, "\"hits\":1,"), "the second run's launch hit: %s", st);
 }
 
-/* A program's kernels run on the emulated device whatever the daemon
- * compiles them for: Vortex 2.x or 3.0 (then started by the emulated
- * scheduler), RV32 or RV64 (8-byte device pointers in the argument
- * buffer); the program prints the same. */
-Test(runtime, programs_run_on_every_target_the_daemon_compiles_for) {
-  static const char *const targets[] = {"vortex3-rv32", "vortex2-rv64", "vortex3-rv64"};
+/* An SDK directory for target (vortexN-rvM) in dir/sdk-TARGET, with the
+ * emulator's device runtime standing in for Vortex's kernel SDK (link.ld
+ * and that kernel ABI's startup objects, of that width); its path in sdk. */
+static void make_sdk_for(const char *dir, const char *target, char *sdk, size_t cap) {
+  char cmd[1024], out[512];
+  const char *obj = strstr(target, "64") ? VXT_DEVICE_OBJ_DIR "/rv64" : VXT_DEVICE_OBJ_DIR;
+  snprintf(sdk, cap, "%.100s/sdk-%s", dir, target);
+  snprintf(cmd, sizeof cmd, "mkdir -p %s && ln -sf %s %s/link.ld && ln -sf %s/vx_tls.o %s/vx_print.o %s/",
+           sdk, VXT_DEVICE_LINK_LD, sdk, obj, obj, sdk);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  if (target[6] == '3')
+    snprintf(cmd, sizeof cmd, "ln -sf %s/vx_kmu.o %s/", obj, sdk);
+  else
+    snprintf(cmd, sizeof cmd, "ln -sf %s/vx_start.o %s/vx_spawn.o %s/", obj, obj, sdk);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+}
+
+/* Runs each of files (NULL-terminated) with `vxc run` against a daemon of
+ * its own that compiles for target (a --target value), on three devices
+ * in turn: the emulated one with its kept devices, the emulated one with
+ * a new device every launch, and the Vortex backend through the stand-in
+ * libvortex of that width; checks each output with FileCheck-22 against
+ * the file's CHECK lines, then that the daemon compiled for that target.
+ * Fails the test, naming the file, target and device, otherwise. */
+static void run_on_target(const char *target, const char *const *files) {
   static char out[65536];
-  for (unsigned i = 0; i < 3; i++) {
-    vxt_daemon t = {0};
-    char flag[64], cmd[2048], log[256], fc[4096];
-    snprintf(flag, sizeof flag, "--target=%s", targets[i]);
-    cr_assert_eq(vxt_daemon_start(&t, flag), 0);
-    snprintf(log, sizeof log, "%.100s/run.out", t.dir);
-    snprintf(cmd, sizeof cmd,
-             "timeout 300 %s --no-spawn --socket %s run %s > %s 2>&1; %s %s --input-file=%s 2>&1", VXT_VXC,
-             t.sock, VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir", log, VXT_FILECHECK,
-             VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir", log);
-    int rc = vxt_run(cmd, fc, sizeof fc);
-    size_t n;
-    char *printed = vxt_read_file(log, &n);
-    snprintf(out, sizeof out, "%s", printed ? printed : "");
-    free(printed);
-    cr_assert_eq(rc, 0, "%s: %s\n%s", targets[i], out, fc);
-    snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s ls --json", VXT_VXC, t.sock);
-    cr_assert_eq(vxt_run(cmd, fc, sizeof fc), 0);
-    char want[64];
-    snprintf(want, sizeof want, "vortex_abi=%c;xlen=%s", targets[i][6],
-             strstr(targets[i], "64") ? "64" : "32");
-    cr_assert_not_null(strstr(fc, want), "%s: the module compiled for it: %s", targets[i], fc);
-    cr_assert_eq(vxt_daemon_stop(&t), 0);
-  }
+  vxt_daemon t = {0};
+  char flag[64], cmd[4096], log[256], fc[4096], sdk[256], standin[1024];
+  snprintf(flag, sizeof flag, "--target=%s", target);
+  cr_assert_eq(vxt_daemon_start(&t, flag), 0);
+  make_sdk_for(t.dir, target, sdk, sizeof sdk);
+  snprintf(standin, sizeof standin,
+           "VORTEXD_DEVICE=vortex VORTEXD_LIBVORTEX=%s VORTEXD_VORTEX_SDK=%s VORTEX_STANDIN_XLEN=%s",
+           VXT_STANDIN, sdk, strstr(target, "64") ? "64" : "32");
+  const char *envs[] = {"", "VORTEXD_EMULATED_DEVICES=0", standin};
+  snprintf(log, sizeof log, "%.100s/run.out", t.dir);
+  for (const char *const *f = files; *f; f++)
+    for (unsigned e = 0; e < 3; e++) {
+      snprintf(cmd, sizeof cmd,
+               "%s timeout 300 %s --no-spawn --socket %s run %s > %s 2>&1; %s %s --input-file=%s 2>&1",
+               envs[e], VXT_VXC, t.sock, *f, log, VXT_FILECHECK, *f, log);
+      int rc = vxt_run(cmd, fc, sizeof fc);
+      size_t n;
+      char *printed = vxt_read_file(log, &n);
+      snprintf(out, sizeof out, "%s", printed ? printed : "");
+      free(printed);
+      cr_assert_eq(rc, 0, "%s on %s (%s): %s\n%s", *f, target, envs[e], out, fc);
+    }
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s ls --json", VXT_VXC, t.sock);
+  cr_assert_eq(vxt_run(cmd, fc, sizeof fc), 0);
+  char want[64];
+  snprintf(want, sizeof want, "vortex_abi=%c;xlen=%s", target[6], strstr(target, "64") ? "64" : "32");
+  cr_assert_not_null(strstr(fc, want), "%s: the module compiled for it: %s", target, fc);
+  cr_assert_eq(vxt_daemon_stop(&t), 0);
+}
+
+static const char *const every_target[] = {"vortex2-rv32", "vortex2-rv64", "vortex3-rv32", "vortex3-rv64"};
+
+/* A program's kernels run whatever the daemon compiles them for: Vortex
+ * 2.x or 3.0 (then started by the emulated scheduler), RV32 or RV64
+ * (8-byte device pointers in the argument buffer), on each device; the
+ * program prints the same.  Writable module variables (CUDA's __device__
+ * int t = 100;) start at their initializers and keep their values from
+ * one launch of their module to the next, other modules' launches in
+ * between. */
+Test(runtime, programs_run_on_every_target_and_device) {
+  static const char *const files[] = {VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir",
+                                      VXT_KERNELS_DIR "/../programs/module_variable_initializer.mlir",
+                                      VXT_KERNELS_DIR "/../programs/module_variable_counters.mlir", NULL};
+  for (unsigned i = 0; i < 4; i++)
+    run_on_target(every_target[i], files);
 }
 
 /* A host side in the async dialect lowers the upstream way and runs with

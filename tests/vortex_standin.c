@@ -139,10 +139,10 @@ static uint32_t standin_xlen(void) {
 
 /* Runs kernel image k on a new emulated device of configuration c with
  * every buffer of d mapped, mscratch = args: as Vortex 2.x does (l NULL:
- * the image's main) or as 3.0's scheduler runs launch *l; the buffers
- * read back after.  0 or -1 (said on stderr). */
-static int run_image(device *d, const buffer *k, uint32_t args, const vxs_config *c,
-                     const vxs_kmu_launch *l) {
+ * the image's main) or as 3.0's scheduler runs launch *l; the buffers and
+ * the image's own memory (its writable data: device memory keeps it, as a
+ * device's does) read back after.  0 or -1 (said on stderr). */
+static int run_image(device *d, buffer *k, uint32_t args, const vxs_config *c, const vxs_kmu_launch *l) {
   vxs_device *emu = NULL;
   vxs_report rep;
   memset(&rep, 0, sizeof rep);
@@ -154,6 +154,7 @@ static int run_image(device *d, const buffer *k, uint32_t args, const vxs_config
   if (!rc)
     for (buffer *b = d->buffers; !rc && b; b = b->next)
       rc = vxs_mem_read(emu, b->addr, b->bytes, b->size) != 0;
+  if (!rc) rc = vxs_mem_read(emu, k->entry, k->bytes, k->size) != 0;
   if (rc && rep.error[0]) fprintf(stderr, "vortex stand-in: %s\n", rep.error);
   if (emu) vxs_device_destroy(emu);
   starts += !rc;

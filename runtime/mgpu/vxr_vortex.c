@@ -15,6 +15,14 @@
  * and the argument buffer, with vx_upload_bytes).  The arena is one device
  * buffer (vx_mem_alloc), copied in and out around each launch.
  *
+ * Images all start at STARTUP_ADDR, so one is on the device at a time.
+ * When another module's image replaces it, its bytes as the device left
+ * them (its module's variables, which CUDA keeps for the module's
+ * lifetime) are read back and kept, and uploaded instead of the linked
+ * image when that module launches again: each module sees its own memory,
+ * as if it had stayed on the device.  A failed launch forgets them: its
+ * module starts again from the linked image.
+ *
  * Vortex 3.0 kernels go through the queue API of vortex2.h when the loaded
  * libvortex has it (its entry points found with dlsym; its device and
  * buffer handles are vortex.h's): the image in a buffer reserved at its
@@ -72,7 +80,20 @@ typedef struct {
   uint64_t resident;
   vx_buffer_h resident_buf;
   int resident_v2;
+  size_t resident_size;     /* its .vxbin's bytes, header included */
+  uint8_t resident_hdr[16]; /* its .vxbin's header (min_vma, max_vma) */
+  struct vxr__vx_saved *saved;
 } vxr__vortex;
+
+/* An image another replaced on the device: its .vxbin (header, then the
+ * bytes the device held) under its vxr_launch.image_id.  At most one per
+ * module the program loaded (the runtime never unloads one). */
+typedef struct vxr__vx_saved {
+  uint64_t id;
+  uint8_t *vxbin;
+  size_t size;
+  struct vxr__vx_saved *next;
+} vxr__vx_saved;
 
 /* vortex2.h's vx_queue_info_t and vx_launch_info_t, as it declares them. */
 typedef struct {
@@ -173,6 +194,47 @@ static int vxr__vx_is_resident(const vxr__vortex *v, const vxr_launch *l, int v2
   return v->resident && v->resident == l->image_id && v->resident_v2 == v2;
 }
 
+/* The saved bytes of image id, or NULL. */
+static vxr__vx_saved *vxr__vx_saved_of(vxr__vortex *v, uint64_t id) {
+  for (vxr__vx_saved *s = v->saved; s; s = s->next)
+    if (s->id == id) return s;
+  return NULL;
+}
+
+/* What l uploads: its image's saved bytes when another replaced it on the
+ * device before, else the linked image. */
+static const uint8_t *vxr__vx_image_bytes(vxr__vortex *v, const vxr_launch *l) {
+  vxr__vx_saved *s = vxr__vx_saved_of(v, l->image_id);
+  return s && s->size == l->elf_size ? s->vxbin : l->elf;
+}
+
+/* Reads the resident image's bytes back from the device into its saved
+ * copy, before another image replaces it.  0, or -1 with a message in err
+ * (nothing is kept then: the module starts again from its linked image). */
+static int vxr__vx_save(vxr__vortex *v, char *err, size_t errcap) {
+  vxr__vx_saved *s = vxr__vx_saved_of(v, v->resident);
+  if (!s) {
+    if (!(s = calloc(1, sizeof *s)) || !(s->vxbin = malloc(v->resident_size))) {
+      free(s);
+      snprintf(err, errcap, "out of memory keeping a module's device memory");
+      return -1;
+    }
+    s->id = v->resident, s->size = v->resident_size;
+    s->next = v->saved, v->saved = s;
+  }
+  memcpy(s->vxbin, v->resident_hdr, 16);
+  size_t n = v->resident_size - 16;
+  int rc = v->resident_v2 ? (v->enqueue_read(v->queue, s->vxbin + 16, v->resident_buf, 0, n, 0, NULL, NULL) ||
+                             v->queue_finish(v->queue, UINT64_MAX))
+                          : v->copy_from_dev(s->vxbin + 16, v->resident_buf, 0, n);
+  if (rc != 0) {
+    s->size = 0; /* unusable: the linked image is uploaded instead */
+    snprintf(err, errcap, "Vortex runtime: reading a module's device memory back failed");
+    return -1;
+  }
+  return 0;
+}
+
 /* Forgets the image on the device, releasing its buffer. */
 static void vxr__vx_evict(vxr__vortex *v) {
   if (v->resident_buf) {
@@ -184,9 +246,26 @@ static void vxr__vx_evict(vxr__vortex *v) {
   v->resident = 0, v->resident_buf = NULL;
 }
 
+/* Forgets what a failed launch of the resident image left: the image and
+ * its saved bytes. */
+static void vxr__vx_evict_failed(vxr__vortex *v) {
+  vxr__vx_saved *s = vxr__vx_saved_of(v, v->resident);
+  if (s) s->size = 0;
+  vxr__vx_evict(v);
+}
+
+/* Makes room for l's image: the resident one, another module's, is saved
+ * (vxr__vx_save) and evicted.  0, or -1 with a message in err. */
+static int vxr__vx_replace(vxr__vortex *v, const vxr_launch *l, char *err, size_t errcap) {
+  int rc = v->resident && v->resident != l->image_id ? vxr__vx_save(v, err, errcap) : 0;
+  vxr__vx_evict(v);
+  return rc;
+}
+
 /* Records that l's image is now on the device in buf. */
 static void vxr__vx_keep(vxr__vortex *v, const vxr_launch *l, vx_buffer_h buf, int v2) {
-  v->resident = l->image_id, v->resident_buf = buf, v->resident_v2 = v2;
+  v->resident = l->image_id, v->resident_buf = buf, v->resident_v2 = v2, v->resident_size = l->elf_size;
+  memcpy(v->resident_hdr, l->elf, 16);
 }
 
 /* Runs a Vortex 3.0 kernel through vortex2.h's queue (see the file
@@ -208,10 +287,11 @@ static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, si
   int rc = !v->queue && v->queue_create(v->dev, &qi, &v->queue) != 0 ? 1 : 0;
   if (!rc && !vxr__vx_is_resident(v, l, 1)) {
     vx_buffer_h kernel = NULL;
-    vxr__vx_evict(v); /* one image at a time: they all start at STARTUP_ADDR */
-    rc = v->buffer_reserve(v->dev, lo, hi - lo, VXR__MEM_READ_WRITE, &kernel) != 0         ? 2
-         : v->enqueue_write(v->queue, kernel, 0, l->elf + 16, hi - lo, 0, NULL, NULL) != 0 ? 4
-                                                                                           : 0;
+    const uint8_t *bytes = vxr__vx_image_bytes(v, l);
+    rc = vxr__vx_replace(v, l, err, errcap) != 0                                          ? 8
+         : v->buffer_reserve(v->dev, lo, hi - lo, VXR__MEM_READ_WRITE, &kernel) != 0      ? 2
+         : v->enqueue_write(v->queue, kernel, 0, bytes + 16, hi - lo, 0, NULL, NULL) != 0 ? 4
+                                                                                          : 0;
     if (rc && kernel) v->buffer_release(kernel);
     if (!rc) vxr__vx_keep(v, l, kernel, 1);
   }
@@ -232,8 +312,8 @@ static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, si
                                      "launching the kernel",
                                      "reading device memory back",
                                      "waiting for the queue"};
-  if (rc) snprintf(err, errcap, "Vortex runtime (vortex2.h): %s failed", what[rc]);
-  if (rc >= 5) vxr__vx_evict(v); /* what a failed launch left is not trusted */
+  if (rc && rc < 8) snprintf(err, errcap, "Vortex runtime (vortex2.h): %s failed", what[rc]);
+  if (rc >= 5 && rc < 8) vxr__vx_evict_failed(v); /* what a failed launch left is not trusted */
   if (args) v->buffer_release(args);
   return rc ? -EIO : 0;
 }
@@ -248,8 +328,10 @@ static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t er
   int rc = v->copy_to_dev(v->arena, l->arena, 0, l->arena_size) != 0 ? 1 : 0;
   if (!rc && !vxr__vx_is_resident(v, l, 0)) {
     vx_buffer_h kernel = NULL;
-    vxr__vx_evict(v);
-    rc = v->upload_kernel_bytes(v->dev, l->elf, l->elf_size, &kernel) != 0 ? 2 : 0;
+    const uint8_t *bytes = vxr__vx_image_bytes(v, l);
+    rc = vxr__vx_replace(v, l, err, errcap) != 0                            ? 7
+         : v->upload_kernel_bytes(v->dev, bytes, l->elf_size, &kernel) != 0 ? 2
+                                                                            : 0;
     if (!rc) vxr__vx_keep(v, l, kernel, 0);
   }
   rc = rc                                                                   ? rc
@@ -265,8 +347,8 @@ static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t er
                                      "starting the kernel",
                                      "waiting for the kernel",
                                      "copying device memory back"};
-  if (rc) snprintf(err, errcap, "Vortex runtime: %s failed", what[rc]);
-  if (rc == 4 || rc == 5) vxr__vx_evict(v); /* what a failed launch left is not trusted */
+  if (rc && rc < 7) snprintf(err, errcap, "Vortex runtime: %s failed", what[rc]);
+  if (rc == 4 || rc == 5) vxr__vx_evict_failed(v); /* what a failed launch left is not trusted */
   if (v->mem_free && args) v->mem_free(args);
   return rc ? -EIO : 0;
 }

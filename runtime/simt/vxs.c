@@ -394,6 +394,9 @@ int vxs_load_elf(vxs_device *d, const void *image, size_t size, const char **why
     if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz) continue;
     memcpy(d->image_init + (ph.p_vaddr - lo), copy + ph.p_offset, ph.p_filesz);
   }
+  /* device memory holds the image from now on, as a loader's copy would:
+   * the kept ranges a run starts from are read from it */
+  vxs_mem_write(d, d->image_addr, d->image_init, d->image_size);
   if ((rc = vxs__read_symbols(d, e)) != 0) goto out;
   d->entry = (uint32_t)eh.e_entry;
   d->loaded_image = true;
@@ -459,6 +462,7 @@ int vxs_load_image(vxs_device *d, uint32_t addr, const void *image, uint32_t siz
   memcpy(d->image_init, image, size);
   d->image_addr = addr;
   d->image_size = mapped;
+  vxs_mem_write(d, addr, d->image_init, mapped);
   d->entry = addr;
   d->loaded_image = true;
   return 0;
