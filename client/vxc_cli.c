@@ -489,9 +489,32 @@ static void print_diagnostics(const vxp_response *r) {
     put_shown(stderr, r->diags[i]), fputc('\n', stderr);
 }
 
+/* Writes a message of several lines (a linker's output the daemon
+ * quotes) to f, each line after the first indented by four spaces, so
+ * none can pass for a line of vxc's own; each line escaped as above, the
+ * whole cut at 4 KiB with "...". */
+static void put_lines(FILE *f, const char *s) {
+  const char *p = s ? s : "";
+  for (size_t left = 4096; *p;) {
+    size_t n = strcspn(p, "\n");
+    char *line = strndup(p, n < left ? n : left);
+    put_shown(f, line ? line : "");
+    free(line);
+    if (n >= left) {
+      fputs("...", f);
+      break;
+    }
+    left -= n;
+    p += n;
+    if (*p == '\n' && *++p) fputs("\n    ", f);
+  }
+}
+
 /* "vxc: STATUS: message" for a reply that did not succeed. */
 static void print_status(const vxp_response *r) {
-  fprintf(stderr, "vxc: %s: %s\n", vxp_status_name(r->status), shown(r->message));
+  fprintf(stderr, "vxc: %s: ", vxp_status_name(r->status));
+  put_lines(stderr, r->message);
+  fputc('\n', stderr);
 }
 
 /* Prints diagnostics, writes the object where t says (named after name),

@@ -13,11 +13,13 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -370,6 +372,125 @@ Test(runtime, programs_run_on_every_target_and_device) {
                                       VXT_KERNELS_DIR "/../programs/module_variable_counters.mlir", NULL};
   for (unsigned i = 0; i < 4; i++)
     run_on_target(every_target[i], files);
+}
+
+/* A whole program whose kernel @mix has n steps of straight-line code
+ * (three instructions or more each): a = in[t], then a += (a ^ k_i)^2 for
+ * constants k_i, all mod 2^32, out[t] = a, for t < 4 and in[t] = t.  Its
+ * CHECK line holds the results computed here.  Written to path. */
+static void write_big_kernel_program(const char *path, unsigned n) {
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "module attributes {gpu.container_module} {\n  gpu.module @big {\n"
+             "    gpu.func @mix(%%in: memref<?xi32>, %%out: memref<?xi32>) kernel {\n"
+             "      %%t = gpu.thread_id x\n      %%a0 = memref.load %%in[%%t] : memref<?xi32>\n");
+  for (unsigned i = 0; i < n; i++)
+    fprintf(f,
+            "      %%k%u = arith.constant %u : i32\n      %%x%u = arith.xori %%a%u, %%k%u : i32\n"
+            "      %%m%u = arith.muli %%x%u, %%x%u : i32\n      %%a%u = arith.addi %%m%u, %%a%u : i32\n",
+            i, (uint32_t)(i * 2654435761u) & 0x7FFFFFFFu, i, i, i, i, i, i, i + 1, i, i);
+  fprintf(f, "      memref.store %%a%u, %%out[%%t] : memref<?xi32>\n      gpu.return\n    }\n  }\n", n);
+  fprintf(f, "  // CHECK: [");
+  for (uint32_t t = 0; t < 4; t++) {
+    uint32_t a = t;
+    for (unsigned i = 0; i < n; i++) {
+      uint32_t x = a ^ ((uint32_t)(i * 2654435761u) & 0x7FFFFFFFu);
+      a = x * x + a;
+    }
+    fprintf(f, "%s%d", t ? ",  " : "", (int32_t)a);
+  }
+  fprintf(f,
+          "]\n"
+          "  func.func @main() {\n    %%c0 = arith.constant 0 : index\n    %%c1 = arith.constant 1 : index\n"
+          "    %%c4 = arith.constant 4 : index\n    %%h = memref.alloc() : memref<4xi32>\n"
+          "    scf.for %%i = %%c0 to %%c4 step %%c1 {\n      %%v = arith.index_cast %%i : index to i32\n"
+          "      memref.store %%v, %%h[%%i] : memref<4xi32>\n    }\n"
+          "    %%in = gpu.alloc () : memref<4xi32>\n    %%out = gpu.alloc () : memref<4xi32>\n"
+          "    gpu.memcpy %%in, %%h : memref<4xi32>, memref<4xi32>\n"
+          "    %%di = memref.cast %%in : memref<4xi32> to memref<?xi32>\n"
+          "    %%do = memref.cast %%out : memref<4xi32> to memref<?xi32>\n"
+          "    gpu.launch_func @big::@mix blocks in (%%c1, %%c1, %%c1) threads in (%%c4, %%c1, %%c1)\n"
+          "        args(%%di : memref<?xi32>, %%do : memref<?xi32>)\n"
+          "    gpu.memcpy %%h, %%out : memref<4xi32>, memref<4xi32>\n"
+          "    %%u = memref.cast %%h : memref<4xi32> to memref<*xi32>\n"
+          "    call @printMemrefI32(%%u) : (memref<*xi32>) -> ()\n    return\n  }\n"
+          "  func.func private @printMemrefI32(memref<*xi32>)\n}\n");
+  cr_assert_eq(fclose(f), 0);
+}
+
+/* Kernels of realistic size link and run on every target: 1000 steps
+ * make over 16 KiB of code (the object's .text, checked), past what a
+ * PC-relative reference to an absolute symbol reaches from an RV64
+ * image at 0x80000000. */
+Test(runtime, a_kernel_of_more_than_16_kib_of_code_runs_on_every_target) {
+  char path[256], obj[256], cmd[2048], out[256];
+  snprintf(path, sizeof path, "%.100s/big.mlir", d.dir);
+  snprintf(obj, sizeof obj, "%.100s/big.o", d.dir);
+  write_big_kernel_program(path, 1000);
+  for (unsigned i = 0; i < 4; i++) {
+    snprintf(cmd, sizeof cmd,
+             "%s --no-spawn --socket %s compile --target %s %s -o %s && riscv64-unknown-elf-size -A %s | "
+             "awk '$1 == \".text\" { print $2 }'",
+             VXT_VXC, d.sock, every_target[i], path, obj, obj);
+    cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+    unsigned long size = strtoul(out, NULL, 10);
+    cr_assert_geq(size, 16384ul, "%s: the module has %lu bytes of code", every_target[i], size);
+    const char *const files[] = {path, NULL};
+    run_on_target(every_target[i], files);
+  }
+}
+
+/* A link that fails says why in the linker's own words: an SDK without
+ * vx_spawn.o (vx_spawn_threads and the thread model's variables
+ * undefined) through the daemon's image link (vxc compile) and the
+ * runtime's (the Vortex backend), and a device directory without it
+ * through the emulated backend's. */
+Test(runtime, link_failures_quote_the_linker) {
+  char sdk[256], run[256], cache[256], cmd[4096], out[8192];
+  snprintf(sdk, sizeof sdk, "%.100s/sdk-no-spawn", d.dir);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && ln -s %s %s/link.ld && cd %s && ln -s %s/vx_start.o %s/vx_tls.o %s/vx_print.o .",
+           sdk, VXT_DEVICE_LINK_LD, sdk, sdk, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR, VXT_DEVICE_OBJ_DIR);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  /* the daemon links the image: vxc compile fails, quoting ld.lld, and writes nothing */
+  snprintf(run, sizeof run, "%.100s/sdk-run", d.dir);
+  snprintf(cache, sizeof cache, "%.100s/sdk-cache", d.dir);
+  cr_assert_eq(mkdir(run, 0700), 0);
+  const char *const args[] = {"--vortex-sdk", sdk, NULL};
+  char log[256];
+  snprintf(log, sizeof log, "%.100s/sdk-daemon.log", d.dir);
+  char sock[300];
+  snprintf(sock, sizeof sock, "%s/sock", run);
+  pid_t pid = vxt_daemon_start_logged(sock, cache, log, 0, NULL, args);
+  cr_assert_gt(pid, 0);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && %s --no-spawn --socket %s compile %s/saxpy.mlir 2>&1; echo rc=$?; ls saxpy.o 2>&1",
+           d.dir, VXT_VXC, sock, VXT_EXAMPLES_DIR);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "ld.lld failed (exit status 1):\n    ld.lld-22: error: undefined symbol: "),
+                     "%s", out);
+  cr_assert_not_null(strstr(out, "rc=2\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "No such file"), "no object written: %s", out);
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+  /* the runtime links the image for the Vortex backend */
+  snprintf(cmd, sizeof cmd,
+           "env -u VORTEXD_RUNTIME_ERRORS VORTEXD_DEVICE=vortex VORTEXD_LIBVORTEX=%s VORTEXD_VORTEX_SDK=%s "
+           "%s --no-spawn --socket %s run %s 2>&1; echo rc=$?",
+           VXT_STANDIN, sdk, VXT_VXC, d.sock, VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir");
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "ld.lld failed (exit status 1):\nld.lld-22: error: undefined symbol: "),
+                     "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
+  /* and for the emulated device, from a device directory */
+  snprintf(
+      cmd, sizeof cmd,
+      "env -u VORTEXD_RUNTIME_ERRORS VORTEXD_DEVICE_DIR=%s %s --no-spawn --socket %s run %s 2>&1; echo rc=$?",
+      sdk, VXT_VXC, d.sock, VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir");
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "ld.lld-22: error: cannot open "), "%s", out);
+  cr_assert_not_null(strstr(out, "vx_spawn.o"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
 }
 
 /* A host side in the async dialect lowers the upstream way and runs with

@@ -339,7 +339,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   if (!f) return;
   pthread_mutex_lock(&vxr.mu);
   const vxp_kernel *k = &f->m->r.kernels[f->kernel];
-  char err[1024] = "";
+  char err[4096] = "";
   const void **values = calloc(k->nargs ? k->nargs : 1, sizeof *values);
   /* device addresses, as wide as a register of the kernel's target can
    * hold (vxc_pack_args copies the record's size: 4 or 8 bytes) */

@@ -91,7 +91,10 @@ done:
 struct vxr_rlink {
   pid_t pid;
   uint32_t n;
-  int out;  /* read end of the child's stdout */
+  int out;                          /* read end of the child's stdout */
+  int diag;                         /* read end of its stderr */
+  char text[VXR_LINK_DIAG_MAX + 1]; /* the first bytes it wrote there */
+  size_t text_len;
   int in[]; /* write ends, one per input */
 };
 
@@ -105,9 +108,9 @@ static int vxr__fd_above(int fd, int min) {
 }
 
 /* Starts `lld pre... /dev/fd/3 .. /dev/fd/(3+n-1) post... -o -`: n inputs
- * from pipes (given by vxr_rlink_finish), the output on a pipe, stdin and
- * stderr /dev/null.  0 and *out, or a negative errno with a message in
- * err. */
+ * from pipes (given by vxr_rlink_finish), the output and the diagnostics
+ * (stderr) on pipes, stdin /dev/null.  0 and *out, or a negative errno
+ * with a message in err. */
 static int vxr__lld_start(const char *lld, const char *const *pre, int npre, uint32_t n, char *const *post,
                           int npost, vxr_rlink **out, char *err, size_t errcap) {
   *out = NULL;
@@ -123,9 +126,9 @@ static int vxr__lld_start(const char *lld, const char *const *pre, int npre, uin
     free(l), free(child_in), free(argv), free(names);
     return -ENOMEM;
   }
-  int high = 3 + (int)n + 8, child_out = -1, rc = 0;
+  int high = 3 + (int)n + 8, child_out = -1, child_diag = -1, rc = 0;
   l->n = n;
-  l->out = -1;
+  l->out = l->diag = -1;
   for (uint32_t i = 0; i < n; i++)
     l->in[i] = child_in[i] = -1;
   for (uint32_t i = 0; i < n && rc == 0; i++) {
@@ -137,6 +140,9 @@ static int vxr__lld_start(const char *lld, const char *const *pre, int npre, uin
   int p[2];
   if (rc == 0 && (pipe(p) != 0 || (l->out = vxr__fd_above(p[0], high)) < 0 ||
                   (child_out = vxr__fd_above(p[1], high)) < 0))
+    rc = -errno;
+  if (rc == 0 && (pipe(p) != 0 || (l->diag = vxr__fd_above(p[0], high)) < 0 ||
+                  (child_diag = vxr__fd_above(p[1], high)) < 0))
     rc = -errno;
   posix_spawn_file_actions_t fa;
   if (rc == 0 && posix_spawn_file_actions_init(&fa) == 0) {
@@ -154,7 +160,7 @@ static int vxr__lld_start(const char *lld, const char *const *pre, int npre, uin
     argv[a++] = (char *)"-o", argv[a++] = (char *)"-", argv[a] = NULL;
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, child_out, 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, child_diag, 2);
     int e = posix_spawn(&l->pid, lld, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (e != 0) rc = -e;
@@ -164,6 +170,7 @@ static int vxr__lld_start(const char *lld, const char *const *pre, int npre, uin
   for (uint32_t i = 0; i < n; i++)
     if (child_in[i] >= 0) close(child_in[i]);
   if (child_out >= 0) close(child_out);
+  if (child_diag >= 0) close(child_diag);
   free(child_in), free(argv), free(names);
   if (rc != 0) {
     snprintf(err, errcap, "cannot start %s: %s", lld, strerror(-rc));
@@ -185,6 +192,7 @@ void vxr_rlink_cancel(vxr_rlink *l) {
   for (uint32_t i = 0; i < l->n; i++)
     if (l->in[i] >= 0) close(l->in[i]);
   if (l->out >= 0) close(l->out);
+  if (l->diag >= 0) close(l->diag);
   if (l->pid > 0) {
     kill(l->pid, SIGKILL);
     while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR) {
@@ -193,13 +201,34 @@ void vxr_rlink_cancel(vxr_rlink *l) {
   free(l);
 }
 
+/* Reads what l's ld.lld wrote to its stderr: the first VXR_LINK_DIAG_MAX
+ * bytes are kept in l->text, the rest read and dropped (so it never
+ * blocks on a full pipe); at its end, or on an error, the pipe is
+ * closed. */
+static void vxr__read_diag(vxr_rlink *l) {
+  char buf[4096];
+  ssize_t r = read(l->diag, buf, sizeof buf);
+  if (r < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (r <= 0) {
+    close(l->diag);
+    l->diag = -1;
+    return;
+  }
+  size_t keep = VXR_LINK_DIAG_MAX - l->text_len < (size_t)r ? VXR_LINK_DIAG_MAX - l->text_len : (size_t)r;
+  memcpy(l->text + l->text_len, buf, keep);
+  l->text_len += keep;
+  while (l->text_len && l->text[l->text_len - 1] == '\n') /* no closing newline */
+    l->text_len--;
+  l->text[l->text_len] = '\0';
+}
+
 int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *sizes, uint8_t **out,
                      size_t *out_size, char *err, size_t errcap) {
   *out = NULL;
   *out_size = 0;
   uint32_t n = l->n;
   size_t *sent = calloc(n, sizeof *sent), cap = 0, len = 0;
-  struct pollfd *fds = calloc(n + 1, sizeof *fds);
+  struct pollfd *fds = calloc(n + 2, sizeof *fds);
   uint8_t *buf = NULL;
   int rc = sent && fds ? 0 : -ENOMEM;
   /* a child that stops reading makes a write fail with EPIPE, not kill
@@ -217,11 +246,14 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
     nfds_t k = 0;
     for (uint32_t i = 0; i < n; i++)
       if (l->in[i] >= 0) fds[k++] = (struct pollfd){.fd = l->in[i], .events = POLLOUT};
+    const nfds_t at_out = k, at_diag = k + 1;
     fds[k++] = (struct pollfd){.fd = l->out, .events = POLLIN};
+    if (l->diag >= 0) fds[k++] = (struct pollfd){.fd = l->diag, .events = POLLIN};
     if (poll(fds, k, -1) < 0) {
       if (errno != EINTR) rc = -errno;
       continue;
     }
+    if (l->diag >= 0 && fds[at_diag].revents) vxr__read_diag(l);
     /* fds[] holds the open inputs in input order, then the output */
     for (uint32_t i = 0, j = 0; i < n; i++) {
       if (l->in[i] < 0 || !fds[j++].revents) continue;
@@ -237,7 +269,7 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
         l->in[i] = -1;
       }
     }
-    if (rc || !fds[k - 1].revents) continue;
+    if (rc || !fds[at_out].revents) continue;
     if (len == cap) {
       size_t ncap = cap ? cap * 2 : 1u << 16;
       uint8_t *nb = ncap <= (1u << 30) ? realloc(buf, ncap) : NULL;
@@ -258,18 +290,20 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
     if (l->in[i] >= 0) close(l->in[i]), l->in[i] = -1;
   close(l->out);
   l->out = -1;
+  if (rc != 0) kill(l->pid, SIGKILL);
+  while (l->diag >= 0) /* the rest of what it says, up to its exit */
+    vxr__read_diag(l);
   sigset_t pending;
   if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&old_mask, SIGPIPE))
     sigtimedwait(&pipe_only, NULL, &(struct timespec){0, 0});
   pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
   int st = 0;
-  if (rc != 0) kill(l->pid, SIGKILL);
   while (waitpid(l->pid, &st, 0) < 0 && errno == EINTR) {
   }
   l->pid = 0;
   if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0 && len > 0)) {
-    snprintf(err, errcap, "ld.lld -r of %u objects failed (%s %d)", n,
-             WIFSIGNALED(st) ? "signal" : "exit status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    snprintf(err, errcap, "ld.lld failed (%s %d)%s%s", WIFSIGNALED(st) ? "signal" : "exit status",
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), l->text_len ? ":\n" : "", l->text);
     rc = -EIO;
   } else if (rc != 0) {
     snprintf(err, errcap, "feeding ld.lld -r: %s", strerror(-rc));
@@ -311,9 +345,9 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
   vxr_rlink *l;
   int rc = vxr__lld_start(lld, pre, 3, 1, post, ninputs + 2, &l, err, errcap);
   if (rc != 0) return rc; /* err says why ld.lld did not start */
-  rc = vxr_rlink_finish(l, &obj, &obj_size, elf, elf_size, err, errcap);
-  if (rc != 0 && rc != -ENOMEM)
-    snprintf(err, errcap, "linking kernel %s with %s (%s) failed", entry, script, lld);
+  char why[VXR_LINK_DIAG_MAX + 64];
+  rc = vxr_rlink_finish(l, &obj, &obj_size, elf, elf_size, why, sizeof why);
+  if (rc != 0) snprintf(err, errcap, "linking kernel %s with %s: %s", entry, script, why);
   return rc;
 }
 

@@ -13,12 +13,18 @@
 /* Most objects one relocatable link takes (a descriptor each). */
 #define VXR_LINK_MAX_INPUTS 512u
 
+/* Most bytes of ld.lld's own diagnostics a failed link's message quotes
+ * (the rest is read and dropped). */
+#define VXR_LINK_DIAG_MAX 1536u
+
 /* Links n relocatable objects (objects[i], sizes[i] bytes, at most 1 GiB
  * out), in that order, into one relocatable object: `ld.lld -r` (the
  * ld.lld at lld) reading them from pipes and writing the output to
  * another, so nothing goes through the file system and the output depends
  * only on the inputs and their order.  Returns 0 with *out (malloc()) /
- * *out_size, or a negative errno with a message in err.  Runs ld.lld as a
+ * *out_size, or a negative errno with a message in err (a failed link's
+ * quotes ld.lld's own diagnostics, up to VXR_LINK_DIAG_MAX bytes; inputs
+ * are named there /dev/fd/3, /dev/fd/4, ... in order).  Runs ld.lld as a
  * child process (posix_spawn); any thread.  vxr_rlink_start() then
  * vxr_rlink_finish(). */
 int vxr_link_relocatable(const char *lld, uint32_t n, const uint8_t *const *objects, const size_t *sizes,
