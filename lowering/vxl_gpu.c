@@ -198,6 +198,69 @@ static int vxl__lower_assert(vxl__rw *rw, MlirOperation op) {
   return 0;
 }
 
+/* gpu.shuffle's width must not exceed the warp: the op requires the first
+ * `width` lanes of the subgroup to be active, which a wider width cannot
+ * have (CUDA leaves such a __shfl undefined; on Vortex, the lanes past the
+ * warp do not exist).  A constant width over it is refused here, at the
+ * op; a dynamic one is checked where it runs: cf.assert %width <= W
+ * before the op, lowered as every device assert is (the op's position and
+ * the message printed, then a trap).  Returns 0, -ENOMEM, or -EINVAL with
+ * a diagnostic. */
+static int vxl__check_shuffle_width(vxl__rw *rw, MlirOperation op) {
+  MlirContext ctx = rw->c->ctx;
+  MlirLocation loc = mlirOperationGetLocation(op);
+  uint32_t w = rw->sg.warp_size;
+  if (mlirOperationGetNumOperands(op) < 3) return 0; /* the verifier's business */
+  MlirValue width = mlirOperationGetOperand(op, 2);
+  if (mlirValueIsAOpResult(width)) {
+    MlirOperation def = mlirOpResultGetOwner(width);
+    MlirAttribute v = mlirOperationGetAttributeByName(def, vxl__str("value"));
+    if ((vxl__op_is(def, "arith.constant") || vxl__op_is(def, "llvm.mlir.constant")) &&
+        !mlirAttributeIsNull(v) && mlirAttributeIsAInteger(v)) {
+      int64_t n = mlirIntegerAttrGetValueInt(v);
+      if (n < 0 || n > (int64_t)w) {
+        vxl__diag_at(
+            rw->d, loc,
+            "gpu.shuffle width %lld is larger than the warp (%u threads): its lanes past the warp do "
+            "not exist (a device with more threads per warp: `vxc compile --warp-size N`, a compile "
+            "request's warp_size)",
+            (long long)n, w);
+        return -EINVAL;
+      }
+      return 0;
+    }
+  }
+  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
+  MlirBlock blk = mlirOperationGetBlock(op);
+  MlirOperationState cs = mlirOperationStateGet(vxl__str("arith.constant"), loc);
+  MlirNamedAttribute cv = vxl__named(ctx, "value", mlirIntegerAttrGet(i32, w));
+  mlirOperationStateAddAttributes(&cs, 1, &cv);
+  mlirOperationStateAddResults(&cs, 1, &i32);
+  MlirOperation c = mlirOperationCreate(&cs);
+  mlirBlockInsertOwnedOperationBefore(blk, op, c);
+  MlirOperationState ps = mlirOperationStateGet(vxl__str("arith.cmpi"), loc);
+  MlirValue operands[2] = {width, mlirOperationGetResult(c, 0)};
+  MlirNamedAttribute pred =
+      vxl__named(ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), 7)); /* ule */
+  MlirType i1 = mlirIntegerTypeGet(ctx, 1);
+  mlirOperationStateAddOperands(&ps, 2, operands);
+  mlirOperationStateAddAttributes(&ps, 1, &pred);
+  mlirOperationStateAddResults(&ps, 1, &i1);
+  MlirOperation cmp = mlirOperationCreate(&ps);
+  mlirBlockInsertOwnedOperationBefore(blk, op, cmp);
+  char msg[160];
+  snprintf(msg, sizeof msg, "gpu.shuffle width larger than the warp (%u threads, the compile's warp size)",
+           w);
+  MlirOperationState as = mlirOperationStateGet(vxl__str("cf.assert"), loc);
+  MlirValue ok = mlirOperationGetResult(cmp, 0);
+  MlirNamedAttribute ma = vxl__named(ctx, "msg", mlirStringAttrGet(ctx, vxl__str(msg)));
+  mlirOperationStateAddOperands(&as, 1, &ok);
+  mlirOperationStateAddAttributes(&as, 1, &ma);
+  MlirOperation check = mlirOperationCreate(&as);
+  mlirBlockInsertOwnedOperationBefore(blk, op, check);
+  return vxl__lower_assert(rw, check);
+}
+
 /* gpu.printf "fmt" %a... -> vx_printf(fmt, a...) (Vortex's device printf,
  * vx_print.h).  Each call site gets a helper, parsed from text, that holds
  * the format as a global and applies C's default argument promotions
@@ -400,16 +463,19 @@ static int vxl__check_func(vxl__rw *rw, MlirOperation gf, int is_kernel, MlirStr
   return 0;
 }
 
-/* Rewrites the body of converted function ff: its cf.assert ops, then its
- * gpu.* ops, those asserts' printfs included (collected first: a walk must
- * not see the ops it mutates).  k: the kernel's record, or NULL.  Returns
- * 0, -ENOMEM or -EINVAL with a diagnostic. */
+/* Rewrites the body of converted function ff: its cf.assert ops and the
+ * width checks of its gpu.shuffle ops, then its gpu.* ops, those asserts' printfs included (collected first:
+ * a walk must not see the ops it mutates).  k: the kernel's record, or NULL.  Returns 0, -ENOMEM or -EINVAL
+ * with a diagnostic. */
 static int vxl__rewrite_body(vxl__rw *rw, MlirOperation ff, vxl__kernel_info *k) {
   int rc = 0;
   vxl__ops ops = {0};
   vxl__collect_ops(ff, &ops);
   for (size_t i = 0; i < ops.n && rc == 0 && !ops.oom; i++)
-    if (vxl__op_is(ops.v[i], "cf.assert")) rc = vxl__lower_assert(rw, ops.v[i]);
+    if (vxl__op_is(ops.v[i], "cf.assert"))
+      rc = vxl__lower_assert(rw, ops.v[i]);
+    else if (vxl__op_is(ops.v[i], "gpu.shuffle"))
+      rc = vxl__check_shuffle_width(rw, ops.v[i]);
   free(ops.v);
   ops = (vxl__ops){0};
   if (rc == 0) vxl__collect_ops(ff, &ops);

@@ -532,6 +532,28 @@ Test(lowering, unsupported_op_is_named_with_its_location) {
   vxl_result_clear(&r);
 }
 
+/* A constant gpu.shuffle width above the warp is refused at the op,
+ * naming the option that sets the warp; at or below it, or at a wider
+ * warp, it compiles. */
+Test(lowering, a_constant_shuffle_width_above_the_warp_is_refused_at_the_op) {
+  static const char text[] = "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32) kernel {\n"
+                             "      %c = arith.constant 1 : i32\n      %w = arith.constant 8 : i32\n"
+                             "      %s, %ok = gpu.shuffle xor %a, %c, %w : i32\n"
+                             "      gpu.return\n    }\n  }\n}\n";
+  vxl_result r = compile_text(text); /* the default warp: 4 threads */
+  cr_assert_not(r.ok);
+  cr_assert_eq(r.ndiags, 1);
+  cr_assert_str_eq(r.diags[0],
+                   "t.mlir:6:17: error: gpu.shuffle width 8 is larger than the warp (4 threads): its "
+                   "lanes past the warp do not exist (a device with more threads per warp: `vxc "
+                   "compile --warp-size N`, a compile request's warp_size)");
+  vxl_result_clear(&r);
+  vxl_options o = {.opt_level = 2, .warp_size = 8};
+  cr_assert_eq(vxl_compile(cc, text, sizeof text - 1, "t.mlir", &o, &r), 0);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
+}
+
 /* A gpu.func with n arguments of type ty: malloc()ed module text. */
 static char *wide_kernel(unsigned n, const char *ty) {
   size_t cap = 256 + (size_t)n * (strlen(ty) + 16);

@@ -493,6 +493,28 @@ Test(runtime, link_failures_quote_the_linker) {
   cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
 }
 
+/* A gpu.shuffle whose width comes from the host, larger than the warp at
+ * run time, stops the kernel at the op on the emulated device of every
+ * target: its position and the check printed, the program ended with
+ * status 1; the same kernel at the warp's width ran first. */
+Test(runtime, a_dynamic_shuffle_width_above_the_warp_stops_at_the_op) {
+  static const char file[] = VXT_KERNELS_DIR "/../programs/shuffle_width.mlir";
+  for (unsigned i = 0; i < 4; i++) {
+    vxt_daemon t = {0};
+    char flag[64], cmd[4096], out[8192];
+    snprintf(flag, sizeof flag, "--target=%s", every_target[i]);
+    cr_assert_eq(vxt_daemon_start(&t, flag), 0);
+    snprintf(cmd, sizeof cmd,
+             "env -u VORTEXD_RUNTIME_ERRORS %s --no-spawn --socket %s run %s > %s/run.out 2>&1; echo rc=$?; "
+             "%s %s --input-file=%s/run.out 2>&1",
+             VXT_VXC, t.sock, file, t.dir, VXT_FILECHECK, file, t.dir);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, "rc=1\n"), "%s: %s", every_target[i], out);
+    cr_assert_null(strstr(out, "error:"), "%s: FileCheck: %s", every_target[i], out);
+    cr_assert_eq(vxt_daemon_stop(&t), 0);
+  }
+}
+
 /* A host side in the async dialect lowers the upstream way and runs with
  * MLIR's async runtime; the fill helpers of MLIR's Vulkan and SPIR-V
  * runners are there for programs written for those runners. */

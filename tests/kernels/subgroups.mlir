@@ -4,7 +4,8 @@
 //   @ids:      ids[4g..4g+3] = lane_id, subgroup_id, subgroup_size, num_subgroups
 //   @shuffles: v = 10 g + 1; per thread 8 words:
 //              xor 1, up 1, down 2, idx 0 (value, valid) with width W;
-//              f32 xor 2 of (v / 2), width 4 in two words
+//              f32 xor 2 of (v / 2), width min(4, W) in two words (a width
+//              above the warp is refused or trapped)
 //   @reduces:  r[3g] = subgroup add of v; r[3g+1] = subgroup maxsi of (v % 7);
 //              r[3g+2] = in an if on odd g, the add over the odd lanes only
 //              (even threads write -1)
@@ -80,7 +81,8 @@ module attributes {gpu.container_module} {
       memref.store %kb, %out[%p7] : memref<?xi32>
       %vf = arith.sitofp %v : i32 to f32
       %hf = arith.mulf %vf, %half : f32
-      %f, %fv = gpu.shuffle xor %hf, %i2, %i4 : f32
+      %w4 = arith.minui %i4, %w : i32
+      %f, %fv = gpu.shuffle xor %hf, %i2, %w4 : f32
       %fb = arith.extui %fv : i1 to i32
       %fbf = arith.sitofp %fb : i32 to f32
       %fo = arith.muli %g, %c2 : index
