@@ -63,6 +63,41 @@ static int run_case(uint32_t which, uint32_t grid, uint32_t block, uint32_t lane
 static const vxs_split_policy policies[] = {VXS_SPLIT_SMALLER, VXS_SPLIT_LARGER, VXS_SPLIT_TAKEN,
                                             VXS_SPLIT_NOT_TAKEN};
 
+/* A warp started by wspawn keeps the registers it held: start code of
+ * upstream's 2.x shape sets sp and tp in one wspawn and pushes onto that
+ * stack in the next (tests/simt/wspawn_start.S).  Every hart of 4 warps
+ * of 4 threads, on 2 cores, records its sp and tp; a second run on the
+ * same device starts from zeroed registers again and does the same. */
+Test(simt, a_warp_started_by_wspawn_keeps_its_registers) {
+  size_t size;
+  uint8_t *elf = (uint8_t *)vxt_read_file(VXT_WSPAWN_START, &size);
+  cr_assert_not_null(elf);
+  vxs_config c;
+  vxs_config_default(&c);
+  c.cores = 2;
+  c.max_steps = 100000;
+  vxs_device *d = NULL;
+  cr_assert_eq(vxs_device_create(&c, &d), 0);
+  const char *why = NULL;
+  cr_assert_eq(vxs_load_elf(d, elf, size, &why), 0, "%s", why);
+  cr_assert_eq(vxs_mem_map(d, ARGS, 4096), 0);
+  for (int run = 0; run < 2; run++) {
+    uint32_t regs[2 * 32];
+    memset(regs, 0, sizeof regs);
+    cr_assert_eq(vxs_mem_write(d, ARGS, regs, sizeof regs), 0);
+    vxs_report rep;
+    cr_assert_eq(vxs_run(d, ARGS, &rep), 0, "run %d: %s", run, rep.error);
+    cr_assert_eq(vxs_mem_read(d, ARGS, regs, sizeof regs), 0);
+    for (uint32_t h = 0; h < 32; h++) {
+      uint32_t sp = VXS_STACK_TOP - (h << VXS_STACK_LOG2_SIZE);
+      cr_assert_eq(regs[2 * h], sp, "run %d hart %u: sp %#x", run, h, regs[2 * h]);
+      cr_assert_eq(regs[2 * h + 1], sp - VXS_STACK_SIZE, "run %d hart %u: tp %#x", run, h, regs[2 * h + 1]);
+    }
+  }
+  vxs_device_destroy(d);
+  free(elf);
+}
+
 Test(simt, a_divergent_branch_without_a_split_is_an_error_at_its_pc) {
   args_t a;
   vxs_report rep;

@@ -569,10 +569,13 @@ static void vxs__reset_thread(vxs_device *d, uc_context *ctx) {
 
 static uint32_t vxs__last_thread(uint32_t mask) { return 31u - (uint32_t)__builtin_clz(mask); }
 
+/* Starts warp w at pc with thread mask tmask, as Vortex's wspawn and its
+ * hardware scheduler do: only the PC, the mask and the divergence stack
+ * are set; every thread's registers keep what they held (zero after the
+ * run's reset, else what the warp's last run left), as upstream's start
+ * code relies on (sp and tp set by one wspawn, used by the next). */
 static void vxs__start_warp(vxs_device *d, uint32_t w, uint32_t pc, uint32_t tmask) {
   vxs_warp *wp = &d->warps[w];
-  for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++)
-    vxs__reset_thread(d, wp->thread[t]);
   wp->pc = pc;
   wp->tmask = tmask;
   wp->depth = 0;
@@ -916,7 +919,7 @@ static void vxs__read_console(vxs_device *d) {
 
 /* Resets the device for a run: the image's initial contents (but for the
  * kept ranges, which keep what is in memory now), the barriers, every
- * warp off. */
+ * warp off and every hart's registers zero. */
 static void vxs__reset_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
   memset(rep, 0, sizeof *rep);
   d->rep = rep;
@@ -926,8 +929,11 @@ static void vxs__reset_run(vxs_device *d, uint32_t argument_buffer, vxs_report *
   vxs_mem_write(d, d->image_addr, d->image_init, d->image_size);
   memset(d->barrier_count, 0, (size_t)d->cfg.cores * d->cfg.barriers * sizeof *d->barrier_count);
   uint32_t nwarps = d->cfg.cores * d->cfg.warps_per_core;
-  for (uint32_t w = 0; w < nwarps; w++)
+  for (uint32_t w = 0; w < nwarps; w++) {
     d->warps[w].state = VXS_WARP_OFF, d->warps[w].tmask = 0;
+    for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++) /* a device reset: registers zero */
+      vxs__reset_thread(d, d->warps[w].thread[t]);
+  }
 }
 
 /* Steps the running warps in turn until none runs.  0, or VXS_EDEVICE
