@@ -7,6 +7,7 @@
 
 #include "vxc.h"
 #include "vxd_wire.h"
+#include "vxr_vxbin.h"
 #include "vxt.h"
 #include "vxt_device.h"
 
@@ -76,25 +77,20 @@ uint32_t vxt_image_launch_record(vxt_image *img, const vxl_kernel *k, const void
 
 const char *vxt_device_link(const uint8_t *object, size_t object_size, const char *entry, uint32_t abi,
                             uint32_t xlen, uint8_t **elf, size_t *elf_size) {
-  char dir[] = "/tmp/vxt-dev-XXXXXX";
-  if (!mkdtemp(dir)) return "mkdtemp failed";
-  char obj[64], exe[64], cmd[2048];
-  snprintf(obj, sizeof obj, "%s/kernel.o", dir);
-  snprintf(exe, sizeof exe, "%s/kernel.elf", dir);
-  const char *fail = NULL;
-  FILE *f = fopen(obj, "wb");
-  if (!f || fwrite(object, 1, object_size, f) != object_size) fail = "cannot write the object";
-  if (f) fclose(f);
-  const char *objs = xlen == 64 ? (abi == 3 ? VXT_RUNTIME_OBJS_V3_RV64 : VXT_RUNTIME_OBJS_RV64)
-                                : (abi == 3 ? VXT_RUNTIME_OBJS_V3 : VXT_RUNTIME_OBJS);
-  snprintf(cmd, sizeof cmd, "%s -T %s --defsym=%s=%s %s %s %s %s -o %s 2>%s/link.log", VXT_LD,
-           VXT_LINKER_SCRIPT, abi == 3 ? "kernel_main" : "main", entry, objs, obj,
-           xlen == 64 ? VXT_LIBC64 : VXT_LIBC, xlen == 64 ? VXT_LIBGCC64 : VXT_LIBGCC, exe, dir);
-  if (!fail && system(cmd) != 0) fail = "link with the device runtime failed";
-  if (!fail && !(*elf = (uint8_t *)vxt_read_file(exe, elf_size))) fail = "cannot read the linked image";
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0 && !fail) fail = "cleanup failed";
-  return fail;
+  static char msg[VXR_LINK_DIAG_MAX + 512]; /* the suites run tests one at a time */
+  char objs[2048], *inputs[8];
+  snprintf(objs, sizeof objs, "%s",
+           xlen == 64 ? (abi == 3 ? VXT_RUNTIME_OBJS_V3_RV64 : VXT_RUNTIME_OBJS_RV64)
+                      : (abi == 3 ? VXT_RUNTIME_OBJS_V3 : VXT_RUNTIME_OBJS));
+  int n = 0;
+  for (char *save = NULL, *t = strtok_r(objs, " ", &save); t && n < 8; t = strtok_r(NULL, " ", &save))
+    inputs[n++] = t;
+  /* the runtime's own link (the emulated backend's inputs, in its order) */
+  if (vxr_link_elf(VXT_LD, VXT_LINKER_SCRIPT, inputs, n, xlen == 64 ? VXT_LIBC64 : VXT_LIBC,
+                   xlen == 64 ? VXT_LIBGCC64 : VXT_LIBGCC, object, object_size, entry, abi, elf, elf_size,
+                   msg, sizeof msg) != 0)
+    return msg;
+  return NULL;
 }
 
 const char *vxt_device_run(const uint8_t *elf, size_t elf_size, uint32_t xlen, const vxt_image *img,

@@ -56,8 +56,10 @@ uint32_t vxt_image_launch_record(vxt_image *img, const vxl_kernel *k, const void
 /* Links the module object obj (obj_size bytes) with the emulator's device
  * runtime for kernel ABI abi (2 or 3) and register width xlen (32 or 64;
  * ld.lld-22, picolibc libc.a and libgcc for libm and soft-float) into *elf
- * (malloc()), the kernel's entry symbol as main (2) or kernel_main (3).
- * Returns NULL or a static description of what failed. */
+ * (malloc()), the kernel's entry symbol as main (2) or kernel_main (3):
+ * libvortexd_runtime's own link (vxr_link_elf), with the emulated backend's
+ * inputs in its order.  Returns NULL or a static description of what
+ * failed (ld.lld's own words for a failed link). */
 const char *vxt_device_link(const uint8_t *obj, size_t obj_size, const char *entry, uint32_t abi,
                             uint32_t xlen, uint8_t **elf, size_t *elf_size);
 
