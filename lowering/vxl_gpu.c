@@ -230,16 +230,9 @@ static int vxl__check_shuffle_width(vxl__rw *rw, MlirOperation op) {
       return 0;
     }
   }
-  MlirType i32 = mlirIntegerTypeGet(ctx, 32);
   MlirBlock blk = mlirOperationGetBlock(op);
-  MlirOperationState cs = mlirOperationStateGet(vxl__str("arith.constant"), loc);
-  MlirNamedAttribute cv = vxl__named(ctx, "value", mlirIntegerAttrGet(i32, w));
-  mlirOperationStateAddAttributes(&cs, 1, &cv);
-  mlirOperationStateAddResults(&cs, 1, &i32);
-  MlirOperation c = mlirOperationCreate(&cs);
-  mlirBlockInsertOwnedOperationBefore(blk, op, c);
   MlirOperationState ps = mlirOperationStateGet(vxl__str("arith.cmpi"), loc);
-  MlirValue operands[2] = {width, mlirOperationGetResult(c, 0)};
+  MlirValue operands[2] = {width, vxl__const_i32(ctx, loc, blk, op, (int32_t)w)};
   MlirNamedAttribute pred =
       vxl__named(ctx, "predicate", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), 7)); /* ule */
   MlirType i1 = mlirIntegerTypeGet(ctx, 1);
