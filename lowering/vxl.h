@@ -55,8 +55,19 @@
  *      in every kernel record.
  *  11: the object of a module of two kernels or more holds a dispatcher
  *      (VXL_DISPATCH_SYMBOL) that starts any of its kernels by id, so one
- *      image runs them all; records carry the id. */
-#define VXL_LOWERING_ABI_VERSION 11u
+ *      image runs them all; records carry the id.
+ *  12: a gpu.shuffle width above the warp is refused when constant and
+ *      checked on the device when not; on kernel ABI 3 each kernel's entry
+ *      is also VXL_KENTRY_PREFIX "<kernel name>", the name upstream
+ *      Vortex's toolchain gives a kernel's entry and its .vxbin lists. */
+#define VXL_LOWERING_ABI_VERSION 12u
+
+/* On kernel ABI 3 (Vortex 3.0), every kernel's entry is also a global
+ * function symbol of this prefix and the kernel's name (its record's
+ * name: "module::kernel" when qualified): an alias of the entry, as
+ * upstream Vortex's LLVM emits for a kernel, which its vxbin.py lists in
+ * the image's VXSYMTAB footer and its runtime resolves by name. */
+#define VXL_KENTRY_PREFIX "__vx_kentry_"
 
 typedef struct vxl_compiler vxl_compiler;
 

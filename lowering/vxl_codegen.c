@@ -598,6 +598,17 @@ static void vxl__pin_thread_control(LLVMModuleRef m) {
   }
 }
 
+/* Names the entry function `entry` of kernel `name` also
+ * VXL_KENTRY_PREFIX name (a global alias).  0 or -ENOMEM. */
+static int vxl__add_kentry(LLVMModuleRef m, const char *entry, const char *name) {
+  LLVMValueRef fn = LLVMGetNamedFunction(m, entry);
+  char *alias = NULL;
+  if (!fn || asprintf(&alias, "%s%s", VXL_KENTRY_PREFIX, name) < 0) return -ENOMEM;
+  LLVMValueRef a = LLVMAddAlias2(m, LLVMGlobalGetValueType(fn), 0, fn, alias);
+  free(alias);
+  return a ? 0 : -ENOMEM;
+}
+
 int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernels, uint32_t n, uint32_t first,
                      uint32_t total, const vxl_options *opts, uint8_t **obj, size_t *obj_size,
                      vxl__diags *d) {
@@ -610,6 +621,7 @@ int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernel
     }
     vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes, opts->xlen, opts->vortex_abi,
                    total >= VXL_DISPATCH_MIN_KERNELS);
+    if (opts->vortex_abi == 3 && vxl__add_kentry(m, kernels[i].entry, kernels[i].name) != 0) return -ENOMEM;
   }
   if (first == 0 && total >= VXL_DISPATCH_MIN_KERNELS) {
     vxl__add_dispatcher(m, total, opts->xlen, opts->vortex_abi);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vxr_vxbin.h"
 #include "vxs.h"
 
 typedef struct buffer {
@@ -113,18 +114,15 @@ int vx_upload_bytes(void *dev, const void *bytes, uint64_t size, void **out) {
 
 int vx_upload_kernel_bytes(void *dev, const void *bytes, uint64_t size, void **out);
 int vx_upload_kernel_bytes(void *dev, const void *bytes, uint64_t size, void **out) {
-  const uint8_t *p = bytes;
-  if (size < 16) return -1;
-  uint64_t lo = 0, hi = 0;
-  for (int i = 7; i >= 0; i--)
-    lo = lo << 8 | p[i], hi = hi << 8 | p[8 + i];
-  if (hi <= lo || hi - lo != size - 16) return -1;
+  /* the payload, then zeros up to max_vma (BSS), as upstream's loader does */
+  vxr_vxbin v;
+  if (vxr_vxbin_parse(bytes, size, &v) != 0 || v.max_vma - v.min_vma > (256u << 20)) return -1;
   buffer *b = calloc(1, sizeof *b);
-  if (!b || !(b->bytes = malloc(size - 16))) return -1;
-  memcpy(b->bytes, p + 16, size - 16);
-  b->size = (uint32_t)(size - 16);
+  if (!b || !(b->bytes = calloc(1, v.max_vma - v.min_vma))) return free(b), -1;
+  memcpy(b->bytes, v.payload, v.payload_size);
+  b->size = (uint32_t)(v.max_vma - v.min_vma);
   b->is_kernel = 1;
-  b->entry = (uint32_t)lo;
+  b->entry = (uint32_t)v.min_vma;
   (void)dev;
   *out = b;
   uploads++;

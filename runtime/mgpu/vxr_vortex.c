@@ -80,13 +80,13 @@ typedef struct {
   uint64_t resident;
   vx_buffer_h resident_buf;
   int resident_v2;
-  size_t resident_size;     /* its .vxbin's bytes, header included */
   uint8_t resident_hdr[16]; /* its .vxbin's header (min_vma, max_vma) */
   struct vxr__vx_saved *saved;
 } vxr__vortex;
 
-/* An image another replaced on the device: its .vxbin (header, then the
- * bytes the device held) under its vxr_launch.image_id.  At most one per
+/* An image another replaced on the device: a .vxbin of it (its header,
+ * then every byte of [min_vma, max_vma) as the device held them; no
+ * footer) under its vxr_launch.image_id.  At most one per
  * module the program loaded (the runtime never unloads one). */
 typedef struct vxr__vx_saved {
   uint64_t id;
@@ -202,28 +202,30 @@ static vxr__vx_saved *vxr__vx_saved_of(vxr__vortex *v, uint64_t id) {
 }
 
 /* What l uploads: its image's saved bytes when another replaced it on the
- * device before, else the linked image. */
-static const uint8_t *vxr__vx_image_bytes(vxr__vortex *v, const vxr_launch *l) {
+ * device before, else the linked image (*size bytes either way). */
+static const uint8_t *vxr__vx_image_bytes(vxr__vortex *v, const vxr_launch *l, size_t *size) {
   vxr__vx_saved *s = vxr__vx_saved_of(v, l->image_id);
-  return s && s->size == l->elf_size ? s->vxbin : l->elf;
+  if (s && s->size) return *size = s->size, s->vxbin;
+  return *size = l->elf_size, l->elf;
 }
 
 /* Reads the resident image's bytes back from the device into its saved
  * copy, before another image replaces it.  0, or -1 with a message in err
  * (nothing is kept then: the module starts again from its linked image). */
 static int vxr__vx_save(vxr__vortex *v, char *err, size_t errcap) {
+  vxr_vxbin h;
+  vxr_vxbin_parse(v->resident_hdr, 16, &h); /* checked when it was uploaded */
+  size_t n = (size_t)(h.max_vma - h.min_vma);
   vxr__vx_saved *s = vxr__vx_saved_of(v, v->resident);
-  if (!s) {
-    if (!(s = calloc(1, sizeof *s)) || !(s->vxbin = malloc(v->resident_size))) {
-      free(s);
-      snprintf(err, errcap, "out of memory keeping a module's device memory");
-      return -1;
-    }
-    s->id = v->resident, s->size = v->resident_size;
-    s->next = v->saved, v->saved = s;
+  if (!s && (s = calloc(1, sizeof *s))) s->id = v->resident, s->next = v->saved, v->saved = s;
+  uint8_t *grown = s ? realloc(s->vxbin, 16 + n) : NULL;
+  if (!grown) {
+    if (s) s->size = 0;
+    snprintf(err, errcap, "out of memory keeping a module's device memory");
+    return -1;
   }
+  s->vxbin = grown, s->size = 16 + n;
   memcpy(s->vxbin, v->resident_hdr, 16);
-  size_t n = v->resident_size - 16;
   int rc = v->resident_v2 ? (v->enqueue_read(v->queue, s->vxbin + 16, v->resident_buf, 0, n, 0, NULL, NULL) ||
                              v->queue_finish(v->queue, UINT64_MAX))
                           : v->copy_from_dev(s->vxbin + 16, v->resident_buf, 0, n);
@@ -264,7 +266,7 @@ static int vxr__vx_replace(vxr__vortex *v, const vxr_launch *l, char *err, size_
 
 /* Records that l's image is now on the device in buf. */
 static void vxr__vx_keep(vxr__vortex *v, const vxr_launch *l, vx_buffer_h buf, int v2) {
-  v->resident = l->image_id, v->resident_buf = buf, v->resident_v2 = v2, v->resident_size = l->elf_size;
+  v->resident = l->image_id, v->resident_buf = buf, v->resident_v2 = v2;
   memcpy(v->resident_hdr, l->elf, 16);
 }
 
@@ -273,12 +275,18 @@ static void vxr__vx_keep(vxr__vortex *v, const vxr_launch *l, vx_buffer_h buf, i
 static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, size_t errcap) {
   vx_buffer_h args = NULL;
   uint32_t off = l->args_addr - l->device_base;
-  uint64_t lo = 0, hi = 0;
-  for (int i = 7; l->elf_size >= 16 && i >= 0; i--)
-    lo = lo << 8 | l->elf[i], hi = hi << 8 | l->elf[8 + i];
-  if (l->elf_size < 16 || hi <= lo || hi - lo != l->elf_size - 16) {
+  size_t size;
+  const uint8_t *bytes = vxr__vx_image_bytes(v, l, &size);
+  vxr_vxbin img;
+  if (vxr_vxbin_parse(bytes, size, &img) != 0) {
     snprintf(err, errcap, "kernel %s: not a .vxbin image", l->kernel->name);
     return -EINVAL;
+  }
+  const uint64_t lo = img.min_vma, hi = img.max_vma;
+  uint8_t *bss = hi - lo > img.payload_size ? calloc(1, (size_t)(hi - lo - img.payload_size)) : NULL;
+  if (hi - lo > img.payload_size && !bss) {
+    snprintf(err, errcap, "out of memory");
+    return -ENOMEM;
   }
   vxr__queue_info qi = {sizeof qi, NULL, 1, 0};
   vxr__launch_info li = {sizeof li, NULL, NULL, NULL, 3, {0}, {0}, l->local_bytes};
@@ -287,11 +295,14 @@ static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, si
   int rc = !v->queue && v->queue_create(v->dev, &qi, &v->queue) != 0 ? 1 : 0;
   if (!rc && !vxr__vx_is_resident(v, l, 1)) {
     vx_buffer_h kernel = NULL;
-    const uint8_t *bytes = vxr__vx_image_bytes(v, l);
-    rc = vxr__vx_replace(v, l, err, errcap) != 0                                          ? 8
-         : v->buffer_reserve(v->dev, lo, hi - lo, VXR__MEM_READ_WRITE, &kernel) != 0      ? 2
-         : v->enqueue_write(v->queue, kernel, 0, bytes + 16, hi - lo, 0, NULL, NULL) != 0 ? 4
-                                                                                          : 0;
+    /* the payload, then zeros over the rest (BSS), as upstream's loader does */
+    rc = vxr__vx_replace(v, l, err, errcap) != 0                                                    ? 8
+         : v->buffer_reserve(v->dev, lo, hi - lo, VXR__MEM_READ_WRITE, &kernel) != 0                ? 2
+         : v->enqueue_write(v->queue, kernel, 0, img.payload, img.payload_size, 0, NULL, NULL) != 0 ? 4
+         : bss && v->enqueue_write(v->queue, kernel, img.payload_size, bss, hi - lo - img.payload_size, 0,
+                                   NULL, NULL) != 0
+             ? 4
+             : 0;
     if (rc && kernel) v->buffer_release(kernel);
     if (!rc) vxr__vx_keep(v, l, kernel, 1);
   }
@@ -315,6 +326,7 @@ static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, si
   if (rc && rc < 8) snprintf(err, errcap, "Vortex runtime (vortex2.h): %s failed", what[rc]);
   if (rc >= 5 && rc < 8) vxr__vx_evict_failed(v); /* what a failed launch left is not trusted */
   if (args) v->buffer_release(args);
+  free(bss);
   return rc ? -EIO : 0;
 }
 
@@ -328,10 +340,11 @@ static int vxr__vx_run(vxr_backend *b, const vxr_launch *l, char *err, size_t er
   int rc = v->copy_to_dev(v->arena, l->arena, 0, l->arena_size) != 0 ? 1 : 0;
   if (!rc && !vxr__vx_is_resident(v, l, 0)) {
     vx_buffer_h kernel = NULL;
-    const uint8_t *bytes = vxr__vx_image_bytes(v, l);
-    rc = vxr__vx_replace(v, l, err, errcap) != 0                            ? 7
-         : v->upload_kernel_bytes(v->dev, bytes, l->elf_size, &kernel) != 0 ? 2
-                                                                            : 0;
+    size_t size;
+    const uint8_t *bytes = vxr__vx_image_bytes(v, l, &size);
+    rc = vxr__vx_replace(v, l, err, errcap) != 0                     ? 7
+         : v->upload_kernel_bytes(v->dev, bytes, size, &kernel) != 0 ? 2
+                                                                     : 0;
     if (!rc) vxr__vx_keep(v, l, kernel, 0);
   }
   rc = rc                                                                   ? rc

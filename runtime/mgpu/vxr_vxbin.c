@@ -27,9 +27,23 @@ static int vxr__name_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether an SDK link for kernel ABI vortex_abi (0: any, for listing)
+ * leaves out file name of directory dir: upstream's sw/kernel/Makefile
+ * builds its start code and runtime twice, libvortex.a for Vortex 2.x and
+ * libvortex2.a (-DKMU_ENABLE) for 3.0, and a directory holding both links
+ * the one of the kernel's ABI. */
+static int vxr__sdk_skips(const char *dir, const char *name, uint32_t vortex_abi) {
+  const char *other = vortex_abi == 3 ? "libvortex.a" : vortex_abi ? "libvortex2.a" : NULL;
+  if (!other || strcmp(name, other) != 0) return 0;
+  char both[4200];
+  snprintf(both, sizeof both, "%s/%s", dir, vortex_abi == 3 ? "libvortex2.a" : "libvortex.a");
+  return access(both, R_OK) == 0;
+}
+
 /* The .o files, then the .a files, of dir, in name order, into argv (at
- * most cap entries, strdup()ed).  Returns the count. */
-static int vxr__sdk_objects(const char *dir, char **argv, int cap) {
+ * most cap entries, strdup()ed), but for the library of the other kernel
+ * ABI (vxr__sdk_skips).  Returns the count. */
+static int vxr__sdk_objects(const char *dir, uint32_t vortex_abi, char **argv, int cap) {
   int n = 0;
   for (int pass = 0; pass < 2; pass++) {
     DIR *d = opendir(dir);
@@ -39,7 +53,7 @@ static int vxr__sdk_objects(const char *dir, char **argv, int cap) {
     while ((e = readdir(d)) && n < cap) {
       size_t l = strlen(e->d_name);
       if (l > 2 && strcmp(e->d_name + l - 2, pass ? ".a" : ".o") == 0 &&
-          asprintf(&argv[n], "%s/%s", dir, e->d_name) > 0)
+          !vxr__sdk_skips(dir, e->d_name, vortex_abi) && asprintf(&argv[n], "%s/%s", dir, e->d_name) > 0)
         n++;
     }
     closedir(d);
@@ -48,16 +62,105 @@ static int vxr__sdk_objects(const char *dir, char **argv, int cap) {
   return n;
 }
 
-/* An ELF executable as a .vxbin: u64 min_vma, u64 max_vma over its PT_LOAD
- * segments, then the memory image of [min_vma, max_vma).  0, -EINVAL (not
- * such an executable) or -ENOMEM. */
+/* The value of symbol name in ELF e, or -1 when it has none. */
+static int64_t vxr__elf_symbol(Elf *e, const char *name) {
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(e, scn))) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize) continue;
+    Elf_Data *data = elf_getdata(scn, NULL);
+    for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+      GElf_Sym sym;
+      const char *n = gelf_getsym(data, (int)i, &sym) ? elf_strptr(e, sh.sh_link, sym.st_name) : NULL;
+      if (n && strcmp(n, name) == 0) return (int64_t)sym.st_value;
+    }
+  }
+  return -1;
+}
+
+/* The VXSYMTAB footer of ELF e (malloc(), *size bytes; NULL and 0 when
+ * it names no kernel): for each symbol VXR_KENTRY_PREFIX "<name>" in
+ * symbol-table order, the first of each name, <name> -> its value
+ * (kernel_main listed as "main"); with none, kernel_main as "main" when
+ * e has it.  The layout upstream's vxbin.py writes and its runtime's
+ * module.cpp reads: the names back to back, then per kernel { u32 offset
+ * of its name, u16 its length, u16 0, u64 pc }, then u32 the count, then
+ * "VXSYMTAB".  -ENOMEM, or 0. */
+static int vxr__vxsymtab(Elf *e, uint8_t **out, size_t *size) {
+  static const char prefix[] = VXR_KENTRY_PREFIX;
+  const size_t plen = sizeof prefix - 1;
+  *out = NULL, *size = 0;
+  size_t names = 0, n = 0, cap = 0;
+  struct vxr__entry {
+    const char *name;
+    size_t len;
+    uint64_t pc;
+  } *ents = NULL;
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(e, scn))) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize) continue;
+    Elf_Data *data = elf_getdata(scn, NULL);
+    for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+      GElf_Sym sym;
+      const char *s = gelf_getsym(data, (int)i, &sym) ? elf_strptr(e, sh.sh_link, sym.st_name) : NULL;
+      if (!s || strncmp(s, prefix, plen) != 0 || !s[plen]) continue;
+      const char *name = strcmp(s + plen, "kernel_main") == 0 ? "main" : s + plen;
+      int seen = 0;
+      for (size_t k = 0; k < n && !seen; k++)
+        seen = strcmp(ents[k].name, name) == 0;
+      if (seen) continue;
+      if (n == cap) {
+        struct vxr__entry *g = realloc(ents, (cap = cap ? 2 * cap : 16) * sizeof *ents);
+        if (!g) return free(ents), -ENOMEM;
+        ents = g;
+      }
+      ents[n++] = (struct vxr__entry){name, strlen(name), sym.st_value};
+      names += strlen(name);
+    }
+  }
+  int64_t km = n ? -1 : vxr__elf_symbol(e, "kernel_main");
+  if (km > 0) { /* vxbin.py's `if kernel_main:` leaves out address 0 */
+    if (!(ents = malloc(sizeof *ents))) return -ENOMEM;
+    ents[n++] = (struct vxr__entry){"main", 4, (uint64_t)km}, names = 4;
+  }
+  if (!n) return free(ents), 0;
+  *size = names + 16 * n + 12;
+  uint8_t *f = *out = calloc(1, *size), *p = f + names;
+  if (!f) return free(ents), -ENOMEM;
+  for (size_t k = 0, off = 0; k < n; off += ents[k++].len) {
+    memcpy(f + off, ents[k].name, ents[k].len);
+    for (int b = 0; b < 4; b++)
+      p[b] = (uint8_t)(off >> (8 * b));
+    p[4] = (uint8_t)ents[k].len, p[5] = (uint8_t)(ents[k].len >> 8);
+    for (int b = 0; b < 8; b++)
+      p[8 + b] = (uint8_t)(ents[k].pc >> (8 * b));
+    p += 16;
+  }
+  for (int b = 0; b < 4; b++)
+    p[b] = (uint8_t)(n >> (8 * b));
+  memcpy(p + 4, "VXSYMTAB", 8);
+  free(ents);
+  return 0;
+}
+
+/* An ELF executable as a .vxbin, byte for byte as upstream's vxbin.py
+ * writes it: u64 min_vma and u64 max(max_vma, _end) over its PT_LOAD
+ * segments, then the bytes `objcopy -O binary` gives (every allocated
+ * section with contents, from min_vma to the last one's end, gaps zero)
+ * padded with zeros up to _edata, then the VXSYMTAB footer when the image
+ * names kernels (vxr__vxsymtab).  _edata and _end are optional here (the
+ * emulator's link script has neither).  0, -EINVAL (not such an
+ * executable) or -ENOMEM. */
 static int vxr__to_vxbin(const uint8_t *elf, size_t size, uint8_t **out, size_t *out_size) {
   elf_version(EV_CURRENT);
   Elf *e = elf_memory((char *)elf, size);
   size_t nph = 0;
+  uint8_t *footer = NULL;
+  size_t flen = 0;
   int rc = -EINVAL;
   if (!e || elf_getphdrnum(e, &nph) != 0) goto done;
-  uint64_t lo = UINT64_MAX, hi = 0;
+  uint64_t lo = UINT64_MAX, hi = 0, fill = 0;
   for (size_t i = 0; i < nph; i++) {
     GElf_Phdr ph;
     if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz) continue;
@@ -66,7 +169,20 @@ static int vxr__to_vxbin(const uint8_t *elf, size_t size, uint8_t **out, size_t 
     if (ph.p_vaddr + ph.p_memsz > hi) hi = ph.p_vaddr + ph.p_memsz;
   }
   if (lo >= hi || hi - lo > (256u << 20)) goto done;
-  *out_size = 16 + (size_t)(hi - lo);
+  /* what objcopy -O binary writes: up to the end of the last section with contents */
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(e, scn))) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC) && sh.sh_type != SHT_NOBITS && sh.sh_size &&
+        sh.sh_addr >= lo && sh.sh_addr + sh.sh_size > lo + fill)
+      fill = sh.sh_addr + sh.sh_size - lo;
+  }
+  int64_t edata = vxr__elf_symbol(e, "_edata"), end = vxr__elf_symbol(e, "_end");
+  if (edata > 0 && (uint64_t)edata > lo && (uint64_t)edata - lo > fill) fill = (uint64_t)edata - lo;
+  if (end > 0 && (uint64_t)end > hi) hi = (uint64_t)end;
+  if (fill > hi - lo || hi - lo > (256u << 20)) goto done;
+  if ((rc = vxr__vxsymtab(e, &footer, &flen)) != 0) goto done;
+  *out_size = 16 + (size_t)fill + flen;
   *out = calloc(1, *out_size);
   if (!*out) {
     rc = -ENOMEM;
@@ -76,11 +192,15 @@ static int vxr__to_vxbin(const uint8_t *elf, size_t size, uint8_t **out, size_t 
     (*out)[i] = (uint8_t)(lo >> (8 * i)), (*out)[8 + i] = (uint8_t)(hi >> (8 * i));
   for (size_t i = 0; i < nph; i++) {
     GElf_Phdr ph;
-    if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_memsz)
-      memcpy(*out + 16 + (ph.p_vaddr - lo), elf + ph.p_offset, ph.p_filesz);
+    if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz || ph.p_vaddr - lo >= fill)
+      continue;
+    size_t n = ph.p_filesz < fill - (ph.p_vaddr - lo) ? ph.p_filesz : fill - (ph.p_vaddr - lo);
+    memcpy(*out + 16 + (ph.p_vaddr - lo), elf + ph.p_offset, n);
   }
+  if (flen) memcpy(*out + 16 + fill, footer, flen);
   rc = 0;
 done:
+  free(footer);
   if (e) elf_end(e);
   return rc;
 }
@@ -353,7 +473,7 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
 
 int vxr_sdk_inputs(const char *sdk, char **paths, int cap) {
   if (cap < 1 || asprintf(&paths[0], "%s/link.ld", sdk) < 0) return 0;
-  return 1 + vxr__sdk_objects(sdk, paths + 1, cap - 1);
+  return 1 + vxr__sdk_objects(sdk, 0, paths + 1, cap - 1);
 }
 
 int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
@@ -362,7 +482,7 @@ int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const cha
   err[0] = '\0';
   char script[4200], *inputs[64];
   snprintf(script, sizeof script, "%s/link.ld", sdk);
-  int ninputs = vxr__sdk_objects(sdk, inputs, 64);
+  int ninputs = vxr__sdk_objects(sdk, vortex_abi, inputs, 64);
   uint8_t *elf = NULL;
   size_t elf_size = 0;
   int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, vortex_abi, &elf,
@@ -373,4 +493,50 @@ int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const cha
   for (int i = 0; i < ninputs; i++)
     free(inputs[i]);
   return rc;
+}
+
+static uint64_t vxr__le(const uint8_t *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* The footer is found as upstream's module.cpp finds it: "VXSYMTAB" at the
+ * end, the count before it, the entries before that, the names before
+ * them, as long as the names the entries point to end there. */
+int vxr_vxbin_parse(const uint8_t *bytes, size_t size, vxr_vxbin *out) {
+  memset(out, 0, sizeof *out);
+  if (size < 16) return -EINVAL;
+  out->min_vma = vxr__le(bytes, 8), out->max_vma = vxr__le(bytes + 8, 8);
+  if (out->max_vma <= out->min_vma) return -EINVAL;
+  size_t footer = 0;
+  if (size >= 16 + 12 && memcmp(bytes + size - 8, "VXSYMTAB", 8) == 0) {
+    uint64_t n = vxr__le(bytes + size - 12, 4);
+    if (n <= (size - 16 - 12) / 16) {
+      const uint8_t *table = bytes + size - 12 - n * 16;
+      size_t names = 0;
+      for (uint64_t i = 0; i < n; i++) {
+        size_t end = (size_t)vxr__le(table + 16 * i, 4) + (size_t)vxr__le(table + 16 * i + 4, 2);
+        if (end > names) names = end;
+      }
+      if (12 + n * 16 + names <= size - 16) {
+        footer = 12 + n * 16 + names;
+        out->nkernels = (uint32_t)n, out->table = table;
+        out->names = table - names, out->names_size = names;
+      }
+    }
+  }
+  out->payload = bytes + 16, out->payload_size = size - 16 - footer;
+  return out->payload_size <= out->max_vma - out->min_vma ? 0 : -EINVAL;
+}
+
+uint64_t vxr_vxbin_kernel(const vxr_vxbin *v, const char *name) {
+  size_t len = strlen(name);
+  for (uint32_t i = 0; i < v->nkernels; i++) {
+    const uint8_t *e = v->table + 16 * (size_t)i;
+    size_t off = (size_t)vxr__le(e, 4), n = (size_t)vxr__le(e + 4, 2);
+    if (n == len && memcmp(v->names + off, name, len) == 0) return vxr__le(e + 8, 8);
+  }
+  return 0;
 }

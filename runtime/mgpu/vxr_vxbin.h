@@ -1,7 +1,10 @@
 /*
  * vxr_vxbin.h - a kernel of a module object linked into a .vxbin, the
- * Vortex loader's image format: u64 min_vma, u64 max_vma (little-endian,
- * over the PT_LOAD segments), then the bytes of [min_vma, max_vma); its
+ * Vortex loader's image format as upstream's vxbin.py writes it and its
+ * runtime's module.cpp reads it: u64 min_vma, u64 max_vma (little-endian),
+ * then the image's bytes from min_vma (at most max_vma - min_vma; memory
+ * past them is zero: BSS), then, when the image names its kernels, a
+ * VXSYMTAB footer (kernel name -> entry PC; docs/VORTEX_ABI.md).  Its
  * start address is min_vma.  Compiled into libvortexd_runtime and vortexd.
  */
 #ifndef VXR_VXBIN_H
@@ -9,6 +12,32 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Kernel entries an image's VXSYMTAB footer lists: symbols of this
+ * prefix and the kernel's name (VXL_KENTRY_PREFIX on the lowering's side). */
+#define VXR_KENTRY_PREFIX "__vx_kentry_"
+
+/* A .vxbin's parts: the load range, the payload (the image's first bytes;
+ * the rest of [min_vma, max_vma) is zero), and the footer's kernel table
+ * (n entries; names point into the .vxbin, not NUL-terminated). */
+typedef struct {
+  uint64_t min_vma, max_vma;
+  const uint8_t *payload;
+  size_t payload_size;
+  uint32_t nkernels;
+  const uint8_t *table; /* nkernels x 16 bytes: u32 name offset, u16 length, u16 0, u64 pc */
+  const uint8_t *names;
+  size_t names_size;
+} vxr_vxbin;
+
+/* Parses a .vxbin of size bytes (from a cache, a daemon, a file: checked
+ * in full before use) into *out, which points into it.  Returns 0, or
+ * -EINVAL for one whose header, payload or footer is out of bounds. */
+int vxr_vxbin_parse(const uint8_t *bytes, size_t size, vxr_vxbin *out);
+
+/* The entry PC of kernel `name` in parsed image v (the footer's entry of
+ * that name), or 0 when the footer has none. */
+uint64_t vxr_vxbin_kernel(const vxr_vxbin *v, const char *name);
 
 /* Most objects one relocatable link takes (a descriptor each). */
 #define VXR_LINK_MAX_INPUTS 512u
@@ -68,7 +97,9 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
 int vxr_sdk_inputs(const char *sdk, char **paths, int cap);
 
 /* Links obj (obj_size bytes) with the Vortex kernel SDK in directory sdk
- * (its link.ld, then its *.o and *.a in name order) and libc / libgcc
+ * (its link.ld, then its *.o and *.a in name order; of upstream's
+ * libvortex.a and libvortex2.a, when it holds both, only the one of
+ * vortex_abi: 2.x and 3.0 respectively) and libc / libgcc
  * (archives for libm and soft-float f64), by the ld.lld at lld, with
  * `entry` as the startup code of kernel ABI vortex_abi calls it
  * (vxr_link_elf), and converts the executable into a .vxbin in *image
