@@ -7,7 +7,9 @@
 # `test` also builds and tests an ASan+UBSan configuration (set
 # VORTEXD_SKIP_SANITIZERS=1 to skip that second pass locally).  The
 # conformance suites over third-party GPU-dialect files run when a corpus is
-# found: $VORTEXD_CORPUS_DIR, else ../shared/corpus beside the checkout.
+# found: $VORTEXD_CORPUS_DIR, else ../shared/corpus beside the checkout;
+# the suite over upstream Vortex's own tools (conformance_upstream) when its
+# files are: $VORTEXD_VORTEX_UPSTREAM_DIR, else ../shared/vortex-upstream.
 # `test-without-corpus` (used by .ci/run) tests a copy of the tracked tree
 # that can reach no corpus, as a clone of this repository alone would.
 set -euo pipefail
@@ -16,6 +18,7 @@ mode=${1:-test}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc)
 corpus=${VORTEXD_CORPUS_DIR:-$root/../shared/corpus}
+upstream=${VORTEXD_VORTEX_UPSTREAM_DIR:-$root/../shared/vortex-upstream}
 
 # ---- dependencies: Debian 12 packages only (LLVM/MLIR 22 from bookworm-security)
 pkgs=(build-essential cmake pkg-config
@@ -31,7 +34,8 @@ pkgs=(build-essential cmake pkg-config
       scdoc man-db groff-base  # the man pages: built with scdoc, checked with man --warnings
       ninja-build  # the install test builds a project of kernels with ninja
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
-      gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)  # libgcc and libm the emulated kernels link
+      gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf  # libgcc and libm the emulated kernels link
+      python3)  # upstream Vortex's config generator and vxbin.py, for conformance_upstream
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -47,7 +51,7 @@ fi
 build() { # build DIR [cmake args...]
   local dir=$1; shift
   cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVORTEXD_WERROR=ON \
-    -DVORTEXD_CORPUS_DIR="$corpus" "$@" >/dev/null
+    -DVORTEXD_CORPUS_DIR="$corpus" -DVORTEXD_VORTEX_UPSTREAM_DIR="$upstream" "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
 }
 
@@ -58,6 +62,12 @@ corpus_note() {
   else
     echo "bootstrap: conformance suites conformance_layout, conformance_e2e and conformance_device" \
          "not added: no corpus at $corpus (set VORTEXD_CORPUS_DIR=DIR; docs/tests.md, \"Conformance corpus\")"
+  fi
+  if [ -f "$upstream/sw/kernel/src/vx_start.S" ]; then
+    echo "bootstrap: conformance suite conformance_upstream over upstream Vortex's files at $upstream added"
+  else
+    echo "bootstrap: conformance suite conformance_upstream not added: no upstream Vortex files at $upstream" \
+         "(set VORTEXD_VORTEX_UPSTREAM_DIR=DIR; docs/tests.md)"
   fi
 }
 
@@ -93,7 +103,8 @@ test-without-corpus)
   trap 'rm -rf "$copy"' EXIT
   (cd "$root" && git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$copy")
   echo "bootstrap: testing a copy of the tree with no corpus reachable ($copy)"
-  VORTEXD_CORPUS_DIR="$copy/no-corpus" VORTEXD_SKIP_SANITIZERS=1 bash "$copy/tests/bootstrap.sh" test
+  VORTEXD_CORPUS_DIR="$copy/no-corpus" VORTEXD_VORTEX_UPSTREAM_DIR="$copy/no-upstream" VORTEXD_SKIP_SANITIZERS=1 \
+    bash "$copy/tests/bootstrap.sh" test
   ;;
 demo)
   build "$root/build"

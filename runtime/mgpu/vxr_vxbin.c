@@ -476,22 +476,30 @@ int vxr_sdk_inputs(const char *sdk, char **paths, int cap) {
   return 1 + vxr__sdk_objects(sdk, 0, paths + 1, cap - 1);
 }
 
-int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
-                   size_t obj_size, const char *entry, uint32_t vortex_abi, uint8_t **image,
-                   size_t *image_size, char *err, size_t errcap) {
+int vxr_link_sdk_elf(const char *sdk, const char *lld, const char *libc, const char *libgcc,
+                     const uint8_t *obj, size_t obj_size, const char *entry, uint32_t vortex_abi,
+                     uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   err[0] = '\0';
   char script[4200], *inputs[64];
   snprintf(script, sizeof script, "%s/link.ld", sdk);
   int ninputs = vxr__sdk_objects(sdk, vortex_abi, inputs, 64);
+  int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, vortex_abi, elf,
+                        elf_size, err, errcap);
+  for (int i = 0; i < ninputs; i++)
+    free(inputs[i]);
+  return rc;
+}
+
+int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
+                   size_t obj_size, const char *entry, uint32_t vortex_abi, uint8_t **image,
+                   size_t *image_size, char *err, size_t errcap) {
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, vortex_abi, &elf,
-                        &elf_size, err, errcap);
+  int rc = vxr_link_sdk_elf(sdk, lld, libc, libgcc, obj, obj_size, entry, vortex_abi, &elf, &elf_size, err,
+                            errcap);
   if (rc == 0 && (rc = vxr__to_vxbin(elf, elf_size, image, image_size)) != 0)
     snprintf(err, errcap, "cannot make a .vxbin of kernel %s", entry);
   free(elf);
-  for (int i = 0; i < ninputs; i++)
-    free(inputs[i]);
   return rc;
 }
 

@@ -96,6 +96,13 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
  * Returns how many.  Any thread. */
 int vxr_sdk_inputs(const char *sdk, char **paths, int cap);
 
+/* The executable vxr_link_vxbin makes its image of (the same arguments;
+ * *elf malloc()): what upstream's vxbin.py would convert.  0, or a
+ * negative errno with a message in err.  Any thread. */
+int vxr_link_sdk_elf(const char *sdk, const char *lld, const char *libc, const char *libgcc,
+                     const uint8_t *obj, size_t obj_size, const char *entry, uint32_t vortex_abi,
+                     uint8_t **elf, size_t *elf_size, char *err, size_t errcap);
+
 /* Links obj (obj_size bytes) with the Vortex kernel SDK in directory sdk
  * (its link.ld, then its *.o and *.a in name order; of upstream's
  * libvortex.a and libvortex2.a, when it holds both, only the one of
