@@ -303,6 +303,27 @@ static int run_kmu(uint32_t which, const vxs_kmu_launch *l, uint32_t lanes, uint
   return rc;
 }
 
+/* A launch that names its kernel's entry PC (what upstream's start code
+ * reads from CSR 0xCE1, VX_CSR_CTA_ENTRY, fed by the scheduler's DCRs)
+ * runs that kernel in every block, not kernel_main; its threads read the
+ * same PC back.  Two blocks of 6 threads on warps of 4. */
+Test(simt, a_launch_runs_the_kernel_entry_it_names) {
+  size_t size = 0;
+  uint8_t *elf = (uint8_t *)vxt_read_file(VXT_KMU_PROGRAMS, &size);
+  cr_assert_not_null(elf);
+  uint32_t pc = vxt_elf_symbol_value(elf, size, "other_kernel");
+  cr_assert_neq(pc, 0u);
+  free(elf);
+  vxs_kmu_launch l = {.grid = {2, 1, 1}, .block = {6, 1, 1}, .entry = pc};
+  args_t out;
+  vxs_report rep;
+  cr_assert_eq(run_kmu(1, &l, 4, 4, 1, &out, &rep), 0, "%s", rep.error);
+  for (uint32_t g = 0; g < 12; g++) {
+    cr_assert_eq(out.out[2 * g], (int32_t)(7000 + g), "thread %u: %d", g, out.out[2 * g]);
+    cr_assert_eq((uint32_t)out.out[2 * g + 1], pc, "thread %u read %#x", g, (uint32_t)out.out[2 * g + 1]);
+  }
+}
+
 /* A block of B threads is ceil(B / lanes) warps whose last has the threads
  * past B off; each thread is told its index (x fastest), its block's, its
  * warp's rank and the block's warp count, on every warp width. */

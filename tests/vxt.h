@@ -55,6 +55,10 @@ char *vxt_read_file(const char *path, size_t *len);
  * malloc()ed text, *len bytes; NULL on OOM. */
 char *vxt_many_kernels(unsigned n, size_t *len);
 
+/* The value of the symbol named name that ELF32 obj defines (in an
+ * executable, its address), or 0 when it defines none. */
+uint32_t vxt_elf_symbol_value(const uint8_t *obj, size_t len, const char *name);
+
 /* How many symbols named name obj's symbol table defines. */
 unsigned vxt_elf_count_defined(const uint8_t *obj, size_t len, const char *name);
 

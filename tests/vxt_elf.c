@@ -53,6 +53,11 @@ unsigned vxt_elf_count_defined(const uint8_t *obj, size_t len, const char *name)
   return vxt__symbols(obj, len, name, 1, NULL);
 }
 
+uint32_t vxt_elf_symbol_value(const uint8_t *obj, size_t len, const char *name) {
+  const Elf32_Sym *s = vxt__symbol(obj, len, name, 1);
+  return s ? s->st_value : 0;
+}
+
 int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
   return vxt__symbol(obj, len, name, want_defined) != NULL;
 }

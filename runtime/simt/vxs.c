@@ -607,6 +607,8 @@ static bool vxs__cta_csr(const vxs_device *d, uint32_t w, uint32_t t, uint32_t c
     *v = wp->cta_rank;
   else if (csr == VXS_CSR_CTA_SIZE)
     *v = d->cta_warps;
+  else if (csr == VXS_CSR_CTA_ENTRY)
+    *v = l->entry;
   else if (csr == VXS_CSR_CTA_LMEM_ADDR)
     *v = VXS_LOCAL_MEM_BASE + core * d->cfg.local_mem_bytes + wp->cta_slot * d->cta_local;
   else
@@ -818,6 +820,9 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
     if (!wp->tmask) return vxs__fail(d, w, wp->pc - 4, "pred restored an empty thread mask");
     return 0;
   }
+  case 7: /* wsync: wait until the warp's issued instructions are done (here they always are) */
+    wp->pc += 4;
+    return 0;
   default: return vxs__fail(d, w, wp->pc, "custom-0 instruction funct3=%u is not emulated", f3);
   }
 }

@@ -145,11 +145,13 @@ int vxs_load_image(vxs_device *dev, uint32_t addr, const void *image, uint32_t s
 int vxs_run(vxs_device *dev, uint32_t argument_buffer, vxs_report *rep);
 
 /* A launch as Vortex 3.0's hardware scheduler (the KMU) runs it: the
- * grid and block sizes and the local memory each block gets (bytes), what
- * the host writes to the KMU's DCRs (VX_types.toml, dcr_kmu). */
+ * grid and block sizes, the local memory each block gets (bytes) and the
+ * kernel's entry PC, what the host writes to the KMU's DCRs
+ * (VX_types.toml, dcr_kmu). */
 typedef struct {
   uint32_t grid[3], block[3];
   uint32_t local_bytes;
+  uint32_t entry; /* the kernel's entry PC (CSR 0xCE1, VXS_CSR_CTA_ENTRY), or 0 */
 } vxs_kmu_launch;
 
 /* Resets every hart and runs the image's blocks as the hardware scheduler
@@ -157,8 +159,9 @@ typedef struct {
  * core, its last warp with the threads past B off; a core runs as many
  * blocks at once as its warps, its local memory (local_bytes each, rounded
  * up to 16) and its barriers allow.  Every warp of a block starts at the
- * image's entry (vx_kmu.S: kernel_main(mscratch)) with the block CSRs of
- * vxs_abi.h set; blocks are started in order, x fastest, whenever a core
+ * image's entry with the block CSRs of vxs_abi.h set, CSR 0xCE1 holding
+ * l->entry (vx_kmu.S calls that PC with the argument buffer, or
+ * kernel_main when it is 0, as upstream's __vx_cta_entry calls the PC); blocks are started in order, x fastest, whenever a core
  * has room.  A barrier of a block is its CTA_ID for CTA_SIZE warps.
  * Returns as vxs_run (rep->exit_code is 0: there is no main), or -EINVAL
  * without an image or for a launch no core can hold (a zero dimension, a

@@ -65,5 +65,9 @@
 #define VXS_CSR_CTA_GRID_DIM_Y 0xCDD
 #define VXS_CSR_CTA_GRID_DIM_Z 0xCDE
 #define VXS_CSR_CTA_LMEM_ADDR 0xCDF
+/* The kernel's entry PC, which the scheduler gives every block of a launch
+ * (VX_types.toml: VX_CSR_CTA_ENTRY, fed from the KMU's kernel-entry DCRs):
+ * upstream's start code calls it; 0 when the launch names none. */
+#define VXS_CSR_CTA_ENTRY 0xCE1
 
 #endif /* VXS_ABI_H */

@@ -49,3 +49,14 @@ int kernel_main(args_t *args) {
   }
   return 0;
 }
+
+/* A second kernel, started when the launch names its PC (CSR 0xCE1, the
+ * scheduler's kernel entry): out[g] = 7000 + g, and the entry it was
+ * started through. */
+int other_kernel(args_t *args);
+int other_kernel(args_t *args) {
+  uint32_t g = block_in_grid() * block_threads() + thread_in_block();
+  args->out[2 * g] = (int32_t)(7000 + g);
+  args->out[2 * g + 1] = (int32_t)VX_CSR(VXS_CSR_CTA_ENTRY);
+  return 0;
+}

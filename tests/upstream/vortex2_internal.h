@@ -20,9 +20,11 @@
 #include <vortex2.h>
 
 #define VX_C_ENTRY_TRY try {
-#define VX_C_ENTRY_CATCH                                                                                       \
+#define VX_C_ENTRY_CATCH                                                                                     \
   }                                                                                                          \
-  catch (...) { return VX_ERR_INVALID_VALUE; }
+  catch (...) {                                                                                              \
+    return VX_ERR_INVALID_VALUE;                                                                             \
+  }
 
 namespace vx {
 
