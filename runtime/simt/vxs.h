@@ -161,8 +161,9 @@ typedef struct {
  * up to 16) and its barriers allow.  Every warp of a block starts at the
  * image's entry with the block CSRs of vxs_abi.h set, CSR 0xCE1 holding
  * l->entry (vx_kmu.S calls that PC with the argument buffer, or
- * kernel_main when it is 0, as upstream's __vx_cta_entry calls the PC); blocks are started in order, x fastest, whenever a core
- * has room.  A barrier of a block is its CTA_ID for CTA_SIZE warps.
+ * kernel_main when it is 0, as upstream's __vx_cta_entry calls the PC);
+ * blocks are started in order, x fastest, whenever a core has room.  A
+ * barrier of a block is its CTA_ID for CTA_SIZE warps.
  * Returns as vxs_run (rep->exit_code is 0: there is no main), or -EINVAL
  * without an image or for a launch no core can hold (a zero dimension, a
  * block over a core's warps or local memory; rep->error says which). */
