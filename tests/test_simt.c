@@ -63,6 +63,39 @@ static int run_case(uint32_t which, uint32_t grid, uint32_t block, uint32_t lane
 static const vxs_split_policy policies[] = {VXS_SPLIT_SMALLER, VXS_SPLIT_LARGER, VXS_SPLIT_TAKEN,
                                             VXS_SPLIT_NOT_TAKEN};
 
+/* mscratch is one writable register per core: every thread of a core
+ * first reads the argument buffer (the first warp to get there) or what
+ * another warp of its core wrote, and after the barrier reads its own
+ * core's value; two cores, warps of 4, blocks of 8. */
+Test(simt, mscratch_is_a_writable_register_of_each_core) {
+  vxs_config c;
+  vxs_config_default(&c);
+  c.cores = 2, c.warps_per_core = 4, c.max_steps = 2000000;
+  vxs_device *d = NULL;
+  cr_assert_eq(vxs_device_create(&c, &d), 0);
+  const char *why = NULL;
+  cr_assert_eq(vxs_load_elf(d, image, image_size, &why), 0, "%s", why);
+  cr_assert_eq(vxs_mem_map(d, ARGS, (sizeof(args_t) + 4095) & ~4095u), 0);
+  static args_t out;
+  memset(&out, 0, sizeof out);
+  out.which = 12, out.grid = 4, out.block = 8;
+  cr_assert_eq(vxs_mem_write(d, ARGS, &out, sizeof out), 0);
+  vxs_report rep;
+  cr_assert_eq(vxs_run(d, ARGS, &rep), 0, "%s", rep.error);
+  cr_assert_eq(vxs_mem_read(d, ARGS, &out, sizeof out), 0);
+  vxs_device_destroy(d);
+  unsigned saw_args[2] = {0, 0};
+  for (uint32_t g = 0; g < 32; g++) {
+    uint32_t before = (uint32_t)out.out[3 * g], after = (uint32_t)out.out[3 * g + 1];
+    uint32_t core = (uint32_t)out.out[3 * g + 2];
+    cr_assert_lt(core, 2u);
+    cr_assert_eq(after, 0x5000u + core, "thread %u: %#x", g, after);
+    cr_assert(before == ARGS || before == 0x5000u + core, "thread %u read %#x first", g, before);
+    saw_args[core] += before == ARGS;
+  }
+  cr_assert(saw_args[0] && saw_args[1], "each core's first writer read the argument buffer");
+}
+
 /* A warp started by wspawn keeps the registers it held: start code of
  * upstream's 2.x shape sets sp and tp in one wspawn and pushes onto that
  * stack in the next (tests/simt/wspawn_start.S).  Every hart of 4 warps

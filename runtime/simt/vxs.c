@@ -83,10 +83,11 @@ struct vxs_device {
   uint32_t nkept, kept_bytes;
   /* the run in progress */
   uint32_t argument_buffer;
-  const vxs_kmu_launch *kmu; /* vxs_run_kmu's launch, else NULL */
-  uint32_t cta_warps;        /* warps per block under kmu */
-  uint32_t cta_local;        /* local memory per block under kmu (bytes) */
-  int trap;                  /* set by the interrupt hook */
+  uint32_t mscratch[VXS_MAX_CORES]; /* each core's, the argument buffer at the start */
+  const vxs_kmu_launch *kmu;        /* vxs_run_kmu's launch, else NULL */
+  uint32_t cta_warps;               /* warps per block under kmu */
+  uint32_t cta_local;               /* local memory per block under kmu (bytes) */
+  int trap;                         /* set by the interrupt hook */
   uint32_t trap_cause;
   vxs_report *rep;
   char *console;
@@ -620,7 +621,7 @@ static bool vxs__csr(vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint32
   const vxs_config *c = &d->cfg;
   uint32_t core = w / c->warps_per_core, warp = w % c->warps_per_core;
   switch (csr) {
-  case VXS_CSR_MSCRATCH: *v = d->argument_buffer; return true;
+  case VXS_CSR_MSCRATCH: *v = d->mscratch[core]; return true;
   case VXS_CSR_MHARTID: *v = w * c->threads_per_warp + t; return true;
   case VXS_CSR_THREAD_ID: *v = t; return true;
   case VXS_CSR_WARP_ID: *v = warp; return true;
@@ -649,12 +650,21 @@ static int vxs__exec_csr(vxs_device *d, uint32_t w, uint32_t inst) {
   uint32_t v;
   if (f3 == 0 || f3 == 4 || !vxs__csr(d, w, 0, csr, &v)) return 1;
   bool writes = f3 == 1 || f3 == 5 || rs1 != 0;
-  if (writes) return vxs__fail(d, w, wp->pc, "write to read-only CSR 0x%03x", csr);
+  if (writes && csr != VXS_CSR_MSCRATCH) return vxs__fail(d, w, wp->pc, "write to read-only CSR 0x%03x", csr);
+  /* mscratch is writable, one register per core (as upstream's 2.x
+   * vx_spawn_threads uses it): the operand of the warp's last active thread */
+  uint32_t x = !writes   ? 0
+               : f3 >= 5 ? rs1
+                         : (uint32_t)vxs__xreg(d, wp->thread[vxs__last_thread(wp->tmask)], rs1);
   for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++)
     if (wp->tmask >> t & 1) {
       vxs__csr(d, w, t, csr, &v);
       vxs__set_xreg(d, wp->thread[t], rd, v);
     }
+  if (writes) {
+    uint32_t *m = &d->mscratch[w / d->cfg.warps_per_core];
+    *m = (f3 & 3) == 1 ? x : (f3 & 3) == 2 ? *m | x : *m & ~x;
+  }
   wp->pc += 4;
   return 0;
 }
@@ -929,6 +939,8 @@ static void vxs__reset_run(vxs_device *d, uint32_t argument_buffer, vxs_report *
   memset(rep, 0, sizeof *rep);
   d->rep = rep;
   d->argument_buffer = argument_buffer;
+  for (uint32_t c = 0; c < VXS_MAX_CORES; c++)
+    d->mscratch[c] = argument_buffer;
   for (uint32_t i = 0; i < d->nkept; i++)
     vxs_mem_read(d, d->kept[i].addr, d->image_init + (d->kept[i].addr - d->image_addr), d->kept[i].size);
   vxs_mem_write(d, d->image_addr, d->image_init, d->image_size);

@@ -141,9 +141,35 @@ static void csr_write(void *a) {
   __asm__ volatile("csrw 0xCC0, %0" : : "r"(1u));
 }
 
-static void (*const cases[])(void *) = {
-    divergent_branch, split_join, join_without_split, pred_loop, barrier_deadlock, csrs, ipdom_overflow,
-    endless,          bad_store,  barrier_exchange,   votes,     csr_write};
+/* 12: mscratch is writable, one register per core (upstream's 2.x
+ * vx_spawn_threads hands its spawned warps their arguments through it):
+ * every thread writes 0x5000 + its core (csrrw, keeping what it read),
+ * then, after the block's barrier, reads it again; out = {first read,
+ * second read, core} per thread. */
+static void mscratch_per_core(void *a) {
+  args_t *args = a;
+  uint32_t g = global_id(), mine = 0x5000u + VX_CSR(0xCC2), before, after;
+  __asm__ volatile("csrrw %0, 0x340, %1" : "=r"(before) : "r"(mine) : "memory");
+  vx_barrier(__local_group_id, __warps_per_group);
+  __asm__ volatile("csrr %0, 0x340" : "=r"(after) : : "memory");
+  args->out[3 * g] = (int32_t)before;
+  args->out[3 * g + 1] = (int32_t)after;
+  args->out[3 * g + 2] = (int32_t)VX_CSR(0xCC2);
+}
+
+static void (*const cases[])(void *) = {divergent_branch,
+                                        split_join,
+                                        join_without_split,
+                                        pred_loop,
+                                        barrier_deadlock,
+                                        csrs,
+                                        ipdom_overflow,
+                                        endless,
+                                        bad_store,
+                                        barrier_exchange,
+                                        votes,
+                                        csr_write,
+                                        mscratch_per_core};
 
 int main(void) {
   args_t *args = (args_t *)VX_CSR(0x340);
