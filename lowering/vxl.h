@@ -59,7 +59,10 @@
  *  12: a gpu.shuffle width above the warp is refused when constant and
  *      checked on the device when not; on kernel ABI 3 each kernel's entry
  *      is also VXL_KENTRY_PREFIX "<kernel name>", the name upstream
- *      Vortex's toolchain gives a kernel's entry and its .vxbin lists. */
+ *      Vortex's toolchain gives a kernel's entry and its .vxbin lists; a
+ *      gpu.printf index argument is as wide as its conversion (%lld: 64
+ *      bits); on kernel ABI 2 branches on block ids are split (upstream's
+ *      vx_spawn_threads runs one-thread blocks one per lane). */
 #define VXL_LOWERING_ABI_VERSION 12u
 
 /* On kernel ABI 3 (Vortex 3.0), every kernel's entry is also a global

@@ -21,8 +21,11 @@
  * edge delivers the value depends on the thread).  Private memory
  * (memref.alloca) that a thread-dependent value is written into is
  * divergent as a whole: the same address holds another value in each
- * thread.  Block ids, grid/block
- * sizes, kernel arguments and constants stay uniform.
+ * thread.  Grid and block sizes,
+ * kernel arguments and constants stay uniform, and so do block ids on
+ * Vortex 3.0, whose scheduler gives a block whole warps; on 2.x they
+ * start divergent too, as upstream's vx_spawn_threads runs blocks of one
+ * thread one per lane (a warp of W lanes holds W blocks).
  *
  * Rewrites before placement, only where the selector is divergent (split is
  * two-way): scf.index_switch becomes a chain of scf.if, cf.switch a chain of
@@ -433,9 +436,10 @@ static int vxl__cfg_controlled(const vxl__cfg *g, size_t b, size_t p, unsigned c
 
 typedef struct {
   MlirContext ctx;
-  vxl__pset vals; /* divergent values */
-  vxl__pset done; /* divergent cf branches whose sync dependence is marked */
-  vxl__ops ops;   /* the function's ops, pre-order */
+  int varying_block_ids; /* block ids may differ between a warp's threads */
+  vxl__pset vals;        /* divergent values */
+  vxl__pset done;        /* divergent cf branches whose sync dependence is marked */
+  vxl__ops ops;          /* the function's ops, pre-order */
   /* CFGs of the regions holding divergent cf branches, built on first use
    * and valid until the region's blocks change otherwise than through
    * vxl__cfg_add_join */
@@ -588,7 +592,8 @@ static int vxl__taint_private(vxl__div *dv, MlirOperation op) {
 static int vxl__propagate(vxl__div *dv, MlirOperation op) {
   int ch = 0;
   intptr_t nops = mlirOperationGetNumOperands(op);
-  if (vxl__calls(op, "__vxl_thread_id") || vxl__calls(op, "__vxl_global_id"))
+  if (vxl__calls(op, "__vxl_thread_id") || vxl__calls(op, "__vxl_global_id") ||
+      (dv->varying_block_ids && vxl__calls(op, "__vxl_block_id")))
     return vxl__mark_results(dv, op);
   if (vxl__op_is(op, "scf.if") || vxl__op_is(op, "scf.index_switch")) {
     if (vxl__any_operand(dv, op, 0, 1)) ch |= vxl__mark_results(dv, op);
@@ -1304,9 +1309,9 @@ static int vxl__place_cf(vxl__div *dv, MlirOperation br, vxl__diags *d, unsigned
   return rc;
 }
 
-int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl__diags *d, unsigned *splits,
-                           unsigned *preds) {
-  vxl__div dv = {.ctx = ctx};
+int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, int varying_block_ids,
+                           vxl__diags *d, unsigned *splits, unsigned *preds) {
+  vxl__div dv = {.ctx = ctx, .varying_block_ids = varying_block_ids};
   vxl__pset placed = {0}; /* branches already given split/join or pred */
   size_t budget = VXL__CLONE_BUDGET;
   MlirType i32 = mlirIntegerTypeGet(ctx, 32);

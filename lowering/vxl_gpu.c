@@ -254,10 +254,50 @@ static int vxl__check_shuffle_width(vxl__rw *rw, MlirOperation op) {
   return vxl__lower_assert(rw, check);
 }
 
+/* The integer width C's printf gives each argument of format fmt (as the
+ * attribute prints it, escapes and all), in argument order, into bits[]
+ * (at most n): 64 for the length modifiers ll and j, xlen for l, z and t,
+ * else 32 (an int: also a `*` width or precision); 0 for a conversion
+ * that takes no integer (f, s, p, ...); unsigned_[i] set for u, o, x, X. */
+static void vxl__printf_widths(const char *fmt, uint32_t xlen, int *bits, int *unsigned_, int n) {
+  int i = 0;
+  for (const char *p = fmt; *p && i < n; p++) {
+    if (*p != '%') continue;
+    if (*++p == '%') continue;
+    while (*p && strchr("-+ #0'", *p))
+      p++;
+    for (int part = 0; part < 2; part++) { /* width, then .precision */
+      if (part == 1 && *p != '.') break;
+      if (part == 1) p++;
+      if (*p == '*') {
+        if (i < n) bits[i] = 32, unsigned_[i++] = 0;
+        p++;
+      }
+      while (*p >= '0' && *p <= '9')
+        p++;
+    }
+    int w = 32;
+    while (*p && strchr("hljztLq", *p)) {
+      w = *p == 'j' || *p == 'q' || (*p == 'l' && p[1] == 'l') ? 64 : *p == 'h' || *p == 'L' ? w : (int)xlen;
+      p += *p == 'l' && p[1] == 'l' ? 2 : 1;
+    }
+    if (!*p) break;
+    if (i < n) {
+      bits[i] = strchr("diuoxXc", *p) ? w : 0;
+      unsigned_[i++] = strchr("uoxX", *p) != NULL;
+    }
+  }
+  for (; i < n; i++)
+    bits[i] = 32, unsigned_[i] = 0;
+}
+
 /* gpu.printf "fmt" %a... -> vx_printf(fmt, a...) (Vortex's device printf,
  * vx_print.h).  Each call site gets a helper, parsed from text, that holds
  * the format as a global and applies C's default argument promotions
- * (f32 -> f64, small integers -> i32, index -> i32). */
+ * (f32 -> f64, small integers -> i32); an index (32 bits here, 64 where
+ * such formats are mostly written) is passed as wide as its conversion
+ * reads it (%lld: 64 bits; vxl__printf_widths), as a printf that honours
+ * length modifiers, upstream Vortex's, takes it. */
 static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
   MlirContext ctx = rw->c->ctx;
   MlirLocation loc = mlirOperationGetLocation(op);
@@ -293,15 +333,18 @@ static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
   }
   EMITF(") {\n  %%f = llvm.mlir.addressof @__vxl_fmt%u : !llvm.ptr\n", id);
   char args[1024] = "%f", sig[1024] = "!llvm.ptr";
+  int bits[16], unsigned_[16];
+  vxl__printf_widths(fmt, rw->xlen, bits, unsigned_, (int)n);
   for (intptr_t i = 0; i < n; i++) {
     MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
     const char *pt = types[i];
     if (mlirTypeIsAF32(t) || mlirTypeIsAF16(t)) {
       EMITF("  %%p%ld = arith.extf %%a%ld : %s to f64\n", (long)i, (long)i, types[i]);
       pt = "f64";
-    } else if (mlirTypeIsAIndex(t)) {
-      EMITF("  %%p%ld = arith.index_cast %%a%ld : index to i32\n", (long)i, (long)i);
-      pt = "i32";
+    } else if (mlirTypeIsAIndex(t)) { /* as wide as its conversion says (%lld: 64 bits) */
+      pt = bits[i] == 64 ? "i64" : "i32";
+      EMITF("  %%p%ld = arith.index_cast%s %%a%ld : index to %s\n", (long)i, unsigned_[i] ? "ui" : "",
+            (long)i, pt);
     } else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) < 32) {
       EMITF("  %%p%ld = arith.extsi %%a%ld : %s to i32\n", (long)i, (long)i, types[i]);
       pt = "i32";

@@ -244,6 +244,7 @@ typedef struct {
   uint64_t globals_bytes;
   uint64_t dynamic_min_bytes; /* largest element of an extern __shared__ global */
   vxl__subgroups sg;          /* subgroup and workgroup collectives */
+  uint32_t xlen;              /* the target's register width: 32 or 64 */
   LLVMContextRef lctx;        /* the compile's (it translates the module too):
                                  element sizes from the data layout */
   LLVMTargetDataRef td;       /* the compile's, for lctx */
@@ -328,11 +329,13 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
 /* Uniformity analysis and vx_split/vx_join/vx_pred insertion on one
  * func.func (vxl_divergence.c); rewrites divergent scf.index_switch and
  * cf.switch into two-way branches first.  Kernel arguments are uniform; a
- * non-kernel function's are not.  Adds to *splits / *preds what it inserted.
+ * non-kernel function's are not; block ids are not either when
+ * varying_block_ids (Vortex 2.x: upstream's vx_spawn_threads runs a block
+ * of one thread on each lane of a warp).  Adds to *splits / *preds what it inserted.
  * Returns 0, -EINVAL when a divergent branch sits in unstructured control
  * flow it cannot wrap (an "unsupported:" diagnostic in d) or -ENOMEM. */
-int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, vxl__diags *d, unsigned *splits,
-                           unsigned *preds);
+int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, int varying_block_ids,
+                           vxl__diags *d, unsigned *splits, unsigned *preds);
 
 /* The options a compile runs with: opts with each 0 that means "the
  * default" replaced by that default (warp_size, vortex_abi, xlen, and

@@ -469,7 +469,7 @@ static int vxl__add_prelude(vxl_compiler *c, MlirModule mod, const vxl_options *
 /* Stage 8: divergence: loops as scf.while, then split/join and pred
  * placement in every function but the prelude's (vxl_divergence.c). */
 static int vxl__divergence(vxl_compiler *c, MlirModule mod, const vxl__kernel_info *kinfo, uint32_t nkernels,
-                           const char *source_name, vxl__diags *d) {
+                           const char *source_name, uint32_t vortex_abi, vxl__diags *d) {
   MlirContext ctx = c->ctx;
   MlirBlock mbody = mlirModuleGetBody(mod);
   int rc = 0;
@@ -490,7 +490,7 @@ static int vxl__divergence(vxl_compiler *c, MlirModule mod, const vxl__kernel_in
       is_kernel |=
           strlen(kinfo[i].name) == fname.length && memcmp(kinfo[i].name, fname.data, fname.length) == 0;
     unsigned splits = 0, preds = 0;
-    rc = vxl__insert_divergence(ctx, op, is_kernel, d, &splits, &preds);
+    rc = vxl__insert_divergence(ctx, op, is_kernel, vortex_abi != 3, d, &splits, &preds);
   }
   return rc;
 }
@@ -605,7 +605,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
   MlirContext ctx = c->ctx;
   int rc;
   MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
-  vxl__rw rw = {.c = c, .mod = mod, .d = d, .lctx = lctx, .td = td};
+  vxl__rw rw = {.c = c, .mod = mod, .d = d, .lctx = lctx, .td = td, .xlen = opts->xlen == 64 ? 64 : 32};
   rw.sg = (vxl__subgroups){.ctx = ctx,
                            .mod = mod,
                            .d = d,
@@ -636,7 +636,8 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
     rc = vxl__add_constant_i32(ctx, mlirModuleGetBody(mod), VXL_SCRATCH_SYMBOL, VXL_SCRATCH_BYTES_PER_THREAD);
   if (rc == 0) vxl__strip_address_spaces(mlirModuleGetOperation(mod));
   if (rw.tr.ptr) mlirTypeToLLVMIRTranslatorDestroy(rw.tr);
-  if (rc == 0) rc = vxl__divergence(c, mod, kinfo, nkernels, source_name, d); /* 8 */
+  if (rc == 0)
+    rc = vxl__divergence(c, mod, kinfo, nkernels, source_name, vxl__resolved(opts).vortex_abi, d); /* 8 */
   if (rc == 0) vxl__prune_prelude(mod);
   if (rc == 0) rc = vxl__to_llvm_dialect(c, &rw, source_name); /* 9 */
   if (rc) {

@@ -188,11 +188,15 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
    * (appended to a copy of img; pointers widened on RV64), the block's
    * local memory as a 3.0 host computes it for the scheduler; the device
    * memory of img's bytes and the output must be the same everywhere */
-  static const uint32_t targets[4][2] = {{2, 32}, {3, 32}, {2, 64}, {3, 64}};
+  /* {vortex_abi, xlen, linked with upstream's kernel SDK}: the last two
+   * only when it is there (vxt_upstream_sdk) */
+  static const uint32_t targets[6][3] = {{2, 32, 0}, {3, 32, 0}, {2, 64, 0},
+                                         {3, 64, 0}, {2, 32, 1}, {3, 32, 1}};
+  const unsigned ntargets = vxt_upstream_sdk() ? 6 : 4;
   uint8_t *first = NULL;
   static char first_printed[8192], now_printed[8192], first_sorted[8192], now_sorted[8192];
-  for (unsigned ti = 0; ti < 4; ti++) {
-    uint32_t abi = targets[ti][0], xlen = targets[ti][1];
+  for (unsigned ti = 0; ti < ntargets; ti++) {
+    uint32_t abi = targets[ti][0], xlen = targets[ti][1], upstream = targets[ti][2];
     const vxl_result *rr = target_of(r, abi, xlen);
     const vxl_kernel *kk = NULL;
     for (uint32_t i = 0; i < rr->nkernels && !kk; i++)
@@ -229,16 +233,22 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
     uint8_t *elf = NULL;
     size_t elf_size = 0;
     cr_assert_eq(kk->kernel_id, k->kernel_id, "%s: one kernel id on every target", k->name);
-    const char *fail = vxt_device_link(
-        rr->object, rr->object_size, dispatch ? VXL_DISPATCH_SYMBOL : kk->entry, abi, xlen, &elf, &elf_size);
-    cr_assert_null(fail, "%s (vortex%u-rv%u): %s", k->name, abi, xlen, fail);
+    const char *start = dispatch ? VXL_DISPATCH_SYMBOL : kk->entry;
+    const char *fail = upstream
+                           ? vxt_device_link_sdk(vxt_upstream_sdk(), rr->object, rr->object_size, start, abi,
+                                                 &elf, &elf_size)
+                           : vxt_device_link(rr->object, rr->object_size, start, abi, xlen, &elf, &elf_size);
+    cr_assert_null(fail, "%s (vortex%u-rv%u%s): %s", k->name, abi, xlen, upstream ? ", upstream's SDK" : "",
+                   fail);
     for (uint32_t i = 0; i < ncfgs; i++) {
       const vxt_simt *cfg = &cfgs[i];
       uint8_t *mem = malloc(im.size);
       vxs_report rep;
-      fail = vxt_device_run(elf, elf_size, xlen, &im, a, hdr + kk->launch_offset, abi == 3 ? &kmu : NULL, cfg,
-                            0, im.size, mem, &rep, now_printed, sizeof now_printed);
-      cr_assert_null(fail, "%s (vortex%u-rv%u): %s\n%s", k->name, abi, xlen, fail, now_printed);
+      fail = vxt_device_run_on((int)upstream, elf, elf_size, xlen, &im, a, hdr + kk->launch_offset,
+                               abi == 3 ? &kmu : NULL, cfg, 0, im.size, mem, &rep, now_printed,
+                               sizeof now_printed);
+      cr_assert_null(fail, "%s (vortex%u-rv%u%s): %s\n%s", k->name, abi, xlen,
+                     upstream ? ", upstream's SDK" : "", fail, now_printed);
       cr_assert_eq(rep.exit_code, 0, "[%s] vx_spawn_threads returned %d", cfg->name, rep.exit_code);
       if (!first) {
         first = mem;
@@ -252,9 +262,10 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
             "%s: device memory differs at offset %u between [%s] on vortex2-rv32 and [%s] on vortex%u-rv%u",
             k->name, b, cfgs[0].name, cfg->name, abi, xlen);
       sort_lines(now_printed, now_sorted, sizeof now_sorted);
-      cr_assert_str_eq(now_sorted, first_sorted,
-                       "%s: output differs between [%s] on vortex2-rv32 and [%s] on vortex%u-rv%u", k->name,
-                       cfgs[0].name, cfg->name, abi, xlen);
+      cr_assert_str_eq(
+          now_sorted, first_sorted,
+          "%s: output differs between [%s] on vortex2-rv32 and [%s] on vortex%u-rv%u\n%s\n---\n%s", k->name,
+          cfgs[0].name, cfg->name, abi, xlen, first_printed, now_printed);
       free(mem);
     }
     free(elf);

@@ -1,4 +1,5 @@
 /* vxt_device.c - link + run on the lockstep SIMT emulator (see vxt_device.h). */
+#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,20 @@ uint32_t vxt_image_launch_record(vxt_image *img, const vxl_kernel *k, const void
   return vxt__image_pack(img, k, values, grid, block, shared_bytes, VXL_LAUNCH_RECORD_BYTES);
 }
 
+const char *vxt_upstream_sdk(void) {
+  const char *s = getenv("VXT_UPSTREAM_SDK");
+  return s && *s ? s : NULL;
+}
+
+const char *vxt_device_link_sdk(const char *sdk, const uint8_t *object, size_t object_size, const char *entry,
+                                uint32_t abi, uint8_t **elf, size_t *elf_size) {
+  static char msg[VXR_LINK_DIAG_MAX + 512];
+  return vxr_link_sdk_elf(sdk, VXT_LD, VXT_LIBC, VXT_LIBGCC, object, object_size, entry, abi, elf, elf_size,
+                          msg, sizeof msg) == 0
+             ? NULL
+             : msg;
+}
+
 const char *vxt_device_link(const uint8_t *object, size_t object_size, const char *entry, uint32_t abi,
                             uint32_t xlen, uint8_t **elf, size_t *elf_size) {
   static char msg[VXR_LINK_DIAG_MAX + 512]; /* the suites run tests one at a time */
@@ -93,10 +108,138 @@ const char *vxt_device_link(const uint8_t *object, size_t object_size, const cha
   return NULL;
 }
 
+/* Upstream Vortex's memory map (its VX_types.h, RV32: generated from
+ * VX_types.toml) and console, for images linked with its kernel SDK. */
+#define VXT_UP_STACK_BASE 0xFFFF0000u /* VX_MEM_STACK_BASE_ADDR: harts' stacks below */
+#define VXT_UP_STACK_LOG2 13u         /* VX_MEM_STACK_LOG2_SIZE */
+#define VXT_UP_IO_END 0x10000u        /* VX_MEM_IO_END_ADDR: I/O from VX_MEM_IO_BASE_ADDR (64) */
+#define VXT_UP_COUT 64u               /* VX_MEM_IO_COUT_ADDR */
+#define VXT_UP_COUT_SLOTS 64u         /* VX_MEM_IO_COUT_SLOTS */
+#define VXT_UP_COUT_RING 512u         /* VX_MEM_IO_COUT_RING */
+
+/* Whether name is defined by picolibc's or libgcc's archive (what the
+ * serial range of an upstream image covers), read once with nm. */
+static int vxt__library_symbol(const char *name) {
+  static char *names; /* "\nname\nname\n...": the suites run one test at a time */
+  if (!names) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "riscv64-unknown-elf-nm -g --defined-only -f just-symbols %s %s 2>/dev/null",
+             VXT_LIBC, VXT_LIBGCC);
+    FILE *p = popen(cmd, "r");
+    size_t cap = 1 << 20, n = 1;
+    names = calloc(1, cap);
+    names[0] = '\n';
+    char line[512];
+    while (p && fgets(line, sizeof line, p)) {
+      size_t l = strlen(line);
+      if (l < 2 || line[l - 1] != '\n' || strchr(line, ':')) continue;
+      if (n + l + 1 >= cap && !(names = realloc(names, cap *= 2))) return 0;
+      memcpy(names + n, line, l + 1), n += l;
+    }
+    if (p) pclose(p);
+  }
+  char key[512];
+  snprintf(key, sizeof key, "\n%s\n", name);
+  return strstr(names, key) != NULL;
+}
+
+static int vxt__fn_cmp(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Prepares device dev (image loaded) for an image linked with upstream's
+ * SDK: its harts' stacks and TLS blocks and its I/O area mapped, and its
+ * libraries' code (picolibc, libgcc: not built divergence-aware) as the
+ * serial range.  NULL or what failed. */
+static const char *vxt__upstream_map(vxs_device *dev, const uint8_t *elf, size_t elf_size,
+                                     const vxs_config *c) {
+  uint32_t harts = c->cores * c->warps_per_core * c->threads_per_warp;
+  uint32_t stacks = ((harts << VXT_UP_STACK_LOG2) + 4095u) & ~4095u;
+  uint32_t end = vxt_elf_symbol_value(elf, elf_size, "_end");
+  uint32_t tls = vxt_elf_symbol_value(elf, elf_size, "__tls_block_size");
+  uint32_t tls_lo = (end + 4095u) & ~4095u, tls_hi = (end + harts * tls + 4095u) & ~4095u;
+  if (vxs_mem_map(dev, VXT_UP_STACK_BASE - stacks, stacks) != 0 || vxs_mem_map(dev, 0, VXT_UP_IO_END) != 0 ||
+      (tls_hi > tls_lo && vxs_mem_map(dev, tls_lo, tls_hi - tls_lo) != 0))
+    return "cannot map upstream's stacks, TLS blocks or I/O area";
+  /* .text's functions in address order, each marked library or not; the
+   * serial range is the largest run of library functions (upstream's
+   * script puts picolibc's exit, in .text.exit, ahead of the rest) */
+  uint32_t text = 0, n = 0, cap = 256;
+  struct vxt__fn {
+    uint32_t lo, hi;
+    int lib;
+  } *fns = malloc(cap * sizeof *fns);
+  Elf32_Ehdr eh;
+  memcpy(&eh, elf, sizeof eh);
+  Elf32_Shdr names; /* the start code is in .init: only .text's functions count */
+  memcpy(&names, elf + eh.e_shoff + (size_t)eh.e_shstrndx * eh.e_shentsize, sizeof names);
+  for (uint32_t i = 0; i < eh.e_shnum && !text; i++) {
+    Elf32_Shdr sh;
+    memcpy(&sh, elf + eh.e_shoff + (size_t)i * eh.e_shentsize, sizeof sh);
+    if (strcmp((const char *)elf + names.sh_offset + sh.sh_name, ".text") == 0) text = i;
+  }
+  for (uint32_t i = 0; fns && i < eh.e_shnum; i++) {
+    Elf32_Shdr sh;
+    memcpy(&sh, elf + eh.e_shoff + (size_t)i * eh.e_shentsize, sizeof sh);
+    if (sh.sh_type != SHT_SYMTAB) continue;
+    Elf32_Shdr strs;
+    memcpy(&strs, elf + eh.e_shoff + (size_t)sh.sh_link * eh.e_shentsize, sizeof strs);
+    for (uint32_t k = 0; fns && k < sh.sh_size / sizeof(Elf32_Sym); k++) {
+      Elf32_Sym sym;
+      memcpy(&sym, elf + sh.sh_offset + (size_t)k * sizeof sym, sizeof sym);
+      if (ELF32_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size || sym.st_shndx != text) continue;
+      if (n == cap) fns = realloc(fns, (cap *= 2) * sizeof *fns);
+      if (fns)
+        fns[n++] = (struct vxt__fn){sym.st_value, sym.st_value + sym.st_size,
+                                    vxt__library_symbol((const char *)elf + strs.sh_offset + sym.st_name)};
+    }
+  }
+  if (!fns) return "out of memory";
+  qsort(fns, n, sizeof *fns, vxt__fn_cmp);
+  uint32_t lo = 0, hi = 0;
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i, run_end = fns[i].hi;
+    while (j < n && fns[j].lib)
+      run_end = fns[j].hi > run_end ? fns[j].hi : run_end, j++;
+    if (j > i && run_end - fns[i].lo > hi - lo) lo = fns[i].lo, hi = run_end;
+    i = j > i ? j : i + 1;
+  }
+  free(fns);
+  if (lo < hi && vxs_set_serial(dev, lo, hi) != 0) return "cannot set the serial range";
+  return NULL;
+}
+
+/* What upstream's vx_putchar left in each hart's console ring, ring by
+ * ring, into printed (cap bytes). */
+static void vxt__upstream_console(vxs_device *dev, char *printed, size_t cap) {
+  size_t n = 0;
+  printed[0] = '\0';
+  for (uint32_t slot = 0; slot < VXT_UP_COUT_SLOTS; slot++) {
+    uint32_t wr = 0;
+    char ring[VXT_UP_COUT_RING];
+    if (vxs_mem_read(dev, VXT_UP_COUT + 4 * slot, &wr, 4) != 0 || !wr) continue;
+    uint32_t len = wr < VXT_UP_COUT_RING ? wr : VXT_UP_COUT_RING;
+    vxs_mem_read(dev, VXT_UP_COUT + 8 * VXT_UP_COUT_SLOTS + slot * VXT_UP_COUT_RING, ring, VXT_UP_COUT_RING);
+    for (uint32_t i = 0; i < len && n + 1 < cap; i++)
+      printed[n++] = ring[(wr - len + i) % VXT_UP_COUT_RING];
+  }
+  printed[n] = '\0';
+}
+
 const char *vxt_device_run(const uint8_t *elf, size_t elf_size, uint32_t xlen, const vxt_image *img,
                            uint32_t args_offset, uint32_t launch_offset, const vxs_kmu_launch *kmu,
                            const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size, void *out,
                            vxs_report *rep, char *printed, size_t printed_cap) {
+  return vxt_device_run_on(0, elf, elf_size, xlen, img, args_offset, launch_offset, kmu, cfg, out_offset,
+                           out_size, out, rep, printed, printed_cap);
+}
+
+const char *vxt_device_run_on(int upstream, const uint8_t *elf, size_t elf_size, uint32_t xlen,
+                              const vxt_image *img, uint32_t args_offset, uint32_t launch_offset,
+                              const vxs_kmu_launch *kmu, const vxt_simt *cfg, uint32_t out_offset,
+                              uint32_t out_size, void *out, vxs_report *rep, char *printed,
+                              size_t printed_cap) {
   static char msg[1024]; /* the suites run tests one at a time */
   uint32_t block[3], shared;
   memcpy(block, img->p + args_offset + launch_offset + 12, sizeof block);
@@ -134,9 +277,26 @@ const char *vxt_device_run(const uint8_t *elf, size_t elf_size, uint32_t xlen, c
     vxs_device_destroy(dev);
     return msg;
   }
+  vxs_kmu_launch named;
+  if (upstream) {
+    const char *fail = vxt__upstream_map(dev, elf, elf_size, &c);
+    if (fail) {
+      snprintf(msg, sizeof msg, "[%s] %s", cfg->name, fail);
+      vxs_device_destroy(dev);
+      return msg;
+    }
+    if (kmu) { /* upstream's start code calls the PC the launch names */
+      named = *kmu;
+      named.entry = vxt_elf_symbol_value(elf, elf_size, "kernel_main");
+      kmu = &named;
+    }
+  }
   rc = kmu ? vxs_run_kmu(dev, VXT_MEM_BASE + args_offset, kmu, rep)
            : vxs_run(dev, VXT_MEM_BASE + args_offset, rep);
-  if (printed && printed_cap) snprintf(printed, printed_cap, "%s", vxs_console(dev));
+  if (printed && printed_cap && upstream)
+    vxt__upstream_console(dev, printed, printed_cap);
+  else if (printed && printed_cap)
+    snprintf(printed, printed_cap, "%s", vxs_console(dev));
   const char *fail = NULL;
   if (rc != 0) {
     snprintf(msg, sizeof msg, "[%s] %s", cfg->name, rep->error);

@@ -63,6 +63,16 @@ uint32_t vxt_image_launch_record(vxt_image *img, const vxl_kernel *k, const void
 const char *vxt_device_link(const uint8_t *obj, size_t obj_size, const char *entry, uint32_t abi,
                             uint32_t xlen, uint8_t **elf, size_t *elf_size);
 
+/* The directory of upstream Vortex's kernel SDK the execution tests also
+ * link with ($VXT_UPSTREAM_SDK, the conformance_device_upstream run), or
+ * NULL. */
+const char *vxt_upstream_sdk(void);
+
+/* As vxt_device_link, with the kernel SDK in directory sdk (RV32): the
+ * link vortexd makes its images with (vxr_link_sdk_elf). */
+const char *vxt_device_link_sdk(const char *sdk, const uint8_t *obj, size_t obj_size, const char *entry,
+                                uint32_t abi, uint8_t **elf, size_t *elf_size);
+
 /* Runs a linked image on a fresh device with configuration cfg, the image
  * img mapped at VXT_MEM_BASE and mscratch = the argument buffer at
  * args_offset, on an RV32 or RV64 device (xlen), as Vortex 2.x runs it (kmu NULL: main spawns the grid) or
@@ -74,5 +84,16 @@ const char *vxt_device_run(const uint8_t *elf, size_t elf_size, uint32_t xlen, c
                            uint32_t args_offset, uint32_t launch_offset, const vxs_kmu_launch *kmu,
                            const vxt_simt *cfg, uint32_t out_offset, uint32_t out_size, void *out,
                            vxs_report *rep, char *printed, size_t printed_cap);
+
+/* vxt_device_run for an image linked with upstream's kernel SDK when
+ * upstream is set: upstream's stacks, TLS blocks and I/O area mapped, its
+ * libraries as the serial range, a 3.0 launch naming kernel_main's PC
+ * (CSR 0xCE1, what upstream's start code calls), and printed what its
+ * vx_putchar left in the console rings. */
+const char *vxt_device_run_on(int upstream, const uint8_t *elf, size_t elf_size, uint32_t xlen,
+                              const vxt_image *img, uint32_t args_offset, uint32_t launch_offset,
+                              const vxs_kmu_launch *kmu, const vxt_simt *cfg, uint32_t out_offset,
+                              uint32_t out_size, void *out, vxs_report *rep, char *printed,
+                              size_t printed_cap);
 
 #endif

@@ -411,6 +411,12 @@ out:
   return rc;
 }
 
+int vxs_set_serial(vxs_device *d, uint32_t lo, uint32_t hi) {
+  if (!d->loaded_image || lo > hi) return -EINVAL;
+  d->serial_lo = lo, d->serial_hi = hi;
+  return 0;
+}
+
 int vxs_keep_symbols(vxs_device *d, const char *prefix) {
   if (!d->elf || d->kept) return -EINVAL;
   size_t plen = strlen(prefix);

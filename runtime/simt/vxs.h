@@ -109,6 +109,12 @@ int vxs_mem_read(vxs_device *dev, uint32_t addr, void *dst, uint32_t size);
  * -ENOMEM. */
 int vxs_load_elf(vxs_device *dev, const void *elf, size_t size, const char **why);
 
+/* Sets the serial range to [lo, hi) (code addresses), in place of the
+ * image's __vxs_serial_start / __vxs_serial_end: for images linked by
+ * another link script (upstream Vortex's), whose libraries were not built
+ * divergence-aware either.  Returns 0, or -EINVAL (no image, lo > hi). */
+int vxs_set_serial(vxs_device *dev, uint32_t lo, uint32_t hi);
+
 /* Keeps, from each run of the loaded ELF image to the next, its data
  * objects whose symbol names start with prefix (a module's variables,
  * which CUDA keeps for the module's lifetime): a run still starts from

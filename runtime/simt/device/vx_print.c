@@ -3,7 +3,8 @@
  * __vxs_console, which the emulator reads after a run.  Linked into the
  * serial range (see link.ld), so each thread of a warp prints alone, in
  * lane order, as Vortex's own vx_printf serializes the threads.
- * Conversions: %d %i %u %x %c %s %f %% (length modifiers l/ll/z ignored).
+ * Conversions: %d %i %u %x %c %s %f %%, with the length modifiers ll, j
+ * (64 bits), l, z, t (a long: XLEN bits) and h, hh (promoted to int).
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -35,20 +36,29 @@ int vx_printf(const char *fmt, ...) {
       continue;
     }
     p++;
-    while (*p == 'l' || *p == 'z')
-      p++;
+    /* the argument's width, as C's length modifiers say: ll and j 64 bits,
+     * l, z and t a long (XLEN), none (or h, hh: promoted) an int */
+    int wide = 0;
+    while (*p == 'l' || *p == 'z' || *p == 't' || *p == 'j' || *p == 'h')
+      wide = *p == 'j' || (*p == 'l' && wide == 1) ? 2 : *p == 'h' ? wide : wide > 1 ? 2 : 1, p++;
     switch (*p) {
     case 'd':
     case 'i': {
-      int v = va_arg(ap, int);
+      long long v = wide == 2 ? va_arg(ap, long long) : wide ? va_arg(ap, long) : va_arg(ap, int);
       if (v < 0)
-        put('-'), put_unsigned((unsigned long long)-(long long)v, 10);
+        put('-'), put_unsigned(0ull - (unsigned long long)v, 10);
       else
-        put_unsigned((unsigned)v, 10);
+        put_unsigned((unsigned long long)v, 10);
       break;
     }
-    case 'u': put_unsigned(va_arg(ap, unsigned), 10); break;
-    case 'x': put_unsigned(va_arg(ap, unsigned), 16); break;
+    case 'u':
+    case 'x': {
+      unsigned long long v = wide == 2 ? va_arg(ap, unsigned long long)
+                             : wide    ? va_arg(ap, unsigned long)
+                                       : va_arg(ap, unsigned);
+      put_unsigned(v, *p == 'x' ? 16 : 10);
+      break;
+    }
     case 'c': put((char)va_arg(ap, int)); break;
     case 's':
       for (const char *s = va_arg(ap, const char *); *s; s++)
