@@ -180,10 +180,12 @@ static void table_result(FILE *f, const vxp_response *r, const char *object_path
   if (object_path) {
     const char *start = r->nkernels && r->kernels[0].vortex_abi == 3 ? "kernel_main" : "main";
     const char *at = vxp_image_entry(r->kernels, r->nkernels);
+    const int three = r->nkernels && r->kernels[0].vortex_abi == 3;
     fprintf(f, "object %s (%zu bytes; link with --defsym=%s=%s%s)\n", object_path, r->object_size, start,
             at ? shown(at) : "<a kernel's entry>",
-            at && r->nkernels >= VXP_DISPATCH_MIN_KERNELS ? ", the kernel id first in the launch record"
-                                                          : "");
+            vxp_launch_header_size(r->kernels, r->nkernels) ? ", the kernel id first in the launch record"
+            : three && r->nkernels > 1 ? "; a launch names its kernel's entry, __vx_kentry_<name>"
+                                       : "");
   }
   if (image_path)
     fprintf(f, "image %s (%zu bytes, linked by vortexd with its Vortex SDK)\n", image_path, r->image_size);

@@ -62,7 +62,8 @@
  *      Vortex's toolchain gives a kernel's entry and its .vxbin lists; a
  *      gpu.printf index argument is as wide as its conversion (%lld: 64
  *      bits); on kernel ABI 2 branches on block ids are split (upstream's
- *      vx_spawn_threads runs one-thread blocks one per lane). */
+ *      vx_spawn_threads runs one-thread blocks one per lane); on kernel
+ *      ABI 3 there is no dispatcher: a launch names its kernel's entry. */
 #define VXL_LOWERING_ABI_VERSION 12u
 
 /* On kernel ABI 3 (Vortex 3.0), every kernel's entry is also a global
@@ -172,20 +173,22 @@ void vxl_kernel_clear(vxl_kernel *k);
  * VXL_ENTRY_PREFIX "<i>" in the module's object. */
 #define VXL_ENTRY_PREFIX "__vxl_main_"
 
-/* One image for every kernel of a module (the scheme of Vortex's POCL
- * driver, a kernel id before the arguments): the object of a module of
- * VXL_DISPATCH_MIN_KERNELS kernels or more also defines
- * VXL_DISPATCH_SYMBOL, which an image links as its startup code's entry
- * (main on Vortex 2.x, kernel_main on 3.0).  It reads a launch record
- * (2.x: its address from mscratch; 3.0: its parameter, which the startup
- * code reads from mscratch): a little-endian u32 kernel id at offset 0,
- * bytes 4 .. VXL_LAUNCH_RECORD_BYTES - 1 reserved (zero), then that
- * kernel's argument buffer.  It calls the kernel's entry, `int
- * entry(void *buffer)` in such a module on either ABI, and returns what
- * it returns, or -1 for an id the module has not.  A module of one kernel
- * has no dispatcher (every function costs the code generator time, and
- * one kernel needs no choosing): its image starts at the kernel's entry,
- * which on 2.x is `int entry(void)` reading mscratch, as main. */
+/* One image for every kernel of a module.  On Vortex 3.0 every launch
+ * names its kernel's entry PC (the scheduler's CSR 0xCE1, which the start
+ * code calls with the argument buffer; upstream's runtime finds it by the
+ * kernel's name, VXL_KENTRY_PREFIX): entries are `int entry(void
+ * *buffer)` and there is no dispatcher.  On Vortex 2.x, whose start code
+ * calls main (the scheme of Vortex's POCL driver, a kernel id before the
+ * arguments): the object of a module of VXL_DISPATCH_MIN_KERNELS kernels
+ * or more also defines VXL_DISPATCH_SYMBOL, which an image links as main.
+ * It reads a launch record at mscratch: a little-endian u32 kernel id at
+ * offset 0, bytes 4 .. VXL_LAUNCH_RECORD_BYTES - 1 reserved (zero), then
+ * that kernel's argument buffer; it calls the kernel's entry, `int
+ * entry(void *buffer)` in such a module, and returns what it returns, or
+ * -1 for an id the module has not.  A 2.x module of one kernel has no
+ * dispatcher (every function costs the code generator time, and one
+ * kernel needs no choosing): its image starts at the kernel's entry, `int
+ * entry(void)` reading mscratch, as main. */
 #define VXL_DISPATCH_SYMBOL "__vxl_dispatch"
 #define VXL_DISPATCH_MIN_KERNELS 2u
 #define VXL_LAUNCH_RECORD_BYTES 16u

@@ -620,10 +620,10 @@ int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernel
       return -EINVAL;
     }
     vxl__add_entry(m, kf, first + i, kernels[i].entry, kernels[i].shared_bytes, opts->xlen, opts->vortex_abi,
-                   total >= VXL_DISPATCH_MIN_KERNELS);
+                   opts->vortex_abi != 3 && total >= VXL_DISPATCH_MIN_KERNELS);
     if (opts->vortex_abi == 3 && vxl__add_kentry(m, kernels[i].entry, kernels[i].name) != 0) return -ENOMEM;
   }
-  if (first == 0 && total >= VXL_DISPATCH_MIN_KERNELS) {
+  if (first == 0 && total >= VXL_DISPATCH_MIN_KERNELS && opts->vortex_abi != 3) {
     vxl__add_dispatcher(m, total, opts->xlen, opts->vortex_abi);
     if (!LLVMGetNamedFunction(m, VXL_DISPATCH_SYMBOL)) return -ENOMEM;
   }

@@ -695,11 +695,16 @@ void vxp_target_name(uint32_t vortex_abi, uint32_t xlen, char out[VXP_TARGET_NAM
 }
 
 const char *vxp_image_entry(const vxp_kernel *ks, uint32_t n) {
-  if (n == 1) return ks[0].entry;
+  if (n == 1 || (n && ks[0].vortex_abi == 3)) return ks[0].entry;
   if (n < VXP_DISPATCH_MIN_KERNELS) return NULL;
   for (uint32_t i = 0; i < n; i++)
     if (ks[i].kernel_id != i) return NULL;
   return VXP_DISPATCH_ENTRY;
+}
+
+uint32_t vxp_launch_header_size(const vxp_kernel *ks, uint32_t n) {
+  const char *start = vxp_image_entry(ks, n);
+  return start && strcmp(start, VXP_DISPATCH_ENTRY) == 0 ? VXP_DISPATCH_HEADER_SIZE : 0;
 }
 
 int vxp_kernel_check(const vxp_kernel *k) {

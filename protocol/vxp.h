@@ -159,11 +159,20 @@ typedef struct {
 #define VXP_NO_KERNEL_ID UINT32_MAX
 
 /* The symbol an image of a module whose n kernel records are ks starts
- * at, so that one image runs every kernel: VXP_DISPATCH_ENTRY for
- * VXP_DISPATCH_MIN_KERNELS kernels or more whose kernel ids are their
- * positions, the kernel's entry for one kernel; NULL for records from
- * before the dispatcher (an image per kernel).  Any thread. */
+ * at, so that one image runs every kernel: on Vortex 2.x,
+ * VXP_DISPATCH_ENTRY for VXP_DISPATCH_MIN_KERNELS kernels or more whose
+ * kernel ids are their positions, the kernel's entry for one kernel; on
+ * Vortex 3.0 (vortex_abi 3) the first kernel's entry, the fallback of a
+ * launch that names no entry (every launch names its kernel's entry PC,
+ * as 3.0's scheduler takes it: docs/VORTEX_ABI.md); NULL for 2.x records
+ * from before the dispatcher (an image per kernel).  Any thread. */
 const char *vxp_image_entry(const vxp_kernel *ks, uint32_t n);
+
+/* The bytes in front of a kernel's argument buffer where mscratch points
+ * when one image runs every kernel of a module whose records are ks (n):
+ * VXP_DISPATCH_HEADER_SIZE (the kernel id) when its image starts at
+ * VXP_DISPATCH_ENTRY, else 0.  Any thread. */
+uint32_t vxp_launch_header_size(const vxp_kernel *ks, uint32_t n);
 
 /* Name prefix of a module's variables in its object (the lowering's
  * renaming of the variables its kernels can write): what a device keeps

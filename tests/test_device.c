@@ -178,7 +178,6 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
   cr_assert(r && k >= r->kernels && k < r->kernels + r->nkernels, "%s: look the kernel up with kernel()",
             k->name);
   const int dispatch = r->nkernels >= VXL_DISPATCH_MIN_KERNELS;
-  const uint32_t hdr = dispatch ? VXL_LAUNCH_RECORD_BYTES : 0;
   uint32_t args = dispatch ? vxt_image_launch_record(img, k, vals, grid, block, shared)
                            : vxt_image_args(img, k, vals, grid, block, shared);
   cr_assert_neq(args, UINT32_MAX,
@@ -207,22 +206,25 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
                 "%s: one argument layout for both ABIs", k->name);
     vxt_image im = {.p = malloc(img->size), .size = img->size, .cap = img->size};
     memcpy(im.p, img->p, img->size);
+    /* 3.0 modules have no dispatcher: a launch names its kernel's entry */
+    const int disp = dispatch && abi != 3;
+    const uint32_t thdr = disp ? VXL_LAUNCH_RECORD_BYTES : 0;
     uint32_t a = args;
-    if (xlen == 64) {
+    if (xlen == 64 || disp != dispatch) {
       uint64_t wide[64];
       const void *wvals[64];
       cr_assert_leq(kk->nargs, 64);
       for (uint32_t i = 0; i < kk->nargs; i++) {
         wvals[i] = vals ? vals[i] : NULL;
-        if (vals && kk->args[i].kind == VXL_ARG_POINTER) {
+        if (vals && xlen == 64 && kk->args[i].kind == VXL_ARG_POINTER) {
           uint32_t p32;
           memcpy(&p32, vals[i], sizeof p32);
           wide[i] = p32, wvals[i] = &wide[i];
         }
       }
-      a = dispatch ? vxt_image_launch_record(&im, kk, wvals, grid, block, shared)
-                   : vxt_image_args(&im, kk, wvals, grid, block, shared);
-      cr_assert_neq(a, UINT32_MAX, "%s: argument packing failed on RV64", k->name);
+      a = disp ? vxt_image_launch_record(&im, kk, wvals, grid, block, shared)
+               : vxt_image_args(&im, kk, wvals, grid, block, shared);
+      cr_assert_neq(a, UINT32_MAX, "%s: argument packing failed on vortex%u-rv%u", k->name, abi, xlen);
     }
     vxp_kernel w;
     cr_assert_eq(vxd_kernel_wire_view(kk, &w), 0);
@@ -233,7 +235,7 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
     uint8_t *elf = NULL;
     size_t elf_size = 0;
     cr_assert_eq(kk->kernel_id, k->kernel_id, "%s: one kernel id on every target", k->name);
-    const char *start = dispatch ? VXL_DISPATCH_SYMBOL : kk->entry;
+    const char *start = disp ? VXL_DISPATCH_SYMBOL : kk->entry;
     const char *fail = upstream
                            ? vxt_device_link_sdk(vxt_upstream_sdk(), rr->object, rr->object_size, start, abi,
                                                  &elf, &elf_size)
@@ -244,7 +246,7 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
       const vxt_simt *cfg = &cfgs[i];
       uint8_t *mem = malloc(im.size);
       vxs_report rep;
-      fail = vxt_device_run_on((int)upstream, elf, elf_size, xlen, &im, a, hdr + kk->launch_offset,
+      fail = vxt_device_run_on((int)upstream, elf, elf_size, xlen, &im, a, thdr + kk->launch_offset,
                                abi == 3 ? &kmu : NULL, cfg, 0, im.size, mem, &rep, now_printed,
                                sizeof now_printed);
       cr_assert_null(fail, "%s (vortex%u-rv%u%s): %s\n%s", k->name, abi, xlen,
@@ -859,8 +861,9 @@ Test(device, mixed_width_arguments_land_where_the_kernel_reads_them) {
 
 /* The module's one image runs each of its kernels in turn on one device,
  * loaded once: fill, then transpose_add, then fill again over the first
- * fill's output, each picked by the id in its launch record; on every
- * target, its image started at the dispatcher. */
+ * fill's output, each picked by the id in its launch record (2.x: the
+ * image starts at the dispatcher) or by the entry PC the launch names
+ * (3.0: CSR 0xCE1, no dispatcher), on every target. */
 Test(device, one_image_runs_every_kernel_of_its_module_on_one_device) {
   vxl_result r = build(VXT_EXAMPLES_DIR "/two_kernels.mlir");
   const uint32_t n = 40, rows = 3;
@@ -879,15 +882,19 @@ Test(device, one_image_runs_every_kernel_of_its_module_on_one_device) {
     float v1 = 1.5f, v2 = -2.0f;
     uint32_t g1[3] = {2, 1, 1}, b1[3] = {32, 1, 1}, g2[3] = {1, rows, 1}, b2[3] = {16, 16, 1};
     const void *f1[] = {&v1, &od, &n}, *f2[] = {&v2, &od, &rows}, *tv[] = {&ad, &bd, &rows};
-    uint32_t rec[3] = {vxt_image_launch_record(&img, fill, f1, g1, b1, 0),
-                       vxt_image_launch_record(&img, ta, tv, g2, b2, 0),
-                       vxt_image_launch_record(&img, fill, f2, g1, b1, 0)};
+    const int by_entry = abi == 3;
     const uint32_t *grids[3] = {g1, g2, g1}, *blocks[3] = {b1, b2, b1};
     const vxl_kernel *ks[3] = {fill, ta, fill};
+    const void *const *vals[3] = {f1, tv, f2};
+    uint32_t rec[3];
+    for (int l = 0; l < 3; l++)
+      rec[l] = by_entry ? vxt_image_args(&img, ks[l], vals[l], grids[l], blocks[l], 0)
+                        : vxt_image_launch_record(&img, ks[l], vals[l], grids[l], blocks[l], 0);
     uint8_t *elf = NULL;
     size_t elf_size = 0;
     const char *fail =
-        vxt_device_link(rr->object, rr->object_size, VXL_DISPATCH_SYMBOL, abi, xlen, &elf, &elf_size);
+        vxt_device_link(rr->object, rr->object_size, by_entry ? fill->entry : VXL_DISPATCH_SYMBOL, abi, xlen,
+                        &elf, &elf_size);
     cr_assert_null(fail, "vortex%u-rv%u: %s", abi, xlen, fail);
     vxs_config c;
     vxs_config_default(&c);
@@ -910,6 +917,11 @@ Test(device, one_image_runs_every_kernel_of_its_module_on_one_device) {
       vxs_kmu_launch kmu = {.local_bytes = (uint32_t)lb};
       memcpy(kmu.grid, grids[l], sizeof kmu.grid);
       memcpy(kmu.block, blocks[l], sizeof kmu.block);
+      if (by_entry) {
+        int64_t pc = vxr_elf_symbol(elf, elf_size, ks[l]->entry);
+        cr_assert_gt(pc, 0, "%s: no entry %s", ks[l]->name, ks[l]->entry);
+        kmu.entry = (uint32_t)pc;
+      }
       vxs_report rep;
       memset(&rep, 0, sizeof rep);
       int rc = abi == 3 ? vxs_run_kmu(dev, DEV(rec[l]), &kmu, &rep) : vxs_run(dev, DEV(rec[l]), &rep);

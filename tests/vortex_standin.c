@@ -183,18 +183,45 @@ int vx_ready_wait(void *dev, uint64_t timeout_ms) {
 }
 
 #ifndef VORTEX_STANDIN_NO_V2
-/* ---- vortex2.h: the queue API of Vortex 3.0, its kernels started by the
- * emulated hardware scheduler.  Commands run when enqueued (the queue is
- * always finished); VORTEX_STANDIN_XLEN=64 makes the device RV64. ---- */
+/* ---- vortex2.h, its v1 API as upstream's runtime/include/vortex2.h
+ * declares it (the parts libvortexd_runtime uses): modules loaded from a
+ * .vxbin and their kernels found by name in its VXSYMTAB footer (as
+ * upstream's module.cpp does, through the runtime's own parser), launches
+ * of a kernel handle with a host argument blob, started by the emulated
+ * hardware scheduler at the kernel's PC (CSR 0xCE1).  Commands run when
+ * enqueued, so every event is complete; VORTEX_STANDIN_XLEN=64 makes the
+ * device RV64.  Device memory outlives what held it: a range released and
+ * reserved again reads what was there, as a device's memory does. ---- */
 
 typedef struct {
   size_t struct_size;
   const void *next;
-  void *kernel, *args;
+  void *kernel; /* a kernel_h */
+  const void *args_host;
+  size_t args_size;
   uint32_t ndim;
   uint32_t grid_dim[3], block_dim[3];
   uint32_t lmem_size;
+  uint32_t cluster_dim[3];
 } launch_info;
+
+typedef struct {
+  buffer *image; /* reserved at min_vma */
+  uint8_t *vxbin;
+  size_t size;
+  vxr_vxbin parsed; /* points into vxbin */
+} module_h;
+
+typedef struct {
+  module_h *module;
+  uint64_t pc;
+} kernel_h;
+
+/* What the last released image buffer held, which a buffer reserved over
+ * the same range reads. */
+static buffer left_behind;
+
+static int event; /* every event: complete */
 
 int vx_queue_create(void *dev, const void *info, void **out);
 int vx_queue_create(void *dev, const void *info, void **out) {
@@ -203,12 +230,7 @@ int vx_queue_create(void *dev, const void *info, void **out) {
   return 0;
 }
 
-int vx_buffer_create(void *dev, uint64_t size, uint32_t flags, void **out);
-int vx_buffer_create(void *dev, uint64_t size, uint32_t flags, void **out) {
-  return vx_mem_alloc(dev, size, (int)flags, out) ? 3 : 0;
-}
-
-/* A buffer at addr: where a kernel image is loaded and started. */
+/* A buffer at addr, holding what device memory there holds. */
 int vx_buffer_reserve(void *dev, uint64_t addr, uint64_t size, uint32_t flags, void **out);
 int vx_buffer_reserve(void *dev, uint64_t addr, uint64_t size, uint32_t flags, void **out) {
   (void)dev, (void)flags;
@@ -218,20 +240,29 @@ int vx_buffer_reserve(void *dev, uint64_t addr, uint64_t size, uint32_t flags, v
     return 3;
   }
   b->addr = (uint32_t)addr, b->size = (uint32_t)size, b->is_kernel = 1, b->entry = (uint32_t)addr;
+  if (left_behind.bytes && left_behind.addr == b->addr)
+    memcpy(b->bytes, left_behind.bytes, left_behind.size < b->size ? left_behind.size : b->size);
   *out = b;
-  uploads++;
   return 0;
 }
 
 int vx_buffer_release(void *buf);
-int vx_buffer_release(void *buf) { return vx_mem_free(buf); }
+int vx_buffer_release(void *buf) {
+  buffer *b = buf;
+  if (b->is_kernel) { /* device memory keeps what it held */
+    free(left_behind.bytes);
+    left_behind = *b;
+    b->bytes = NULL;
+  }
+  return vx_mem_free(b);
+}
 
 int vx_enqueue_write(void *q, void *dst, uint64_t off, const void *src, uint64_t size, uint32_t n,
                      const void *w, void **ev);
 int vx_enqueue_write(void *q, void *dst, uint64_t off, const void *src, uint64_t size, uint32_t n,
                      const void *w, void **ev) {
   (void)q, (void)n, (void)w;
-  if (ev) *ev = NULL;
+  if (ev) *ev = &event;
   return vx_copy_to_dev(dst, src, off, size) ? 3 : 0;
 }
 
@@ -240,26 +271,90 @@ int vx_enqueue_read(void *q, void *dst, void *src, uint64_t off, uint64_t size, 
 int vx_enqueue_read(void *q, void *dst, void *src, uint64_t off, uint64_t size, uint32_t n, const void *w,
                     void **ev) {
   (void)q, (void)n, (void)w;
-  if (ev) *ev = NULL;
+  if (ev) *ev = &event;
   return vx_copy_from_dev(dst, src, off, size) ? 3 : 0;
 }
 
+int vx_module_load_bytes(void *dev, const void *bytes, size_t size, void **out);
+int vx_module_load_bytes(void *dev, const void *bytes, size_t size, void **out) {
+  module_h *m = calloc(1, sizeof *m);
+  vxr_vxbin v;
+  if (!m || vxr_vxbin_parse(bytes, size, &v) != 0 || !(m->vxbin = malloc(size))) {
+    free(m);
+    return 3;
+  }
+  memcpy(m->vxbin, bytes, size);
+  m->size = size;
+  vxr_vxbin_parse(m->vxbin, size, &m->parsed);
+  void *image = NULL;
+  if (vx_buffer_reserve(dev, v.min_vma, v.max_vma - v.min_vma, 3, &image) != 0) {
+    free(m->vxbin), free(m);
+    return 3;
+  }
+  m->image = image;
+  memset(m->image->bytes, 0, m->image->size); /* the payload, then BSS zeroed */
+  memcpy(m->image->bytes, m->parsed.payload, m->parsed.payload_size);
+  uploads++;
+  *out = m;
+  return 0;
+}
+
+int vx_module_release(void *mod);
+int vx_module_release(void *mod) {
+  module_h *m = mod;
+  vx_buffer_release(m->image);
+  free(m->vxbin), free(m);
+  return 0;
+}
+
+/* A footer-less image is one kernel, "main", at its start (module.cpp). */
+int vx_module_get_kernel(void *mod, const char *name, void **out);
+int vx_module_get_kernel(void *mod, const char *name, void **out) {
+  module_h *m = mod;
+  uint64_t pc = m->parsed.nkernels          ? vxr_vxbin_kernel(&m->parsed, name)
+                : strcmp(name, "main") == 0 ? m->parsed.min_vma
+                                            : 0;
+  kernel_h *k = pc ? calloc(1, sizeof *k) : NULL;
+  if (!k) return 3;
+  k->module = m, k->pc = pc;
+  *out = k;
+  return 0;
+}
+
+int vx_kernel_release(void *k);
+int vx_kernel_release(void *k) {
+  free(k);
+  return 0;
+}
+
+/* The argument blob goes to device memory of its own; the launch starts
+ * the kernel's module at the kernel's PC. */
 int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *w, void **ev);
 int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *w, void **ev) {
   (void)n, (void)w;
-  if (ev) *ev = NULL;
+  if (ev) *ev = &event;
+  const kernel_h *k = info->kernel;
+  if (!k || info->ndim != 3 || !info->args_host || !info->args_size) return 3;
   vxs_config c;
   standin_config(&c, 32);
-  vxs_kmu_launch l = {.local_bytes = info->lmem_size};
+  vxs_kmu_launch l = {.local_bytes = info->lmem_size, .entry = (uint32_t)k->pc};
   memcpy(l.grid, info->grid_dim, sizeof l.grid);
   memcpy(l.block, info->block_dim, sizeof l.block);
-  if (info->ndim != 3) return 3;
-  return run_image(q, info->kernel, ((buffer *)info->args)->addr, &c, &l) ? 8 : 0;
+  void *args = NULL;
+  if (vx_mem_alloc(q, info->args_size, 3, &args) != 0 ||
+      vx_copy_to_dev(args, info->args_host, 0, info->args_size))
+    return 3;
+  int rc = run_image(q, k->module->image, ((buffer *)args)->addr, &c, &l);
+  vx_mem_free(args);
+  return rc ? 8 : 0;
 }
 
-int vx_queue_finish(void *q, uint64_t timeout_ns);
-int vx_queue_finish(void *q, uint64_t timeout_ns) {
-  (void)q, (void)timeout_ns; /* every command ran when enqueued */
-  return 0;
+int vx_event_wait_value(void *ev, uint64_t value, uint64_t timeout_ns);
+int vx_event_wait_value(void *ev, uint64_t value, uint64_t timeout_ns) {
+  (void)timeout_ns;
+  return ev == &event && value <= 1 ? 0 : 3;
 }
+
+int vx_event_release(void *ev);
+int vx_event_release(void *ev) { return ev == &event ? 0 : 1; }
 #endif /* VORTEX_STANDIN_NO_V2 */

@@ -98,6 +98,8 @@ typedef struct vxr__emu_image {
   uint8_t *vars; /* its module variables (vxs_kept_read), NULL until a launch ran */
   uint32_t vars_size;
   uint64_t version; /* launches that left them */
+  int64_t *entries; /* by kernel id: its entry's address, 0 until looked up */
+  uint32_t nentries;
   struct vxr__emu_image *next;
 } vxr__emu_image;
 
@@ -142,6 +144,24 @@ static void vxr__emu_config(const vxr_launch *l, vxs_config *c) {
 static void vxr__emu_drop(vxr__emu_slot *s) {
   vxs_device_destroy(s->dev);
   memset(s, 0, sizeof *s);
+}
+
+/* The entry PC of l's kernel in l's image (on Vortex 3.0 a launch names
+ * it): its entry symbol's address, looked up once per kernel of the image.
+ * -1 when the image has no such symbol. */
+static int64_t vxr__emu_entry(vxr__emu_image *img, const vxr_launch *l) {
+  uint32_t id = l->kernel->kernel_id;
+  if (id >= VXP_MAX_KERNELS) return vxr_elf_symbol(l->elf, l->elf_size, l->kernel->entry);
+  if (id >= img->nentries) {
+    uint32_t n = id + 1;
+    int64_t *grown = realloc(img->entries, n * sizeof *grown);
+    if (!grown) return vxr_elf_symbol(l->elf, l->elf_size, l->kernel->entry);
+    for (uint32_t i = img->nentries; i < n; i++)
+      grown[i] = 0;
+    img->entries = grown, img->nentries = n;
+  }
+  if (!img->entries[id]) img->entries[id] = vxr_elf_symbol(l->elf, l->elf_size, l->kernel->entry);
+  return img->entries[id];
 }
 
 /* The record of l's image, made on its first launch.  NULL: no memory. */
@@ -227,6 +247,14 @@ static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t e
   vxs_kmu_launch kmu = {.local_bytes = l->local_bytes};
   memcpy(kmu.grid, l->grid, sizeof kmu.grid);
   memcpy(kmu.block, l->block, sizeof kmu.block);
+  if (l->kernel->vortex_abi == 3) { /* the launch names its kernel's entry (CSR 0xCE1) */
+    int64_t pc = vxr__emu_entry(img, l);
+    if (pc <= 0 || pc > UINT32_MAX) {
+      snprintf(err, errcap, "kernel %s: no entry %s in its image", l->kernel->name, l->kernel->entry);
+      return -EINVAL;
+    }
+    kmu.entry = (uint32_t)pc;
+  }
   int rc = l->kernel->vortex_abi == 3 ? vxs_run_kmu(s->dev, l->args_addr, &kmu, &rep)
                                       : vxs_run(s->dev, l->args_addr, &rep);
   fputs(vxs_console(s->dev), stdout); /* what the kernel printed, as a GPU's printf goes to stdout */

@@ -396,8 +396,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   /* what mscratch points to: the module's launch record (the kernel id,
    * then the argument buffer) when one image runs every kernel, else the
    * argument buffer alone */
-  const int dispatch = m->start && m->r.nkernels >= VXP_DISPATCH_MIN_KERNELS;
-  const uint32_t hdr = dispatch ? VXP_DISPATCH_HEADER_SIZE : 0, bytes = hdr + k->buffer_size;
+  const uint32_t hdr = m->start ? vxp_launch_header_size(m->r.kernels, m->r.nkernels) : 0,
+                 bytes = hdr + k->buffer_size;
   int64_t argbuf = err[0] ? -1 : vxr__alloc(bytes);
   if (!err[0] && argbuf < 0) snprintf(err, sizeof err, "device memory exhausted (VORTEXD_DEVICE_MEMORY)");
   if (!err[0] && hdr) { /* the rest of the header is zero (vxr__alloc) */

@@ -23,13 +23,13 @@
  * as if it had stayed on the device.  A failed launch forgets them: its
  * module starts again from the linked image.
  *
- * Vortex 3.0 kernels go through the queue API of vortex2.h when the loaded
+ * Vortex 3.0 kernels go through vortex2.h's v1 API when the loaded
  * libvortex has it (its entry points found with dlsym; its device and
- * buffer handles are vortex.h's): the image in a buffer reserved at its
- * min_vma (vx_buffer_reserve, written with vx_enqueue_write: the .vxbin's
- * max_vma covers BSS, zero in the image), the argument buffer in one of its
- * own, then vx_enqueue_launch with the grid, the block and each block's
- * local memory (the hardware scheduler's DCRs), and vx_queue_finish.  A
+ * buffer handles are vortex.h's), as upstream's runtime/include/vortex2.h
+ * declares it: the module loaded once (vx_module_load_bytes), the kernel
+ * found by name (vx_module_get_kernel, the image's VXSYMTAB footer), the
+ * launch with the argument buffer as args_host (vx_enqueue_launch), the
+ * arena written and read back around it, the last event waited for.  A
  * library without it runs 2.x kernels only.
  */
 #define _GNU_SOURCE
@@ -61,10 +61,10 @@ typedef struct {
   int (*ready_wait)(vx_device_h, uint64_t);
   vx_device_h dev;
   vx_buffer_h arena;
-  /* vortex2.h, when the library has it (all or none) */
+  /* vortex2.h (its v1 API, as upstream's runtime/include/vortex2.h declares
+   * it), when the library has it (all or none) */
   int v2;
   int (*queue_create)(vx_device_h, const void *info, void **queue);
-  int (*buffer_create)(vx_device_h, uint64_t size, uint32_t flags, vx_buffer_h *);
   int (*buffer_reserve)(vx_device_h, uint64_t addr, uint64_t size, uint32_t flags, vx_buffer_h *);
   int (*buffer_release)(vx_buffer_h);
   int (*enqueue_write)(void *queue, vx_buffer_h dst, uint64_t off, const void *src, uint64_t size,
@@ -72,14 +72,21 @@ typedef struct {
   int (*enqueue_read)(void *queue, void *dst, vx_buffer_h src, uint64_t off, uint64_t size, uint32_t nwait,
                       const void *wait, void **event);
   int (*enqueue_launch)(void *queue, const void *info, uint32_t nwait, const void *wait, void **event);
-  int (*queue_finish)(void *queue, uint64_t timeout_ns);
+  int (*module_load_bytes)(vx_device_h, const void *bytes, size_t size, void **module);
+  int (*module_release)(void *module);
+  int (*module_get_kernel)(void *module, const char *name, void **kernel);
+  int (*kernel_release)(void *kernel);
+  int (*event_wait_value)(void *event, uint64_t value, uint64_t timeout_ns);
+  int (*event_release)(void *event);
   void *queue;
   /* the image on the device: its vxr_launch.image_id (0: none), its
-   * buffer, and how it got there (1: reserved and written through
-   * vortex2.h; 0: uploaded by vortex.h) */
+   * handle and how it got there (1: a module vortex2.h loaded; 0: a buffer
+   * vortex.h uploaded), and the linked image (for its footer) */
   uint64_t resident;
-  vx_buffer_h resident_buf;
+  void *resident_buf;
   int resident_v2;
+  const uint8_t *resident_image;
+  size_t resident_image_size;
   uint8_t resident_hdr[16]; /* its .vxbin's header (min_vma, max_vma) */
   struct vxr__vx_saved *saved;
 } vxr__vortex;
@@ -105,10 +112,13 @@ typedef struct {
 typedef struct {
   size_t struct_size;
   const void *next;
-  vx_buffer_h kernel, args;
+  void *kernel; /* vx_kernel_h, from vx_module_get_kernel */
+  const void *args_host;
+  size_t args_size;
   uint32_t ndim;
   uint32_t grid_dim[3], block_dim[3];
   uint32_t lmem_size;
+  uint32_t cluster_dim[3];
 } vxr__launch_info;
 
 static vxr__vortex vxr__vx;
@@ -146,11 +156,18 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
   struct {
     void **fn;
     const char *name;
-  } v2syms[] = {
-      {(void **)&v->queue_create, "vx_queue_create"},     {(void **)&v->buffer_create, "vx_buffer_create"},
-      {(void **)&v->buffer_reserve, "vx_buffer_reserve"}, {(void **)&v->buffer_release, "vx_buffer_release"},
-      {(void **)&v->enqueue_write, "vx_enqueue_write"},   {(void **)&v->enqueue_read, "vx_enqueue_read"},
-      {(void **)&v->enqueue_launch, "vx_enqueue_launch"}, {(void **)&v->queue_finish, "vx_queue_finish"}};
+  } v2syms[] = {{(void **)&v->queue_create, "vx_queue_create"},
+                {(void **)&v->buffer_reserve, "vx_buffer_reserve"},
+                {(void **)&v->buffer_release, "vx_buffer_release"},
+                {(void **)&v->enqueue_write, "vx_enqueue_write"},
+                {(void **)&v->enqueue_read, "vx_enqueue_read"},
+                {(void **)&v->enqueue_launch, "vx_enqueue_launch"},
+                {(void **)&v->module_load_bytes, "vx_module_load_bytes"},
+                {(void **)&v->module_release, "vx_module_release"},
+                {(void **)&v->module_get_kernel, "vx_module_get_kernel"},
+                {(void **)&v->kernel_release, "vx_kernel_release"},
+                {(void **)&v->event_wait_value, "vx_event_wait_value"},
+                {(void **)&v->event_release, "vx_event_release"}};
   v->v2 = 1;
   for (size_t i = 0; i < sizeof v2syms / sizeof v2syms[0]; i++)
     v->v2 &= (*v2syms[i].fn = dlsym(v->lib, v2syms[i].name)) != NULL;
@@ -209,26 +226,50 @@ static const uint8_t *vxr__vx_image_bytes(vxr__vortex *v, const vxr_launch *l, s
   return *size = l->elf_size, l->elf;
 }
 
-/* Reads the resident image's bytes back from the device into its saved
- * copy, before another image replaces it.  0, or -1 with a message in err
- * (nothing is kept then: the module starts again from its linked image). */
+/* Waits for the vortex2.h event ev (NULL: none) and releases it; 0, or
+ * nonzero when waiting failed. */
+static int vxr__vx_wait(vxr__vortex *v, void *ev) {
+  if (!ev) return 0;
+  int rc = v->event_wait_value(ev, 1, UINT64_MAX); /* an enqueue's event reaches 1 when done */
+  v->event_release(ev);
+  return rc;
+}
+
+/* Reads the resident image's memory, [min_vma, max_vma), back from the
+ * device into its saved copy, before another image replaces it: a .vxbin
+ * of header, that memory and the linked image's footer (its kernel
+ * names).  A module loaded through vortex2.h is released first and the
+ * range read through a buffer reserved over it (vortex2.h gives no
+ * handle to a module's memory; releasing it leaves the memory as it
+ * was).  0, or -1 with a message in err (nothing is kept then: the module
+ * starts again from its linked image). */
 static int vxr__vx_save(vxr__vortex *v, char *err, size_t errcap) {
   vxr_vxbin h;
-  vxr_vxbin_parse(v->resident_hdr, 16, &h); /* checked when it was uploaded */
-  size_t n = (size_t)(h.max_vma - h.min_vma);
+  vxr_vxbin_parse(v->resident_image, v->resident_image_size, &h); /* checked when it was uploaded */
+  size_t n = (size_t)(h.max_vma - h.min_vma), foot = v->resident_image_size - 16 - h.payload_size;
   vxr__vx_saved *s = vxr__vx_saved_of(v, v->resident);
   if (!s && (s = calloc(1, sizeof *s))) s->id = v->resident, s->next = v->saved, v->saved = s;
-  uint8_t *grown = s ? realloc(s->vxbin, 16 + n) : NULL;
+  uint8_t *grown = s ? realloc(s->vxbin, 16 + n + foot) : NULL;
   if (!grown) {
     if (s) s->size = 0;
     snprintf(err, errcap, "out of memory keeping a module's device memory");
     return -1;
   }
-  s->vxbin = grown, s->size = 16 + n;
-  memcpy(s->vxbin, v->resident_hdr, 16);
-  int rc = v->resident_v2 ? (v->enqueue_read(v->queue, s->vxbin + 16, v->resident_buf, 0, n, 0, NULL, NULL) ||
-                             v->queue_finish(v->queue, UINT64_MAX))
-                          : v->copy_from_dev(s->vxbin + 16, v->resident_buf, 0, n);
+  s->vxbin = grown, s->size = 16 + n + foot;
+  memcpy(s->vxbin, v->resident_image, 16);
+  memcpy(s->vxbin + 16 + n, v->resident_image + 16 + h.payload_size, foot);
+  int rc;
+  if (v->resident_v2) {
+    void *ev = NULL;
+    vx_buffer_h range = NULL;
+    v->module_release(v->resident_buf);
+    v->resident_buf = NULL;
+    rc = v->buffer_reserve(v->dev, h.min_vma, n, VXR__MEM_READ_WRITE, &range) != 0 ||
+         v->enqueue_read(v->queue, s->vxbin + 16, range, 0, n, 0, NULL, &ev) != 0 || vxr__vx_wait(v, ev) != 0;
+    if (range) v->buffer_release(range);
+  } else {
+    rc = v->copy_from_dev(s->vxbin + 16, v->resident_buf, 0, n);
+  }
   if (rc != 0) {
     s->size = 0; /* unusable: the linked image is uploaded instead */
     snprintf(err, errcap, "Vortex runtime: reading a module's device memory back failed");
@@ -237,11 +278,11 @@ static int vxr__vx_save(vxr__vortex *v, char *err, size_t errcap) {
   return 0;
 }
 
-/* Forgets the image on the device, releasing its buffer. */
+/* Forgets the image on the device, releasing its module or buffer. */
 static void vxr__vx_evict(vxr__vortex *v) {
   if (v->resident_buf) {
     if (v->resident_v2)
-      v->buffer_release(v->resident_buf);
+      v->module_release(v->resident_buf);
     else if (v->mem_free)
       v->mem_free(v->resident_buf);
   }
@@ -264,69 +305,57 @@ static int vxr__vx_replace(vxr__vortex *v, const vxr_launch *l, char *err, size_
   return rc;
 }
 
-/* Records that l's image is now on the device in buf. */
-static void vxr__vx_keep(vxr__vortex *v, const vxr_launch *l, vx_buffer_h buf, int v2) {
-  v->resident = l->image_id, v->resident_buf = buf, v->resident_v2 = v2;
-  memcpy(v->resident_hdr, l->elf, 16);
+/* Records that l's image is now on the device as handle (a vortex2.h
+ * module when v2, else a vortex.h buffer). */
+static void vxr__vx_keep(vxr__vortex *v, const vxr_launch *l, void *handle, int v2) {
+  v->resident = l->image_id, v->resident_buf = handle, v->resident_v2 = v2;
+  v->resident_image = l->elf, v->resident_image_size = l->elf_size;
 }
 
-/* Runs a Vortex 3.0 kernel through vortex2.h's queue (see the file
- * comment). */
+/* Runs a Vortex 3.0 kernel through vortex2.h's v1 API (see the file
+ * comment): its module loaded once (vx_module_load_bytes), the kernel
+ * found by name (vx_module_get_kernel: the image's VXSYMTAB footer), the
+ * arena written, the launch with the argument buffer as args_host, the
+ * arena read back, the last event waited for. */
 static int vxr__vx_run_queued(vxr__vortex *v, const vxr_launch *l, char *err, size_t errcap) {
-  vx_buffer_h args = NULL;
   uint32_t off = l->args_addr - l->device_base;
-  size_t size;
-  const uint8_t *bytes = vxr__vx_image_bytes(v, l, &size);
-  vxr_vxbin img;
-  if (vxr_vxbin_parse(bytes, size, &img) != 0) {
-    snprintf(err, errcap, "kernel %s: not a .vxbin image", l->kernel->name);
-    return -EINVAL;
-  }
-  const uint64_t lo = img.min_vma, hi = img.max_vma;
-  uint8_t *bss = hi - lo > img.payload_size ? calloc(1, (size_t)(hi - lo - img.payload_size)) : NULL;
-  if (hi - lo > img.payload_size && !bss) {
-    snprintf(err, errcap, "out of memory");
-    return -ENOMEM;
-  }
   vxr__queue_info qi = {sizeof qi, NULL, 1, 0};
-  vxr__launch_info li = {sizeof li, NULL, NULL, NULL, 3, {0}, {0}, l->local_bytes};
+  vxr__launch_info li = {sizeof li, NULL, NULL, l->arena + off, l->args_bytes,
+                         3,         {0},  {0},  l->local_bytes, {1, 1, 1}};
   memcpy(li.grid_dim, l->grid, sizeof li.grid_dim);
   memcpy(li.block_dim, l->block, sizeof li.block_dim);
   int rc = !v->queue && v->queue_create(v->dev, &qi, &v->queue) != 0 ? 1 : 0;
   if (!rc && !vxr__vx_is_resident(v, l, 1)) {
-    vx_buffer_h kernel = NULL;
-    /* the payload, then zeros over the rest (BSS), as upstream's loader does */
-    rc = vxr__vx_replace(v, l, err, errcap) != 0                                                    ? 8
-         : v->buffer_reserve(v->dev, lo, hi - lo, VXR__MEM_READ_WRITE, &kernel) != 0                ? 2
-         : v->enqueue_write(v->queue, kernel, 0, img.payload, img.payload_size, 0, NULL, NULL) != 0 ? 4
-         : bss && v->enqueue_write(v->queue, kernel, img.payload_size, bss, hi - lo - img.payload_size, 0,
-                                   NULL, NULL) != 0
-             ? 4
-             : 0;
-    if (rc && kernel) v->buffer_release(kernel);
-    if (!rc) vxr__vx_keep(v, l, kernel, 1);
+    void *mod = NULL;
+    size_t size;
+    const uint8_t *bytes = vxr__vx_image_bytes(v, l, &size);
+    rc = vxr__vx_replace(v, l, err, errcap) != 0                        ? 8
+         : v->module_load_bytes(v->dev, bytes, size, &mod) != 0 || !mod ? 2
+                                                                        : 0;
+    if (!rc) vxr__vx_keep(v, l, mod, 1);
   }
-  rc = rc                                                                                       ? rc
-       : v->buffer_create(v->dev, l->args_bytes, VXR__MEM_READ_WRITE, &args) != 0               ? 3
-       : v->enqueue_write(v->queue, args, 0, l->arena + off, l->args_bytes, 0, NULL, NULL) != 0 ? 4
-       : v->enqueue_write(v->queue, v->arena, 0, l->arena, l->arena_size, 0, NULL, NULL) != 0   ? 4
-       : (li.kernel = v->resident_buf, li.args = args, v->enqueue_launch(v->queue, &li, 0, NULL, NULL)) != 0
-           ? 5
-       : v->enqueue_read(v->queue, l->arena, v->arena, 0, l->arena_size, 0, NULL, NULL) != 0 ? 6
-       : v->queue_finish(v->queue, UINT64_MAX) != 0                                          ? 7
-                                                                                             : 0;
+  void *kernel = NULL, *ev = NULL;
+  rc = rc                                                                                     ? rc
+       : v->module_get_kernel(v->resident_buf, l->kernel->name, &kernel) != 0 || !kernel      ? 3
+       : v->enqueue_write(v->queue, v->arena, 0, l->arena, l->arena_size, 0, NULL, NULL) != 0 ? 4
+       : (li.kernel = kernel, v->enqueue_launch(v->queue, &li, 0, NULL, NULL)) != 0           ? 5
+       : v->enqueue_read(v->queue, l->arena, v->arena, 0, l->arena_size, 0, NULL, &ev) != 0   ? 6
+       : vxr__vx_wait(v, ev) != 0                                                             ? 7
+                                                                                              : 0;
+  if (kernel) v->kernel_release(kernel);
   static const char *const what[] = {"",
                                      "creating a queue",
-                                     "reserving the kernel's memory",
-                                     "creating the argument buffer",
+                                     "loading the module",
+                                     "finding the kernel by name in the module",
                                      "writing device memory",
                                      "launching the kernel",
                                      "reading device memory back",
-                                     "waiting for the queue"};
-  if (rc && rc < 8) snprintf(err, errcap, "Vortex runtime (vortex2.h): %s failed", what[rc]);
+                                     "waiting for the launch"};
+  if (rc == 3)
+    snprintf(err, errcap, "Vortex runtime (vortex2.h): the module has no kernel %s", l->kernel->name);
+  else if (rc && rc < 8)
+    snprintf(err, errcap, "Vortex runtime (vortex2.h): %s failed", what[rc]);
   if (rc >= 5 && rc < 8) vxr__vx_evict_failed(v); /* what a failed launch left is not trusted */
-  if (args) v->buffer_release(args);
-  free(bss);
   return rc ? -EIO : 0;
 }
 

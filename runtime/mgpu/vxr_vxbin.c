@@ -548,3 +548,11 @@ uint64_t vxr_vxbin_kernel(const vxr_vxbin *v, const char *name) {
   }
   return 0;
 }
+
+int64_t vxr_elf_symbol(const uint8_t *elf, size_t size, const char *name) {
+  elf_version(EV_CURRENT);
+  Elf *e = elf_memory((char *)elf, size);
+  int64_t v = e && elf_kind(e) == ELF_K_ELF ? vxr__elf_symbol(e, name) : -1;
+  if (e) elf_end(e);
+  return v;
+}

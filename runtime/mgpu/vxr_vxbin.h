@@ -39,6 +39,10 @@ int vxr_vxbin_parse(const uint8_t *bytes, size_t size, vxr_vxbin *out);
  * that name), or 0 when the footer has none. */
 uint64_t vxr_vxbin_kernel(const vxr_vxbin *v, const char *name);
 
+/* The value of symbol name in the ELF file elf (size bytes; checked), or
+ * -1 when it has none or is no ELF file.  Any thread. */
+int64_t vxr_elf_symbol(const uint8_t *elf, size_t size, const char *name);
+
 /* Most objects one relocatable link takes (a descriptor each). */
 #define VXR_LINK_MAX_INPUTS 512u
 
