@@ -62,8 +62,9 @@ static int vxr__sdk_objects(const char *dir, uint32_t vortex_abi, char **argv, i
   return n;
 }
 
-/* The value of symbol name in ELF e, or -1 when it has none. */
-static int64_t vxr__elf_symbol(Elf *e, const char *name) {
+/* Calls fn(name, value, ud) for each named symbol of ELF e's symbol
+ * tables, in table order, until fn returns nonzero; returns that, or 0. */
+static int vxr__each_symbol(Elf *e, int (*fn)(const char *name, uint64_t value, void *ud), void *ud) {
   Elf_Scn *scn = NULL;
   while ((scn = elf_nextscn(e, scn))) {
     GElf_Shdr sh;
@@ -72,10 +73,70 @@ static int64_t vxr__elf_symbol(Elf *e, const char *name) {
     for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
       GElf_Sym sym;
       const char *n = gelf_getsym(data, (int)i, &sym) ? elf_strptr(e, sh.sh_link, sym.st_name) : NULL;
-      if (n && strcmp(n, name) == 0) return (int64_t)sym.st_value;
+      int rc = n ? fn(n, sym.st_value, ud) : 0;
+      if (rc) return rc;
     }
   }
-  return -1;
+  return 0;
+}
+
+typedef struct {
+  const char *name;
+  int64_t value;
+} vxr__lookup;
+
+static int vxr__lookup_one(const char *name, uint64_t value, void *ud) {
+  vxr__lookup *l = ud;
+  if (strcmp(name, l->name) != 0) return 0;
+  l->value = (int64_t)value;
+  return 1;
+}
+
+/* The value of symbol name in ELF e, or -1 when it has none. */
+static int64_t vxr__elf_symbol(Elf *e, const char *name) {
+  vxr__lookup l = {name, -1};
+  vxr__each_symbol(e, vxr__lookup_one, &l);
+  return l.value;
+}
+
+/* A kernel entry of a VXSYMTAB footer, and where its symbol came in the
+ * symbol table. */
+typedef struct {
+  const char *name;
+  size_t len, order;
+  uint64_t pc;
+} vxr__kentry;
+
+typedef struct {
+  vxr__kentry *v;
+  size_t n, cap;
+} vxr__kentries;
+
+static int vxr__collect_kentry(const char *s, uint64_t value, void *ud) {
+  static const char prefix[] = VXR_KENTRY_PREFIX;
+  const size_t plen = sizeof prefix - 1;
+  vxr__kentries *k = ud;
+  if (strncmp(s, prefix, plen) != 0 || !s[plen]) return 0;
+  if (k->n == k->cap) {
+    vxr__kentry *g = realloc(k->v, (k->cap = k->cap ? 2 * k->cap : 16) * sizeof *g);
+    if (!g) return -ENOMEM;
+    k->v = g;
+  }
+  const char *name = strcmp(s + plen, "kernel_main") == 0 ? "main" : s + plen;
+  k->v[k->n] = (vxr__kentry){name, strlen(name), k->n, value};
+  k->n++;
+  return 0;
+}
+
+static int vxr__by_name(const void *a, const void *b) {
+  const vxr__kentry *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->order > y->order) - (x->order < y->order);
+}
+
+static int vxr__by_order(const void *a, const void *b) {
+  const vxr__kentry *x = a, *y = b;
+  return (x->order > y->order) - (x->order < y->order);
 }
 
 /* The VXSYMTAB footer of ELF e (malloc(), *size bytes; NULL and 0 when
@@ -87,60 +148,42 @@ static int64_t vxr__elf_symbol(Elf *e, const char *name) {
  * of its name, u16 its length, u16 0, u64 pc }, then u32 the count, then
  * "VXSYMTAB".  -ENOMEM, or 0. */
 static int vxr__vxsymtab(Elf *e, uint8_t **out, size_t *size) {
-  static const char prefix[] = VXR_KENTRY_PREFIX;
-  const size_t plen = sizeof prefix - 1;
   *out = NULL, *size = 0;
-  size_t names = 0, n = 0, cap = 0;
-  struct vxr__entry {
-    const char *name;
-    size_t len;
-    uint64_t pc;
-  } *ents = NULL;
-  Elf_Scn *scn = NULL;
-  while ((scn = elf_nextscn(e, scn))) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize) continue;
-    Elf_Data *data = elf_getdata(scn, NULL);
-    for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
-      GElf_Sym sym;
-      const char *s = gelf_getsym(data, (int)i, &sym) ? elf_strptr(e, sh.sh_link, sym.st_name) : NULL;
-      if (!s || strncmp(s, prefix, plen) != 0 || !s[plen]) continue;
-      const char *name = strcmp(s + plen, "kernel_main") == 0 ? "main" : s + plen;
-      int seen = 0;
-      for (size_t k = 0; k < n && !seen; k++)
-        seen = strcmp(ents[k].name, name) == 0;
-      if (seen) continue;
-      if (n == cap) {
-        struct vxr__entry *g = realloc(ents, (cap = cap ? 2 * cap : 16) * sizeof *ents);
-        if (!g) return free(ents), -ENOMEM;
-        ents = g;
-      }
-      ents[n++] = (struct vxr__entry){name, strlen(name), sym.st_value};
-      names += strlen(name);
-    }
-  }
+  vxr__kentries k = {0};
+  if (vxr__each_symbol(e, vxr__collect_kentry, &k) != 0) return free(k.v), -ENOMEM;
+  /* the first symbol of each name, in table order (n log n: modules of
+   * thousands of kernels) */
+  qsort(k.v, k.n, sizeof *k.v, vxr__by_name);
+  size_t n = 0;
+  for (size_t i = 0; i < k.n; i++)
+    if (!n || strcmp(k.v[n - 1].name, k.v[i].name) != 0) k.v[n++] = k.v[i];
+  qsort(k.v, n, sizeof *k.v, vxr__by_order);
   int64_t km = n ? -1 : vxr__elf_symbol(e, "kernel_main");
   if (km > 0) { /* vxbin.py's `if kernel_main:` leaves out address 0 */
-    if (!(ents = malloc(sizeof *ents))) return -ENOMEM;
-    ents[n++] = (struct vxr__entry){"main", 4, (uint64_t)km}, names = 4;
+    vxr__kentry *g = realloc(k.v, sizeof *g);
+    if (!g) return free(k.v), -ENOMEM;
+    k.v = g, k.v[n++] = (vxr__kentry){"main", 4, 0, (uint64_t)km};
   }
-  if (!n) return free(ents), 0;
+  size_t names = 0;
+  for (size_t i = 0; i < n; i++)
+    names += k.v[i].len;
+  if (!n) return free(k.v), 0;
   *size = names + 16 * n + 12;
   uint8_t *f = *out = calloc(1, *size), *p = f + names;
-  if (!f) return free(ents), -ENOMEM;
-  for (size_t k = 0, off = 0; k < n; off += ents[k++].len) {
-    memcpy(f + off, ents[k].name, ents[k].len);
+  if (!f) return free(k.v), -ENOMEM;
+  for (size_t i = 0, off = 0; i < n; off += k.v[i++].len) {
+    memcpy(f + off, k.v[i].name, k.v[i].len);
     for (int b = 0; b < 4; b++)
       p[b] = (uint8_t)(off >> (8 * b));
-    p[4] = (uint8_t)ents[k].len, p[5] = (uint8_t)(ents[k].len >> 8);
+    p[4] = (uint8_t)k.v[i].len, p[5] = (uint8_t)(k.v[i].len >> 8);
     for (int b = 0; b < 8; b++)
-      p[8 + b] = (uint8_t)(ents[k].pc >> (8 * b));
+      p[8 + b] = (uint8_t)(k.v[i].pc >> (8 * b));
     p += 16;
   }
   for (int b = 0; b < 4; b++)
     p[b] = (uint8_t)(n >> (8 * b));
   memcpy(p + 4, "VXSYMTAB", 8);
-  free(ents);
+  free(k.v);
   return 0;
 }
 
