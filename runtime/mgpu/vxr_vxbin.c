@@ -153,11 +153,13 @@ static int vxr__vxsymtab(Elf *e, uint8_t **out, size_t *size) {
   if (vxr__each_symbol(e, vxr__collect_kentry, &k) != 0) return free(k.v), -ENOMEM;
   /* the first symbol of each name, in table order (n log n: modules of
    * thousands of kernels) */
-  qsort(k.v, k.n, sizeof *k.v, vxr__by_name);
   size_t n = 0;
-  for (size_t i = 0; i < k.n; i++)
-    if (!n || strcmp(k.v[n - 1].name, k.v[i].name) != 0) k.v[n++] = k.v[i];
-  qsort(k.v, n, sizeof *k.v, vxr__by_order);
+  if (k.n) {
+    qsort(k.v, k.n, sizeof *k.v, vxr__by_name);
+    for (size_t i = 0; i < k.n; i++)
+      if (!n || strcmp(k.v[n - 1].name, k.v[i].name) != 0) k.v[n++] = k.v[i];
+    qsort(k.v, n, sizeof *k.v, vxr__by_order);
+  }
   int64_t km = n ? -1 : vxr__elf_symbol(e, "kernel_main");
   if (km > 0) { /* vxbin.py's `if kernel_main:` leaves out address 0 */
     vxr__kentry *g = realloc(k.v, sizeof *g);
