@@ -291,6 +291,39 @@ static void vxl__printf_widths(const char *fmt, uint32_t xlen, int *bits, int *u
     bits[i] = 32, unsigned_[i] = 0;
 }
 
+/* The promotions of gpu.printf op's n arguments (types: their printed
+ * types) as helper body lines appended to b: f16/f32 to f64, an index as
+ * wide as its conversion in fmt reads it (vxl__printf_widths), a narrow
+ * integer to i32; and the call's operands (%p<i> promoted, %a<i> as is)
+ * and types appended to args and sig (acap, scap bytes). */
+static void vxl__printf_promote(vxl__buf *b, MlirOperation op, intptr_t n, const char *const *types,
+                                const char *fmt, uint32_t xlen, char *args, size_t acap, char *sig,
+                                size_t scap) {
+  int bits[16], unsigned_[16];
+  char line[256];
+  vxl__printf_widths(fmt, xlen, bits, unsigned_, (int)n);
+  for (intptr_t i = 0; i < n; i++) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+    const char *pt = types[i];
+    line[0] = '\0';
+    if (mlirTypeIsAF32(t) || mlirTypeIsAF16(t)) {
+      pt = "f64";
+      snprintf(line, sizeof line, "  %%p%ld = arith.extf %%a%ld : %s to f64\n", (long)i, (long)i, types[i]);
+    } else if (mlirTypeIsAIndex(t)) { /* as wide as its conversion says (%lld: 64 bits) */
+      pt = bits[i] == 64 ? "i64" : "i32";
+      snprintf(line, sizeof line, "  %%p%ld = arith.index_cast%s %%a%ld : index to %s\n", (long)i,
+               unsigned_[i] ? "ui" : "", (long)i, pt);
+    } else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) < 32) {
+      pt = "i32";
+      snprintf(line, sizeof line, "  %%p%ld = arith.extsi %%a%ld : %s to i32\n", (long)i, (long)i, types[i]);
+    }
+    vxl__buf_append(vxl__str(line), b);
+    size_t al = strlen(args), sl = strlen(sig);
+    snprintf(args + al, acap - al, ", %%%c%ld", line[0] ? 'p' : 'a', (long)i);
+    snprintf(sig + sl, scap - sl, ", %s", pt);
+  }
+}
+
 /* gpu.printf "fmt" %a... -> vx_printf(fmt, a...) (Vortex's device printf,
  * vx_print.h).  Each call site gets a helper, parsed from text, that holds
  * the format as a global and applies C's default argument promotions
@@ -333,28 +366,8 @@ static int vxl__lower_printf(vxl__rw *rw, MlirOperation op) {
   }
   EMITF(") {\n  %%f = llvm.mlir.addressof @__vxl_fmt%u : !llvm.ptr\n", id);
   char args[1024] = "%f", sig[1024] = "!llvm.ptr";
-  int bits[16], unsigned_[16];
-  vxl__printf_widths(fmt, rw->xlen, bits, unsigned_, (int)n);
-  for (intptr_t i = 0; i < n; i++) {
-    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
-    const char *pt = types[i];
-    if (mlirTypeIsAF32(t) || mlirTypeIsAF16(t)) {
-      EMITF("  %%p%ld = arith.extf %%a%ld : %s to f64\n", (long)i, (long)i, types[i]);
-      pt = "f64";
-    } else if (mlirTypeIsAIndex(t)) { /* as wide as its conversion says (%lld: 64 bits) */
-      pt = bits[i] == 64 ? "i64" : "i32";
-      EMITF("  %%p%ld = arith.index_cast%s %%a%ld : index to %s\n", (long)i, unsigned_[i] ? "ui" : "",
-            (long)i, pt);
-    } else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) < 32) {
-      EMITF("  %%p%ld = arith.extsi %%a%ld : %s to i32\n", (long)i, (long)i, types[i]);
-      pt = "i32";
-    }
-    size_t al = strlen(args), sl = strlen(sig);
-    int promoted = mlirTypeIsAF32(t) || mlirTypeIsAF16(t) || mlirTypeIsAIndex(t) ||
-                   (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) < 32);
-    snprintf(args + al, sizeof args - al, ", %%%c%ld", promoted ? 'p' : 'a', (long)i);
-    snprintf(sig + sl, sizeof sig - sl, ", %s", pt);
-  }
+  vxl__printf_promote(&b, op, n, (const char *const *)types, fmt, rw->xlen, args, sizeof args, sig,
+                      sizeof sig);
   /* args and sig can exceed line[]: appended as they are */
   vxl__buf_append(vxl__str("  %r = llvm.call @vx_printf("), &b);
   vxl__buf_append(vxl__str(args), &b);
