@@ -273,13 +273,23 @@ Test(simt, bad_images_and_configurations_are_refused) {
   cr_assert_eq(vxs_run(d, 0, &rep), -EINVAL, "no image loaded");
   cr_assert_eq(vxs_mem_map(d, 0x1234, 4096), -EINVAL, "misaligned");
   cr_assert_eq(vxs_mem_map(d, VXS_LOCAL_MEM_BASE, 4096), -EINVAL, "overlaps local memory");
+  cr_assert_eq(vxs_mem_map(d, 0xFFFFF000u, 8192), -EINVAL, "past an RV32 device's 4 GiB");
+  cr_assert_eq(vxs_mem_map(d, 0x180000000ull, 4096), -EINVAL, "past an RV32 device's 4 GiB");
   vxs_device_destroy(d);
-  /* an RV64 device takes ELF64 images only; no other register width */
+  /* an RV64 device takes ELF64 images only; no other register width; its
+   * memory goes past 4 GiB (upstream's RV64 image and stacks) to 2^48 */
   vxs_config_default(&c);
   c.xlen = 64;
   cr_assert_eq(vxs_device_create(&c, &d), 0);
   cr_assert_eq(vxs_load_elf(d, image, image_size, &why), -EINVAL);
   cr_assert_str_eq(why, "not an ELF64 RISC-V executable (an RV64 device)");
+  cr_assert_eq(vxs_mem_map(d, 0x1FFFEF000ull, 4096), 0);
+  uint32_t word = 0x12345678u, back = 0;
+  cr_assert_eq(vxs_mem_write(d, 0x1FFFEFFFCull, &word, 4), 0);
+  cr_assert_eq(vxs_mem_read(d, 0x1FFFEFFFCull, &back, 4), 0);
+  cr_assert_eq(back, word);
+  cr_assert_eq(vxs_mem_read(d, 0xFFFEFFFCull, &back, 4), -EFAULT, "no alias 4 GiB below");
+  cr_assert_eq(vxs_mem_map(d, (1ull << 48) - 4096, 8192), -EINVAL, "past 2^48");
   vxs_device_destroy(d);
   c.xlen = 48;
   cr_assert_eq(vxs_device_create(&c, &d), -EINVAL);

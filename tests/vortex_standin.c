@@ -18,10 +18,11 @@
 #include "vxs.h"
 
 typedef struct buffer {
-  uint32_t addr, size;
+  uint64_t addr; /* device address (XLEN bits) */
+  uint32_t size;
   uint8_t *bytes;
   int is_kernel;
-  uint32_t entry; /* a kernel's min_vma */
+  uint64_t entry; /* a kernel's min_vma (RV64: above 4 GiB, at upstream's 0x180000000) */
   struct buffer *next;
 } buffer;
 
@@ -122,7 +123,7 @@ int vx_upload_kernel_bytes(void *dev, const void *bytes, uint64_t size, void **o
   memcpy(b->bytes, v.payload, v.payload_size);
   b->size = (uint32_t)(v.max_vma - v.min_vma);
   b->is_kernel = 1;
-  b->entry = (uint32_t)v.min_vma;
+  b->entry = v.min_vma;
   (void)dev;
   *out = b;
   uploads++;
@@ -140,7 +141,7 @@ static uint32_t standin_xlen(void) {
  * the image's main) or as 3.0's scheduler runs launch *l; the buffers and
  * the image's own memory (its writable data: device memory keeps it, as a
  * device's does) read back after.  0 or -1 (said on stderr). */
-static int run_image(device *d, buffer *k, uint32_t args, const vxs_config *c, const vxs_kmu_launch *l) {
+static int run_image(device *d, buffer *k, uint64_t args, const vxs_config *c, const vxs_kmu_launch *l) {
   vxs_device *emu = NULL;
   vxs_report rep;
   memset(&rep, 0, sizeof rep);
@@ -235,11 +236,11 @@ int vx_buffer_reserve(void *dev, uint64_t addr, uint64_t size, uint32_t flags, v
 int vx_buffer_reserve(void *dev, uint64_t addr, uint64_t size, uint32_t flags, void **out) {
   (void)dev, (void)flags;
   buffer *b = calloc(1, sizeof *b);
-  if (!b || addr >> 32 || size > (256u << 20) || !(b->bytes = calloc(1, size ? size : 1))) {
+  if (!b || addr >> 48 || size > (256u << 20) || !(b->bytes = calloc(1, size ? size : 1))) {
     free(b);
     return 3;
   }
-  b->addr = (uint32_t)addr, b->size = (uint32_t)size, b->is_kernel = 1, b->entry = (uint32_t)addr;
+  b->addr = addr, b->size = (uint32_t)size, b->is_kernel = 1, b->entry = addr;
   if (left_behind.bytes && left_behind.addr == b->addr)
     memcpy(b->bytes, left_behind.bytes, left_behind.size < b->size ? left_behind.size : b->size);
   *out = b;
@@ -337,7 +338,7 @@ int vx_enqueue_launch(void *q, const launch_info *info, uint32_t n, const void *
   if (!k || info->ndim != 3 || !info->args_host || !info->args_size) return 3;
   vxs_config c;
   standin_config(&c, 32);
-  vxs_kmu_launch l = {.local_bytes = info->lmem_size, .entry = (uint32_t)k->pc};
+  vxs_kmu_launch l = {.local_bytes = info->lmem_size, .entry = k->pc};
   memcpy(l.grid, info->grid_dim, sizeof l.grid);
   memcpy(l.block, info->block_dim, sizeof l.block);
   void *args = NULL;

@@ -12,8 +12,8 @@
  * the same objects for RV64 in rv64/) when set, else the build's
  * (VXR_DEVICE_OBJ_DIR / VXR_LINKER_SCRIPT); libc and libgcc for libm and
  * soft-float from picolibc and riscv64-unknown-elf-gcc (VXR_LIBC,
- * VXR_LIBGCC; VXR_LIBC64, VXR_LIBGCC64 for RV64); ld.lld-22 (VXR_LLD, or
- * VORTEXD_LLD).
+ * VXR_LIBGCC; VXR_LIBC64, VXR_LIBGCC64 for RV64); GNU ld,
+ * riscv64-unknown-elf-ld (VXR_LD, or VORTEXD_LD).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,7 +54,7 @@ static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, co
   err[0] = '\0';
   char found[4096];
   const char *ddir = vxr__device_dir(found, sizeof found);
-  const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
+  const char *ld = getenv("VORTEXD_LD") ? getenv("VORTEXD_LD") : VXR_LD;
   /* each kernel ABI's startup objects, each width's build of them */
   static const char *const v2[4] = {"vx_start.o", "vx_spawn.o", "vx_tls.o", "vx_print.o"};
   static const char *const v3[3] = {"vx_kmu.o", "vx_tls.o", "vx_print.o"};
@@ -69,7 +69,7 @@ static int vxr__emu_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, co
     snprintf(objs[i], sizeof objs[i], "%s%s/%s", dir, is64 ? "/rv64" : "", is3 ? v3[i] : v2[i]);
     inputs[i] = objs[i];
   }
-  return vxr_link_elf(lld, script, inputs, n, is64 ? VXR_LIBC64 : VXR_LIBC, is64 ? VXR_LIBGCC64 : VXR_LIBGCC,
+  return vxr_link_elf(ld, script, inputs, n, is64 ? VXR_LIBC64 : VXR_LIBC, is64 ? VXR_LIBGCC64 : VXR_LIBGCC,
                       obj, obj_size, entry, k->vortex_abi, elf, elf_size, err, errcap);
 }
 
@@ -249,11 +249,11 @@ static int vxr__emu_run(vxr_backend *b, const vxr_launch *l, char *err, size_t e
   memcpy(kmu.block, l->block, sizeof kmu.block);
   if (l->kernel->vortex_abi == 3) { /* the launch names its kernel's entry (CSR 0xCE1) */
     int64_t pc = vxr__emu_entry(img, l);
-    if (pc <= 0 || pc > UINT32_MAX) {
+    if (pc <= 0) {
       snprintf(err, errcap, "kernel %s: no entry %s in its image", l->kernel->name, l->kernel->entry);
       return -EINVAL;
     }
-    kmu.entry = (uint32_t)pc;
+    kmu.entry = (uint64_t)pc;
   }
   int rc = l->kernel->vortex_abi == 3 ? vxs_run_kmu(s->dev, l->args_addr, &kmu, &rep)
                                       : vxs_run(s->dev, l->args_addr, &rep);

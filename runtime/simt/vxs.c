@@ -33,12 +33,13 @@ enum { VXS_WARP_OFF, VXS_WARP_RUN, VXS_WARP_BARRIER };
 typedef struct {
   uint32_t orig_tmask;  /* mask before the split, restored by the last join */
   uint32_t other_tmask; /* the side that has not run yet */
-  uint32_t pc;          /* where that side starts: the instruction after the split */
+  vxs_addr pc;          /* where that side starts: the instruction after the split */
   bool fallthrough;     /* the other side has run: the next join pops */
 } vxs_ipdom;
 
 typedef struct {
-  uint32_t pc, tmask;
+  vxs_addr pc;
+  uint32_t tmask;
   uint32_t state, barrier_id;
   uint32_t depth;
   /* under vxs_run_kmu: the block this warp runs (its CTA CSRs) */
@@ -48,12 +49,14 @@ typedef struct {
 } vxs_warp;
 
 typedef struct {
-  uint32_t addr, size;
+  vxs_addr addr;
+  uint32_t size;
   uint8_t *host; /* mmap() */
 } vxs_region;
 
 typedef struct {
-  uint32_t addr, size;
+  vxs_addr addr;
+  uint32_t size;
   char *name;
 } vxs_symbol;
 
@@ -69,21 +72,23 @@ struct vxs_device {
   uint32_t *barrier_count; /* cores * barriers: warps arrived */
   /* the loaded image */
   bool loaded_image;
-  uint32_t entry, image_addr, image_size;
+  vxs_addr entry, image_addr;
+  uint32_t image_size;
   uint8_t *image_init; /* initial contents of the image region */
   char *elf_copy;      /* the loaded file, kept for elf and dwarf */
   Elf *elf;
   Dwarf *dwarf; /* its line tables, or NULL */
-  uint32_t serial_lo, serial_hi;
-  uint32_t exit_code_addr, console_addr, console_cap, console_len_addr;
+  vxs_addr serial_lo, serial_hi;
+  vxs_addr exit_code_addr, console_addr, console_len_addr;
+  uint32_t console_cap;
   vxs_symbol *syms;
   uint32_t nsyms;
   /* ranges of the image a run leaves to the next (vxs_keep_symbols) */
   vxs_symbol *kept; /* addr, size; names not kept (NULL) */
   uint32_t nkept, kept_bytes;
   /* the run in progress */
-  uint32_t argument_buffer;
-  uint32_t mscratch[VXS_MAX_CORES]; /* each core's, the argument buffer at the start */
+  vxs_addr argument_buffer;
+  vxs_addr mscratch[VXS_MAX_CORES]; /* each core's, the argument buffer at the start */
   const vxs_kmu_launch *kmu;        /* vxs_run_kmu's launch, else NULL */
   uint32_t cta_warps;               /* warps per block under kmu */
   uint32_t cta_local;               /* local memory per block under kmu (bytes) */
@@ -134,7 +139,7 @@ static uint32_t vxs__harts(const vxs_device *d) {
 
 /* ---- memory ---- */
 
-static vxs_region *vxs__region(vxs_device *d, uint32_t addr, uint32_t size) {
+static vxs_region *vxs__region(vxs_device *d, vxs_addr addr, uint32_t size) {
   vxs_region *r = &d->regions[d->last_region];
   if (d->nregions && addr >= r->addr && size <= r->size && addr - r->addr <= r->size - size) return r;
   for (uint32_t i = 0; i < d->nregions; i++) {
@@ -147,14 +152,13 @@ static vxs_region *vxs__region(vxs_device *d, uint32_t addr, uint32_t size) {
   return NULL;
 }
 
-int vxs_mem_map(vxs_device *d, uint32_t addr, uint32_t size) {
-  if (!size || addr % VXS_PAGE || size % VXS_PAGE || (uint64_t)addr + size > (1ull << 32) ||
+int vxs_mem_map(vxs_device *d, vxs_addr addr, uint32_t size) {
+  if (!size || addr % VXS_PAGE || size % VXS_PAGE || addr + size > VXS_ADDR_LIMIT(d->cfg.xlen) ||
       d->nregions == VXS_MAX_REGIONS)
     return -EINVAL;
   for (uint32_t i = 0; i < d->nregions; i++) {
     const vxs_region *r = &d->regions[i];
-    if ((uint64_t)addr < (uint64_t)r->addr + r->size && (uint64_t)r->addr < (uint64_t)addr + size)
-      return -EINVAL;
+    if (addr < r->addr + r->size && r->addr < addr + size) return -EINVAL;
   }
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return -ENOMEM;
@@ -166,14 +170,14 @@ int vxs_mem_map(vxs_device *d, uint32_t addr, uint32_t size) {
   return 0;
 }
 
-int vxs_mem_write(vxs_device *d, uint32_t addr, const void *src, uint32_t size) {
+int vxs_mem_write(vxs_device *d, vxs_addr addr, const void *src, uint32_t size) {
   vxs_region *r = vxs__region(d, addr, size);
   if (!r) return -EFAULT;
   memcpy(r->host + (addr - r->addr), src, size);
   return 0;
 }
 
-int vxs_mem_read(vxs_device *d, uint32_t addr, void *dst, uint32_t size) {
+int vxs_mem_read(vxs_device *d, vxs_addr addr, void *dst, uint32_t size) {
   vxs_region *r = vxs__region(d, addr, size);
   if (!r) return -EFAULT;
   memcpy(dst, r->host + (addr - r->addr), size);
@@ -314,7 +318,8 @@ static int vxs__read_symbols(vxs_device *d, Elf *e) {
     GElf_Sym s;
     const char *name = vxs__symbol(e, &t, i, &s);
     if (!name) continue;
-    uint32_t addr = (uint32_t)s.st_value, size = (uint32_t)s.st_size;
+    vxs_addr addr = s.st_value;
+    uint32_t size = s.st_size > UINT32_MAX ? UINT32_MAX : (uint32_t)s.st_size;
     if (strcmp(name, "__vxs_serial_start") == 0)
       d->serial_lo = addr;
     else if (strcmp(name, "__vxs_serial_end") == 0)
@@ -366,7 +371,7 @@ int vxs_load_elf(vxs_device *d, const void *image, size_t size, const char **why
     GElf_Phdr ph;
     if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_memsz) continue;
     if (ph.p_filesz > ph.p_memsz || ph.p_offset > size || ph.p_filesz > size - ph.p_offset ||
-        ph.p_vaddr + ph.p_memsz > (1ull << 32)) {
+        ph.p_vaddr > VXS_ADDR_LIMIT(d->cfg.xlen) || ph.p_memsz > VXS_ADDR_LIMIT(d->cfg.xlen) - ph.p_vaddr) {
       *why = "a segment lies outside the file or the address space";
       goto out;
     }
@@ -379,11 +384,11 @@ int vxs_load_elf(vxs_device *d, const void *image, size_t size, const char **why
   }
   lo &= ~(uint64_t)(VXS_PAGE - 1);
   hi = (hi + VXS_PAGE - 1) & ~(uint64_t)(VXS_PAGE - 1);
-  if ((rc = vxs_mem_map(d, (uint32_t)lo, (uint32_t)(hi - lo))) != 0) {
+  if ((rc = vxs_mem_map(d, lo, (uint32_t)(hi - lo))) != 0) {
     *why = "the image overlaps the emulator's stacks or local memory";
     goto out;
   }
-  d->image_addr = (uint32_t)lo;
+  d->image_addr = lo;
   d->image_size = (uint32_t)(hi - lo);
   d->image_init = calloc(1, d->image_size);
   if (!d->image_init) {
@@ -399,7 +404,7 @@ int vxs_load_elf(vxs_device *d, const void *image, size_t size, const char **why
    * the kept ranges a run starts from are read from it */
   vxs_mem_write(d, d->image_addr, d->image_init, d->image_size);
   if ((rc = vxs__read_symbols(d, e)) != 0) goto out;
-  d->entry = (uint32_t)eh.e_entry;
+  d->entry = eh.e_entry;
   d->loaded_image = true;
   /* keep the file for source locations in reports (no line tables: NULL) */
   d->dwarf = dwarf_begin_elf(e, DWARF_C_READ, NULL);
@@ -411,7 +416,7 @@ out:
   return rc;
 }
 
-int vxs_set_serial(vxs_device *d, uint32_t lo, uint32_t hi) {
+int vxs_set_serial(vxs_device *d, vxs_addr lo, vxs_addr hi) {
   if (!d->loaded_image || lo > hi) return -EINVAL;
   d->serial_lo = lo, d->serial_hi = hi;
   return 0;
@@ -432,7 +437,7 @@ int vxs_keep_symbols(vxs_device *d, const char *prefix) {
         s.st_value < d->image_addr || s.st_value - d->image_addr > d->image_size ||
         s.st_size > d->image_size - (s.st_value - d->image_addr))
       continue;
-    d->kept[d->nkept++] = (vxs_symbol){(uint32_t)s.st_value, (uint32_t)s.st_size, NULL};
+    d->kept[d->nkept++] = (vxs_symbol){s.st_value, (uint32_t)s.st_size, NULL};
     d->kept_bytes += (uint32_t)s.st_size;
   }
   qsort(d->kept, d->nkept, sizeof *d->kept, vxs__sym_cmp);
@@ -459,7 +464,7 @@ int vxs_kept_write(vxs_device *d, const void *src, uint32_t size) {
   return vxs__kept_copy(d, (uint8_t *)(uintptr_t)src, size, 1);
 }
 
-int vxs_load_image(vxs_device *d, uint32_t addr, const void *image, uint32_t size) {
+int vxs_load_image(vxs_device *d, vxs_addr addr, const void *image, uint32_t size) {
   if (d->loaded_image || !size || addr % VXS_PAGE || size > (256u << 20)) return -EINVAL;
   uint32_t mapped = (size + VXS_PAGE - 1) & ~(uint32_t)(VXS_PAGE - 1);
   int rc = vxs_mem_map(d, addr, mapped);
@@ -480,7 +485,7 @@ int vxs_load_image(vxs_device *d, uint32_t addr, const void *image, uint32_t siz
 /* The compile unit whose code holds pc.  .debug_aranges, when an image has
  * one, may cover only some units (libgcc's, not clang's), so every unit is
  * asked when it does not answer. */
-static Dwarf_Die *vxs__unit_of(Dwarf *dw, uint32_t pc, Dwarf_Die *cu) {
+static Dwarf_Die *vxs__unit_of(Dwarf *dw, vxs_addr pc, Dwarf_Die *cu) {
   if (dwarf_addrdie(dw, pc, cu)) return cu;
   Dwarf_Off off = 0, next;
   size_t header;
@@ -493,7 +498,7 @@ static Dwarf_Die *vxs__unit_of(Dwarf *dw, uint32_t pc, Dwarf_Die *cu) {
 
 /* "name+0xoff" for a code address, or "?"; then " at file:line:col" when
  * the image has a line table for it. */
-static void vxs__where(const vxs_device *d, uint32_t pc, char *buf, size_t cap) {
+static void vxs__where(const vxs_device *d, vxs_addr pc, char *buf, size_t cap) {
   const vxs_symbol *best = NULL;
   size_t lo = 0, hi = d->nsyms;
   while (lo < hi) {
@@ -505,7 +510,7 @@ static void vxs__where(const vxs_device *d, uint32_t pc, char *buf, size_t cap) 
   }
   int n;
   if (best && (best->size == 0 || pc - best->addr < best->size))
-    n = snprintf(buf, cap, "%s+0x%x", best->name, pc - best->addr);
+    n = snprintf(buf, cap, "%s+0x%llx", best->name, (unsigned long long)(pc - best->addr));
   else
     n = snprintf(buf, cap, "?");
   Dwarf_Die cu;
@@ -525,7 +530,7 @@ static void vxs__where(const vxs_device *d, uint32_t pc, char *buf, size_t cap) 
   }
 }
 
-__attribute__((format(printf, 4, 5))) static int vxs__fail(vxs_device *d, uint32_t w, uint32_t pc,
+__attribute__((format(printf, 4, 5))) static int vxs__fail(vxs_device *d, uint32_t w, vxs_addr pc,
                                                            const char *fmt, ...) {
   char what[320], where[256];
   va_list ap;
@@ -533,8 +538,9 @@ __attribute__((format(printf, 4, 5))) static int vxs__fail(vxs_device *d, uint32
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   vxs__where(d, pc, where, sizeof where);
-  snprintf(d->rep->error, sizeof d->rep->error, "%s at pc 0x%08x (%s), core %u warp %u, thread mask 0x%x",
-           what, pc, where, w / d->cfg.warps_per_core, w % d->cfg.warps_per_core, d->warps[w].tmask);
+  snprintf(d->rep->error, sizeof d->rep->error, "%s at pc 0x%08llx (%s), core %u warp %u, thread mask 0x%x",
+           what, (unsigned long long)pc, where, w / d->cfg.warps_per_core, w % d->cfg.warps_per_core,
+           d->warps[w].tmask);
   return VXS_EDEVICE;
 }
 
@@ -581,7 +587,7 @@ static uint32_t vxs__last_thread(uint32_t mask) { return 31u - (uint32_t)__built
  * are set; every thread's registers keep what they held (zero after the
  * run's reset, else what the warp's last run left), as upstream's start
  * code relies on (sp and tp set by one wspawn, used by the next). */
-static void vxs__start_warp(vxs_device *d, uint32_t w, uint32_t pc, uint32_t tmask) {
+static void vxs__start_warp(vxs_device *d, uint32_t w, vxs_addr pc, uint32_t tmask) {
   vxs_warp *wp = &d->warps[w];
   wp->pc = pc;
   wp->tmask = tmask;
@@ -593,7 +599,7 @@ static void vxs__start_warp(vxs_device *d, uint32_t w, uint32_t pc, uint32_t tma
 
 /* The block CSRs of thread t of warp w under vxs_run_kmu.  Thread t is
  * the block's thread rank * threads_per_warp + t, x fastest. */
-static bool vxs__cta_csr(const vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint32_t *v) {
+static bool vxs__cta_csr(const vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint64_t *v) {
   const vxs_warp *wp = &d->warps[w];
   const vxs_kmu_launch *l = d->kmu;
   uint32_t flat = wp->cta_rank * d->cfg.threads_per_warp + t;
@@ -623,7 +629,7 @@ static bool vxs__cta_csr(const vxs_device *d, uint32_t w, uint32_t t, uint32_t c
   return true;
 }
 
-static bool vxs__csr(vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint32_t *v) {
+static bool vxs__csr(vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint64_t *v) {
   const vxs_config *c = &d->cfg;
   uint32_t core = w / c->warps_per_core, warp = w % c->warps_per_core;
   switch (csr) {
@@ -653,22 +659,20 @@ static bool vxs__csr(vxs_device *d, uint32_t w, uint32_t t, uint32_t csr, uint32
 static int vxs__exec_csr(vxs_device *d, uint32_t w, uint32_t inst) {
   vxs_warp *wp = &d->warps[w];
   uint32_t f3 = (inst >> 12) & 7, rd = (inst >> 7) & 31, rs1 = (inst >> 15) & 31, csr = inst >> 20;
-  uint32_t v;
+  uint64_t v;
   if (f3 == 0 || f3 == 4 || !vxs__csr(d, w, 0, csr, &v)) return 1;
   bool writes = f3 == 1 || f3 == 5 || rs1 != 0;
   if (writes && csr != VXS_CSR_MSCRATCH) return vxs__fail(d, w, wp->pc, "write to read-only CSR 0x%03x", csr);
   /* mscratch is writable, one register per core (as upstream's 2.x
    * vx_spawn_threads uses it): the operand of the warp's last active thread */
-  uint32_t x = !writes   ? 0
-               : f3 >= 5 ? rs1
-                         : (uint32_t)vxs__xreg(d, wp->thread[vxs__last_thread(wp->tmask)], rs1);
+  uint64_t x = !writes ? 0 : f3 >= 5 ? rs1 : vxs__xreg(d, wp->thread[vxs__last_thread(wp->tmask)], rs1);
   for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++)
     if (wp->tmask >> t & 1) {
       vxs__csr(d, w, t, csr, &v);
       vxs__set_xreg(d, wp->thread[t], rd, v);
     }
   if (writes) {
-    uint32_t *m = &d->mscratch[w / d->cfg.warps_per_core];
+    vxs_addr *m = &d->mscratch[w / d->cfg.warps_per_core];
     *m = (f3 & 3) == 1 ? x : (f3 & 3) == 2 ? *m | x : *m & ~x;
   }
   wp->pc += 4;
@@ -753,10 +757,10 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
   uint32_t f3 = (inst >> 12) & 7, f7 = inst >> 25, rd = (inst >> 7) & 31, rs1 = (inst >> 15) & 31,
            rs2 = (inst >> 20) & 31;
   uint32_t last = vxs__last_thread(wp->tmask);
-  /* rs1 and rs2 of the custom instructions are counts, masks, ids and code
-   * addresses: all below 4 GiB here */
-  uint32_t a = (uint32_t)vxs__xreg(d, wp->thread[last], rs1),
-           b = (uint32_t)vxs__xreg(d, wp->thread[last], rs2);
+  /* rs1 and rs2 of the custom instructions are counts, masks and ids (32
+   * bits), but for wspawn's code address (XLEN bits: rs2_pc) */
+  const uint64_t rs2_pc = vxs__xreg(d, wp->thread[last], rs2);
+  uint32_t a = (uint32_t)vxs__xreg(d, wp->thread[last], rs1), b = (uint32_t)rs2_pc;
   uint32_t full = c->threads_per_warp == 32 ? 0xFFFFFFFFu : (1u << c->threads_per_warp) - 1;
   if (f7 == 1) return vxs__exec_collective(d, w, f3, rd, rs1, rs2);
   if (f7 != 0)
@@ -771,7 +775,7 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
     uint32_t core = w / c->warps_per_core, n = a < c->warps_per_core ? a : c->warps_per_core;
     for (uint32_t i = 1; i < n; i++)
       if (d->warps[core * c->warps_per_core + i].state == VXS_WARP_OFF)
-        vxs__start_warp(d, core * c->warps_per_core + i, b, 1);
+        vxs__start_warp(d, core * c->warps_per_core + i, rs2_pc, 1);
     wp->pc += 4;
     return 0;
   }
@@ -845,12 +849,12 @@ static int vxs__exec_custom(vxs_device *d, uint32_t w, uint32_t inst) {
 
 /* ---- ordinary instructions ---- */
 
-static bool vxs__serial(const vxs_device *d, uint32_t pc) { return pc >= d->serial_lo && pc < d->serial_hi; }
+static bool vxs__serial(const vxs_device *d, vxs_addr pc) { return pc >= d->serial_lo && pc < d->serial_hi; }
 
 /* Runs one active thread from pc, one instruction at a time, until it is
  * back at the return address of the library call it just entered with the
  * stack pointer it had (see vxs.h: serial range). */
-static int vxs__serial_call(vxs_device *d, uint32_t w, uint32_t t, uint32_t pc) {
+static int vxs__serial_call(vxs_device *d, uint32_t w, uint32_t t, vxs_addr pc) {
   vxs_warp *wp = &d->warps[w];
   vxs__load(d, wp->thread[t]);
   uint64_t ret = vxs__xreg(d, wp->thread[t], 1), sp = vxs__xreg(d, wp->thread[t], 2);
@@ -862,9 +866,7 @@ static int vxs__serial_call(vxs_device *d, uint32_t w, uint32_t t, uint32_t pc) 
     if (d->trap) return vxs__fail(d, w, pc, "thread %u: exception %u in a library call", t, d->trap_cause);
     uint64_t npc = 0;
     uc_reg_read(d->uc, UC_RISCV_REG_PC, &npc);
-    if (npc >> 32)
-      return vxs__fail(d, w, pc, "thread %u: a jump to 0x%llx, past 4 GiB", t, (unsigned long long)npc);
-    pc = (uint32_t)npc;
+    pc = npc;
     d->rep->thread_steps++;
   }
   return vxs__fail(d, w, pc, "thread %u: library call still running after %u instructions", t,
@@ -873,7 +875,8 @@ static int vxs__serial_call(vxs_device *d, uint32_t w, uint32_t t, uint32_t pc) 
 
 static int vxs__exec_plain(vxs_device *d, uint32_t w) {
   vxs_warp *wp = &d->warps[w];
-  uint32_t pc = wp->pc, next = 0, next_mask = 0, other = 0, other_mask = 0;
+  vxs_addr pc = wp->pc, next = 0, other = 0;
+  uint32_t next_mask = 0, other_mask = 0;
   bool have = false;
   for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++) {
     if (!(wp->tmask >> t & 1)) continue;
@@ -883,11 +886,8 @@ static int vxs__exec_plain(vxs_device *d, uint32_t w) {
     if (err != UC_ERR_OK) return vxs__fail(d, w, pc, "thread %u: %s", t, uc_strerror(err));
     if (d->trap)
       return vxs__fail(d, w, pc, "thread %u: illegal instruction or exception %u", t, d->trap_cause);
-    uint64_t npc64 = 0;
-    uc_reg_read(d->uc, UC_RISCV_REG_PC, &npc64);
-    if (npc64 >> 32)
-      return vxs__fail(d, w, pc, "thread %u: a jump to 0x%llx, past 4 GiB", t, (unsigned long long)npc64);
-    uint32_t npc = (uint32_t)npc64;
+    uint64_t npc = 0; /* an RV32 engine's PC wraps at 4 GiB */
+    uc_reg_read(d->uc, UC_RISCV_REG_PC, &npc);
     if (!have || npc == next) {
       next = npc, next_mask |= 1u << t, have = true;
     } else {
@@ -896,9 +896,9 @@ static int vxs__exec_plain(vxs_device *d, uint32_t w) {
     d->rep->thread_steps++;
   }
   if (other_mask)
-    return vxs__fail(d, w, pc,
-                     "divergent branch without a split: threads 0x%x go to 0x%08x, threads 0x%x to 0x%08x",
-                     next_mask, next, other_mask, other);
+    return vxs__fail(
+        d, w, pc, "divergent branch without a split: threads 0x%x go to 0x%08llx, threads 0x%x to 0x%08llx",
+        next_mask, (unsigned long long)next, other_mask, (unsigned long long)other);
   wp->pc = next;
   if (vxs__serial(d, next) && !vxs__serial(d, pc)) {
     for (uint32_t t = 0; t < d->cfg.threads_per_warp; t++)
@@ -941,7 +941,7 @@ static void vxs__read_console(vxs_device *d) {
 /* Resets the device for a run: the image's initial contents (but for the
  * kept ranges, which keep what is in memory now), the barriers, every
  * warp off and every hart's registers zero. */
-static void vxs__reset_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
+static void vxs__reset_run(vxs_device *d, vxs_addr argument_buffer, vxs_report *rep) {
   memset(rep, 0, sizeof *rep);
   d->rep = rep;
   d->argument_buffer = argument_buffer;
@@ -998,7 +998,7 @@ static void vxs__end_run(vxs_device *d, vxs_report *rep) {
   d->kmu = NULL;
 }
 
-int vxs_run(vxs_device *d, uint32_t argument_buffer, vxs_report *rep) {
+int vxs_run(vxs_device *d, vxs_addr argument_buffer, vxs_report *rep) {
   memset(rep, 0, sizeof *rep);
   if (!d->loaded_image) return -EINVAL;
   vxs__reset_run(d, argument_buffer, rep);
@@ -1038,7 +1038,7 @@ static uint32_t vxs__kmu_slots(vxs_device *d, const vxs_kmu_launch *l, vxs_repor
   return slots;
 }
 
-int vxs_run_kmu(vxs_device *d, uint32_t argument_buffer, const vxs_kmu_launch *l, vxs_report *rep) {
+int vxs_run_kmu(vxs_device *d, vxs_addr argument_buffer, const vxs_kmu_launch *l, vxs_report *rep) {
   memset(rep, 0, sizeof *rep);
   if (!d->loaded_image || !l) return -EINVAL;
   uint32_t slots = vxs__kmu_slots(d, l, rep);

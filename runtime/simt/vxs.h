@@ -78,6 +78,14 @@ typedef struct {
 
 typedef struct vxs_device vxs_device;
 
+/* A device address: XLEN bits, below 4 GiB on an RV32 device and below
+ * 2^48 on an RV64 one (Vortex's VX_CFG_MEM_ADDR_WIDTH: upstream's RV64
+ * images start at 0x180000000, its stacks end at 0x1FFFF0000). */
+typedef uint64_t vxs_addr;
+
+/* The end of an XLEN-bit device's address space. */
+#define VXS_ADDR_LIMIT(xlen) ((xlen) == 64 ? (1ull << 48) : (1ull << 32))
+
 /* Fills *cfg with Vortex's default configuration (1 core, 4 warps of 4
  * threads, 16 KiB local memory, smaller-set-first splits). */
 void vxs_config_default(vxs_config *cfg);
@@ -92,13 +100,14 @@ void vxs_device_destroy(vxs_device *dev);
 
 /* Maps size bytes of zeroed device memory at addr (both multiples of
  * 4096), e.g. global memory for the host's buffers.  Returns 0, -EINVAL
- * (misaligned, overlapping or too many regions), -ENOMEM. */
-int vxs_mem_map(vxs_device *dev, uint32_t addr, uint32_t size);
+ * (misaligned, overlapping, past the device's address space or too many
+ * regions), -ENOMEM. */
+int vxs_mem_map(vxs_device *dev, vxs_addr addr, uint32_t size);
 
 /* Copies between host memory and mapped device memory.  The range must lie
  * inside one mapped region.  Returns 0 or -EFAULT. */
-int vxs_mem_write(vxs_device *dev, uint32_t addr, const void *src, uint32_t size);
-int vxs_mem_read(vxs_device *dev, uint32_t addr, void *dst, uint32_t size);
+int vxs_mem_write(vxs_device *dev, vxs_addr addr, const void *src, uint32_t size);
+int vxs_mem_read(vxs_device *dev, vxs_addr addr, void *dst, uint32_t size);
 
 /* Loads a linked ELF executable of size bytes (ELF32 for an RV32 device,
  * ELF64 for RV64): maps and fills its
@@ -113,7 +122,7 @@ int vxs_load_elf(vxs_device *dev, const void *elf, size_t size, const char **why
  * image's __vxs_serial_start / __vxs_serial_end: for images linked by
  * another link script (upstream Vortex's), whose libraries were not built
  * divergence-aware either.  Returns 0, or -EINVAL (no image, lo > hi). */
-int vxs_set_serial(vxs_device *dev, uint32_t lo, uint32_t hi);
+int vxs_set_serial(vxs_device *dev, vxs_addr lo, vxs_addr hi);
 
 /* Keeps, from each run of the loaded ELF image to the next, its data
  * objects whose symbol names start with prefix (a module's variables,
@@ -139,7 +148,7 @@ int vxs_kept_write(vxs_device *dev, const void *src, uint32_t size);
  * past them zeroed up to the page) at addr, a multiple of 4096, which is
  * also where execution starts; no symbols (reports name addresses only).
  * One image per device.  Returns 0, -EINVAL, -ENOMEM. */
-int vxs_load_image(vxs_device *dev, uint32_t addr, const void *image, uint32_t size);
+int vxs_load_image(vxs_device *dev, vxs_addr addr, const void *image, uint32_t size);
 
 /* Resets every hart and runs the image from its entry point on warp 0,
  * thread 0 of each core, with CSR mscratch = argument_buffer, until every
@@ -148,7 +157,7 @@ int vxs_load_image(vxs_device *dev, uint32_t addr, const void *image, uint32_t s
  * run finished without error (rep->exit_code holds main's result),
  * VXS_EDEVICE when the device failed (rep->error says how), -EINVAL
  * without a loaded image. */
-int vxs_run(vxs_device *dev, uint32_t argument_buffer, vxs_report *rep);
+int vxs_run(vxs_device *dev, vxs_addr argument_buffer, vxs_report *rep);
 
 /* A launch as Vortex 3.0's hardware scheduler (the KMU) runs it: the
  * grid and block sizes, the local memory each block gets (bytes) and the
@@ -157,7 +166,7 @@ int vxs_run(vxs_device *dev, uint32_t argument_buffer, vxs_report *rep);
 typedef struct {
   uint32_t grid[3], block[3];
   uint32_t local_bytes;
-  uint32_t entry; /* the kernel's entry PC (CSR 0xCE1, VXS_CSR_CTA_ENTRY), or 0 */
+  vxs_addr entry; /* the kernel's entry PC (CSR 0xCE1, VXS_CSR_CTA_ENTRY), or 0 */
 } vxs_kmu_launch;
 
 /* Resets every hart and runs the image's blocks as the hardware scheduler
@@ -173,7 +182,7 @@ typedef struct {
  * Returns as vxs_run (rep->exit_code is 0: there is no main), or -EINVAL
  * without an image or for a launch no core can hold (a zero dimension, a
  * block over a core's warps or local memory; rep->error says which). */
-int vxs_run_kmu(vxs_device *dev, uint32_t argument_buffer, const vxs_kmu_launch *l, vxs_report *rep);
+int vxs_run_kmu(vxs_device *dev, vxs_addr argument_buffer, const vxs_kmu_launch *l, vxs_report *rep);
 
 /* What vxs_run returns when the kernel failed on the device (a fault, a
  * divergence the hardware would abort on, a deadlock, the step limit):
