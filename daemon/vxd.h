@@ -101,12 +101,17 @@ typedef struct {
 
 typedef struct vxd_sdk vxd_sdk;
 
+/* Most tool files (libraries, the linker) one SDK digest covers. */
+#define VXD_SDK_MAX_TOOLS 8
+
 /* Digests the Vortex SDK in dir (its link.ld, objects and archives, as
- * vxr_sdk_inputs lists them) and the libc and libgcc archives at the
- * given paths: one SHA-256 over each file's base name, size and bytes.
- * Returns 0 and *out (vxd_sdk_close), or a negative errno with a message
- * in err (a file that cannot be read). */
-int vxd_sdk_open(const char *dir, const char *libc, const char *libgcc, vxd_sdk **out, char *err,
+ * vxr_sdk_inputs lists them) and the ntools files at tools (at most
+ * VXD_SDK_MAX_TOOLS: the libc and libgcc archives images link with, the
+ * linker itself): one SHA-256 over each file's base name, size and bytes,
+ * so a changed tool gives new keys as a changed SDK does.  Returns 0 and
+ * *out (vxd_sdk_close), or a negative errno with a message in err (a file
+ * that cannot be read). */
+int vxd_sdk_open(const char *dir, const char *const *tools, int ntools, vxd_sdk **out, char *err,
                  size_t errcap);
 
 /* Digests s's files again if one of them was replaced, added, removed or

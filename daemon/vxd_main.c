@@ -125,8 +125,10 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
     return vxd__bad(pc, VXP_CONF_vortex_sdk, "path too long");
   memcpy(cfg->vortex_sdk, pc->value[VXP_CONF_vortex_sdk], strlen(pc->value[VXP_CONF_vortex_sdk]) + 1);
   char sdk_err[4200];
+  /* what an image is linked by and with, besides the SDK (vxd_worker.c) */
+  static const char *const sdk_tools[] = {VXD_LD, VXD_LIBC, VXD_LIBGCC, VXD_LIBC64, VXD_LIBGCC64};
   if (cfg->vortex_sdk[0] &&
-      vxd_sdk_open(cfg->vortex_sdk, VXD_LIBC, VXD_LIBGCC, &cfg->sdk, sdk_err, sizeof sdk_err) != 0)
+      vxd_sdk_open(cfg->vortex_sdk, sdk_tools, 5, &cfg->sdk, sdk_err, sizeof sdk_err) != 0)
     return vxd__bad(pc, VXP_CONF_vortex_sdk, sdk_err);
   static const char *const levels[] = {"error", "warning", "notice", "info", "debug"};
   if (vxp_target_parse(pc->value[VXP_CONF_target], &cfg->vortex_abi, &cfg->xlen) != 0)

@@ -1,8 +1,9 @@
 /*
  * vxd_sdk.c - what a linked .vxbin image depends on besides the object:
  * the Vortex kernel SDK's link script, objects and archives (the files
- * vxr_link_vxbin links, vxr_sdk_inputs) and the libc and libgcc archives,
- * named in the cache key by one SHA-256 over their contents.  The digest
+ * vxr_link_vxbin links, vxr_sdk_inputs), the libc and libgcc archives of
+ * both XLENs and the linker that links them, named in the cache key by one
+ * SHA-256 over their contents.  The digest
  * hashes each file's name within its directory, size and bytes, never a
  * directory, so one SDK installed in two places gives one key (as the
  * images are the same bytes), and a changed file gives another.
@@ -27,11 +28,12 @@
 #include "vxd.h"
 #include "vxr_vxbin.h"
 
-/* Inputs of one digest: the SDK's and the two archives. */
-#define VXD_SDK_FILES (VXR_SDK_MAX_INPUTS + 2)
+/* Inputs of one digest: the SDK's and the tools'. */
+#define VXD_SDK_FILES (VXR_SDK_MAX_INPUTS + VXD_SDK_MAX_TOOLS)
 
 struct vxd_sdk {
-  char dir[4096], libc[4096], libgcc[4096];
+  char dir[4096], tools[VXD_SDK_MAX_TOOLS][4096];
+  int ntools;
   char digest[65];
   int nfiles;
   struct {
@@ -45,8 +47,8 @@ struct vxd_sdk {
 /* The input files now: *n paths (malloc(), caller frees each). */
 static void vxd__sdk_files(const vxd_sdk *s, char **paths, int *n) {
   *n = vxr_sdk_inputs(s->dir, paths, VXR_SDK_MAX_INPUTS);
-  paths[(*n)++] = strdup(s->libc);
-  paths[(*n)++] = strdup(s->libgcc);
+  for (int i = 0; i < s->ntools; i++)
+    paths[(*n)++] = strdup(s->tools[i]);
 }
 
 static const char *vxd__base(const char *path) {
@@ -103,14 +105,16 @@ static int vxd__sdk_hash(vxd_sdk *s, char *err, size_t errcap) {
   return rc;
 }
 
-int vxd_sdk_open(const char *dir, const char *libc, const char *libgcc, vxd_sdk **out, char *err,
+int vxd_sdk_open(const char *dir, const char *const *tools, int ntools, vxd_sdk **out, char *err,
                  size_t errcap) {
   *out = NULL;
+  if (ntools < 0 || ntools > VXD_SDK_MAX_TOOLS) return -EINVAL;
   vxd_sdk *s = calloc(1, sizeof *s);
   if (!s) return -ENOMEM;
   snprintf(s->dir, sizeof s->dir, "%s", dir);
-  snprintf(s->libc, sizeof s->libc, "%s", libc);
-  snprintf(s->libgcc, sizeof s->libgcc, "%s", libgcc);
+  for (int i = 0; i < ntools; i++)
+    snprintf(s->tools[i], sizeof s->tools[i], "%s", tools[i]);
+  s->ntools = ntools;
   int rc = vxd__sdk_hash(s, err, errcap);
   if (rc) {
     free(s);

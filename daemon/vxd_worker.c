@@ -144,7 +144,7 @@ static void vxd__link_image(const vxd_config *cfg, vxp_response *resp) {
   if (!cfg || !cfg->vortex_sdk[0] || resp->status != VXP_STATUS_OK || !start) return;
   const vxp_kernel *k = &resp->kernels[0]; /* every kernel has the module's target */
   char err[VXR_LINK_DIAG_MAX + 1024];
-  if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LLD, k->xlen == 64 ? VXD_LIBC64 : VXD_LIBC,
+  if (vxr_link_vxbin(cfg->vortex_sdk, VXD_LD, k->xlen == 64 ? VXD_LIBC64 : VXD_LIBC,
                      k->xlen == 64 ? VXD_LIBGCC64 : VXD_LIBGCC, resp->object, resp->object_size, start,
                      k->vortex_abi, &resp->image, &resp->image_size, err, sizeof err) != 0) {
     resp->status = VXP_STATUS_INTERNAL;

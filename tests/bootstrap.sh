@@ -35,6 +35,7 @@ pkgs=(build-essential cmake pkg-config
       ninja-build  # the install test builds a project of kernels with ninja
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
       gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf  # libgcc and libm the emulated kernels link
+      binutils-riscv64-unknown-elf  # GNU ld, which links kernels' executables (as upstream Vortex's toolchain)
       python3)  # upstream Vortex's config generator and vxbin.py, for conformance_upstream
 missing=()
 for p in "${pkgs[@]}"; do

@@ -20,7 +20,7 @@ deb=$(ls "$work"/out/vortexd_*.deb)
 depends=$(dpkg-deb -f "$deb" Depends)
 root=$work/root
 dpkg -x "$deb" "$root"
-needs=(libuv1 libsqlite3-0 libssl3 lld-22 mlir-22-tools picolibc-riscv64-unknown-elf)
+needs=(libuv1 libsqlite3-0 libssl3 lld-22 mlir-22-tools binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf)
 # the daemon holds LLVM and MLIR (VORTEXD_STATIC_LLVM, on by default: its
 # cold start binds no symbols of theirs); libmlir-22 only when it loads it
 if [ "$llvm_link" = static-llvm ]; then

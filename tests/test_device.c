@@ -40,7 +40,7 @@ static vxl_compiler *cc;
 static int merge(void *ud, uint32_t n, const uint8_t *const *objs, const size_t *sizes, uint8_t **out,
                  size_t *out_size, char *err, size_t errcap) {
   (void)ud;
-  return vxr_link_relocatable(VXT_LD, n, objs, sizes, out, out_size, err, errcap);
+  return vxr_link_relocatable(VXT_LLD, n, objs, sizes, out, out_size, err, errcap);
 }
 static void setup(void) {
   cr_assert_eq(vxl_compiler_create(&cc), 0);
@@ -187,11 +187,11 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
    * (appended to a copy of img; pointers widened on RV64), the block's
    * local memory as a 3.0 host computes it for the scheduler; the device
    * memory of img's bytes and the output must be the same everywhere */
-  /* {vortex_abi, xlen, linked with upstream's kernel SDK}: the last two
+  /* {vortex_abi, xlen, linked with upstream's kernel SDK}: the last four
    * only when it is there (vxt_upstream_sdk) */
-  static const uint32_t targets[6][3] = {{2, 32, 0}, {3, 32, 0}, {2, 64, 0},
-                                         {3, 64, 0}, {2, 32, 1}, {3, 32, 1}};
-  const unsigned ntargets = vxt_upstream_sdk() ? 6 : 4;
+  static const uint32_t targets[8][3] = {{2, 32, 0}, {3, 32, 0}, {2, 64, 0}, {3, 64, 0},
+                                         {2, 32, 1}, {3, 32, 1}, {2, 64, 1}, {3, 64, 1}};
+  const unsigned ntargets = vxt_upstream_sdk() ? 8 : 4;
   uint8_t *first = NULL;
   static char first_printed[8192], now_printed[8192], first_sorted[8192], now_sorted[8192];
   for (unsigned ti = 0; ti < ntargets; ti++) {
@@ -237,11 +237,17 @@ static uint8_t *launch_on(const vxt_simt *cfgs, uint32_t ncfgs, const vxl_kernel
     cr_assert_eq(kk->kernel_id, k->kernel_id, "%s: one kernel id on every target", k->name);
     const char *start = disp ? VXL_DISPATCH_SYMBOL : kk->entry;
     const char *fail = upstream
-                           ? vxt_device_link_sdk(vxt_upstream_sdk(), rr->object, rr->object_size, start, abi,
-                                                 &elf, &elf_size)
+                           ? vxt_device_link_sdk(vxt_upstream_sdk_of(xlen), rr->object, rr->object_size,
+                                                 start, abi, &elf, &elf_size)
                            : vxt_device_link(rr->object, rr->object_size, start, abi, xlen, &elf, &elf_size);
     cr_assert_null(fail, "%s (vortex%u-rv%u%s): %s", k->name, abi, xlen, upstream ? ", upstream's SDK" : "",
                    fail);
+    /* upstream's start code where its loader starts an image: the
+     * STARTUP_ADDR of that XLEN */
+    if (upstream)
+      cr_assert_eq(vxr_elf_symbol(elf, elf_size, "_start"), xlen == 64 ? 0x180000000 : 0x80000000,
+                   "%s (vortex%u-rv%u, upstream's SDK): _start at 0x%llx", k->name, abi, xlen,
+                   (unsigned long long)vxr_elf_symbol(elf, elf_size, "_start"));
     for (uint32_t i = 0; i < ncfgs; i++) {
       const vxt_simt *cfg = &cfgs[i];
       uint8_t *mem = malloc(im.size);

@@ -2,7 +2,8 @@
  * test_upstream.c - vortexd's images against upstream Vortex's own tools,
  * built from upstream's files (tests/upstream_sdk.cmake; this suite exists
  * only when they are there): modules compiled by a daemon whose
- * vortex_sdk is upstream's kernel SDK, on Vortex 2.x and 3.0 (RV32), are
+ * vortex_sdk is upstream's kernel SDK, on Vortex 2.x and 3.0, RV32 and
+ * RV64 (each linked at upstream's STARTUP_ADDR of its XLEN), are
  *   - byte for byte the .vxbin upstream's vxbin.py writes from the very
  *     ELF the daemon converted (vxr_link_sdk_elf, the same link);
  *   - loaded by upstream's module.cpp (tests/upstream/module_names.cpp),
@@ -18,22 +19,32 @@
 #include "vxr_vxbin.h"
 #include "vxt.h"
 
-#define SDK VXT_UPSTREAM_SDK_DIR "/rv32"
-
-static vxt_daemon d2, d3;
+/* One daemon per target, each with upstream's SDK of its XLEN. */
+static const struct {
+  const char *target, *sdk, *libc, *libgcc;
+  uint32_t abi, xlen;
+  unsigned long long startup; /* upstream's STARTUP_ADDR for the XLEN */
+} targets[4] = {
+    {"vortex2-rv32", VXT_UPSTREAM_SDK_DIR "/rv32", VXT_LIBC, VXT_LIBGCC, 2, 32, 0x80000000ull},
+    {"vortex3-rv32", VXT_UPSTREAM_SDK_DIR "/rv32", VXT_LIBC, VXT_LIBGCC, 3, 32, 0x80000000ull},
+    {"vortex2-rv64", VXT_UPSTREAM_SDK_DIR "/rv64", VXT_LIBC64, VXT_LIBGCC64, 2, 64, 0x180000000ull},
+    {"vortex3-rv64", VXT_UPSTREAM_SDK_DIR "/rv64", VXT_LIBC64, VXT_LIBGCC64, 3, 64, 0x180000000ull},
+};
+static vxt_daemon ds[4];
 
 static void start(void) {
-  const char *flag = "--vortex-sdk=" SDK;
-  setenv("VORTEXD_TARGET", "vortex2-rv32", 1);
-  cr_assert_eq(vxt_daemon_start(&d2, flag), 0);
-  setenv("VORTEXD_TARGET", "vortex3-rv32", 1);
-  cr_assert_eq(vxt_daemon_start(&d3, flag), 0);
+  for (int i = 0; i < 4; i++) {
+    char flag[512];
+    snprintf(flag, sizeof flag, "--vortex-sdk=%s", targets[i].sdk);
+    setenv("VORTEXD_TARGET", targets[i].target, 1);
+    cr_assert_eq(vxt_daemon_start(&ds[i], flag), 0);
+  }
   unsetenv("VORTEXD_TARGET");
 }
 
 static void stop(void) {
-  if (d2.pid > 0) vxt_daemon_stop(&d2);
-  if (d3.pid > 0) vxt_daemon_stop(&d3);
+  for (int i = 0; i < 4; i++)
+    if (ds[i].pid > 0) vxt_daemon_stop(&ds[i]);
 }
 
 TestSuite(conformance, .init = start, .fini = stop, .timeout = 300);
@@ -81,21 +92,23 @@ static void sources(const char *dir, char paths[3][512]) {
 }
 
 Test(conformance, images_are_byte_identical_to_upstream_vxbin_py) {
-  const vxt_daemon *ds[2] = {&d2, &d3};
-  for (int di = 0; di < 2; di++) {
+  for (int di = 0; di < 4; di++) {
+    const vxt_daemon *t = &ds[di];
+    const char *tn = targets[di].target;
     char paths[3][512];
-    sources(ds[di]->dir, paths);
+    sources(t->dir, paths);
     for (int si = 0; si < 3; si++) {
       uint8_t *obj, *image, *elf;
       size_t obj_size, image_size, elf_size;
-      compile(ds[di], paths[si], "m", &obj, &obj_size, &image, &image_size);
+      compile(t, paths[si], "m", &obj, &obj_size, &image, &image_size);
       char err[4096];
-      cr_assert_eq(vxr_link_sdk_elf(SDK, VXT_LLD, VXT_LIBC, VXT_LIBGCC, obj, obj_size,
-                                    image_entry(obj, obj_size), di ? 3 : 2, &elf, &elf_size, err, sizeof err),
+      cr_assert_eq(vxr_link_sdk_elf(targets[di].sdk, VXT_LD, targets[di].libc, targets[di].libgcc, obj,
+                                    obj_size, image_entry(obj, obj_size), targets[di].abi, &elf, &elf_size,
+                                    err, sizeof err),
                    0, "%s", err);
       char elfp[512], binp[512], cmd[2048], out[4096];
-      snprintf(elfp, sizeof elfp, "%s/m.elf", ds[di]->dir);
-      snprintf(binp, sizeof binp, "%s/upstream.vxbin", ds[di]->dir);
+      snprintf(elfp, sizeof elfp, "%s/m.elf", t->dir);
+      snprintf(binp, sizeof binp, "%s/upstream.vxbin", t->dir);
       write_file(elfp, elf, elf_size);
       snprintf(cmd, sizeof cmd, "OBJCOPY=%s %s %s/sw/kernel/scripts/vxbin.py %s %s 2>&1", VXT_RVOBJCOPY,
                VXT_PYTHON3, VXT_UPSTREAM, elfp, binp);
@@ -103,14 +116,21 @@ Test(conformance, images_are_byte_identical_to_upstream_vxbin_py) {
       size_t n;
       uint8_t *theirs = (uint8_t *)vxt_read_file(binp, &n);
       cr_assert_not_null(theirs);
-      cr_assert_eq(n, image_size, "%s, vortex%d: vxbin.py wrote %zu bytes, vortexd %zu", paths[si],
-                   di ? 3 : 2, n, image_size);
+      cr_assert_eq(n, image_size, "%s, %s: vxbin.py wrote %zu bytes, vortexd %zu", paths[si], tn, n,
+                   image_size);
       size_t at = 0;
       while (at < n && theirs[at] == image[at])
         at++;
-      cr_assert_eq(at, n, "%s, vortex%d: the images differ first at byte %zu", paths[si], di ? 3 : 2, at);
+      cr_assert_eq(at, n, "%s, %s: the images differ first at byte %zu", paths[si], tn, at);
+      /* loaded where upstream's loader starts it: min_vma, STARTUP_ADDR */
+      uint64_t min_vma = 0;
+      for (int b = 7; b >= 0; b--)
+        min_vma = min_vma << 8 | image[b];
+      cr_assert_eq(min_vma, targets[di].startup, "%s, %s: min_vma 0x%llx", paths[si], tn,
+                   (unsigned long long)min_vma);
       /* a 3.0 image carries the kernel table; a 2.x one does not */
-      cr_assert_eq(n >= 8 && memcmp(image + n - 8, "VXSYMTAB", 8) == 0, di == 1, "%s: footer", paths[si]);
+      cr_assert_eq(n >= 8 && memcmp(image + n - 8, "VXSYMTAB", 8) == 0, targets[di].abi == 3,
+                   "%s, %s: footer", paths[si], tn);
       free(theirs), free(elf), free(obj), free(image);
     }
   }
@@ -130,22 +150,25 @@ static int kernel_names(const vxt_daemon *t, const char *src, char names[64][128
   return n;
 }
 
-Test(conformance, upstream_module_loader_finds_every_kernel_by_name) {
+/* Upstream's loader on every 3.0 module of one 3.0 target (index di of
+ * targets). */
+static void kernels_by_name(int di) {
+  const vxt_daemon *d3 = &ds[di];
   char paths[3][512];
-  sources(d3.dir, paths);
+  sources(d3->dir, paths);
   for (int si = 0; si < 3; si++) {
     uint8_t *obj, *image, *elf;
     size_t obj_size, image_size, elf_size;
-    compile(&d3, paths[si], "m", &obj, &obj_size, &image, &image_size);
+    compile(d3, paths[si], "m", &obj, &obj_size, &image, &image_size);
     char err[4096];
-    cr_assert_eq(vxr_link_sdk_elf(SDK, VXT_LLD, VXT_LIBC, VXT_LIBGCC, obj, obj_size,
-                                  image_entry(obj, obj_size), 3, &elf, &elf_size, err, sizeof err),
+    cr_assert_eq(vxr_link_sdk_elf(targets[di].sdk, VXT_LD, targets[di].libc, targets[di].libgcc, obj,
+                                  obj_size, image_entry(obj, obj_size), 3, &elf, &elf_size, err, sizeof err),
                  0, "%s", err);
     char elfp[512];
-    snprintf(elfp, sizeof elfp, "%s/m.elf", d3.dir);
+    snprintf(elfp, sizeof elfp, "%s/m.elf", d3->dir);
     write_file(elfp, elf, elf_size);
     static char names[64][128];
-    int n = kernel_names(&d3, paths[si], names);
+    int n = kernel_names(d3, paths[si], names);
     cr_assert_geq(n, 1, "%s", paths[si]);
     for (int k = 0; k < n; k++) {
       char cmd[2048], want[256], got[512];
@@ -156,25 +179,40 @@ Test(conformance, upstream_module_loader_finds_every_kernel_by_name) {
       cr_assert_eq(vxt_run(cmd, want, sizeof want), 0);
       cr_assert_neq(want[0], '\0', "%s: no __vx_kentry_%s", paths[si], names[k]);
       unsigned long long pc = strtoull(want, NULL, 16);
-      snprintf(cmd, sizeof cmd, "%s %s/m.vxbin '%.127s'", VXT_MODULE_NAMES, d3.dir, names[k]);
+      snprintf(cmd, sizeof cmd, "%s %s/m.vxbin '%.127s'", VXT_MODULE_NAMES, d3->dir, names[k]);
       cr_assert_eq(vxt_run(cmd, got, sizeof got), 0, "%s", got);
       char expect[256];
       snprintf(expect, sizeof expect, "%.127s 0x%llx\n", names[k], pc);
-      cr_assert_str_eq(got, expect, "%s", paths[si]);
+      cr_assert_str_eq(got, expect, "%s, %s", paths[si], targets[di].target);
     }
     char cmd[2048], got[512];
-    snprintf(cmd, sizeof cmd, "%s %s/m.vxbin no_such_kernel main", VXT_MODULE_NAMES, d3.dir);
+    snprintf(cmd, sizeof cmd, "%s %s/m.vxbin no_such_kernel main", VXT_MODULE_NAMES, d3->dir);
     cr_assert_eq(vxt_run(cmd, got, sizeof got), 0, "%s", got);
     cr_assert_str_eq(got, "no_such_kernel refused\nmain refused\n");
     free(elf), free(obj), free(image);
   }
-  /* a 2.x image has no table: upstream sees one kernel, main, at its start */
+}
+
+/* A 2.x image has no table: upstream sees one kernel, main, at its start
+ * (index di of targets). */
+static void one_main(int di) {
+  char paths[3][512];
+  sources(ds[di].dir, paths);
   uint8_t *obj, *image;
   size_t obj_size, image_size;
-  compile(&d2, paths[1], "m", &obj, &obj_size, &image, &image_size);
-  char cmd[2048], got[512];
-  snprintf(cmd, sizeof cmd, "%s %s/m.vxbin main add::apply", VXT_MODULE_NAMES, d2.dir);
+  compile(&ds[di], paths[1], "m", &obj, &obj_size, &image, &image_size);
+  char cmd[2048], got[512], want[128];
+  snprintf(cmd, sizeof cmd, "%s %s/m.vxbin main add::apply", VXT_MODULE_NAMES, ds[di].dir);
   cr_assert_eq(vxt_run(cmd, got, sizeof got), 0, "%s", got);
-  cr_assert_str_eq(got, "main 0x80000000\nadd::apply refused\n");
+  snprintf(want, sizeof want, "main 0x%llx\nadd::apply refused\n", targets[di].startup);
+  cr_assert_str_eq(got, want, "%s", targets[di].target);
   free(obj), free(image);
+}
+
+Test(conformance, upstream_module_loader_finds_every_kernel_by_name) {
+  for (int di = 0; di < 4; di++)
+    if (targets[di].abi == 3)
+      kernels_by_name(di);
+    else
+      one_main(di);
 }

@@ -56,7 +56,8 @@ char *vxt_read_file(const char *path, size_t *len);
 char *vxt_many_kernels(unsigned n, size_t *len);
 
 /* The value of the symbol named name that ELF32 obj defines (in an
- * executable, its address), or 0 when it defines none. */
+ * executable, its address), or 0 when it defines none or obj is not
+ * ELF32. */
 uint32_t vxt_elf_symbol_value(const uint8_t *obj, size_t len, const char *name);
 
 /* How many symbols named name obj's symbol table defines. */

@@ -1,6 +1,7 @@
 /* vxt_device.c - link + run on the lockstep SIMT emulator (see vxt_device.h). */
-#include <elf.h>
 #include <errno.h>
+#include <gelf.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,11 +82,19 @@ const char *vxt_upstream_sdk(void) {
   return s && *s ? s : NULL;
 }
 
+const char *vxt_upstream_sdk_of(uint32_t xlen) {
+  static char dir[2][4096];
+  if (!vxt_upstream_sdk()) return NULL;
+  snprintf(dir[xlen == 64], sizeof dir[0], "%s/rv%u", vxt_upstream_sdk(), xlen == 64 ? 64u : 32u);
+  return dir[xlen == 64];
+}
+
 const char *vxt_device_link_sdk(const char *sdk, const uint8_t *object, size_t object_size, const char *entry,
                                 uint32_t abi, uint8_t **elf, size_t *elf_size) {
   static char msg[VXR_LINK_DIAG_MAX + 512];
-  return vxr_link_sdk_elf(sdk, VXT_LD, VXT_LIBC, VXT_LIBGCC, object, object_size, entry, abi, elf, elf_size,
-                          msg, sizeof msg) == 0
+  const int is64 = object_size > 4 && object[4] == ELFCLASS64;
+  return vxr_link_sdk_elf(sdk, VXT_LD, is64 ? VXT_LIBC64 : VXT_LIBC, is64 ? VXT_LIBGCC64 : VXT_LIBGCC, object,
+                          object_size, entry, abi, elf, elf_size, msg, sizeof msg) == 0
              ? NULL
              : msg;
 }
@@ -108,44 +117,128 @@ const char *vxt_device_link(const uint8_t *object, size_t object_size, const cha
   return NULL;
 }
 
-/* Upstream Vortex's memory map (its VX_types.h, RV32: generated from
- * VX_types.toml) and console, for images linked with its kernel SDK. */
-#define VXT_UP_STACK_BASE 0xFFFF0000u /* VX_MEM_STACK_BASE_ADDR: harts' stacks below */
-#define VXT_UP_STACK_LOG2 13u         /* VX_MEM_STACK_LOG2_SIZE */
-#define VXT_UP_IO_END 0x10000u        /* VX_MEM_IO_END_ADDR: I/O from VX_MEM_IO_BASE_ADDR (64) */
-#define VXT_UP_COUT 64u               /* VX_MEM_IO_COUT_ADDR */
-#define VXT_UP_COUT_SLOTS 64u         /* VX_MEM_IO_COUT_SLOTS */
-#define VXT_UP_COUT_RING 512u         /* VX_MEM_IO_COUT_RING */
+/* Upstream Vortex's memory map and console, for images linked with its
+ * kernel SDK: read from the VX_types.h upstream's generator made for the
+ * SDK of that XLEN (<sdk>/rv<XLEN>/sw/VX_types.h). */
+typedef struct {
+  uint64_t stack_base; /* VX_MEM_STACK_BASE_ADDR: harts' stacks below */
+  uint64_t stack_log2; /* VX_MEM_STACK_LOG2_SIZE */
+  uint64_t io_end;     /* VX_MEM_IO_END_ADDR: the I/O area from 0 (its base VX_MEM_IO_BASE_ADDR) */
+  uint64_t cout;       /* VX_MEM_IO_COUT_ADDR */
+  uint64_t slots;      /* VX_MEM_IO_COUT_SLOTS: one console ring per slot */
+  uint64_t ring;       /* VX_MEM_IO_COUT_RING: bytes of a ring */
+} vxt__upstream_mem;
 
-/* Whether name is defined by picolibc's or libgcc's archive (what the
- * serial range of an upstream image covers), read once with nm. */
-static int vxt__library_symbol(const char *name) {
-  static char *names; /* "\nname\nname\n...": the suites run one test at a time */
-  if (!names) {
+/* The value of `#define name VALUE` in header path (decimal or 0x hex),
+ * or UINT64_MAX. */
+static uint64_t vxt__define(const char *path, const char *name) {
+  FILE *f = fopen(path, "r");
+  char line[512], key[128];
+  uint64_t v = UINT64_MAX;
+  snprintf(key, sizeof key, "#define %s ", name);
+  while (f && v == UINT64_MAX && fgets(line, sizeof line, f))
+    if (strncmp(line, key, strlen(key)) == 0) {
+      char *end;
+      unsigned long long x = strtoull(line + strlen(key), &end, 0);
+      if (end != line + strlen(key) && (*end == '\n' || *end == ' ' || *end == '\0')) v = x;
+    }
+  if (f) fclose(f);
+  return v;
+}
+
+/* Reads m from the SDK's VX_types.h of xlen; false when a value is missing. */
+static bool vxt__upstream_mem_of(uint32_t xlen, vxt__upstream_mem *m) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/sw/VX_types.h", vxt_upstream_sdk_of(xlen));
+  m->stack_base = vxt__define(path, "VX_MEM_STACK_BASE_ADDR");
+  m->stack_log2 = vxt__define(path, "VX_MEM_STACK_LOG2_SIZE");
+  m->io_end = vxt__define(path, "VX_MEM_IO_END_ADDR");
+  m->cout = vxt__define(path, "VX_MEM_IO_COUT_ADDR");
+  m->slots = vxt__define(path, "VX_MEM_IO_COUT_SLOTS");
+  m->ring = vxt__define(path, "VX_MEM_IO_COUT_RING");
+  return m->stack_base != UINT64_MAX && m->stack_log2 < 32 && m->io_end != UINT64_MAX &&
+         m->cout != UINT64_MAX && m->slots != UINT64_MAX && m->ring != UINT64_MAX && m->ring <= 65536;
+}
+
+/* Whether name is defined by picolibc's or libgcc's archive of xlen (what
+ * the serial range of an upstream image covers), read once with nm. */
+static int vxt__library_symbol(uint32_t xlen, const char *name) {
+  static char *names[2]; /* "\nname\nname\n...": the suites run one test at a time */
+  char **set = &names[xlen == 64];
+  if (!*set) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "riscv64-unknown-elf-nm -g --defined-only -f just-symbols %s %s 2>/dev/null",
-             VXT_LIBC, VXT_LIBGCC);
+             xlen == 64 ? VXT_LIBC64 : VXT_LIBC, xlen == 64 ? VXT_LIBGCC64 : VXT_LIBGCC);
     FILE *p = popen(cmd, "r");
     size_t cap = 1 << 20, n = 1;
-    names = calloc(1, cap);
-    names[0] = '\n';
+    *set = calloc(1, cap);
+    if (!*set) return 0;
+    (*set)[0] = '\n';
     char line[512];
     while (p && fgets(line, sizeof line, p)) {
       size_t l = strlen(line);
       if (l < 2 || line[l - 1] != '\n' || strchr(line, ':')) continue;
-      if (n + l + 1 >= cap && !(names = realloc(names, cap *= 2))) return 0;
-      memcpy(names + n, line, l + 1), n += l;
+      if (n + l + 1 >= cap && !(*set = realloc(*set, cap *= 2))) return 0;
+      memcpy(*set + n, line, l + 1), n += l;
     }
     if (p) pclose(p);
   }
   char key[512];
   snprintf(key, sizeof key, "\n%s\n", name);
-  return strstr(names, key) != NULL;
+  return strstr(*set, key) != NULL;
 }
 
+struct vxt__fn {
+  uint64_t lo, hi;
+  int lib;
+};
+
 static int vxt__fn_cmp(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  uint64_t x = ((const struct vxt__fn *)a)->lo, y = ((const struct vxt__fn *)b)->lo;
   return x < y ? -1 : x > y;
+}
+
+/* The functions of elf's .text (the start code is in .init: only .text's
+ * count), each marked library or not, into *out (malloc()); their count,
+ * or -1. */
+static int vxt__text_functions(const uint8_t *elf, size_t elf_size, uint32_t xlen, struct vxt__fn **out) {
+  *out = NULL;
+  if (elf_version(EV_CURRENT) == EV_NONE) return -1;
+  Elf *e = elf_memory((char *)(uintptr_t)elf, elf_size);
+  size_t shstrndx, text = 0;
+  if (!e || elf_getshdrstrndx(e, &shstrndx) != 0) {
+    if (e) elf_end(e);
+    return -1;
+  }
+  Elf_Scn *scn = NULL;
+  GElf_Shdr sh;
+  while (!text && (scn = elf_nextscn(e, scn)))
+    if (gelf_getshdr(scn, &sh) && strcmp(elf_strptr(e, shstrndx, sh.sh_name) ?: "", ".text") == 0)
+      text = elf_ndxscn(scn);
+  int n = 0, cap = 256;
+  struct vxt__fn *fns = malloc((size_t)cap * sizeof *fns);
+  for (scn = NULL; fns && (scn = elf_nextscn(e, scn));) {
+    Elf_Data *data;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
+        !(data = elf_getdata(scn, NULL)))
+      continue;
+    for (size_t k = 0; fns && k < sh.sh_size / sh.sh_entsize; k++) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, (int)k, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size ||
+          sym.st_shndx != text)
+        continue;
+      if (n == cap) fns = realloc(fns, (size_t)(cap *= 2) * sizeof *fns);
+      const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
+      if (fns)
+        fns[n++] = (struct vxt__fn){sym.st_value, sym.st_value + sym.st_size,
+                                    name && vxt__library_symbol(xlen, name)};
+    }
+  }
+  elf_end(e);
+  if (!fns) return -1;
+  qsort(fns, (size_t)n, sizeof *fns, vxt__fn_cmp);
+  *out = fns;
+  return n;
 }
 
 /* Prepares device dev (image loaded) for an image linked with upstream's
@@ -153,53 +246,29 @@ static int vxt__fn_cmp(const void *a, const void *b) {
  * libraries' code (picolibc, libgcc: not built divergence-aware) as the
  * serial range.  NULL or what failed. */
 static const char *vxt__upstream_map(vxs_device *dev, const uint8_t *elf, size_t elf_size,
-                                     const vxs_config *c) {
-  uint32_t harts = c->cores * c->warps_per_core * c->threads_per_warp;
-  uint32_t stacks = ((harts << VXT_UP_STACK_LOG2) + 4095u) & ~4095u;
-  uint32_t end = vxt_elf_symbol_value(elf, elf_size, "_end");
-  uint32_t tls = vxt_elf_symbol_value(elf, elf_size, "__tls_block_size");
-  uint32_t tls_lo = (end + 4095u) & ~4095u, tls_hi = (end + harts * tls + 4095u) & ~4095u;
-  if (vxs_mem_map(dev, VXT_UP_STACK_BASE - stacks, stacks) != 0 || vxs_mem_map(dev, 0, VXT_UP_IO_END) != 0 ||
-      (tls_hi > tls_lo && vxs_mem_map(dev, tls_lo, tls_hi - tls_lo) != 0))
+                                     const vxs_config *c, const vxt__upstream_mem *m) {
+  uint64_t harts = (uint64_t)c->cores * c->warps_per_core * c->threads_per_warp;
+  uint64_t stacks = ((harts << m->stack_log2) + 4095u) & ~(uint64_t)4095u;
+  int64_t end = vxr_elf_symbol(elf, elf_size, "_end"),
+          tls = vxr_elf_symbol(elf, elf_size, "__tls_block_size");
+  if (end < 0 || tls < 0) return "no _end or __tls_block_size in the image";
+  uint64_t tls_lo = ((uint64_t)end + 4095u) & ~(uint64_t)4095u,
+           tls_hi = ((uint64_t)end + harts * (uint64_t)tls + 4095u) & ~(uint64_t)4095u;
+  if (stacks > UINT32_MAX || tls_hi - tls_lo > UINT32_MAX ||
+      vxs_mem_map(dev, m->stack_base - stacks, (uint32_t)stacks) != 0 ||
+      vxs_mem_map(dev, 0, (uint32_t)m->io_end) != 0 ||
+      (tls_hi > tls_lo && vxs_mem_map(dev, tls_lo, (uint32_t)(tls_hi - tls_lo)) != 0))
     return "cannot map upstream's stacks, TLS blocks or I/O area";
-  /* .text's functions in address order, each marked library or not; the
-   * serial range is the largest run of library functions (upstream's
-   * script puts picolibc's exit, in .text.exit, ahead of the rest) */
-  uint32_t text = 0, n = 0, cap = 256;
-  struct vxt__fn {
-    uint32_t lo, hi;
-    int lib;
-  } *fns = malloc(cap * sizeof *fns);
-  Elf32_Ehdr eh;
-  memcpy(&eh, elf, sizeof eh);
-  Elf32_Shdr names; /* the start code is in .init: only .text's functions count */
-  memcpy(&names, elf + eh.e_shoff + (size_t)eh.e_shstrndx * eh.e_shentsize, sizeof names);
-  for (uint32_t i = 0; i < eh.e_shnum && !text; i++) {
-    Elf32_Shdr sh;
-    memcpy(&sh, elf + eh.e_shoff + (size_t)i * eh.e_shentsize, sizeof sh);
-    if (strcmp((const char *)elf + names.sh_offset + sh.sh_name, ".text") == 0) text = i;
-  }
-  for (uint32_t i = 0; fns && i < eh.e_shnum; i++) {
-    Elf32_Shdr sh;
-    memcpy(&sh, elf + eh.e_shoff + (size_t)i * eh.e_shentsize, sizeof sh);
-    if (sh.sh_type != SHT_SYMTAB) continue;
-    Elf32_Shdr strs;
-    memcpy(&strs, elf + eh.e_shoff + (size_t)sh.sh_link * eh.e_shentsize, sizeof strs);
-    for (uint32_t k = 0; fns && k < sh.sh_size / sizeof(Elf32_Sym); k++) {
-      Elf32_Sym sym;
-      memcpy(&sym, elf + sh.sh_offset + (size_t)k * sizeof sym, sizeof sym);
-      if (ELF32_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size || sym.st_shndx != text) continue;
-      if (n == cap) fns = realloc(fns, (cap *= 2) * sizeof *fns);
-      if (fns)
-        fns[n++] = (struct vxt__fn){sym.st_value, sym.st_value + sym.st_size,
-                                    vxt__library_symbol((const char *)elf + strs.sh_offset + sym.st_name)};
-    }
-  }
-  if (!fns) return "out of memory";
-  qsort(fns, n, sizeof *fns, vxt__fn_cmp);
-  uint32_t lo = 0, hi = 0;
-  for (uint32_t i = 0; i < n;) {
-    uint32_t j = i, run_end = fns[i].hi;
+  /* the serial range is the largest run of library functions in .text
+   * (upstream's script puts picolibc's exit, in .text.exit, ahead of the
+   * rest) */
+  struct vxt__fn *fns;
+  int n = vxt__text_functions(elf, elf_size, c->xlen, &fns);
+  if (n < 0) return "cannot read the image's functions";
+  uint64_t lo = 0, hi = 0;
+  for (int i = 0; i < n;) {
+    int j = i;
+    uint64_t run_end = fns[i].hi;
     while (j < n && fns[j].lib)
       run_end = fns[j].hi > run_end ? fns[j].hi : run_end, j++;
     if (j > i && run_end - fns[i].lo > hi - lo) lo = fns[i].lo, hi = run_end;
@@ -212,17 +281,17 @@ static const char *vxt__upstream_map(vxs_device *dev, const uint8_t *elf, size_t
 
 /* What upstream's vx_putchar left in each hart's console ring, ring by
  * ring, into printed (cap bytes). */
-static void vxt__upstream_console(vxs_device *dev, char *printed, size_t cap) {
+static void vxt__upstream_console(vxs_device *dev, const vxt__upstream_mem *m, char *printed, size_t cap) {
   size_t n = 0;
   printed[0] = '\0';
-  for (uint32_t slot = 0; slot < VXT_UP_COUT_SLOTS; slot++) {
+  char ring[65536];
+  for (uint64_t slot = 0; slot < m->slots; slot++) {
     uint32_t wr = 0;
-    char ring[VXT_UP_COUT_RING];
-    if (vxs_mem_read(dev, VXT_UP_COUT + 4 * slot, &wr, 4) != 0 || !wr) continue;
-    uint32_t len = wr < VXT_UP_COUT_RING ? wr : VXT_UP_COUT_RING;
-    vxs_mem_read(dev, VXT_UP_COUT + 8 * VXT_UP_COUT_SLOTS + slot * VXT_UP_COUT_RING, ring, VXT_UP_COUT_RING);
+    if (vxs_mem_read(dev, m->cout + 4 * slot, &wr, 4) != 0 || !wr) continue;
+    uint32_t len = wr < m->ring ? wr : (uint32_t)m->ring;
+    vxs_mem_read(dev, m->cout + 8 * m->slots + slot * m->ring, ring, (uint32_t)m->ring);
     for (uint32_t i = 0; i < len && n + 1 < cap; i++)
-      printed[n++] = ring[(wr - len + i) % VXT_UP_COUT_RING];
+      printed[n++] = ring[(wr - len + i) % m->ring];
   }
   printed[n] = '\0';
 }
@@ -278,8 +347,10 @@ const char *vxt_device_run_on(int upstream, const uint8_t *elf, size_t elf_size,
     return msg;
   }
   vxs_kmu_launch named;
+  vxt__upstream_mem um;
   if (upstream) {
-    const char *fail = vxt__upstream_map(dev, elf, elf_size, &c);
+    const char *fail = vxt__upstream_mem_of(xlen, &um) ? vxt__upstream_map(dev, elf, elf_size, &c, &um)
+                                                       : "no memory map in upstream's VX_types.h";
     if (fail) {
       snprintf(msg, sizeof msg, "[%s] %s", cfg->name, fail);
       vxs_device_destroy(dev);
@@ -287,14 +358,15 @@ const char *vxt_device_run_on(int upstream, const uint8_t *elf, size_t elf_size,
     }
     if (kmu) { /* upstream's start code calls the PC the launch names */
       named = *kmu;
-      named.entry = vxt_elf_symbol_value(elf, elf_size, "kernel_main");
+      int64_t entry = vxr_elf_symbol(elf, elf_size, "kernel_main");
+      named.entry = entry < 0 ? 0 : (uint64_t)entry;
       kmu = &named;
     }
   }
   rc = kmu ? vxs_run_kmu(dev, VXT_MEM_BASE + args_offset, kmu, rep)
            : vxs_run(dev, VXT_MEM_BASE + args_offset, rep);
   if (printed && printed_cap && upstream)
-    vxt__upstream_console(dev, printed, printed_cap);
+    vxt__upstream_console(dev, &um, printed, printed_cap);
   else if (printed && printed_cap)
     snprintf(printed, printed_cap, "%s", vxs_console(dev));
   const char *fail = NULL;

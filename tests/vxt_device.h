@@ -63,13 +63,17 @@ uint32_t vxt_image_launch_record(vxt_image *img, const vxl_kernel *k, const void
 const char *vxt_device_link(const uint8_t *obj, size_t obj_size, const char *entry, uint32_t abi,
                             uint32_t xlen, uint8_t **elf, size_t *elf_size);
 
-/* The directory of upstream Vortex's kernel SDK the execution tests also
- * link with ($VXT_UPSTREAM_SDK, the conformance_device_upstream run), or
- * NULL. */
+/* The directory of upstream Vortex's kernel SDKs the execution tests also
+ * link with ($VXT_UPSTREAM_SDK, the conformance_device_upstream run: one
+ * per XLEN in rv32/ and rv64/), or NULL. */
 const char *vxt_upstream_sdk(void);
 
-/* As vxt_device_link, with the kernel SDK in directory sdk (RV32): the
- * link vortexd makes its images with (vxr_link_sdk_elf). */
+/* Its SDK for xlen (32 or 64), or NULL; a static string per XLEN. */
+const char *vxt_upstream_sdk_of(uint32_t xlen);
+
+/* As vxt_device_link, with the kernel SDK in directory sdk (of the
+ * object's XLEN): the link vortexd makes its images with
+ * (vxr_link_sdk_elf). */
 const char *vxt_device_link_sdk(const char *sdk, const uint8_t *obj, size_t obj_size, const char *entry,
                                 uint32_t abi, uint8_t **elf, size_t *elf_size);
 

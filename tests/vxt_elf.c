@@ -1,5 +1,7 @@
 /* vxt_elf.c - ELF checks for the test suites (glibc <elf.h> structures). */
-#include <elf.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,42 +13,43 @@
 #define EF_RISCV_FLOAT_ABI_SINGLE 0x0002
 #endif
 
-/* The symbols named name in obj's symbol table (defined or not,
- * want_defined -1 for either): how many, and the first in *first (may be
- * NULL). */
+/* The symbols named name in obj's symbol table (ELF32 or ELF64; defined
+ * or not, want_defined -1 for either): how many, and the first in *first
+ * (may be NULL). */
 static unsigned vxt__symbols(const uint8_t *obj, size_t len, const char *name, int want_defined,
-                             const Elf32_Sym **first) {
+                             GElf_Sym *first) {
   unsigned count = 0;
-  if (first) *first = NULL;
-  if (len < sizeof(Elf32_Ehdr)) return 0;
-  const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
-  if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
-  const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
-  for (int i = 0; i < eh->e_shnum; i++) {
-    if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
-    const Elf32_Shdr *strs = &sh[sh[i].sh_link];
-    if ((size_t)sh[i].sh_offset + sh[i].sh_size > len || (size_t)strs->sh_offset + strs->sh_size > len)
-      return 0;
-    const Elf32_Sym *sym = (const Elf32_Sym *)(obj + sh[i].sh_offset);
-    size_t n = sh[i].sh_size / sizeof(Elf32_Sym);
-    for (size_t j = 0; j < n; j++) {
-      if (sym[j].st_name >= strs->sh_size) continue;
-      const char *s = (const char *)obj + strs->sh_offset + sym[j].st_name;
-      if (strcmp(s, name) != 0) continue;
-      int defined = sym[j].st_shndx != SHN_UNDEF;
+  elf_version(EV_CURRENT);
+  Elf *e = elf_memory((char *)(uintptr_t)obj, len);
+  if (!e || elf_kind(e) != ELF_K_ELF) {
+    if (e) elf_end(e);
+    return 0;
+  }
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(e, scn))) {
+    GElf_Shdr sh;
+    Elf_Data *data;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
+        !(data = elf_getdata(scn, NULL)))
+      continue;
+    for (size_t j = 0; j < sh.sh_size / sh.sh_entsize; j++) {
+      GElf_Sym sym;
+      const char *s = gelf_getsym(data, (int)j, &sym) ? elf_strptr(e, sh.sh_link, sym.st_name) : NULL;
+      if (!s || strcmp(s, name) != 0) continue;
+      int defined = sym.st_shndx != SHN_UNDEF;
       if (want_defined >= 0 && defined != want_defined) continue;
-      if (first && !*first) *first = &sym[j];
+      if (first && !count) *first = sym;
       count++;
     }
   }
+  elf_end(e);
   return count;
 }
 
-/* The first symbol `name` of obj (want_defined as above), or NULL. */
-static const Elf32_Sym *vxt__symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
-  const Elf32_Sym *first;
-  vxt__symbols(obj, len, name, want_defined, &first);
-  return first;
+/* The first symbol `name` of obj (want_defined as above) into *s; false
+ * when there is none. */
+static bool vxt__symbol(const uint8_t *obj, size_t len, const char *name, int want_defined, GElf_Sym *s) {
+  return vxt__symbols(obj, len, name, want_defined, s) > 0;
 }
 
 unsigned vxt_elf_count_defined(const uint8_t *obj, size_t len, const char *name) {
@@ -54,12 +57,15 @@ unsigned vxt_elf_count_defined(const uint8_t *obj, size_t len, const char *name)
 }
 
 uint32_t vxt_elf_symbol_value(const uint8_t *obj, size_t len, const char *name) {
-  const Elf32_Sym *s = vxt__symbol(obj, len, name, 1);
-  return s ? s->st_value : 0;
+  GElf_Sym s;
+  return obj && len > EI_CLASS && obj[EI_CLASS] == ELFCLASS32 && vxt__symbol(obj, len, name, 1, &s)
+             ? (uint32_t)s.st_value
+             : 0;
 }
 
 int vxt_elf_has_symbol(const uint8_t *obj, size_t len, const char *name, int want_defined) {
-  return vxt__symbol(obj, len, name, want_defined) != NULL;
+  GElf_Sym s;
+  return vxt__symbol(obj, len, name, want_defined, &s);
 }
 
 const char *vxt_kernel_body(const char *entry) {
@@ -78,9 +84,9 @@ const char *vxt_elf_check(const uint8_t *obj, size_t len, const char *entry) {
   if (eh->e_machine != EM_RISCV) return "not EM_RISCV";
   if (eh->e_type != ET_REL) return "not a relocatable object";
   if ((eh->e_flags & EF_RISCV_FLOAT_ABI) != EF_RISCV_FLOAT_ABI_SINGLE) return "not the single-float ABI";
-  const Elf32_Sym *e = vxt__symbol(obj, len, entry, 1);
-  if (!e) return "does not define the kernel's entry";
-  if (ELF32_ST_BIND(e->st_info) != STB_GLOBAL || ELF32_ST_TYPE(e->st_info) != STT_FUNC)
+  GElf_Sym e;
+  if (!vxt__symbol(obj, len, entry, 1, &e)) return "does not define the kernel's entry";
+  if (GELF_ST_BIND(e.st_info) != STB_GLOBAL || GELF_ST_TYPE(e.st_info) != STT_FUNC)
     return "the entry is not a global function";
   if (!vxt_elf_has_symbol(obj, len, "vx_spawn_threads", 0)) return "does not reference vx_spawn_threads";
   return NULL;
@@ -88,25 +94,32 @@ const char *vxt_elf_check(const uint8_t *obj, size_t len, const char *entry) {
 
 unsigned vxt_elf_count_insn(const uint8_t *obj, size_t len, const char *func, uint32_t opcode,
                             uint32_t funct3, uint32_t funct7) {
-  if (len < sizeof(Elf32_Ehdr)) return 0;
-  const Elf32_Sym *fs = func ? vxt__symbol(obj, len, func, 1) : NULL;
+  GElf_Sym fsym;
+  const GElf_Sym *fs = func && vxt__symbol(obj, len, func, 1, &fsym) ? &fsym : NULL;
   if (func && !fs) return 0;
-  const Elf32_Ehdr *eh = (const Elf32_Ehdr *)obj;
-  if ((size_t)eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len) return 0;
-  const Elf32_Shdr *sh = (const Elf32_Shdr *)(obj + eh->e_shoff);
+  elf_version(EV_CURRENT);
+  Elf *e = elf_memory((char *)(uintptr_t)obj, len);
+  if (!e || elf_kind(e) != ELF_K_ELF) {
+    if (e) elf_end(e);
+    return 0;
+  }
   unsigned n = 0;
-  for (int i = 0; i < eh->e_shnum; i++) {
-    if (sh[i].sh_type != SHT_PROGBITS || !(sh[i].sh_flags & SHF_EXECINSTR)) continue;
-    if (fs && fs->st_shndx != i) continue;
-    if ((size_t)sh[i].sh_offset + sh[i].sh_size > len) return 0;
-    size_t from = fs ? fs->st_value : 0, to = fs ? (size_t)fs->st_value + fs->st_size : sh[i].sh_size;
-    if (to > sh[i].sh_size) return 0;
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(e, scn))) {
+    GElf_Shdr sh;
+    Elf_Data *data;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR)) continue;
+    if (fs && fs->st_shndx != elf_ndxscn(scn)) continue;
+    if (!(data = elf_getdata(scn, NULL)) || !data->d_buf) continue;
+    size_t from = fs ? fs->st_value : 0, to = fs ? (size_t)(fs->st_value + fs->st_size) : data->d_size;
+    if (to > data->d_size) to = data->d_size;
     for (size_t at = from; at + 4 <= to; at += 4) {
       uint32_t w;
-      memcpy(&w, obj + sh[i].sh_offset + at, 4);
+      memcpy(&w, (const uint8_t *)data->d_buf + at, 4);
       if ((w & 0x7F) == opcode && (w >> 12 & 7) == funct3 && (w >> 25) == funct7) n++;
     }
   }
+  elf_end(e);
   return n;
 }
 

@@ -199,8 +199,8 @@ static int vxr__vx_link(vxr_backend *b, const uint8_t *obj, size_t obj_size, con
              "and the device runtime)");
     return -ENOENT;
   }
-  const char *lld = getenv("VORTEXD_LLD") ? getenv("VORTEXD_LLD") : VXR_LLD;
-  return vxr_link_vxbin(sdk, lld, k->xlen == 64 ? VXR_LIBC64 : VXR_LIBC,
+  const char *ld = getenv("VORTEXD_LD") ? getenv("VORTEXD_LD") : VXR_LD;
+  return vxr_link_vxbin(sdk, ld, k->xlen == 64 ? VXR_LIBC64 : VXR_LIBC,
                         k->xlen == 64 ? VXR_LIBGCC64 : VXR_LIBGCC, obj, obj_size, entry, k->vortex_abi, image,
                         image_size, err, errcap);
 }

@@ -1,10 +1,11 @@
 /*
- * vxr_vxbin.c - linking with ld.lld: a module's pieces into one
- * relocatable object (vortexd), a module object into an executable and a
- * loadable Vortex image (.vxbin), shared by libvortexd_runtime's backends
- * and vortexd (which links and caches images when a Vortex kernel SDK is
- * configured).  Every link runs ld.lld by posix_spawn with the objects
- * and the output on pipes: no fork of a large process, no temporary file.
+ * vxr_vxbin.c - linking: a module's pieces into one relocatable object
+ * (vortexd; ld.lld -r), a module object into an executable (GNU ld, the
+ * linker of upstream Vortex's toolchain) and a loadable Vortex image
+ * (.vxbin), shared by libvortexd_runtime's backends and vortexd (which
+ * links and caches images when a Vortex kernel SDK is configured).  Every
+ * link runs its linker by posix_spawn, the objects and the output on
+ * pipes or memory files: no fork of a large process, no temporary file.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -382,9 +385,14 @@ static void vxr__read_diag(vxr_rlink *l) {
   size_t keep = VXR_LINK_DIAG_MAX - l->text_len < (size_t)r ? VXR_LINK_DIAG_MAX - l->text_len : (size_t)r;
   memcpy(l->text + l->text_len, buf, keep);
   l->text_len += keep;
-  while (l->text_len && l->text[l->text_len - 1] == '\n') /* no closing newline */
-    l->text_len--;
   l->text[l->text_len] = '\0';
+}
+
+/* l's diagnostics as a message quotes them: without a closing newline. */
+static const char *vxr__diag_text(vxr_rlink *l) {
+  while (l->text_len && l->text[l->text_len - 1] == '\n')
+    l->text[--l->text_len] = '\0';
+  return l->text;
 }
 
 int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *sizes, uint8_t **out,
@@ -468,7 +476,7 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
   l->pid = 0;
   if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0 && len > 0)) {
     snprintf(err, errcap, "ld.lld failed (%s %d)%s%s", WIFSIGNALED(st) ? "signal" : "exit status",
-             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), l->text_len ? ":\n" : "", l->text);
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), l->text_len ? ":\n" : "", vxr__diag_text(l));
     rc = -EIO;
   } else if (rc != 0) {
     snprintf(err, errcap, "feeding ld.lld -r: %s", strerror(-rc));
@@ -490,7 +498,96 @@ int vxr_link_relocatable(const char *lld, uint32_t n, const uint8_t *const *obje
   return rc ? rc : vxr_rlink_finish(l, objects, sizes, out, out_size, err, errcap);
 }
 
-int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int ninputs, const char *libc,
+/* Runs `ld args...` with obj at /dev/fd/3 and the executable written to
+ * /dev/fd/4, both memory files (memfd: GNU ld seeks in its input and its
+ * output, which a pipe cannot do; nothing goes through the file system);
+ * its stderr, bounded to VXR_LINK_DIAG_MAX bytes, on a pipe.  0 and
+ * *out (malloc(), at most 1 GiB) / *out_size, or a negative errno with a
+ * message in why. */
+static int vxr__ld_run(const char *ld, const char *const *args, int nargs, const uint8_t *obj,
+                       size_t obj_size, uint8_t **out, size_t *out_size, char *why, size_t whycap) {
+  *out = NULL;
+  *out_size = 0;
+  const char *name = strrchr(ld, '/') ? strrchr(ld, '/') + 1 : ld;
+  int in = memfd_create("vortexd-link-object", MFD_CLOEXEC),
+      res = memfd_create("vortexd-link-image", MFD_CLOEXEC);
+  int p[2] = {-1, -1}, rc = 0;
+  if (in < 0 || res < 0 || pipe2(p, O_CLOEXEC) != 0) rc = -errno;
+  for (size_t done = 0; rc == 0 && done < obj_size;) {
+    ssize_t w = write(in, obj + done, obj_size - done);
+    if (w < 0 && errno != EINTR) rc = -errno;
+    if (w > 0) done += (size_t)w;
+  }
+  const char **argv = calloc((size_t)nargs + 5, sizeof *argv);
+  if (rc == 0 && !argv) rc = -ENOMEM;
+  vxr_rlink diag = {.pid = 0, .n = 0, .out = -1, .diag = -1};
+  if (rc == 0) {
+    int a = 0;
+    argv[a++] = name; /* what it calls itself in its messages */
+    for (int i = 0; i < nargs; i++)
+      argv[a++] = args[i];
+    argv[a++] = "-o", argv[a++] = "/dev/fd/4", argv[a] = NULL;
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+      rc = -ENOMEM;
+    } else {
+      posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+      posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+      posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+      posix_spawn_file_actions_adddup2(&fa, in, 3);
+      posix_spawn_file_actions_adddup2(&fa, res, 4);
+      int e = posix_spawn(&diag.pid, ld, &fa, NULL, (char *const *)argv, environ);
+      posix_spawn_file_actions_destroy(&fa);
+      if (e != 0) {
+        rc = -e;
+        snprintf(why, whycap, "cannot start %s: %s", ld, strerror(e));
+      }
+    }
+  } else {
+    snprintf(why, whycap, "cannot hand the object to %s: %s", ld, strerror(-rc));
+  }
+  if (p[1] >= 0) close(p[1]);
+  diag.diag = p[0];
+  while (rc == 0 && diag.diag >= 0) /* up to its exit: whatever it says */
+    vxr__read_diag(&diag);
+  if (diag.diag >= 0) close(diag.diag);
+  int st = 0;
+  if (diag.pid > 0)
+    while (waitpid(diag.pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  struct stat sb;
+  if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+    snprintf(why, whycap, "%s failed (%s %d)%s%s", name, WIFSIGNALED(st) ? "signal" : "exit status",
+             WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), diag.text_len ? ":\n" : "",
+             vxr__diag_text(&diag));
+    rc = -EIO;
+  } else if (rc == 0 && (fstat(res, &sb) != 0 || sb.st_size <= 0 || sb.st_size > (1 << 30))) {
+    snprintf(why, whycap, "%s wrote no executable of at most 1 GiB", name);
+    rc = -EIO;
+  }
+  if (rc == 0) {
+    uint8_t *buf = malloc((size_t)sb.st_size);
+    size_t got = 0;
+    while (buf && got < (size_t)sb.st_size) {
+      ssize_t r = pread(res, buf + got, (size_t)sb.st_size - got, (off_t)got);
+      if (r <= 0 && !(r < 0 && errno == EINTR)) break;
+      if (r > 0) got += (size_t)r;
+    }
+    if (buf && got == (size_t)sb.st_size) {
+      *out = buf, *out_size = got;
+    } else {
+      free(buf);
+      rc = buf ? -EIO : -ENOMEM;
+      snprintf(why, whycap, "cannot read what %s wrote", name);
+    }
+  }
+  free(argv);
+  if (in >= 0) close(in);
+  if (res >= 0) close(res);
+  return rc;
+}
+
+int vxr_link_elf(const char *ld, const char *script, char *const *inputs, int ninputs, const char *libc,
                  const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry,
                  uint32_t vortex_abi, uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   *elf = NULL;
@@ -501,17 +598,20 @@ int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int n
   }
   char defsym[256];
   snprintf(defsym, sizeof defsym, "--defsym=%s=%s", vortex_abi == 3 ? "kernel_main" : "main", entry);
-  const char *pre[] = {"-T", script, defsym};
-  char *post[66];
+  /* the SDK's archives and libc call each other (picolibc's exit calls the
+   * SDK's _exit): one group, searched until nothing new resolves */
+  const char *args[72];
+  int a = 0;
+  /* GNU ld links for one emulation, by default its own (RV64): the
+   * object's ELF class chooses (EI_CLASS 1: ELF32, RV32) */
+  args[a++] = "-m", args[a++] = obj_size > 4 && obj[4] == 1 ? "elf32lriscv" : "elf64lriscv";
+  args[a++] = "-T", args[a++] = script, args[a++] = defsym, args[a++] = "/dev/fd/3";
+  args[a++] = "--start-group";
   for (int i = 0; i < ninputs; i++)
-    post[i] = inputs[i];
-  post[ninputs] = (char *)libc, post[ninputs + 1] = (char *)libgcc;
-  /* the object through a pipe, as a relocatable link takes its pieces */
-  vxr_rlink *l;
-  int rc = vxr__lld_start(lld, pre, 3, 1, post, ninputs + 2, &l, err, errcap);
-  if (rc != 0) return rc; /* err says why ld.lld did not start */
-  char why[VXR_LINK_DIAG_MAX + 64];
-  rc = vxr_rlink_finish(l, &obj, &obj_size, elf, elf_size, why, sizeof why);
+    args[a++] = inputs[i];
+  args[a++] = libc, args[a++] = libgcc, args[a++] = "--end-group";
+  char why[VXR_LINK_DIAG_MAX + 256];
+  int rc = vxr__ld_run(ld, args, a, obj, obj_size, elf, elf_size, why, sizeof why);
   if (rc != 0) snprintf(err, errcap, "linking kernel %s with %s: %s", entry, script, why);
   return rc;
 }
@@ -521,27 +621,27 @@ int vxr_sdk_inputs(const char *sdk, char **paths, int cap) {
   return 1 + vxr__sdk_objects(sdk, 0, paths + 1, cap - 1);
 }
 
-int vxr_link_sdk_elf(const char *sdk, const char *lld, const char *libc, const char *libgcc,
+int vxr_link_sdk_elf(const char *sdk, const char *ld, const char *libc, const char *libgcc,
                      const uint8_t *obj, size_t obj_size, const char *entry, uint32_t vortex_abi,
                      uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   err[0] = '\0';
   char script[4200], *inputs[64];
   snprintf(script, sizeof script, "%s/link.ld", sdk);
   int ninputs = vxr__sdk_objects(sdk, vortex_abi, inputs, 64);
-  int rc = vxr_link_elf(lld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, vortex_abi, elf,
+  int rc = vxr_link_elf(ld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, vortex_abi, elf,
                         elf_size, err, errcap);
   for (int i = 0; i < ninputs; i++)
     free(inputs[i]);
   return rc;
 }
 
-int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
+int vxr_link_vxbin(const char *sdk, const char *ld, const char *libc, const char *libgcc, const uint8_t *obj,
                    size_t obj_size, const char *entry, uint32_t vortex_abi, uint8_t **image,
                    size_t *image_size, char *err, size_t errcap) {
   uint8_t *elf = NULL;
   size_t elf_size = 0;
-  int rc = vxr_link_sdk_elf(sdk, lld, libc, libgcc, obj, obj_size, entry, vortex_abi, &elf, &elf_size, err,
-                            errcap);
+  int rc =
+      vxr_link_sdk_elf(sdk, ld, libc, libgcc, obj, obj_size, entry, vortex_abi, &elf, &elf_size, err, errcap);
   if (rc == 0 && (rc = vxr__to_vxbin(elf, elf_size, image, image_size)) != 0)
     snprintf(err, errcap, "cannot make a .vxbin of kernel %s", entry);
   free(elf);

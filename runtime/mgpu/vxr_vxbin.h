@@ -46,7 +46,7 @@ int64_t vxr_elf_symbol(const uint8_t *elf, size_t size, const char *name);
 /* Most objects one relocatable link takes (a descriptor each). */
 #define VXR_LINK_MAX_INPUTS 512u
 
-/* Most bytes of ld.lld's own diagnostics a failed link's message quotes
+/* Most bytes of the linker's own diagnostics a failed link's message quotes
  * (the rest is read and dropped). */
 #define VXR_LINK_DIAG_MAX 1536u
 
@@ -80,14 +80,22 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
 /* Stops l's ld.lld (killed and reaped) and frees l.  NULL-safe. */
 void vxr_rlink_cancel(vxr_rlink *l);
 
-/* Links obj (obj_size bytes) into an executable by the ld.lld at lld:
- * `-T script --defsym=START=entry obj inputs... libc libgcc` (at most 64
- * inputs), START what the startup code of the kernel's ABI calls: main on
- * Vortex 2.x (vortex_abi 2, or 0), kernel_main on 3.0 (3), the object and the executable through pipes as
- * vxr_link_relocatable does (no temporary file).  Returns 0 and *elf
- * (malloc()) / *elf_size, or a negative errno with a message in err.  Runs
- * ld.lld as a child process; any thread. */
-int vxr_link_elf(const char *lld, const char *script, char *const *inputs, int ninputs, const char *libc,
+/* Links obj (obj_size bytes) into an executable by the GNU ld at ld
+ * (riscv64-unknown-elf-ld): `-m EMULATION -T script --defsym=START=entry
+ * obj --start-group inputs... libc libgcc --end-group` (at most 64 inputs;
+ * EMULATION elf32lriscv or elf64lriscv, as obj is ELF32 or ELF64),
+ * START what the startup code of the kernel's ABI calls: main on Vortex
+ * 2.x (vortex_abi 2, or 0), kernel_main on 3.0 (3).  GNU ld, as upstream
+ * Vortex's toolchain links, because ld.lld cannot place an RV64 image at
+ * upstream's 0x180000000: it refuses the PC-relative references libc makes
+ * to undefined weak symbols (value 0, over 2 GiB away), where GNU ld
+ * rewrites them to load 0 (docs/VORTEX_ABI.md, "Linking").  The object and
+ * the executable are memory files (memfd), never on the file system.
+ * Returns 0 and *elf (malloc(), at most 1 GiB) / *elf_size, or a negative
+ * errno with a message in err (quoting ld's diagnostics, up to
+ * VXR_LINK_DIAG_MAX bytes; the object is named /dev/fd/3 there).  Runs ld
+ * as a child process; any thread. */
+int vxr_link_elf(const char *ld, const char *script, char *const *inputs, int ninputs, const char *libc,
                  const char *libgcc, const uint8_t *obj, size_t obj_size, const char *entry,
                  uint32_t vortex_abi, uint8_t **elf, size_t *elf_size, char *err, size_t errcap);
 
@@ -103,7 +111,7 @@ int vxr_sdk_inputs(const char *sdk, char **paths, int cap);
 /* The executable vxr_link_vxbin makes its image of (the same arguments;
  * *elf malloc()): what upstream's vxbin.py would convert.  0, or a
  * negative errno with a message in err.  Any thread. */
-int vxr_link_sdk_elf(const char *sdk, const char *lld, const char *libc, const char *libgcc,
+int vxr_link_sdk_elf(const char *sdk, const char *ld, const char *libc, const char *libgcc,
                      const uint8_t *obj, size_t obj_size, const char *entry, uint32_t vortex_abi,
                      uint8_t **elf, size_t *elf_size, char *err, size_t errcap);
 
@@ -111,12 +119,12 @@ int vxr_link_sdk_elf(const char *sdk, const char *lld, const char *libc, const c
  * (its link.ld, then its *.o and *.a in name order; of upstream's
  * libvortex.a and libvortex2.a, when it holds both, only the one of
  * vortex_abi: 2.x and 3.0 respectively) and libc / libgcc
- * (archives for libm and soft-float f64), by the ld.lld at lld, with
+ * (archives for libm and soft-float f64), by the GNU ld at ld, with
  * `entry` as the startup code of kernel ABI vortex_abi calls it
  * (vxr_link_elf), and converts the executable into a .vxbin in *image
  * (malloc()) / *image_size.  Returns 0, or a negative errno with a message
- * in err.  Runs ld.lld as a child process; any thread. */
-int vxr_link_vxbin(const char *sdk, const char *lld, const char *libc, const char *libgcc, const uint8_t *obj,
+ * in err.  Runs ld as a child process; any thread. */
+int vxr_link_vxbin(const char *sdk, const char *ld, const char *libc, const char *libgcc, const uint8_t *obj,
                    size_t obj_size, const char *entry, uint32_t vortex_abi, uint8_t **image,
                    size_t *image_size, char *err, size_t errcap);
 
