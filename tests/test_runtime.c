@@ -886,6 +886,9 @@ static void fill_twice_through_vortex(int abi, int wide, int daemon_links) {
   cr_assert(starts && uploads);
   cr_assert_eq(starts(), 4, "every launch ran");
   cr_assert_eq(uploads(), 1, "one image for both kernels, uploaded once");
+  int (*v1_opens)(void) = (int (*)(void))dlsym(lib, "vx_standin_v1_opens");
+  cr_assert_not_null(v1_opens);
+  cr_assert_eq(v1_opens(), 1, "the device opened through vortex2.h's vx_device_open");
   dlclose(lib);
 }
 
@@ -907,6 +910,11 @@ Test(runtime, a_libvortex_without_vortex2_h_runs_2_x_kernels) {
   vortex_backend_for(2, 0);
   setenv("VORTEXD_LIBVORTEX", VXT_STANDIN_V1, 1);
   cr_assert_eq(saxpy_on_standin(), 1, "a 2.x kernel through vortex.h");
+  void *lib = dlopen(VXT_STANDIN_V1, RTLD_NOW | RTLD_NOLOAD);
+  cr_assert_not_null(lib);
+  int (*v1_opens)(void) = (int (*)(void))dlsym(lib, "vx_standin_v1_opens");
+  cr_assert(v1_opens && v1_opens() == 0, "opened through vortex.h's vx_dev_open");
+  dlclose(lib);
 }
 
 /* ... and a 3.0 kernel is refused, by name and with what to do, and

@@ -31,13 +31,16 @@ typedef struct {
   uint32_t next_addr;
 } device;
 
-static int starts, uploads;
+static int starts, uploads, v1_opens;
 static device *the_device;
 
 int vx_standin_starts(void);
 int vx_standin_starts(void) { return starts; }
 int vx_standin_uploads(void);
 int vx_standin_uploads(void) { return uploads; }
+/* How many devices were opened through vortex2.h's vx_device_open. */
+int vx_standin_v1_opens(void);
+int vx_standin_v1_opens(void) { return v1_opens; }
 
 int vx_dev_open(void **out);
 int vx_dev_open(void **out) {
@@ -223,6 +226,23 @@ typedef struct {
 static buffer left_behind;
 
 static int event; /* every event: complete */
+
+/* The device and its buffers as vortex2.h opens and creates them: the same
+ * handles as vortex.h's (upstream's vortex.h is a layer over vortex2.h). */
+int vx_device_open(uint32_t index, void **out);
+int vx_device_open(uint32_t index, void **out) {
+  if (index != 0) return 2; /* one device */
+  v1_opens++;
+  return vx_dev_open(out);
+}
+
+int vx_buffer_create(void *dev, uint64_t size, uint32_t flags, void **out);
+int vx_buffer_create(void *dev, uint64_t size, uint32_t flags, void **out) {
+  return vx_mem_alloc(dev, size, (int)flags, out) == 0 ? 0 : 3;
+}
+
+int vx_buffer_address(void *buf, uint64_t *addr);
+int vx_buffer_address(void *buf, uint64_t *addr) { return vx_mem_address(buf, addr); }
 
 int vx_queue_create(void *dev, const void *info, void **out);
 int vx_queue_create(void *dev, const void *info, void **out) {

@@ -7,7 +7,7 @@
  * Kernels are linked with the Vortex kernel SDK in $VORTEXD_VORTEX_SDK: a
  * directory holding the link script link.ld and the objects and archives
  * of the device runtime (every *.o, then every *.a, in name order), by
- * ld.lld-22 with the module's dispatcher as main; the image is converted
+ * GNU ld with the module's dispatcher as main; the image is converted
  * to a .vxbin (u64 min_vma, u64 max_vma, then the bytes of [min_vma,
  * max_vma), the Vortex loader's format) and uploaded with
  * vx_upload_kernel_bytes.  The image stays on the device: a launch of any
@@ -23,10 +23,12 @@
  * as if it had stayed on the device.  A failed launch forgets them: its
  * module starts again from the linked image.
  *
- * Vortex 3.0 kernels go through vortex2.h's v1 API when the loaded
- * libvortex has it (its entry points found with dlsym; its device and
- * buffer handles are vortex.h's), as upstream's runtime/include/vortex2.h
- * declares it: the module loaded once (vx_module_load_bytes), the kernel
+ * A libvortex with vortex2.h's v1 API (its entry points found with dlsym)
+ * is driven through it, as upstream's runtime/include/vortex2.h declares
+ * it: the device opened with vx_device_open, the arena a vx_buffer_create
+ * buffer.  Its legacy vortex.h is a layer over the same handles, which
+ * 2.x kernels go through.  Vortex 3.0 kernels go through the v1 API alone:
+ * the module loaded once (vx_module_load_bytes), the kernel
  * found by name (vx_module_get_kernel, the image's VXSYMTAB footer), the
  * launch with the argument buffer as args_host (vx_enqueue_launch), the
  * arena written and read back around it, the last event waited for.  A
@@ -64,6 +66,9 @@ typedef struct {
   /* vortex2.h (its v1 API, as upstream's runtime/include/vortex2.h declares
    * it), when the library has it (all or none) */
   int v2;
+  int (*device_open)(uint32_t index, vx_device_h *);
+  int (*buffer_create)(vx_device_h, uint64_t size, uint32_t flags, vx_buffer_h *);
+  int (*buffer_address)(vx_buffer_h, uint64_t *addr);
   int (*queue_create)(vx_device_h, const void *info, void **queue);
   int (*buffer_reserve)(vx_device_h, uint64_t addr, uint64_t size, uint32_t flags, vx_buffer_h *);
   int (*buffer_release)(vx_buffer_h);
@@ -123,7 +128,7 @@ typedef struct {
 
 static vxr__vortex vxr__vx;
 
-/* Flags of vx_mem_alloc: read and write. */
+/* Flags of vx_mem_alloc and vx_buffer_create (VX_MEM_READ_WRITE). */
 #define VXR__MEM_READ_WRITE 0x3
 
 static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, char *err, size_t errcap) {
@@ -156,7 +161,10 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
   struct {
     void **fn;
     const char *name;
-  } v2syms[] = {{(void **)&v->queue_create, "vx_queue_create"},
+  } v2syms[] = {{(void **)&v->device_open, "vx_device_open"},
+                {(void **)&v->buffer_create, "vx_buffer_create"},
+                {(void **)&v->buffer_address, "vx_buffer_address"},
+                {(void **)&v->queue_create, "vx_queue_create"},
                 {(void **)&v->buffer_reserve, "vx_buffer_reserve"},
                 {(void **)&v->buffer_release, "vx_buffer_release"},
                 {(void **)&v->enqueue_write, "vx_enqueue_write"},
@@ -171,10 +179,17 @@ static int vxr__vx_open(vxr_backend *b, uint32_t arena_size, uint32_t *base, cha
   v->v2 = 1;
   for (size_t i = 0; i < sizeof v2syms / sizeof v2syms[0]; i++)
     v->v2 &= (*v2syms[i].fn = dlsym(v->lib, v2syms[i].name)) != NULL;
+  /* the first device, and the arena: the v1 way when there is one */
   uint64_t addr = 0;
-  if (v->dev_open(&v->dev) != 0 || v->mem_alloc(v->dev, arena_size, VXR__MEM_READ_WRITE, &v->arena) != 0 ||
-      v->mem_address(v->arena, &addr) != 0 || addr + arena_size > (1ull << 32)) {
-    snprintf(err, errcap, "cannot open the Vortex device or allocate %u bytes on it", arena_size);
+  int rc = v->v2 ? v->device_open(0, &v->dev) != 0 ||
+                       v->buffer_create(v->dev, arena_size, VXR__MEM_READ_WRITE, &v->arena) != 0 ||
+                       v->buffer_address(v->arena, &addr) != 0
+                 : v->dev_open(&v->dev) != 0 ||
+                       v->mem_alloc(v->dev, arena_size, VXR__MEM_READ_WRITE, &v->arena) != 0 ||
+                       v->mem_address(v->arena, &addr) != 0;
+  if (rc || addr + arena_size > (1ull << 32)) {
+    snprintf(err, errcap, "cannot open the Vortex device or allocate %u bytes on it (%s)", arena_size,
+             v->v2 ? "vortex2.h: vx_device_open, vx_buffer_create" : "vortex.h: vx_dev_open, vx_mem_alloc");
     return -EIO;
   }
   *base = (uint32_t)addr;
