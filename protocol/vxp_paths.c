@@ -1,6 +1,8 @@
 /* vxp_paths.c - default socket path and cache directory (see vxp_paths.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,20 @@ int vxp_path_dir(const char *path, char *buf, size_t cap) {
   return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/* Whether directory dir holds only what vortexd puts in one: sockets and
+ * their lock, log and spawn files (names with ".sock"), "vortexd*",
+ * the cache's "cache.db*".  False when it cannot be read. */
+static int vxp__only_ours(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int ours = 1;
+  for (struct dirent *e; ours && (e = readdir(d));)
+    ours = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || strstr(e->d_name, ".sock") ||
+           !strncmp(e->d_name, "vortexd", 7) || !strncmp(e->d_name, "cache.db", 8);
+  closedir(d);
+  return ours;
+}
+
 int vxp_owned_dir_open(const char *dir, int create, const vxp_dir_rule *rule, char *err, size_t errcap) {
   struct stat st;
   if (lstat(dir, &st) != 0) {
@@ -113,14 +129,62 @@ int vxp_owned_dir_open(const char *dir, int create, const vxp_dir_rule *rule, ch
   }
   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & rule->closed)) {
     close(fd);
+    /* chmod is advice only for a directory of vortexd's own: the user's,
+     * not sticky (a shared one: /tmp), holding nothing but vortexd's files
+     * (not a home or a system directory such as /run, whose mode others
+     * rely on) */
+    int own = S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & S_ISVTX) && vxp__only_ours(dir);
+    char fix[1200];
+    if (own)
+      snprintf(fix, sizeof fix, "fix with `chmod %s %s` if it is yours, else remove it or choose another %s",
+               rule->chmod, dir, rule->choose);
+    else
+      snprintf(fix, sizeof fix,
+               "do not change the mode of a shared or system directory: choose a directory of your own "
+               "with %s (made with `mkdir -m 700 DIR`)",
+               rule->choose);
     snprintf(err, errcap,
-             "%s %s is not private (owner uid %u, mode %03o; needs owner uid %u and mode %s): %s; fix "
-             "with `chmod %s %s` if it is yours, else remove it or choose another %s",
+             "%s %s is not private (owner uid %u, mode %03o; needs owner uid %u and mode %s): %s; %s",
              rule->what, dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid(),
-             rule->modes, rule->risk, rule->chmod, dir, rule->choose);
+             rule->modes, rule->risk, fix);
     return -EPERM;
   }
   return fd;
+}
+
+int vxp_path_ancestors_safe(const char *dir, uid_t uid, char *err, size_t errcap) {
+  char real[PATH_MAX];
+  if (!realpath(dir, real)) {
+    int e = errno;
+    snprintf(err, errcap, "%s: %s", dir, strerror(e));
+    return -e;
+  }
+  /* from the directory's parent up to /, as OpenSSH's safe_path walks */
+  for (;;) {
+    char *slash = strrchr(real, '/');
+    if (!slash) break;
+    if (slash == real)
+      slash[1] = '\0'; /* "/" itself */
+    else
+      *slash = '\0';
+    struct stat st;
+    if (stat(real, &st) != 0) {
+      int e = errno;
+      snprintf(err, errcap, "%s: %s", real, strerror(e));
+      return -e;
+    }
+    if ((st.st_uid != 0 && st.st_uid != uid) ||
+        ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+      snprintf(err, errcap,
+               "%s lies under %s (owner uid %u, mode %03o), which another user can change: every directory "
+               "above it must be owned by root or uid %u and not writable by group or others (unless "
+               "sticky, as /tmp)",
+               dir, real, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)uid);
+      return -EPERM;
+    }
+    if (strcmp(real, "/") == 0) break;
+  }
+  return 0;
 }
 
 int vxp_runtime_dir_open(const char *dir, int create, int group_ok, char *err, size_t errcap) {

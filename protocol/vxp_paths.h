@@ -9,6 +9,7 @@
 #define VXP_PATHS_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Socket path clients and daemon agree on, written to buf (cap bytes):
  * $VORTEXD_SOCKET, else $XDG_RUNTIME_DIR/vortexd/vortexd.sock, else
@@ -64,10 +65,24 @@ typedef struct {
  * creating it with mode 0700 when create and it is missing (its parent
  * must exist).  Returns a directory descriptor (O_CLOEXEC; caller closes)
  * or a negative errno with a message in err (errcap bytes) naming the
- * directory, its owner and mode, and the fix: -ELOOP (symbolic link),
+ * directory, its owner and mode, and the fix (`chmod` only for a directory
+ * that is the user's, not sticky and holds nothing but vortexd's files;
+ * else a directory of the user's own, never a change to a shared or
+ * system directory): -ELOOP (symbolic link),
  * -EPERM (owner or mode), -ENOTDIR, -ENOENT, ...  The rule of ssh-agent's
  * and systemd's runtime directories; any thread. */
 int vxp_owned_dir_open(const char *dir, int create, const vxp_dir_rule *rule, char *err, size_t errcap);
+
+/* Whether every directory above dir (resolved: realpath(3)) up to / is
+ * one no other user can change: owned by root or uid, and not writable
+ * by group or others unless sticky (as /tmp: others may add entries but
+ * not rename or remove this user's).  OpenSSH's rule for the files it
+ * trusts (safe_path), with the sticky exception: without it nobody else
+ * can swap dir, or any directory on its way, for his own between a check
+ * and an open.  Returns 0, or a negative errno with a message in err
+ * (errcap bytes) naming the directory at fault: -EPERM, or realpath's or
+ * stat's error.  Any thread. */
+int vxp_path_ancestors_safe(const char *dir, uid_t uid, char *err, size_t errcap);
 
 /* Opens path (a configuration file) for reading only if another user
  * cannot have written it: a regular file (never a FIFO, device or

@@ -68,6 +68,31 @@ Test(hardening, a_runtime_directory_open_to_others_is_refused_by_daemon_and_clie
   cr_assert_not_null(strstr(out, "rc=2\n0\n"), "refused, and nothing was created in the directory: %s", out);
 }
 
+/* The refusal of a directory that is not private never advises changing
+ * the mode of a shared or system one (/tmp, /run: sticky, or holding
+ * other files), as root or not; it names a directory of one's own. */
+Test(hardening, the_advice_never_changes_a_shared_or_system_directory) {
+  char dir[256], sock[300], other[300];
+  const mode_t modes[2] = {01777, 0755}; /* like /tmp, like /run */
+  for (int i = 0; i < 2; i++) {
+    snprintf(dir, sizeof dir, "%s/system%d", root, i);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    cr_assert_eq(chmod(dir, modes[i]), 0);
+    snprintf(other, sizeof other, "%s/someone-elses-file", dir);
+    int fd = open(other, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    snprintf(sock, sizeof sock, "%s/x.sock", dir);
+    cr_assert_eq(daemon_refuses(sock), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "is not private"), "%s", out);
+    cr_assert_null(strstr(out, "chmod"), "mode %o: no chmod of a shared directory: %s", modes[i], out);
+    cr_assert_not_null(strstr(out, "mkdir -m 700"), "names a directory of one's own: %s", out);
+    snprintf(cmd, sizeof cmd, "%s --socket %s stats 2>&1", VXT_VXC, sock);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert(strstr(out, "is not private") && !strstr(out, "chmod"), "vxc: %s", out);
+  }
+}
+
 Test(hardening, a_symlinked_runtime_directory_is_refused) {
   char real[256], link[256], sock[300];
   snprintf(real, sizeof real, "%s/real", root);
