@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* struct ucred, execvpe, strerrordesc_np, environ */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,17 +130,23 @@ static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
 /* Whether the daemon at the other end of fd (connected to path) may be
  * trusted with our sources and believed about the objects it returns: it
  * runs as our effective uid or as root, or the socket sits in a directory
- * owned by root that nobody else can write (a system service's, which
- * only root could have set up).  Returns 0 or -EACCES. */
+ * only root can change (a system service's, which only root could have
+ * set up): path itself a socket, not a symbolic link (lstat: a link there
+ * could lead to any user's socket), in a directory named without symbolic
+ * links, owned by root and not writable by group or others, under
+ * directories no other user can change (vxp_path_ancestors_safe for root).
+ * Nobody but root can then replace the entry after connect(2) followed it.
+ * Returns 0 or -EACCES. */
 static int vxc__peer_trusted(int fd, const char *path) {
   struct ucred cred;
   socklen_t len = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -EACCES;
   if (cred.uid == geteuid() || cred.uid == 0) return 0;
-  char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-  struct stat st;
-  if (vxp_path_dir(path, dir, sizeof dir) == 0 && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
-      st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)))
+  char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], real[PATH_MAX], why[512];
+  struct stat st, sock;
+  if (vxp_path_dir(path, dir, sizeof dir) == 0 && lstat(path, &sock) == 0 && S_ISSOCK(sock.st_mode) &&
+      lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+      realpath(dir, real) && strcmp(real, dir) == 0 && vxp_path_ancestors_safe(dir, 0, why, sizeof why) == 0)
     return 0;
   return -EACCES;
 }

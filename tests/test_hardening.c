@@ -262,6 +262,39 @@ Test(hardening, a_daemon_of_another_uid_is_not_trusted_by_the_client) {
   waitpid(pid, NULL, 0);
 }
 
+/* A root-owned directory makes a daemon of another uid trusted (a system
+ * service) only for a socket that is really there: a symbolic link in it
+ * to another user's socket is not. */
+Test(hardening, a_link_in_a_root_directory_to_another_users_socket_is_not_trusted) {
+  char dir[256], sock[300], sysdir[256], link[300];
+  snprintf(dir, sizeof dir, "%s/planted", root);
+  cr_assert_eq(mkdir(dir, 0777), 0);
+  cr_assert_eq(chmod(dir, 0777), 0);
+  struct passwd *pw = getpwnam("nobody");
+  cr_assert_not_null(pw);
+  cr_assert_eq(chown(dir, pw->pw_uid, pw->pw_gid), 0);
+  cr_assert_eq(chmod(root, 0755), 0); /* nobody must reach it */
+  snprintf(sock, sizeof sock, "%s/vortexd.sock", dir);
+  snprintf(sysdir, sizeof sysdir, "%s/system", root);
+  cr_assert_eq(mkdir(sysdir, 0755), 0); /* root's, closed to others: a system service's */
+  snprintf(link, sizeof link, "%s/vortexd.sock", sysdir);
+  cr_assert_eq(symlink(sock, link), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) _exit(as_nobody(fake_daemon, sock));
+  struct stat st;
+  for (int i = 0; i < 300 && stat(sock, &st) != 0; i++)
+    usleep(10000);
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(link, &c), -EACCES, "another uid's daemon behind a link is refused");
+  snprintf(cmd, sizeof cmd, "%s --socket %s stats 2>&1; echo rc=$?", VXT_VXC, link);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "runs as another user"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=2"), "%s", out);
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+}
+
 /* ---- integrity, administration, configuration ---- */
 
 #define POLYGEIST_STYLE VXT_KERNELS_DIR "/polygeist_style.mlir"
