@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ini.h>
@@ -108,6 +109,21 @@ static int vxp__ini_line(void *user, const char *section, const char *name, cons
   return 1;
 }
 
+/* Whether URL url carries a password: its authority (after "://", up to
+ * the path, query or fragment) has user information ("...@") holding a
+ * ':' (redis://user:pw@host, redis://:pw@host).  What remote_storage's
+ * parser (vxp_remote_url_parse) takes as the password. */
+static bool vxp__url_has_password(const char *url) {
+  const char *a = strstr(url, "://");
+  if (!a) return false;
+  a += 3;
+  size_t n = strcspn(a, "/?#");
+  const char *at = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (a[i] == '@') at = a + i;
+  return at && memchr(a, ':', (size_t)(at - a)) != NULL;
+}
+
 int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
   /* not a memset of the whole: text[] stays untouched until used */
   for (int k = 0; k < VXP_CONF_COUNT; k++) {
@@ -133,6 +149,8 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
   /* read only if nobody else can have written it (vxp_paths.h) */
   char why[4400];
   int fd = vxp_trusted_file_open(cfg->file, why, sizeof why);
+  struct stat fst;
+  mode_t file_mode = fd >= 0 && fstat(fd, &fst) == 0 ? fst.st_mode : 0;
   FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
   if (fd >= 0 && !f) close(fd);
   if (f) {
@@ -167,6 +185,17 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
       else
         snprintf(err, errcap, "%s:%d: not a `key = value` line", cfg->file, line);
       return -EINVAL;
+    }
+    /* a password in the file: readable by its owner alone, as ssh wants a
+     * private key and libpq a .pgpass */
+    if (cfg->origin[VXP_CONF_remote_storage] == VXP_FROM_FILE && (file_mode & (S_IRWXG | S_IRWXO)) &&
+        vxp__url_has_password(cfg->value[VXP_CONF_remote_storage])) {
+      snprintf(
+          err, errcap,
+          "%s holds the remote storage's password but is readable by others (mode %03o; needs 0600): fix "
+          "with `chmod 600 %s`, or give the URL in VORTEXD_REMOTE_STORAGE",
+          cfg->file, (unsigned)(file_mode & 07777), cfg->file);
+      return -EPERM;
     }
   } else if (fd != -ENOENT) {
     snprintf(err, errcap, "%s", fd < 0 ? why : "cannot read the configuration file: out of memory");

@@ -965,6 +965,45 @@ Test(hardening, a_client_uses_the_system_service_when_it_may) {
   cr_assert_eq(vxt_daemon_stop(&sys), 0);
 }
 
+/* A configuration file that holds the remote storage's password must be
+ * readable by its owner alone (0600), by vxc and the daemon; without a
+ * password 0644 stays fine. */
+Test(hardening, a_configuration_file_with_a_password_others_can_read_is_refused) {
+  char conf[256];
+  snprintf(conf, sizeof conf, "%s/vortexd.conf", root);
+  const char *urls[] = {"redis://farm:s3cret@127.0.0.1:1/0", "redis://:s3cret@127.0.0.1:1"};
+  for (int i = 0; i < 2; i++) {
+    FILE *f = fopen(conf, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "remote_storage = %s\n", urls[i]);
+    fclose(f);
+    cr_assert_eq(chmod(conf, 0644), 0);
+    snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s config 2>&1; echo rc=$?", conf, VXT_VXC);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, "holds the remote storage's password but is readable by others"), "%s",
+                       out);
+    cr_assert_not_null(strstr(out, "chmod 600"), "%s", out);
+    cr_assert_null(strstr(out, "s3cret"), "the password is not repeated: %s", out);
+    cr_assert_not_null(strstr(out, "rc=78"), "%s", out);
+    snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s --socket %s/x.sock 2>&1; echo rc=$?", conf, VXT_VORTEXD,
+             root);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, "readable by others"), "the daemon too: %s", out);
+    cr_assert_eq(chmod(conf, 0600), 0);
+    snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s config 2>&1; echo rc=$?", conf, VXT_VXC);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, "rc=0"), "mode 0600 is read: %s", out);
+  }
+  FILE *f = fopen(conf, "w");
+  cr_assert_not_null(f);
+  fputs("remote_storage = redis://127.0.0.1:1/0\n", f);
+  fclose(f);
+  cr_assert_eq(chmod(conf, 0644), 0);
+  snprintf(cmd, sizeof cmd, "VORTEXD_CONFIG=%s %s config 2>&1; echo rc=$?", conf, VXT_VXC);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "rc=0"), "no password: 0644 is read: %s", out);
+}
+
 /* The configuration file decides where the cache and socket are: it is
  * read only if nobody else could have written it, and never waited on. */
 Test(hardening, a_configuration_file_another_user_could_write_is_refused) {
