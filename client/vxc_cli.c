@@ -348,9 +348,12 @@ static int write_through(const char *path, const uint8_t *p, size_t n) {
  * ext) through a temporary file beside the final one, renamed over it, so
  * a reader never sees half a file (an identical file already there is left
  * in place, its times refreshed); the path written goes to path (cap
- * bytes).  Returns 0 or -1 after a message. */
-static int write_output(const uint8_t *data, size_t size, out_target t, const char *name, const char *ext,
-                        char *path, size_t cap) {
+ * bytes).  A device or pipe at a file the user named (named) is written
+ * into, as cc does; at any other path (one vxc derived: the image beside
+ * the object) whatever is there, FIFO or symbolic link, is replaced by the
+ * rename, never opened.  Returns 0 or -1 after a message. */
+static int write_output(const uint8_t *data, size_t size, out_target t, int named, const char *name,
+                        const char *ext, char *path, size_t cap) {
   if (t.kind == OUT_STDOUT) {
     snprintf(path, cap, "-");
     return write_stdout(data, size);
@@ -377,7 +380,8 @@ static int write_output(const uint8_t *data, size_t size, out_target t, const ch
   /* a device or a pipe (-o /dev/null, a FIFO) is written into, as cc
    * writes into it: never replaced by a file renamed over it */
   struct stat target;
-  if (t.kind == OUT_FILE && stat(path, &target) == 0 && (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)))
+  if (named && t.kind == OUT_FILE && stat(path, &target) == 0 &&
+      (S_ISCHR(target.st_mode) || S_ISFIFO(target.st_mode)))
     return write_through(path, data, size);
   if (snprintf(tmp, sizeof tmp, "%s/.vxc-XXXXXX", dir) >= (int)sizeof tmp) {
     fprintf(stderr, "vxc: output path too long\n");
@@ -408,7 +412,7 @@ static int write_output(const uint8_t *data, size_t size, out_target t, const ch
 /* Writes r's object where t says (name: the source's, for OUT_DIR), as
  * write_output does. */
 static int write_object(const vxp_response *r, out_target t, const char *name, char *path, size_t cap) {
-  return write_output(r->object, r->object_size, t, name, ".o", path, cap);
+  return write_output(r->object, r->object_size, t, 1, name, ".o", path, cap);
 }
 
 /* Writes the module's .vxbin image r carries (a daemon with a Vortex SDK)
@@ -424,7 +428,7 @@ static int write_image(const vxp_response *r, out_target t, const char *name, co
   if (!r->image || t.kind == OUT_STDOUT || t.kind == OUT_NONE ||
       (t.kind == OUT_FILE && stat(object_path, &st) == 0 && !S_ISREG(st.st_mode)))
     return 0;
-  if (t.kind == OUT_DIR) return write_output(r->image, r->image_size, t, name, ".vxbin", path, cap);
+  if (t.kind == OUT_DIR) return write_output(r->image, r->image_size, t, 0, name, ".vxbin", path, cap);
   char file[4200];
   const char *slash = strrchr(object_path, '/'), *dot = strrchr(object_path, '.');
   size_t stem =
@@ -434,7 +438,7 @@ static int write_image(const vxp_response *r, out_target t, const char *name, co
     fprintf(stderr, "vxc: output path too long\n");
     return -1;
   }
-  return write_output(r->image, r->image_size, (out_target){OUT_FILE, file}, name, ".vxbin", path, cap);
+  return write_output(r->image, r->image_size, (out_target){OUT_FILE, file}, 0, name, ".vxbin", path, cap);
 }
 
 /* Reads a whole source: path, or standard input for "-" (a pipe, a file).

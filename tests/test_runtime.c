@@ -984,6 +984,30 @@ Test(runtime, vxc_compile_writes_the_module_image_beside_the_object) {
   snprintf(cmd, sizeof cmd, "%s --socket %s compile -o %s/k.o %s/two_kernels.mlir && test -s %s/k.vxbin",
            VXT_VXC, d.sock, d.dir, VXT_EXAMPLES_DIR, d.dir);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  /* a FIFO or a symbolic link planted where the image goes, a path the
+   * user never named: replaced, never opened (no hang, nothing written
+   * through the link) */
+  char fifo[300], link[300], victim[300];
+  snprintf(fifo, sizeof fifo, "%s/f.vxbin", d.dir);
+  snprintf(link, sizeof link, "%s/l.vxbin", d.dir);
+  snprintf(victim, sizeof victim, "%s/victim", d.dir);
+  cr_assert_eq(mkfifo(fifo, 0666), 0);
+  int vfd = open(victim, O_WRONLY | O_CREAT | O_EXCL, 0666);
+  cr_assert_geq(vfd, 0);
+  close(vfd);
+  cr_assert_eq(symlink(victim, link), 0);
+  const char *stems[2] = {"f", "l"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd,
+             "timeout 60 %s --socket %s compile -o %s/%s.o %s/two_kernels.mlir 2>&1; echo rc=$?", VXT_VXC,
+             d.sock, d.dir, stems[i], VXT_EXAMPLES_DIR);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, "rc=0"), "%s.vxbin planted: %s", stems[i], out);
+  }
+  struct stat st;
+  cr_assert(lstat(fifo, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len, "the FIFO replaced");
+  cr_assert(lstat(link, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len, "the link replaced");
+  cr_assert(stat(victim, &st) == 0 && st.st_size == 0, "nothing written through the link");
   /* an object sent to a device: no image beside it */
   snprintf(cmd, sizeof cmd,
            "%s --socket %s compile -o /dev/null %s/two_kernels.mlir && test ! -e /dev/null.vxbin", VXT_VXC,
