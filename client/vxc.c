@@ -470,7 +470,25 @@ int vxc_admin(vxc_conn *c, vxp_op op, uint64_t max_size, vxp_response *resp) {
       op != VXP_OP_STOP)
     return -EINVAL;
   vxp_request r = {.op = op, .max_size = max_size};
-  return vxc__roundtrip(c, &r, resp);
+  int rc = vxc__roundtrip(c, &r, resp);
+  if (rc != 0 || op != VXP_OP_STOP || resp->status != VXP_STATUS_OK) return rc;
+  /* the daemon holds this connection open until it exits (its end is the
+   * process's): anything more it sends is read and dropped */
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long left =
+        VXC_STOP_WAIT_MS - ((now.tv_sec - t0.tv_sec) * 1000LL + (now.tv_nsec - t0.tv_nsec) / 1000000);
+    if (left <= 0) return -ETIMEDOUT;
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    int n = poll(&p, 1, (int)left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? -ETIMEDOUT : -errno;
+    char buf[512];
+    ssize_t got = read(c->fd, buf, sizeof buf);
+    if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) return 0; /* its end: it has exited */
+  }
 }
 
 static void vxc__put_u32(uint8_t *p, uint32_t v) {

@@ -125,10 +125,16 @@ int vxc_resolve_key(vxc_conn *c, const char *prefix, char key[65], uint64_t *mat
  * corrupt ones: resp->checked, resp->removed), VXP_OP_ZERO_STATS,
  * VXP_OP_CLEAR (resp->removed), VXP_OP_PRUNE (evict least recently used
  * entries down to max_size bytes; resp->removed) or VXP_OP_STOP (the daemon
- * answers, then shuts down).  max_size is ignored but for prune.  Blocks
- * until the daemon has done it (verify reads the whole cache).  Returns as
- * vxc_compile; -EINVAL for another op. */
+ * answers, shuts down and exits; this returns once it has exited: its
+ * cache closed, its lock released, as `systemctl stop` waits, the
+ * connection's end read, at most VXC_STOP_WAIT_MS).  max_size is ignored
+ * but for prune.  Blocks until the daemon has done it (verify reads the
+ * whole cache).  Returns as vxc_compile (-ETIMEDOUT: a stop not done in
+ * time); -EINVAL for another op. */
 int vxc_admin(vxc_conn *c, vxp_op op, uint64_t max_size, vxp_response *resp);
+
+/* Longest vxc_admin(VXP_OP_STOP) waits for the daemon to exit (ms). */
+#define VXC_STOP_WAIT_MS 60000
 
 /* Packs a launch of kernel k into buf (k->buffer_size bytes; buf_size must
  * be at least that).  values[i] points to argument i in host form: for a

@@ -950,8 +950,10 @@ static const command commands[] = {
      "Evicts least recently used entries down to SIZE (bytes, or with K/M/G/T; default: the\n"
      "configured max_cache_size).",
      0, OPT_MAXSIZE, 1, VXP_OP_PRUNE, cmd_admin},
-    {"stop", "", "Stops the daemon; never starts one. Exit status 1 when none runs.", 0, 0, 0, VXP_OP_STOP,
-     cmd_admin},
+    {"stop", "",
+     "Stops the daemon and returns once it has exited (cache closed, lock released); never starts one.\n"
+     "Exit status 1 when none runs.",
+     0, 0, 0, VXP_OP_STOP, cmd_admin},
     {"config", "[--json]", "The effective configuration and where each value came from (ccache -p).", 0,
      OPT_JSON, 0, 0, NULL},
     {"help", "[COMMAND]", "This text, or one command's.", 0, 0, 0, 0, NULL},

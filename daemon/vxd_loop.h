@@ -146,6 +146,11 @@ struct vxd_server {
   int lock_fd;      /* single-instance lock, held while running */
   int dir_fd;       /* the checked runtime directory (vxp_runtime_dir_open) */
   int stopping;
+  /* the connections of stop requests, duplicated and never closed: the
+   * process's exit closes them, after the cache and the lock, so their
+   * clients read the end only once the daemon is gone (vxc_admin) */
+  int stop_fds[4];
+  int nstop_fds;
   int log_journal; /* stderr is the journal: "<N>" priority prefixes */
   uint64_t start_ms;
   /* the cache: reads here, every write on the store thread (NULL once

@@ -463,6 +463,12 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
   case VXP_OP_STOP: {
     vxp_response r = {.id = req.id, .op = VXP_OP_STOP, .status = VXP_STATUS_OK};
     vxd__send(c, &r, 0); /* written at once: the socket buffer is empty */
+    uv_os_fd_t fd;
+    int kept = s->nstop_fds < (int)(sizeof s->stop_fds / sizeof *s->stop_fds) &&
+                       uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0
+                   ? fcntl(fd, F_DUPFD_CLOEXEC, 3)
+                   : -1;
+    if (kept >= 0) s->stop_fds[s->nstop_fds++] = kept; /* closed by the exit (vxd_loop.h) */
     vxd__stop(s, "stop request");
     break;
   }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -478,6 +479,38 @@ static int compile_cached(const vxt_daemon *d) {
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   cr_assert_not_null(strstr(out, "\"status\":\"ok\""), "%s", out);
   return strstr(out, "\"cached\":true") != NULL;
+}
+
+/* `vxc stop` returns once the daemon has exited: right after it, the
+ * database and the single-instance lock are free (a script may back the
+ * cache up or edit it), and the process is gone. */
+Test(hardening, vxc_stop_returns_once_the_daemon_has_exited) {
+  for (int i = 0; i < 5; i++) {
+    vxt_daemon d;
+    char name[32], db_path[300], lock[300];
+    snprintf(name, sizeof name, "stop%d", i);
+    start_in(&d, name, NULL);
+    compile_cached(&d);
+    snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stop 2>&1; echo rc=$?", VXT_VXC, d.sock);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_str_eq(out, "rc=0\n");
+    snprintf(lock, sizeof lock, "%s.lock", d.sock);
+    int fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    cr_assert_geq(fd, 0, "%s", lock);
+    cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), 0, "the daemon's lock is free when vxc stop returns");
+    close(fd);
+    snprintf(db_path, sizeof db_path, "%s/cache.db", d.cache);
+    sqlite3 *db = NULL;
+    cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 0);
+    cr_assert_eq(sqlite3_exec(db, "BEGIN EXCLUSIVE; COMMIT;", NULL, NULL, NULL), SQLITE_OK,
+                 "the database is free when vxc stop returns: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    int st = 0;
+    cr_assert_eq(waitpid(d.pid, &st, 0), d.pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exited cleanly");
+    d.pid = 0;
+  }
 }
 
 /* What `vxc verify` says (the daemon's reason for serving without a cache). */
