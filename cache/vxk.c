@@ -1080,6 +1080,18 @@ int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta) {
   return rc == SQLITE_OK ? VXK_OK : vxk__fail(c, rc, "counter");
 }
 
+int vxk_counters_add(vxk_cache *c, size_t n, const char *const *names, const int64_t *deltas) {
+  int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "counters");
+  int vrc = VXK_OK;
+  for (size_t i = 0; i < n && vrc == VXK_OK; i++)
+    if (deltas[i]) vrc = vxk_counter_add(c, names[i], deltas[i]);
+  if (vrc == VXK_OK && (rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL)) != SQLITE_OK)
+    vrc = vxk__fail(c, rc, "counters");
+  if (vrc != VXK_OK) vxk__rollback(c);
+  return vrc;
+}
+
 int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
   memset(out, 0, sizeof *out);
   sqlite3_stmt *st = NULL;

@@ -254,6 +254,12 @@ void vxk_set_lru_resolution(vxk_cache *c, uint64_t us);
  * "corrupt", "saved_us", or one of the remote level's "l2_*" (vxk_stats). */
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta);
 
+/* Adds deltas[i] to counter names[i], for i < n (zero deltas skipped), in
+ * one transaction: all of them or, on an error (a full disk), none, so a
+ * caller may keep them and add them again later.  Returns VXK_OK or an
+ * error code (VXK_EFULL, VXK_EBUSY, ...) with vxk_errmsg set. */
+int vxk_counters_add(vxk_cache *c, size_t n, const char *const *names, const int64_t *deltas);
+
 int vxk_stats_get(vxk_cache *c, vxk_stats *out);
 
 /* Derives a cache key: SHA-256 (OpenSSL) over a domain tag, then each of the

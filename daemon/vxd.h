@@ -217,6 +217,13 @@ int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
 typedef void (*vxd_store_written_fn)(void *ud, const char *key, uint8_t *entry, size_t size);
 void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud);
 
+/* Called on the loop thread after each flush of counts (vxd_store_flush):
+ * unwritten NULL when they were written, else the counts, none of which
+ * was written (a full disk), handed back with the reason, for the caller
+ * to keep and flush again. */
+typedef void (*vxd_store_counts_fn)(void *ud, const vxd_counts *unwritten, const char *why);
+void vxd_store_on_counts(vxd_store *st, vxd_store_counts_fn fn, void *ud);
+
 /* Called on the loop thread, with the reason, when a job found the
  * database file itself damaged (VXK_EDAMAGED): every later job will fail
  * too until the cache is closed, discarded and opened anew.  The callee

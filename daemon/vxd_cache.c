@@ -39,6 +39,25 @@ void vxd__flush_counters(vxd_server *s) {
   s->pending = (vxd_counts){0};
 }
 
+/* What became of a flush of counts: written (unwritten NULL), or handed
+ * back, kept in s->pending and flushed again on the next tick (said once
+ * until they are written again). */
+static void vxd__counts_done(void *ud, const vxd_counts *unwritten, const char *why) {
+  vxd_server *s = ud;
+  if (!unwritten) {
+    if (s->counts_unwritten) vxd__log(s, "cache counters written again");
+    s->counts_unwritten = 0;
+    return;
+  }
+#define VXD__GIVE_BACK(name) s->pending.name += unwritten->name;
+  VXD_COUNTERS(VXD__GIVE_BACK)
+#undef VXD__GIVE_BACK
+  if (!s->counts_unwritten)
+    vxd__log_at(s, VXD_LOG_WARNING,
+                "cache counters not written (%s): kept, and written once the cache can be", why);
+  s->counts_unwritten = 1;
+}
+
 void vxd__cache_damaged(vxd_server *s, const char *why) {
   if (!s->store || s->cache_damaged) return; /* said once per database */
   s->cache_damaged = 1;
@@ -105,6 +124,7 @@ int vxd__cache_open(vxd_server *s) {
   if (s->cache_err[0]) vxd__log(s, "cache %s opened: serving with a cache again", cfg->cache_dir);
   s->cache_err[0] = '\0';
   vxd_store_on_damaged(s->store, vxd__cache_damaged_cb, s);
+  vxd_store_on_counts(s->store, vxd__counts_done, s);
   if (s->remote) {
     vxd_store_on_written(s->store, vxd__share, s);
   } else if (cfg->remote_on) {

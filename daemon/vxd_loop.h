@@ -160,6 +160,7 @@ struct vxd_server {
   vxd_hot *hot;            /* encoded replies of recent compile hits; NULL: none kept */
   vxd_remote *remote;      /* the shared second level; NULL: none (or no cache) */
   char cache_err[512];     /* why there is no cache ("" when there is one) */
+  int counts_unwritten;    /* the last flush of counts failed (said once) */
   uint64_t cache_retry_ms; /* when to try opening it again (loop time) */
   int cache_damaged;       /* the database is damaged: replaced at the next
                               flush tick (vxd__cache_damaged) */

@@ -38,19 +38,21 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   /* counters and entries as of now: what is queued is written first */
   vxd__share_queued(s, s->cfg->remote_timeout_ms); /* entries written here are shared first */
   vxd__flush_counters(s);
-  if (s->store) vxd_store_drain(s->store);
+  if (s->store) {
+    vxd_store_drain(s->store);
+    vxd_store_reap(s->store); /* counts it could not write come back to s->pending */
+  }
   int src = s->cache ? vxk_stats_get(s->cache, &ks) : VXK_OK;
   if (src != VXK_OK) {
     if (src == VXK_EDAMAGED) vxd__cache_damaged(s, vxk_errmsg(s->cache));
     vxd__send_error(c, req->id, VXP_OP_STATS, VXP_STATUS_INTERNAL, vxk_errmsg(s->cache), 0);
     return;
   }
-  if (!s->cache) { /* serving without a cache: this run's counts */
-    ks.hits = (uint64_t)s->pending.hits;
-    ks.misses = (uint64_t)s->pending.misses;
-    ks.compile_errors = (uint64_t)s->pending.compile_errors;
-    ks.saved_us = (uint64_t)s->pending.saved_us;
-  }
+  /* with a cache, what it could not store yet (a full disk); without
+   * one, this run's counts */
+#define VXD__ADD_PENDING(name) ks.name += (uint64_t)s->pending.name;
+  VXD_COUNTERS(VXD__ADD_PENDING)
+#undef VXD__ADD_PENDING
   vxp_response r = {.id = req->id, .op = VXP_OP_STATS, .status = VXP_STATUS_OK};
   /* the counters the cache keeps (vxk_stats), under the same names */
 #define VXD__FROM_CACHE(X)                                                                                   \

@@ -155,6 +155,7 @@ static int vxd__listen(vxd_server *s) {
 
 int vxd_server_run(const vxd_config *cfg) {
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN); /* a file-size limit fails the write (like a full disk), not the process */
   vxd_server *s = calloc(1, sizeof *s);
   if (!s) return 1;
   s->cfg = cfg;

@@ -59,6 +59,7 @@ struct vxd_pending {
   /* flush */
   vxk_touches touches;
   vxd_counts counts;
+  int counts_rc; /* the counts' own result: none written unless VXK_OK */
   /* written by the store thread, read by the loop after completion */
   int rc;
   char err[256];
@@ -86,6 +87,8 @@ struct vxd_store {
   void *written_ud;
   void (*damaged)(void *ud, const char *why); /* vxd_store_on_damaged */
   void *damaged_ud;
+  vxd_store_counts_fn counts_done; /* vxd_store_on_counts */
+  void *counts_ud;
   uint64_t busy_until_ms; /* store thread: jobs before this do not wait for
                              a lock (uv_hrtime milliseconds) */
 };
@@ -129,13 +132,19 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
     r->rc = p->rc;
     if (p->rc != VXK_OK) snprintf(r->err, sizeof r->err, "%s", vxk_errmsg(st->cache));
   } else {
-    /* the first failure is the one reported */
-    p->rc = VXK_OK;
-#define VXD__ADD_COUNT(name)                                                                                 \
-  if (p->rc == VXK_OK && p->counts.name) p->rc = vxk_counter_add(st->cache, #name, p->counts.name);
-    VXD_COUNTERS(VXD__ADD_COUNT)
-#undef VXD__ADD_COUNT
-    if (p->rc == VXK_OK) p->rc = vxk_touch(st->cache, &p->touches);
+    /* the counts in one transaction: all written or none (given back to
+     * the loop then, vxd_store_on_counts); the first failure is reported */
+#define VXD__COUNT_NAME(name) #name,
+#define VXD__COUNT_VALUE(name) p->counts.name,
+    static const char *const names[] = {VXD_COUNTERS(VXD__COUNT_NAME)};
+    const int64_t deltas[] = {VXD_COUNTERS(VXD__COUNT_VALUE)};
+#undef VXD__COUNT_NAME
+#undef VXD__COUNT_VALUE
+    p->counts_rc = vxk_counters_add(st->cache, sizeof names / sizeof *names, names, deltas);
+    p->rc = p->counts_rc;
+    if (p->rc != VXK_OK) snprintf(p->err, sizeof p->err, "%s", vxk_errmsg(st->cache));
+    int trc = vxk_touch(st->cache, &p->touches);
+    if (p->rc == VXK_OK) p->rc = trc;
   }
   if (p->rc != VXK_OK) snprintf(p->err, sizeof p->err, "%s", vxk_errmsg(st->cache));
 }
@@ -203,6 +212,10 @@ void vxd_store_reap(vxd_store *st) {
     vxd_pending *p = done;
     done = p->next_done;
     if (p->rc == VXK_EDAMAGED && st->damaged) st->damaged(st->damaged_ud, p->err);
+    if (p->kind == VXD__STORE_FLUSH && st->counts_done) {
+      st->counts_done(st->counts_ud, p->counts_rc == VXK_OK ? NULL : &p->counts, p->err);
+      if (p->counts_rc != VXK_OK) p->rc = VXK_OK; /* said by counts_done, not logged again below */
+    }
     if (p->kind == VXD__STORE_ADMIN) {
       if (p->done) p->done(p->done_ud, &p->result); /* reports its own failure */
     } else if (p->kind == VXD__STORE_LIST) {
@@ -340,6 +353,11 @@ int vxd_store_put(vxd_store *st, const char *key, uint8_t *entry, size_t size, u
 void vxd_store_on_damaged(vxd_store *st, void (*fn)(void *ud, const char *why), void *ud) {
   st->damaged = fn;
   st->damaged_ud = ud;
+}
+
+void vxd_store_on_counts(vxd_store *st, vxd_store_counts_fn fn, void *ud) {
+  st->counts_done = fn;
+  st->counts_ud = ud;
 }
 
 void vxd_store_on_written(vxd_store *st, vxd_store_written_fn fn, void *ud) {

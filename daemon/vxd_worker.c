@@ -221,6 +221,7 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
   /* NULL: this worker compiles alone */
   vxd_crew *crew = cfg->piece_helpers ? vxd_crew_create(cores, slot, cfg->piece_helpers) : NULL;
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN); /* a file-size limit fails the write (like a full disk), not the process */
   vxl_install_fatal_error_handler(vxd__fatal);
   signal(SIGINT, SIG_IGN); /* the daemon decides when workers stop */
   unsigned compiles = 0;

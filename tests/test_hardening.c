@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -479,6 +480,37 @@ static int compile_cached(const vxt_daemon *d) {
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   cr_assert_not_null(strstr(out, "\"status\":\"ok\""), "%s", out);
   return strstr(out, "\"cached\":true") != NULL;
+}
+
+/* Hits and misses answered while the cache cannot be written (a full
+ * disk: here a file-size limit of 0 put on the running daemon) are counted
+ * in the stats at once, written once the cache can be written again, and
+ * survive a restart. */
+Test(hardening, counts_made_while_the_disk_is_full_are_kept_and_written_later) {
+  vxt_daemon d;
+  start_in(&d, "full", NULL);
+  cr_assert_eq(compile_cached(&d), 0, "a miss");
+  char stats[512];
+  snprintf(stats, sizeof stats, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(stats, out, sizeof out), 0, "%s", out); /* stats: what is queued is written first */
+  cr_assert_eq(json_num(out, "entries"), 1, "stored: %s", out);
+  /* the soft limit only: the hard one stays, so it can be raised again */
+  struct rlimit none = {0, RLIM_INFINITY}, any = {RLIM_INFINITY, RLIM_INFINITY};
+  cr_assert_eq(prlimit(d.pid, RLIMIT_FSIZE, &none, NULL), 0, "%s", strerror(errno));
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(compile_cached(&d), 1, "a hit while nothing can be written");
+  cr_assert_eq(vxt_run(stats, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "hits"), 3, "counted while the disk is full: %s", out);
+  cr_assert_eq(json_num(out, "misses"), 1, "%s", out);
+  cr_assert_eq(prlimit(d.pid, RLIMIT_FSIZE, &any, NULL), 0, "%s", strerror(errno));
+  cr_assert_eq(vxt_run(stats, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "hits"), 3, "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
+  cr_assert_eq(vxt_run(stats, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "hits"), 3, "written, and kept over a restart: %s", out);
+  cr_assert_eq(json_num(out, "misses"), 1, "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
 
 /* `vxc stop` returns once the daemon has exited: right after it, the
