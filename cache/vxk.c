@@ -890,6 +890,7 @@ static int vxk__migrate_one(vxk_cache *c, vxk__migration *m) {
                                      object_size, NULL, 0, ks, n, NULL, &entry, &size)
                   : VXK_EINVAL;
   vxp_entry_view v;
+  if (erc == VXK_OK) erc = vxk_entry_check_records(k, entry, size, NULL); /* records a client takes */
   if (erc == VXK_OK) erc = vxk_entry_check(k, entry, size, NULL, &v);
   if (res == VXK_OK && erc == VXK_ENOMEM) res = erc;
   if (res == VXK_OK && erc != VXK_OK) m->dropped++;
@@ -1020,9 +1021,10 @@ int vxk_verify(vxk_cache *c, int drop, uint64_t *checked, uint64_t *corrupt) {
     vxk_entry e;
     int r = vxk_key_valid(key) ? vxk__read_entry(c, key, &e) : VXK_ECORRUPT;
     (*checked)++;
-    if (r == VXK_OK) {
+    if (r == VXK_OK) { /* whole: and records a client takes */
+      r = vxk_entry_check_records(key, e.data, e.size, NULL);
       vxk_entry_clear(&e);
-      continue;
+      if (r == VXK_OK) continue;
     }
     if (r != VXK_ECORRUPT && r != VXK_ENOTFOUND) {
       out = r;

@@ -47,6 +47,15 @@ int vxk_entry_encode(const char *key, const char *options, const uint8_t *object
   return rc;
 }
 
+int vxk_entry_check_records(const char *key, const uint8_t *entry, size_t len, const vxk_trust *trust) {
+  vxp_entry_view v;
+  int rc = vxk_entry_check(key, entry, len, trust, &v);
+  if (rc != VXK_OK) return rc;
+  int r = vxp_entry_records_check(&v);
+  vxp_entry_view_clear(&v);
+  return r == VXP_OK ? VXK_OK : r == VXP_ENOMEM ? VXK_ENOMEM : VXK_ECORRUPT;
+}
+
 int vxk_entry_check(const char *key, const uint8_t *entry, size_t len, const vxk_trust *trust,
                     vxp_entry_view *view) {
   vxp_entry_view v;

@@ -41,4 +41,12 @@ int vxk_entry_encode(const char *key, const char *options, const uint8_t *object
 int vxk_entry_check(const char *key, const uint8_t *entry, size_t len, const vxk_trust *trust,
                     vxp_entry_view *view);
 
+/* vxk_entry_check, and every kernel record one a client accepts
+ * (vxp_entry_records_check): what an entry must pass to enter the cache
+ * from elsewhere (the shared level, a migrated cache) and what verify
+ * checks, so that no entry is kept that every client would refuse (a
+ * record a forger sealed with a right checksum).  Returns as
+ * vxk_entry_check; a refused record is VXK_ECORRUPT. */
+int vxk_entry_check_records(const char *key, const uint8_t *entry, size_t len, const vxk_trust *trust);
+
 #endif /* VXK_ENTRY_H */

@@ -4,7 +4,8 @@
  *
  * The reader thread answers lookups: it takes up to VXD__BATCH queued keys,
  * reads them in one pipelined exchange (vxk_remote_get), checks each value
- * (vxk_entry_check: format, key, checksum, signature) and hands the
+ * (vxk_entry_check_records: format, key, checksum, signature, and records
+ * a client accepts) and hands the
  * checked bytes, unchanged, to the
  * loop through a uv_async.  The writer thread writes entries the store
  * thread has just written locally, one at a time, from a queue bounded in
@@ -198,7 +199,9 @@ static void vxd__reader(void *arg) {
       } else if (vals[i].rc != VXK_OK) {
         errors++;
       } else {
-        int drc = vxk_entry_check(lk->key, vals[i].value, vals[i].size, rm->cfg->remote_trust, NULL);
+        /* whole, signed when required, and with records every client takes:
+         * nothing else enters the local cache */
+        int drc = vxk_entry_check_records(lk->key, vals[i].value, vals[i].size, rm->cfg->remote_trust);
         lk->hit = drc == VXK_OK;
         if (lk->hit) { /* the bytes themselves, moved: no compile time known */
           lk->entry = (vxk_entry){.data = vals[i].value, .size = vals[i].size};

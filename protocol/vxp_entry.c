@@ -227,6 +227,16 @@ static int vxp__unpack_kernels(const vxp_entry_view *v, const char *kernel, vxp_
   return kernel && r->nkernels == 0 ? VXP_EMISSING : VXP_OK;
 }
 
+int vxp_entry_records_check(const vxp_entry_view *v) {
+  vxp_response r;
+  memset(&r, 0, sizeof r);
+  int rc = vxp__unpack_kernels(v, NULL, &r);
+  for (uint32_t i = 0; i < r.nkernels; i++)
+    vxp_kernel_clear(&r.kernels[i]);
+  free(r.kernels);
+  return rc;
+}
+
 int vxp_entry_unpack(vxp_response *r, const char *kernel) {
   vxp_entry_view v;
   int rc = r->entry ? vxp_entry_view_of(r->entry, r->entry_size, &v) : VXP_EMISSING;

@@ -125,4 +125,12 @@ void vxp_entry_view_clear(vxp_entry_view *v);
  * object and kernels left empty), VXP_EMISSING, VXP_ENOMEM. */
 int vxp_entry_unpack(vxp_response *r, const char *kernel);
 
+/* Whether every kernel record of v is one a client accepts: the check
+ * vxp_entry_unpack makes (the record decodes, is filed under its own
+ * kernel's name, and passes vxp_kernel_check), without keeping anything.
+ * What a cache level applies to an entry it takes from elsewhere, so that
+ * it never keeps one every client would refuse.  Returns VXP_OK,
+ * VXP_ENOMEM, or the first record's error. */
+int vxp_entry_records_check(const vxp_entry_view *v);
+
 #endif /* VXP_ENTRY_H */

@@ -43,13 +43,34 @@ static void key_for(const char *src, char key[VXK_KEY_HEX + 1]) {
   cr_assert_eq(vxk_key((const uint8_t *)src, strlen(src), parts, 1, key), VXK_OK);
 }
 
-/* A kernel of a test entry: its name and record bytes (the cache stores
- * records as they are: it never decodes them). */
+/* A kernel of a test entry: its name and record bytes (vxk_put and
+ * vxk_get store and return records as they are; verify and a migration
+ * check them as a client would, so entries meant to pass those have real
+ * ones: real_record). */
 typedef struct {
   const char *name;
   const void *record;
   size_t size;
 } vxt_kernel;
+
+/* A record a client accepts for a kernel named name with no arguments
+ * (vxp_kernel_meta_encode): *size bytes, malloc(). */
+static uint8_t *real_record(const char *name, size_t *size) {
+  vxp_kernel k = {.name = (char *)name,
+                  .entry = (char *)"__vxl_main_0",
+                  .kernel_id = VXP_NO_KERNEL_ID,
+                  .buffer_size = 32,
+                  .grid_dims = 1,
+                  .vortex_abi = 2,
+                  .xlen = 32};
+  uint8_t *out = NULL;
+  cr_assert_eq(vxp_kernel_meta_encode(&k, &out, size), VXP_OK);
+  vxp_kernel back;
+  cr_assert_eq(vxp_kernel_meta_decode(out, *size, &back), VXP_OK);
+  cr_assert_eq(vxp_kernel_check(&back), VXP_OK, "a record a client takes");
+  vxp_kernel_clear(&back);
+  return out;
+}
 
 /* What a test entry was compiled from: its source's file name (listed
  * beside it) and options (held in it). */
@@ -409,7 +430,9 @@ Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
   key_for("flip", key);
   key_for("intact", other);
   static const char obj[] = "OBJECT-BYTES-THAT-WILL-BE-DAMAGED-0123456789";
-  vxt_kernel in = {"k", (const uint8_t *)"meta", 4};
+  size_t rsize;
+  uint8_t *rec = real_record("k", &rsize);
+  vxt_kernel in = {"k", rec, rsize};
   cr_assert_eq(put_entry(c, key, (const uint8_t *)obj, sizeof obj, &in, 1, 0, NULL), VXK_OK);
   cr_assert_eq(put_entry(c, other, (const uint8_t *)"fine", 4, &in, 1, 0, NULL), VXK_OK);
   vxk_close(c); /* checkpoints the WAL into cache.db */
@@ -439,6 +462,45 @@ Test(cache, a_flipped_byte_is_refused_dropped_and_counted) {
   cr_assert_eq(read_entry(c, key, &e), VXK_OK);
   read_clear(&e);
   vxk_close(c);
+  free(rec);
+}
+
+/* An entry sealed with a right checksum but a record no client accepts
+ * (bytes that are not a record; a record with grid_dims 7) is stored and
+ * read as bytes, but verify finds it, drops it and counts it as corrupt:
+ * a client that got it would refuse every compile of its source. */
+Test(cache, verify_drops_an_entry_whose_records_a_client_refuses) {
+  vxk_cache *c = open_cache(0);
+  char good[VXK_KEY_HEX + 1], junk[VXK_KEY_HEX + 1], seven[VXK_KEY_HEX + 1];
+  key_for("good", good);
+  key_for("junk", junk);
+  key_for("seven", seven);
+  size_t rsize, ssize;
+  uint8_t *rec = real_record("k", &rsize), *bad = NULL;
+  vxp_kernel k;
+  cr_assert_eq(vxp_kernel_meta_decode(rec, rsize, &k), VXP_OK);
+  k.grid_dims = 7;
+  cr_assert_eq(vxp_kernel_meta_encode(&k, &bad, &ssize), VXP_OK);
+  vxp_kernel_clear(&k);
+  vxt_kernel ok = {"k", rec, rsize}, notrec = {"k", (const uint8_t *)"meta", 4}, dims = {"k", bad, ssize};
+  cr_assert_eq(put_entry(c, good, "O", 1, &ok, 1, 0, NULL), VXK_OK);
+  cr_assert_eq(put_entry(c, junk, "O", 1, &notrec, 1, 0, NULL), VXK_OK);
+  cr_assert_eq(put_entry(c, seven, "O", 1, &dims, 1, 0, NULL), VXK_OK);
+  uint64_t checked, corrupt;
+  cr_assert_eq(vxk_verify(c, 1, &checked, &corrupt), VXK_OK);
+  cr_assert_eq(checked, 3);
+  cr_assert_eq(corrupt, 2, "both poisoned entries");
+  vxt_read e;
+  cr_assert_eq(read_entry(c, junk, &e), VXK_ENOTFOUND, "dropped");
+  cr_assert_eq(read_entry(c, seven, &e), VXK_ENOTFOUND, "dropped");
+  cr_assert_eq(read_entry(c, good, &e), VXK_OK, "kept");
+  read_clear(&e);
+  vxk_stats st;
+  cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
+  cr_assert_eq(st.corrupt, 2);
+  vxk_close(c);
+  free(rec);
+  free(bad);
 }
 
 /* A database damaged past its header: the whole-cache operations say
@@ -825,8 +887,9 @@ static void v4_checksum(const char *const *parts, const size_t *lens, int n, uin
 
 /* Writes, as version 3 or 4 did, a cache holding the entry of key (an
  * object and two kernels, read twice, compiled in 7 us, origin recorded
- * in version 4) and one of damaged whose checksum fails. */
-static void write_old_cache(int version, const char *key, const char *damaged) {
+ * in version 4), one of damaged whose checksum fails, and one of poisoned
+ * whose checksum holds but whose second record is no record. */
+static void write_old_cache(int version, const char *key, const char *damaged, const char *poisoned) {
   char path[128];
   snprintf(path, sizeof path, "%s/cache.db", dir);
   sqlite3 *db = NULL;
@@ -848,14 +911,25 @@ static void write_old_cache(int version, const char *key, const char *damaged) {
       version,
       version == 4 ? ", source_name TEXT NOT NULL DEFAULT '', options TEXT NOT NULL DEFAULT ''" : "");
   cr_assert_eq(sqlite3_exec(db, schema, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
-  const char *parts[] = {"vortexd cache entry v1", key, "OBJECT", "k0", "meta0", "k1", "meta-1"};
+  size_t r0, r1;
+  uint8_t *rec0 = real_record("k0", &r0), *rec1 = real_record("k1", &r1);
+  const char *parts[] = {"vortexd cache entry v1", key,  "OBJECT",          "k0",
+                         (const char *)rec0,       "k1", (const char *)rec1};
   size_t lens[7];
   for (int i = 0; i < 7; i++)
     lens[i] = strlen(parts[i]);
-  uint8_t sum[32], bad[32] = {0};
+  lens[4] = r0, lens[6] = r1;
+  uint8_t sum[32], bad[32] = {0}, psum[32];
   v4_checksum(parts, lens, 7, sum);
-  const char *names[2] = {key, damaged};
-  for (int e = 0; e < 2; e++) {
+  const char *pparts[] = {"vortexd cache entry v1", poisoned, "OBJECT", "k0",
+                          (const char *)rec0,       "k1",     "meta-1"};
+  size_t plens[7];
+  for (int i = 0; i < 7; i++)
+    plens[i] = strlen(pparts[i]);
+  plens[4] = r0;
+  v4_checksum(pparts, plens, 7, psum);
+  const char *names[3] = {key, damaged, poisoned};
+  for (int e = 0; e < 3; e++) {
     sqlite3_stmt *st = NULL;
     cr_assert_eq(sqlite3_prepare_v2(
                      db,
@@ -865,30 +939,42 @@ static void write_old_cache(int version, const char *key, const char *damaged) {
                      -1, &st, NULL),
                  SQLITE_OK, "%s", sqlite3_errmsg(db));
     sqlite3_bind_text(st, 1, names[e], -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, e == 0 ? sum : bad, 32, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, e == 0 ? sum : e == 1 ? bad : psum, 32, SQLITE_STATIC);
     cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
     sqlite3_finalize(st);
-    char sql[400];
-    snprintf(sql, sizeof sql,
-             "INSERT INTO kernels VALUES('%s', 0, 'k0', CAST('meta0' AS BLOB)),"
-             " ('%s', 1, 'k1', CAST('meta-1' AS BLOB));",
-             names[e], names[e]);
-    cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+    cr_assert_eq(sqlite3_prepare_v2(db, "INSERT INTO kernels VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL),
+                 SQLITE_OK);
+    for (int k = 0; k < 2; k++) {
+      sqlite3_bind_text(st, 1, names[e], -1, SQLITE_STATIC);
+      sqlite3_bind_int(st, 2, k);
+      sqlite3_bind_text(st, 3, k ? "k1" : "k0", -1, SQLITE_STATIC);
+      if (k == 1 && e == 2)
+        sqlite3_bind_blob(st, 4, "meta-1", 6, SQLITE_STATIC);
+      else
+        sqlite3_bind_blob(st, 4, k ? rec1 : rec0, (int)(k ? r1 : r0), SQLITE_STATIC);
+      cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+      sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
   }
   sqlite3_close(db);
+  free(rec0);
+  free(rec1);
 }
 
 /* A cache written before every level held one encoding of an entry
  * (schema 4), or before entries recorded their origin (schema 3), is
  * migrated by its first writer: every whole entry re-encoded with what it
- * held, its times and counts kept; one that fails its old checksum
- * dropped and counted, never re-sealed as whole. */
+ * held, its times and counts kept; one that fails its old checksum, or
+ * holds a record no client accepts, dropped and counted, never re-sealed
+ * as whole. */
 Test(cache, version_3_and_4_caches_are_migrated_entry_by_entry) {
   for (int version = 3; version <= 4; version++) {
-    char key[VXK_KEY_HEX + 1], damaged[VXK_KEY_HEX + 1], err[256];
+    char key[VXK_KEY_HEX + 1], damaged[VXK_KEY_HEX + 1], poisoned[VXK_KEY_HEX + 1], err[256];
     key_for("old", key);
     key_for("old, damaged", damaged);
-    write_old_cache(version, key, damaged);
+    key_for("old, poisoned", poisoned);
+    write_old_cache(version, key, damaged, poisoned);
     vxk_cache *c = NULL;
     cr_assert_eq(vxk_open_readonly(dir, &c, err, sizeof err), VXK_EIO, "a reader waits for the migration");
     cr_assert_not_null(strstr(err, "another schema version"), "%s", err);
@@ -901,8 +987,11 @@ Test(cache, version_3_and_4_caches_are_migrated_entry_by_entry) {
     cr_assert_eq(memcmp(r.object, "OBJECT", 6), 0);
     cr_assert_eq(r.nkernels, 2);
     cr_assert_str_eq(r.kernels[1].name, "k1");
-    cr_assert_eq(r.kernels[1].metadata_size, 6);
-    cr_assert_eq(memcmp(r.kernels[1].metadata, "meta-1", 6), 0);
+    size_t r1;
+    uint8_t *rec1 = real_record("k1", &r1);
+    cr_assert_eq(r.kernels[1].metadata_size, r1);
+    cr_assert_eq(memcmp(r.kernels[1].metadata, rec1, r1), 0);
+    free(rec1);
     cr_assert_eq(r.compile_us, 7);
     const char *options = version == 4 ? "opt_level=2" : "";
     cr_assert(r.v.options_len == strlen(options) && memcmp(r.v.options, options, r.v.options_len) == 0,
@@ -910,10 +999,11 @@ Test(cache, version_3_and_4_caches_are_migrated_entry_by_entry) {
     size_t size = r.e.size;
     read_clear(&r);
     cr_assert_eq(read_entry(c, damaged, &r), VXK_ENOTFOUND, "a damaged entry is not carried over");
+    cr_assert_eq(read_entry(c, poisoned, &r), VXK_ENOTFOUND, "nor one with a record no client takes");
     vxk_stats st;
     cr_assert_eq(vxk_stats_get(c, &st), VXK_OK);
     cr_assert_eq(st.entries, 1);
-    cr_assert_eq(st.corrupt, 1);
+    cr_assert_eq(st.corrupt, 2);
     cr_assert_eq(st.bytes, size);
     vxk_info *v = NULL;
     uint32_t n = 0;

@@ -992,6 +992,78 @@ Test(remote, only_entries_signed_by_a_trusted_key_are_used) {
   redis_kill(&rd);
 }
 
+/* An entry whose checksum holds but whose kernel record every client
+ * would refuse (bytes that are not a record; a record with grid_dims 7),
+ * planted in Redis, is never taken into a daemon's own cache: the request
+ * compiles, the value is counted as corrupt, and the next compile is a
+ * hit of the daemon's own, whole entry. */
+Test(remote, an_entry_whose_records_a_client_refuses_is_not_taken_from_redis) {
+  redis rd;
+  redis_start(&rd);
+  use_redis(&rd);
+  char url[400];
+  snprintf(url, sizeof url, "%s", env_url);
+  const char *env[] = {url, NULL};
+  daemon_t w, c;
+  daemon_start(&w, "writer", env);
+  vxp_response real[2], got;
+  compile_n(&w, 51, &real[0]);
+  compile_n(&w, 52, &real[1]);
+  (void)stats_of(&w); /* written */
+  for (int i = 0; i < 2; i++) {
+    size_t len;
+    uint8_t *value = value_of(&rd, &real[i], &len);
+    vxp_entry_view e;
+    cr_assert_eq(vxk_entry_check(real[i].key, value, len, NULL, &e), VXK_OK);
+    vxp_entry_kernel ks[8];
+    cr_assert_leq(e.nkernels, 8);
+    memcpy(ks, e.kernels, e.nkernels * sizeof *ks);
+    uint8_t *bad = NULL;
+    size_t bad_len = 0;
+    if (i == 0) {
+      ks[0].record = (const uint8_t *)"not a record", ks[0].record_size = 12;
+    } else {
+      vxp_kernel k;
+      cr_assert_eq(vxp_kernel_meta_decode(ks[0].record, ks[0].record_size, &k), VXP_OK);
+      k.grid_dims = 7;
+      cr_assert_eq(vxp_kernel_meta_encode(&k, &bad, &bad_len), VXP_OK);
+      vxp_kernel_clear(&k);
+      ks[0].record = bad, ks[0].record_size = bad_len;
+    }
+    char options[VXP_ENTRY_OPTIONS_MAX + 1];
+    snprintf(options, sizeof options, "%.*s", (int)e.options_len, e.options);
+    uint8_t *planted = NULL;
+    size_t plen = 0;
+    cr_assert_eq(vxk_entry_encode(real[i].key, options, e.object, e.object_size, NULL, 0, ks, e.nkernels,
+                                  NULL, &planted, &plen),
+                 VXK_OK, "sealed with a right checksum");
+    cr_assert_eq(vxk_entry_check(real[i].key, planted, plen, NULL, NULL), VXK_OK);
+    freeReplyObject(redis_cmd(&rd, "SET vortexd:v%d:%s %b", VXK_REMOTE_FORMAT, real[i].key, planted, plen));
+    vxp_entry_view_clear(&e);
+    free(planted), free(value), free(bad);
+  }
+  daemon_start(&c, "consumer", env);
+  for (int i = 0; i < 2; i++) {
+    compile_n(&c, 51 + i, &got); /* a client refusing the record fails this */
+    cr_assert_not(got.cached, "compiled, not taken from Redis");
+    cr_assert_eq(got.object_size, real[i].object_size);
+    cr_assert_eq(memcmp(got.object, real[i].object, got.object_size), 0);
+    vxp_response_clear(&got);
+  }
+  vxp_stats s = stats_of(&c);
+  cr_assert_eq(s.l2_hits, 0);
+  cr_assert_eq(s.l2_corrupt, 2, "counted as corrupt");
+  for (int i = 0; i < 2; i++) {
+    compile_n(&c, 51 + i, &got);
+    cr_assert(got.cached, "its own entry, whole");
+    vxp_response_clear(&got);
+  }
+  vxp_response_clear(&real[0]), vxp_response_clear(&real[1]);
+  daemon_stop(&w);
+  daemon_stop(&c);
+  redis_kill(&rd);
+}
+
 /* Key files are checked at start: a private key others can read, or a
  * file with no key, stops the daemon naming the setting and the fix. */
 Test(remote, a_bad_signing_or_trusted_key_file_stops_the_daemon_at_start) {
