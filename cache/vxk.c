@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@
 
 #include "vxk.h"
 #include "vxk_entry.h"
+#include "vxk_pin.h"
 #include "vxp.h"
 #include "vxp_paths.h"
 
@@ -50,6 +52,8 @@
 
 struct vxk_cache {
   sqlite3 *db;
+  vxk_pin *pin; /* the checked directory, which SQLite opens its files through */
+  int rollback; /* a network file system: a rollback journal, not WAL */
   uint64_t max_bytes;
   char err[512];
   char notice[4800]; /* what vxk_open had to do (vxk_open_notice) */
@@ -102,8 +106,13 @@ static void vxk__rollback(vxk_cache *c) {
   if (!sqlite3_get_autocommit(c->db)) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+/* The journal: WAL, but for a cache on a network file system, where
+ * SQLite's WAL (its -shm shared through mmap) is unsafe: a rollback
+ * journal there (vxk__network_fs). */
+static const char vxk__wal[] = "PRAGMA journal_mode=WAL;",
+                  vxk__rollback_journal[] = "PRAGMA journal_mode=DELETE;";
+
 static const char vxk__schema[] =
-    "PRAGMA journal_mode=WAL;"
     "PRAGMA synchronous=NORMAL;"
     "PRAGMA foreign_keys=ON;"
     /* 16 MiB of page cache per handle.  No memory map: a database file
@@ -190,19 +199,55 @@ static int vxk__mkdirs(const char *dir) {
 /* The database and the files SQLite keeps beside it. */
 static const char *const vxk__db_files[] = {"cache.db", "cache.db-wal", "cache.db-shm"};
 
+/* Process-wide testing hooks (vxk_testing_*): none unless a test sets them. */
+static void (*vxk__after_check)(const char *dir, void *ud);
+static void *vxk__after_check_ud;
+static long vxk__fs_type_override;
+
+void vxk_testing_after_check(void (*fn)(const char *dir, void *ud), void *ud) {
+  vxk__after_check = fn, vxk__after_check_ud = ud;
+}
+
+void vxk_testing_fs_type(long f_type) { vxk__fs_type_override = f_type; }
+
+const char *vxk_network_fs(long f_type) {
+  static const struct {
+    unsigned long magic;
+    const char *name;
+  } fs[] = {{0x6969, "NFS"},          {0x517B, "SMB"},       {0xFF534D42ul, "CIFS"}, {0xFE534D42ul, "SMB2"},
+            {0x65735546, "FUSE"},     {0x00C36400, "Ceph"},  {0x5346414F, "AFS"},    {0x6B414653, "AFS"},
+            {0x0BD00BD0, "Lustre"},   {0x47504653, "GPFS"},  {0x01021997, "9P"},     {0x73757245, "Coda"},
+            {0x564C, "NCP"},          {0x7461636F, "OCFS2"}, {0x01161970, "GFS2"},   {0xAAD7AAEAul, "PanFS"},
+            {0x20030528, "OrangeFS"}, {0x19830326, "BeeGFS"}};
+  for (size_t i = 0; i < sizeof fs / sizeof *fs; i++)
+    if ((unsigned long)f_type == fs[i].magic || ((unsigned long)f_type & 0xffffffffu) == fs[i].magic)
+      return fs[i].name;
+  return NULL;
+}
+
 /* Checks that nobody else can have written dir or the database files in it
- * (an entry planted there would be served as this user's own): dir a real
- * directory owned by the effective uid and not writable by group or
- * others, each existing database file a regular file (no symbolic link)
- * of the same owner, not writable by group or others.  Creates dir (and
- * missing parents, mode 0700) when create.  The directory being closed to
- * others, nobody else can swap a file between this check and SQLite's
- * open.  Returns VXK_OK, VXK_EUNTRUSTED or VXK_EIO with a message in err
- * naming the path and the fix. */
-static int vxk__trust_dir(const char *dir, int create, char *err, size_t errcap) {
+ * (an entry planted there would be served as this user's own), nor can
+ * swap dir for his own: every directory above it owned by root or the
+ * user and not writable by others unless sticky (OpenSSH's rule,
+ * vxp_path_ancestors_safe); dir a real directory owned by the effective
+ * uid and not writable by group or others; each existing database file a
+ * regular file (no symbolic link) of the same owner, not writable by group
+ * or others.  Creates dir (and missing parents, mode 0700) when create.
+ * SQLite then opens the files through the descriptor of the checked
+ * directory (vxk_pin), never by the path again.  Returns VXK_OK and the
+ * directory's descriptor in *dfd, or VXK_EUNTRUSTED or VXK_EIO with a
+ * message in err naming the path and the fix. */
+static int vxk__trust_dir(const char *dir, int create, int *dfd_out, char *err, size_t errcap) {
+  *dfd_out = -1;
   if (create && vxk__mkdirs(dir) != 0) {
     snprintf(err, errcap, "cannot create cache directory %s: %s", dir, strerror(errno));
     return VXK_EIO;
+  }
+  char why[2048];
+  int arc = vxp_path_ancestors_safe(dir, geteuid(), why, sizeof why);
+  if (arc != 0) {
+    snprintf(err, errcap, "cache directory %s", why);
+    return arc == -EPERM ? VXK_EUNTRUSTED : VXK_EIO;
   }
   static const vxp_dir_rule rule = {"cache directory",
                                     S_IWGRP | S_IWOTH,
@@ -232,8 +277,37 @@ static int vxk__trust_dir(const char *dir, int create, char *err, size_t errcap)
       rc = VXK_EUNTRUSTED;
     }
   }
-  close(dfd);
+  if (rc == VXK_OK)
+    *dfd_out = dfd;
+  else
+    close(dfd);
   return rc;
+}
+
+/* Pins the checked directory dfd for c (taken either way) and, when it is
+ * on a network file system, makes c use a rollback journal, saying why in
+ * note (cap bytes; "" otherwise).  Writes the name to open into name.
+ * VXK_OK, or VXK_EIO with a message in err. */
+static int vxk__pin(vxk_cache *c, const char *dir, int dfd, char *name, size_t cap, char *note,
+                    size_t notecap, char *err, size_t errcap) {
+  struct statfs fs;
+  note[0] = '\0';
+  long type = vxk__fs_type_override ? vxk__fs_type_override : fstatfs(dfd, &fs) == 0 ? (long)fs.f_type : 0;
+  const char *net = vxk_network_fs(type);
+  if (net) {
+    c->rollback = 1;
+    snprintf(note, notecap,
+             "cache directory %s is on a network file system (%s), where SQLite's write-ahead log is unsafe: "
+             "using a rollback journal (one writer at a time)",
+             dir, net);
+  }
+  int rc = vxk_pin_open(dfd, &c->pin, name, cap);
+  if (rc != 0) {
+    close(dfd);
+    snprintf(err, errcap, "cannot open cache %s: %s", dir, strerror(-rc));
+    return VXK_EIO;
+  }
+  return VXK_OK;
 }
 
 static int vxk__migrate(vxk_cache *c, int version);
@@ -241,12 +315,13 @@ static int vxk__migrate(vxk_cache *c, int version);
 /* Opens path and applies the schema, migrating an older one; 0 or an
  * SQLite result code (SQLITE_MISMATCH: a version this cache cannot read). */
 static int vxk__open_db(vxk_cache *c, const char *path) {
-  int rc =
-      sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, NULL);
+  int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+                           vxk_pin_vfs());
   if (rc != SQLITE_OK) return rc;
   sqlite3_busy_timeout(c->db, VXK_BUSY_TIMEOUT_MS);
   sqlite3_extended_result_codes(c->db, 1);
-  rc = sqlite3_exec(c->db, vxk__schema, NULL, NULL, NULL);
+  rc = sqlite3_exec(c->db, c->rollback ? vxk__rollback_journal : vxk__wal, NULL, NULL, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(c->db, vxk__schema, NULL, NULL, NULL);
   if (rc != SQLITE_OK) return rc;
   sqlite3_stmt *st = NULL;
   rc = sqlite3_prepare_v2(c->db, "SELECT v FROM meta WHERE k='schema_version'", -1, &st, NULL);
@@ -289,14 +364,20 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
   vxk_cache *c = calloc(1, sizeof *c);
   if (!c) return VXK_ENOMEM;
   c->max_bytes = max_bytes ? max_bytes : VXK_DEFAULT_MAX_BYTES;
-  int trust = vxk__trust_dir(dir, 1, errbuf, errcap);
+  int dfd;
+  int trust = vxk__trust_dir(dir, 1, &dfd, errbuf, errcap);
   if (trust != VXK_OK) {
     free(c);
     return trust;
   }
-  char path[4096];
+  if (vxk__after_check) vxk__after_check(dir, vxk__after_check_ud);
+  char path[4096], name[128], note[1200];
   snprintf(path, sizeof path, "%s/cache.db", dir);
-  int rc = vxk__open_db(c, path);
+  if ((trust = vxk__pin(c, dir, dfd, name, sizeof name, note, sizeof note, errbuf, errcap)) != VXK_OK) {
+    free(c);
+    return trust;
+  }
+  int rc = vxk__open_db(c, name);
   int moved = 0;
   if (vxk__damage(rc) || rc == SQLITE_MISMATCH) {
     /* Unreadable or foreign database: keep it for inspection, start anew. */
@@ -309,15 +390,20 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
     c->db = NULL;
     char why[512];
     if (vxk_discard(dir, why, sizeof why) != VXK_OK) snprintf(c->notice, sizeof c->notice, "%s", why);
-    rc = vxk__open_db(c, path);
+    rc = vxk__open_db(c, name);
     moved = 1;
   }
   if (rc != SQLITE_OK) {
     snprintf(errbuf, errcap, "cannot open cache %s: %s", path,
              c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
     sqlite3_close(c->db);
+    vxk_pin_close(c->pin);
     free(c);
     return VXK_EIO;
+  }
+  if (note[0]) { /* said with whatever else the open had to do */
+    size_t used = strlen(c->notice);
+    snprintf(c->notice + used, sizeof c->notice - used, "%s%s", used ? "; " : "", note);
   }
   if (vxk__load_total(c) != VXK_OK || (moved && vxk_counter_add(c, "corrupt", 1) != VXK_OK)) {
     snprintf(errbuf, errcap, "%s", c->err);
@@ -345,7 +431,7 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
 /* Opens name read-only (flags added) and checks the schema version: 0, or
  * SQLITE_MISMATCH (another version) or another SQLite result code. */
 static int vxk__open_schema_ro(vxk_cache *c, const char *name, int flags) {
-  int rc = sqlite3_open_v2(name, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | flags, NULL);
+  int rc = sqlite3_open_v2(name, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | flags, vxk_pin_vfs());
   sqlite3_stmt *st = NULL;
   if (rc != SQLITE_OK) return rc;
   sqlite3_busy_timeout(c->db, VXK_BUSY_TIMEOUT_MS);
@@ -365,22 +451,28 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
   vxk_cache *c = calloc(1, sizeof *c);
   if (!c) return VXK_ENOMEM;
   c->max_bytes = VXK_DEFAULT_MAX_BYTES;
-  int trust = vxk__trust_dir(dir, 0, errbuf, errcap);
+  int dfd;
+  int trust = vxk__trust_dir(dir, 0, &dfd, errbuf, errcap);
   if (trust != VXK_OK) {
     free(c);
     return trust;
   }
-  char path[4096];
+  if (vxk__after_check) vxk__after_check(dir, vxk__after_check_ud);
+  char path[4096], name[128], note[1200];
   snprintf(path, sizeof path, "%s/cache.db", dir);
-  int rc = vxk__open_schema_ro(c, path, 0);
+  if ((trust = vxk__pin(c, dir, dfd, name, sizeof name, note, sizeof note, errbuf, errcap)) != VXK_OK) {
+    free(c);
+    return trust;
+  }
+  int rc = vxk__open_schema_ro(c, name, 0);
   if (rc != SQLITE_OK && rc != SQLITE_MISMATCH && access(dir, W_OK) != 0) {
     /* A WAL database needs its -shm file even to be read, and a directory
      * we cannot write cannot get one.  Nobody can write the database there
      * either (a writer needs its -wal beside it), so it is read as an
      * immutable file: no locks, no shared memory. */
-    char uri[3 * sizeof path + 32];
+    char uri[3 * sizeof name + 32];
     size_t n = (size_t)snprintf(uri, sizeof uri, "file:");
-    for (const unsigned char *p = (const unsigned char *)path; *p && n + 4 < sizeof uri; p++)
+    for (const unsigned char *p = (const unsigned char *)name; *p && n + 4 < sizeof uri; p++)
       n += (size_t)(isalnum(*p) || strchr("/._-~", *p) ? snprintf(uri + n, sizeof uri - n, "%c", *p)
                                                        : snprintf(uri + n, sizeof uri - n, "%%%02X", *p));
     snprintf(uri + n, sizeof uri - n, "?immutable=1");
@@ -530,6 +622,7 @@ void vxk_close(vxk_cache *c) {
   sqlite3_finalize(c->put_entry);
   sqlite3_finalize(c->put_kernel);
   sqlite3_close(c->db);
+  vxk_pin_close(c->pin); /* after every file of the database is closed */
   free(c);
 }
 

@@ -81,9 +81,16 @@ typedef struct {
 /* Opens (creating as needed, mode 0700) the directory dir and its cache.db,
  * only if nobody else can have written them: dir must be a real directory
  * (not a symbolic link) owned by the effective uid and not writable by
- * group or others, and cache.db and its -wal and -shm files, where they
- * exist, regular files of that uid not writable by group or others
- * (else VXK_EUNTRUSTED, with a message naming the path and the fix).
+ * group or others, every directory above it owned by root or that uid and
+ * not writable by group or others unless sticky (OpenSSH's rule: nobody
+ * else can swap dir for his own), and cache.db and its -wal and -shm
+ * files, where they exist, regular files of that uid not writable by group
+ * or others (else VXK_EUNTRUSTED, with a message naming the path and the
+ * fix).  SQLite then opens every file of the database through the
+ * descriptor of the directory that was checked (vxk_pin.h), on every
+ * connection.  On a network file system (vxk_network_fs) the database
+ * uses a rollback journal instead of SQLite's write-ahead log, whose
+ * shared memory is unsafe there; vxk_open_notice says so.
  * max_bytes bounds the stored bytes (0 = VXK_DEFAULT_MAX_BYTES): least
  * recently used entries are evicted after a put goes over it.  A database
  * file SQLite cannot read is moved aside as cache.db.corrupt and a new one
@@ -101,6 +108,20 @@ void vxk_set_busy_timeout(vxk_cache *c, unsigned ms);
  * could not read was kept as cache.db.corrupt (counted as "corrupt") and a
  * new one started.  Owned by c. */
 const char *vxk_open_notice(const vxk_cache *c);
+
+/* The name of the network or user-space file system of statfs(2) type
+ * f_type (NFS, SMB/CIFS, FUSE, Ceph, AFS, Lustre, GPFS, 9P, ...), where a
+ * cache must not use SQLite's write-ahead log, or NULL for a local one. */
+const char *vxk_network_fs(long f_type);
+
+/* For tests only, process-wide: fn(dir, ud) runs in vxk_open and
+ * vxk_open_readonly between the checks of dir and SQLite's open (where a
+ * swap of dir would race them); NULL: nothing.  Not thread-safe. */
+void vxk_testing_after_check(void (*fn)(const char *dir, void *ud), void *ud);
+
+/* For tests only, process-wide: the statfs(2) type the next opens take
+ * the cache directory's file system to be (0: the real one). */
+void vxk_testing_fs_type(long f_type);
 
 /* Moves dir's damaged database aside: cache.db (and its -wal) renamed to
  * cache.db.corrupt (-wal), kept for inspection and replaced at the next

@@ -351,6 +351,152 @@ Test(cache, a_directory_or_database_others_could_write_is_refused) {
   vxk_close(c);
 }
 
+/* Stores object obj under key in a new cache in directory sub. */
+static void cache_with(const char *sub, const char *key, const char *obj) {
+  vxk_cache *c = NULL;
+  char err[512];
+  cr_assert_eq(vxk_open(sub, 0, &c, err, sizeof err), VXK_OK, "%s", err);
+  vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+  cr_assert_eq(put_entry(c, key, obj, strlen(obj), &in, 1, 0, NULL), VXK_OK);
+  vxk_close(c);
+}
+
+/* The object of key's entry in c, or "" (static). */
+static const char *object_in(vxk_cache *c, const char *key) {
+  static char obj[64];
+  vxt_read e;
+  obj[0] = '\0';
+  if (read_entry(c, key, &e) == VXK_OK) {
+    snprintf(obj, sizeof obj, "%.*s", (int)e.object_size, (const char *)e.object);
+    read_clear(&e);
+  }
+  return obj;
+}
+
+/* Swaps the directory just checked for the one in ud, as another user
+ * could between the check and SQLite's open if he could write a
+ * directory on the way (the ancestors rule forbids that; this is the
+ * second line). */
+static void swap_checked_dir(const char *checked, void *ud) {
+  char aside[300];
+  snprintf(aside, sizeof aside, "%s.checked", checked);
+  cr_assert_eq(rename(checked, aside), 0);
+  cr_assert_eq(rename((const char *)ud, checked), 0);
+}
+
+/* SQLite opens the files of the directory that was checked, through its
+ * descriptor: a directory swapped in after the check (a forged cache) is
+ * never read or written, by the writer or the read-only reader; later
+ * opens check the forged one and take it as what is now there. */
+Test(cache, the_files_sqlite_opens_are_the_checked_directorys) {
+  char mine[256], forged[256], aside[300], key[VXK_KEY_HEX + 1], other[VXK_KEY_HEX + 1], err[512];
+  snprintf(mine, sizeof mine, "%s/mine", dir);
+  snprintf(forged, sizeof forged, "%s/forged", dir);
+  snprintf(aside, sizeof aside, "%s.checked", mine);
+  key_for("pinned", key);
+  key_for("written after the swap", other);
+  for (int readonly = 0; readonly < 2; readonly++) {
+    cache_with(mine, key, "real");
+    cache_with(forged, key, "forged");
+    vxk_testing_after_check(swap_checked_dir, forged);
+    vxk_cache *c = NULL;
+    int rc = readonly ? vxk_open_readonly(mine, &c, err, sizeof err) : vxk_open(mine, 0, &c, err, sizeof err);
+    vxk_testing_after_check(NULL, NULL);
+    cr_assert_eq(rc, VXK_OK, "%s", err);
+    cr_assert_str_eq(object_in(c, key), "real", "the checked directory's entry, not the forged one");
+    if (!readonly) {
+      vxt_kernel in = {"k", (const uint8_t *)"m", 1};
+      cr_assert_eq(put_entry(c, other, "new", 3, &in, 1, 0, NULL), VXK_OK);
+      cr_assert_str_eq(object_in(c, other), "new");
+    }
+    vxk_close(c);
+    /* where the writes went: the checked directory, now at aside */
+    cr_assert_eq(vxk_open_readonly(aside, &c, err, sizeof err), VXK_OK, "%s", err);
+    cr_assert_str_eq(object_in(c, key), "real");
+    cr_assert_str_eq(object_in(c, other), readonly ? "" : "new");
+    vxk_close(c);
+    cr_assert_eq(vxk_open_readonly(mine, &c, err, sizeof err), VXK_OK, "%s", err);
+    cr_assert_str_eq(object_in(c, other), "", "nothing written into the forged cache");
+    vxk_close(c);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", mine, forged, aside);
+    cr_assert_eq(system(cmd), 0);
+  }
+}
+
+/* Every directory above a cache must be one no other user can change
+ * (root's or the user's, not writable by others unless sticky): else
+ * anyone could swap the cache directory for his own. */
+Test(cache, a_cache_under_a_directory_others_can_write_is_refused) {
+  char open_dir[256], sub[300], err[1024];
+  snprintf(open_dir, sizeof open_dir, "%s/shared", dir);
+  cr_assert_eq(mkdir(open_dir, 0700), 0);
+  cr_assert_eq(chmod(open_dir, 0777), 0);
+  snprintf(sub, sizeof sub, "%s/cache", open_dir);
+  vxk_cache *c = NULL;
+  cr_assert_eq(vxk_open(sub, 0, &c, err, sizeof err), VXK_EUNTRUSTED);
+  cr_assert_not_null(strstr(err, open_dir), "names the directory at fault: %s", err);
+  cr_assert_not_null(strstr(err, "sticky"), "%s", err);
+  cr_assert_eq(vxk_open_readonly(sub, &c, err, sizeof err), VXK_EUNTRUSTED, "%s", err);
+  cr_assert_eq(chmod(open_dir, 01777), 0); /* as /tmp: others cannot rename this user's entries */
+  cr_assert_eq(vxk_open(sub, 0, &c, err, sizeof err), VXK_OK, "%s", err);
+  vxk_close(c);
+  cr_assert_eq(chmod(open_dir, 0775), 0); /* its group could */
+  cr_assert_eq(vxk_open(sub, 0, &c, err, sizeof err), VXK_EUNTRUSTED);
+  cr_assert_eq(chmod(open_dir, 0755), 0);
+  cr_assert_eq(vxk_open(sub, 0, &c, err, sizeof err), VXK_OK, "%s", err);
+  vxk_close(c);
+}
+
+/* The journal mode cache.db's header records (bytes 18 and 19: 1 a
+ * rollback journal, 2 WAL). */
+static int journal_mode_of(const char *sub) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/cache.db", sub);
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s", path);
+  uint8_t h[20];
+  cr_assert_eq(fread(h, 1, sizeof h, f), sizeof h);
+  fclose(f);
+  cr_assert_eq(h[18], h[19]);
+  return h[18];
+}
+
+/* On a network file system (NFS, SMB, FUSE, Lustre, GPFS, ...: told by
+ * statfs) a cache runs without SQLite's write-ahead log, unsafe there,
+ * on a rollback journal, and says so; an existing WAL cache is converted
+ * and keeps its entries; a local one stays WAL. */
+Test(cache, a_cache_on_a_network_file_system_uses_a_rollback_journal) {
+  cr_assert_str_eq(vxk_network_fs(0x6969), "NFS");
+  cr_assert_str_eq(vxk_network_fs((long)0xFF534D42ul), "CIFS");
+  cr_assert_str_eq(vxk_network_fs(0x65735546), "FUSE");
+  cr_assert_str_eq(vxk_network_fs(0x0BD00BD0), "Lustre");
+  cr_assert_str_eq(vxk_network_fs(0x47504653), "GPFS");
+  cr_assert_null(vxk_network_fs(0xEF53), "ext4 is local");
+  cr_assert_null(vxk_network_fs(0x01021994), "tmpfs is local");
+  char key[VXK_KEY_HEX + 1];
+  key_for("journal", key);
+  cache_with(dir, key, "kept");
+  cr_assert_eq(journal_mode_of(dir), 2, "WAL on a local file system");
+  vxk_testing_fs_type(0x6969);
+  vxk_cache *c = open_cache(0);
+  vxk_testing_fs_type(0);
+  const char *notice = vxk_open_notice(c);
+  cr_assert(notice && strstr(notice, "network file system (NFS)") && strstr(notice, "rollback journal"),
+            "said: %s", notice ? notice : "(nothing)");
+  cr_assert_str_eq(object_in(c, key), "kept");
+  vxk_close(c);
+  cr_assert_eq(journal_mode_of(dir), 1, "a rollback journal on NFS");
+  char wal[160];
+  snprintf(wal, sizeof wal, "%s/cache.db-wal", dir);
+  struct stat st;
+  cr_assert_neq(stat(wal, &st), 0, "no -wal file left");
+  c = open_cache(0);
+  cr_assert_null(vxk_open_notice(c));
+  vxk_close(c);
+  cr_assert_eq(journal_mode_of(dir), 2, "WAL again on a local file system");
+}
+
 /* Fills a cache in sub, makes sub read-only, reads the entry back through
  * vxk_open_readonly.  0 on success, else the step that failed. */
 static int read_only_directory_case(const char *sub) {
