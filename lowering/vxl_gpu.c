@@ -610,6 +610,17 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
                      fname.data, (long)i, k->arg_types[i]);
         free(ins);
         return -EINVAL;
+      } else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) > 64) {
+        /* a host passes a scalar by address; no host type holds more than
+         * 64 bits of it that a launch could copy (i128 is not a C type a
+         * kernel argument can have) */
+        MlirValue arg = mlirBlockIsNull(entry) ? (MlirValue){NULL} : mlirBlockGetArgument(entry, i);
+        vxl__diag_at(
+            rw->d, mlirValueIsNull(arg) ? loc : mlirValueGetLocation(arg),
+            "unsupported: kernel @%.*s argument %ld of type %s: a scalar argument has at most 64 bits",
+            (int)fname.length, fname.data, (long)i, k->arg_types[i]);
+        free(ins);
+        return -EINVAL;
       }
     }
   }

@@ -719,6 +719,9 @@ int vxp_kernel_check(const vxp_kernel *k) {
     if (a->size != vxp__arg_type_size(a, xlen) ||
         (a->kind == VXP_ARG_POINTER) != (a->type[0] == 'm' || a->type[0] == '!'))
       return VXP_ELAYOUT;
+    /* a scalar is at most 64 bits (what the lowering takes): a launch
+     * copies that many bytes from the host's value, never more */
+    if (a->kind != VXP_ARG_POINTER && a->size > VXP_MAX_SCALAR_SIZE) return VXP_ELAYOUT;
     if (!vxp__pow2(a->align) || a->align > VXP_MAX_ARG_ALIGN || a->offset % a->align || a->size == 0 ||
         (uint64_t)a->offset + a->size > k->args_size)
       return VXP_ELAYOUT;

@@ -188,13 +188,15 @@ uint32_t vxp_launch_header_size(const vxp_kernel *ks, uint32_t n);
 #define VXP_MAX_KERNELS 65536u         /* kernels per response */
 #define VXP_MAX_BUFFER_SIZE (1u << 20) /* argument buffer (bytes) */
 #define VXP_MAX_ARG_ALIGN 4096u        /* an argument's alignment (bytes) */
+#define VXP_MAX_SCALAR_SIZE 8u         /* a scalar argument's size (bytes): 64 bits */
 #define VXP_MAX_LOCAL_BYTES (1u << 30) /* shared memory a record may ask a block for */
 
 /* Checks that k's layout is one a packer can trust: nargs <= VXP_MAX_ARGS;
  * vortex_abi 0, 2 or 3 and xlen 0, 32 or 64; every argument's size exactly
  * what its type has on the target (iN: ceil(N/8), index and f32 4, f16 2,
  * f64 8, memref and !llvm.ptr a device pointer of xlen / 8 bytes; any
- * other type refused), so that a packer, which
+ * other type refused), and a scalar's at most VXP_MAX_SCALAR_SIZE (the
+ * widest host value a launch copies from), so that a packer, which
  * copies that many bytes from the caller's value, never reads past a host
  * variable of the type; its kind pointer exactly for memref and !llvm.ptr;
  * its alignment a power of two <= VXP_MAX_ARG_ALIGN, its

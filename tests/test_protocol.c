@@ -672,6 +672,13 @@ Test(protocol, an_argument_size_is_bounded_by_its_type) {
       {"i32", 4, 4, VXP_ARG_POINTER, 0},
       {"vector<4xf32>", 16, 16, VXP_ARG_SCALAR, 0},
       {"i99999999", 12500000, 4, VXP_ARG_SCALAR, 0},
+      /* consistent with their types, but wider than any host value a
+       * launch copies from: refused */
+      {"i8000000", 1000000, 8, VXP_ARG_SCALAR, 0},
+      {"i512", 64, 8, VXP_ARG_SCALAR, 0},
+      {"i128", 16, 16, VXP_ARG_SCALAR, 0},
+      {"i65", 9, 8, VXP_ARG_SCALAR, 0},
+      {"i64", 8, 8, VXP_ARG_SCALAR, 1},
       {"i", 1, 1, VXP_ARG_SCALAR, 0},
       {"i08", 1, 1, VXP_ARG_SCALAR, 0},
       {"", 4, 4, VXP_ARG_SCALAR, 0},
