@@ -16,10 +16,16 @@
 int main(int argc, char **argv) {
   if (argc < 5) return 64;
   static char src[1 << 16];
-  size_t len = bench_read_file(argv[1], src, sizeof src);
-  if (!len) return 2;
   int32_t n = atoi(argv[2]);
   int launches = atoi(argv[3]), nk = argc - 4;
+  /* what the host lowering puts before the module's text: each kernel's
+   * host argument line (out, n) */
+  size_t len = 0;
+  for (int k = 0; k < nk && len < 4096; k++)
+    len += (size_t)snprintf(src + len, 4096 - len, "// vortexd-host-args: %s m1 s4\n", argv[4 + k]);
+  size_t text = bench_read_file(argv[1], src + len, sizeof src - len - 1);
+  if (!text || len >= 4096) return 2;
+  len += text;
   int32_t *out = mgpuMemAlloc((uint64_t)n * 4, NULL, false);
   void *m = mgpuModuleLoad(src, len);
   void **fn = calloc((size_t)nk, sizeof *fn);

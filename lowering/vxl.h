@@ -345,6 +345,18 @@ void vxl_result_clear(vxl_result *res);
  * the text without a key. */
 typedef int (*vxl_module_key_fn)(void *ud, const char *text, size_t len, char key[65]);
 
+/* The lines a gpu.binary's object begins with, before the module's text
+ * (which is what the key covers): "// vortexd-key: KEY" when key_of gives
+ * one, then per kernel VXL_HOST_ARGS_TAG, its name (bytes outside
+ * [A-Za-z0-9_.$-] as %XX) and per argument " m<rank>" (a ranked memref:
+ * its descriptor's 3 + 2 x rank 8-byte fields), " p" (a pointer), " s<n>"
+ * (a scalar of n bytes on the host; index is 8) or " ?" (any other type),
+ * ending in a newline: what the host passes for each argument of a launch
+ * (gpu-to-llvm passes every parameter by address), which the runtime
+ * compares with the kernel's record before it packs anything, so that it
+ * never reads more from a host value than the host's own type holds. */
+#define VXL_HOST_ARGS_TAG "// vortexd-host-args: "
+
 /* A program's host side, lowered. */
 typedef struct {
   int ok;
@@ -361,7 +373,8 @@ typedef struct {
  * gpu.binary whose one object (#gpu.object<#nvvm.target, bin = ...>, the
  * target attribute whose upstream offloading handler loads objects with
  * mgpuModuleLoad) holds the module's MLIR text, preceded by a line
- * "// vortexd-key: KEY" when key_of gives one; then VXL_PIPELINE_HOST turns
+ * "// vortexd-key: KEY" when key_of gives one and the kernels' host
+ * argument lines (VXL_HOST_ARGS_TAG); then VXL_PIPELINE_HOST turns
  * the rest into the LLVM dialect and calls of the MLIR GPU runtime ABI
  * (libvortexd_runtime implements it).  Always fills *res (clear with
  * vxl_host_result_clear).  Returns 0 or -ENOMEM. */

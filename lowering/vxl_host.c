@@ -39,6 +39,56 @@ static void vxl__append_escaped(vxl__buf *b, const char *s, size_t n) {
   }
 }
 
+/* Appends to b, for every kernel of gpu.module gm, the line the runtime
+ * checks a launch's arguments against (VXL_HOST_ARGS_TAG): the kernel's
+ * name, then per argument what the host passes for it as gpu-to-llvm
+ * lowers a launch, each parameter by address: "m<rank>" a ranked memref
+ * (its descriptor's 3 + 2 x rank 8-byte fields), "p" a pointer, "s<n>" a
+ * scalar of n bytes (its store size on the host: index is i64), "?" any
+ * other type (no launch of it is packed).  The name's bytes outside
+ * [A-Za-z0-9_.$-] are written %XX. */
+static void vxl__host_args_lines(MlirOperation gm, vxl__buf *b) {
+  MlirBlock gb = mlirRegionGetFirstBlock(mlirOperationGetRegion(gm, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(gb); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f)) {
+    if (!vxl__streq(vxl__op_name(f), "gpu.func") ||
+        mlirAttributeIsNull(mlirOperationGetAttributeByName(f, vxl__str("gpu.kernel"))))
+      continue;
+    MlirStringRef name =
+        mlirStringAttrGetValue(mlirOperationGetAttributeByName(f, mlirSymbolTableGetSymbolAttributeName()));
+    MlirType fty = mlirTypeAttrGetValue(mlirOperationGetAttributeByName(f, vxl__str("function_type")));
+    vxl__buf_append(vxl__str(VXL_HOST_ARGS_TAG), b);
+    for (size_t i = 0; i < name.length; i++) { /* a name has no space: %XX for anything unusual */
+      unsigned char ch = (unsigned char)name.data[i];
+      char e[4];
+      if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+          strchr("_.$-", ch))
+        snprintf(e, sizeof e, "%c", ch);
+      else
+        snprintf(e, sizeof e, "%%%02X", ch);
+      vxl__buf_append(vxl__str(e), b);
+    }
+    for (intptr_t i = 0; i < mlirFunctionTypeGetNumInputs(fty); i++) {
+      MlirType t = mlirFunctionTypeGetInput(fty, i);
+      char d[32];
+      if (mlirTypeIsAMemRef(t))
+        snprintf(d, sizeof d, " m%ld", (long)mlirShapedTypeGetRank(t));
+      else if (mlirTypeIsALLVMPointerType(t))
+        snprintf(d, sizeof d, " p");
+      else if (mlirTypeIsAIndex(t))
+        snprintf(d, sizeof d, " s8");
+      else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) <= 64)
+        snprintf(d, sizeof d, " s%u", (mlirIntegerTypeGetWidth(t) + 7) / 8);
+      else if (mlirTypeIsAFloat(t) && mlirFloatTypeGetWidth(t) <= 64)
+        snprintf(d, sizeof d, " s%u", (mlirFloatTypeGetWidth(t) + 7) / 8);
+      else
+        snprintf(d, sizeof d, " ?");
+      vxl__buf_append(vxl__str(d), b);
+    }
+    vxl__append_escaped(b, "\n", 1);
+  }
+}
+
 /* Replaces gpu.module gm (in top's body) with a gpu.binary of the same
  * name holding the module's text.  Returns 0, -EINVAL, -ENOMEM. */
 static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_key_fn key_of, void *key_ud,
@@ -68,6 +118,7 @@ static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_k
     snprintf(line, sizeof line, "// vortexd-key: %s\n", key);
     vxl__append_escaped(&bin, line, strlen(line));
   }
+  vxl__host_args_lines(gm, &bin);
   vxl__append_escaped(&bin, text.p, text.n);
   vxl__buf_append(vxl__str("\">]\n}\n"), &bin);
   free(text.p);

@@ -45,8 +45,25 @@ typedef struct {
 } memref1d;
 
 static vxt_daemon d;
-static char *saxpy;
-static size_t saxpy_len;
+static char *saxpy, *saxpy_blob; /* the module's text; what the host lowering makes of it */
+static size_t saxpy_len, saxpy_blob_len;
+
+/* SAXPY_ARGS: what the host passes for saxpy (n, a, x, y), as the host
+ * lowering's argument line says it (lowering/vxl.h, VXL_HOST_ARGS_TAG). */
+#define SAXPY_ARGS "// vortexd-host-args: saxpy s4 s4 m1 m1\n"
+
+/* What the host lowering puts in a gpu.binary for a module of text (n
+ * bytes): header lines, then the text.  malloc(); *len bytes. */
+static char *blob(const char *header, const char *text, size_t n, size_t *len) {
+  size_t h = strlen(header);
+  char *b = malloc(h + n + 1);
+  cr_assert_not_null(b);
+  memcpy(b, header, h);
+  memcpy(b + h, text, n);
+  b[h + n] = '\0';
+  *len = h + n;
+  return b;
+}
 
 static void start(void) {
   cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
@@ -55,11 +72,13 @@ static void start(void) {
   setenv("VORTEXD_RUNTIME_ERRORS", "return", 1); /* failures are checked here, not exits */
   saxpy = vxt_read_file(VXT_EXAMPLES_DIR "/saxpy.mlir", &saxpy_len);
   cr_assert_not_null(saxpy);
+  saxpy_blob = blob(SAXPY_ARGS, saxpy, saxpy_len, &saxpy_blob_len);
 }
 
 static void stop(void) {
   if (d.pid > 0) vxt_daemon_stop(&d);
   free(saxpy);
+  free(saxpy_blob);
 }
 
 TestSuite(runtime, .init = start, .fini = stop, .timeout = 120);
@@ -84,7 +103,7 @@ Test(runtime, host_registered_memrefs_round_trip_through_a_launch) {
   memref1d mx = {x, x, 0, N, 1}, my = {y, y, 3, N, 1};
   mgpuMemHostRegisterMemRef(1, &mx, 4);
   mgpuMemHostRegisterMemRef(1, &my, 4);
-  void *m = mgpuModuleLoad(saxpy, saxpy_len);
+  void *m = mgpuModuleLoad(saxpy_blob, saxpy_blob_len);
   cr_assert_not_null(m, "the module loads through vortexd");
   void *fn = mgpuModuleGetFunction(m, "saxpy");
   cr_assert_not_null(fn);
@@ -106,7 +125,7 @@ Test(runtime, adjacent_registered_memrefs_stay_apart) {
   memref1d mx = {x, x, 0, N, 1}, my = {y, y, 0, N, 1};
   mgpuMemHostRegisterMemRef(1, &mx, 4);
   mgpuMemHostRegisterMemRef(1, &my, 4);
-  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy_blob, saxpy_blob_len), "saxpy");
   cr_assert_not_null(fn);
   launch_saxpy(fn, N, 3.0f, &mx, &my);
   for (int i = 0; i < N; i++) {
@@ -145,7 +164,10 @@ Test(runtime, module_variables_carry_from_one_launch_to_the_next) {
   int32_t *out = mgpuMemAlloc(2 * sizeof *out, NULL, false);
   cr_assert_not_null(out);
   memref1d m = {(float *)out, (float *)out, 0, 2, 1};
-  void *mod = mgpuModuleLoad((void *)counter_module, sizeof counter_module - 1);
+  size_t clen;
+  char *cblob = blob("// vortexd-host-args: bump m1\n// vortexd-host-args: peek m1\n", counter_module,
+                     sizeof counter_module - 1, &clen);
+  void *mod = mgpuModuleLoad(cblob, clen);
   void *bump = mgpuModuleGetFunction(mod, "bump"), *peek = mgpuModuleGetFunction(mod, "peek");
   cr_assert(bump && peek);
   void *p[] = {&m.allocated, &m.aligned, &m.offset, &m.size, &m.stride};
@@ -158,6 +180,68 @@ Test(runtime, module_variables_carry_from_one_launch_to_the_next) {
   cr_assert_eq(out[0], 44);
   mgpuLaunchKernel(peek, 1, 1, 1, 1, 1, 1, 0, NULL, p, NULL, 5); /* the first device, behind by one */
   cr_assert_eq(out[1], 44, "the first device was given the newer count: %d", out[1]);
+  free(cblob);
+}
+
+/* A kernel whose record does not match what the host passes (a record
+ * from a forged cache entry: a scalar wider than the host's value, a
+ * memref of another rank, another argument count), or a module whose host
+ * object gives no argument types, is never launched: nothing is read from
+ * the host's values, and the refusal says which argument. */
+Test(runtime, a_launch_reads_no_more_than_the_hosts_own_values) {
+  static const char wide[] = "module attributes {gpu.container_module} {\n"
+                             "  gpu.module @kernels {\n"
+                             "    gpu.func @put(%v: i64, %out: memref<?xi64>) kernel {\n"
+                             "      %c0 = arith.constant 0 : index\n"
+                             "      memref.store %v, %out[%c0] : memref<?xi64>\n"
+                             "      gpu.return\n    }\n  }\n}\n";
+  static const struct {
+    const char *header, *says;
+  } cases[] = {
+      {"// vortexd-host-args: put s8 m1\n", NULL},
+      {"// vortexd-host-args: put s4 m1\n", "argument 0 of kernel put"},
+      {"// vortexd-host-args: put s8 m2\n", "argument 1 of kernel put"},
+      {"// vortexd-host-args: put s8\n", "kernel put takes 2 arguments, the program passes 1"},
+      {"", "gives no host argument types for kernel put"},
+  };
+  char log[300];
+  snprintf(log, sizeof log, "%.200s/stderr.log", d.dir);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int64_t *out = mgpuMemAlloc(sizeof *out, NULL, false);
+    cr_assert_not_null(out);
+    *out = 0;
+    struct {
+      int64_t *allocated, *aligned;
+      int64_t offset, size, stride;
+    } m = {out, out, 0, 1, 1};
+    int64_t v = 0x1122334455667788;
+    size_t len;
+    char *b = blob(cases[i].header, wide, sizeof wide - 1, &len);
+    void *fn = mgpuModuleGetFunction(mgpuModuleLoad(b, len), "put");
+    cr_assert_not_null(fn);
+    void *p[] = {&v, &m.allocated, &m.aligned, &m.offset, &m.size, &m.stride};
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    mgpuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, p, NULL, 6);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    size_t n = 0;
+    char *said = vxt_read_file(log, &n);
+    cr_assert_not_null(said);
+    if (!cases[i].says) {
+      cr_assert_eq(*out, v, "a matching launch ran: %s", said);
+    } else {
+      cr_assert_eq(*out, 0, "case %zu: nothing ran", i);
+      cr_assert_not_null(strstr(said, cases[i].says), "case %zu: %s", i, said);
+    }
+    free(said);
+    free(b);
+    mgpuMemFree(out, NULL);
+  }
 }
 
 Test(runtime, device_memory_persists_across_launches_and_loads_hit) {
@@ -172,7 +256,7 @@ Test(runtime, device_memory_persists_across_launches_and_loads_hit) {
   memset(h, 0, sizeof h);
   mgpuMemcpy(dy, h, sizeof h, NULL);
   memref1d mx = {dx, dx, 0, N, 1}, my = {dy, dy, 0, N, 1};
-  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy_blob, saxpy_blob_len), "saxpy");
   for (int rep = 0; rep < 3; rep++) /* y += 1 * x, three times, in device memory */
     launch_saxpy(fn, N, 1.0f, &mx, &my);
   mgpuMemcpy(h, dy, sizeof h, NULL);
@@ -181,7 +265,7 @@ Test(runtime, device_memory_persists_across_launches_and_loads_hit) {
   /* the same module text again: served by the process, no daemon needed */
   cr_assert_eq(vxt_daemon_stop(&d), 0);
   d.pid = 0;
-  cr_assert_not_null(mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy"));
+  cr_assert_not_null(mgpuModuleGetFunction(mgpuModuleLoad(saxpy_blob, saxpy_blob_len), "saxpy"));
   mgpuMemFree(dx, NULL);
   mgpuMemFree(dy, NULL);
 }
@@ -194,8 +278,11 @@ Test(runtime, kept_devices_start_every_launch_clean) {
   size_t len = 0;
   char *two = vxt_read_file(VXT_EXAMPLES_DIR "/two_kernels.mlir", &len);
   cr_assert_not_null(two);
-  void *fill = mgpuModuleGetFunction(mgpuModuleLoad(two, len), "fill");
-  void *sax = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  size_t tlen;
+  char *tblob = blob("// vortexd-host-args: fill s4 m1 s8\n// vortexd-host-args: transpose_add m2 m2 s8\n",
+                     two, len, &tlen);
+  void *fill = mgpuModuleGetFunction(mgpuModuleLoad(tblob, tlen), "fill");
+  void *sax = mgpuModuleGetFunction(mgpuModuleLoad(saxpy_blob, saxpy_blob_len), "saxpy");
   cr_assert(fill && sax);
   float *dx = mgpuMemAlloc(N * sizeof(float), NULL, false),
         *dy = mgpuMemAlloc(N * sizeof(float), NULL, false);
@@ -219,13 +306,14 @@ Test(runtime, kept_devices_start_every_launch_clean) {
   mgpuMemFree(dx, NULL);
   mgpuMemFree(dy, NULL);
   free(two);
+  free(tblob);
 }
 
 /* What the host lowering puts in a gpu.binary: the key line, then the text. */
 static char *with_key(const char *key, size_t *len) {
   char *t = NULL;
   FILE *f = open_memstream(&t, len);
-  fprintf(f, "// vortexd-key: %s\n%s", key, saxpy);
+  fprintf(f, "// vortexd-key: %s\n" SAXPY_ARGS "%s", key, saxpy);
   fclose(f);
   return t;
 }
@@ -263,7 +351,7 @@ Test(runtime, without_a_daemon_the_cache_is_read_directly_else_a_clear_error) {
   memset(other, 'a', 64);
   other[64] = '\0';
   char *t2 = with_key(other, &len);
-  t2[strlen("// vortexd-key: ") + 64 + 1] = ' '; /* another text, so not the one loaded */
+  t2[len - 2] = ' '; /* another text, so not the one loaded */
   cr_assert_null(mgpuModuleLoad(t2, len));
   free(t2);
 }
@@ -768,7 +856,7 @@ static void *saxpy_loaded(float *x, float *y, int n, memref1d *mx, memref1d *my)
   *my = (memref1d){y, y, 0, n, 1};
   mgpuMemHostRegisterMemRef(1, mx, 4);
   mgpuMemHostRegisterMemRef(1, my, 4);
-  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy, saxpy_len), "saxpy");
+  void *fn = mgpuModuleGetFunction(mgpuModuleLoad(saxpy_blob, saxpy_blob_len), "saxpy");
   cr_assert_not_null(fn);
   return fn;
 }
@@ -862,7 +950,11 @@ static void fill_twice_through_vortex(int abi, int wide, int daemon_links) {
   float *out = calloc(N, sizeof *out);
   memref1d m = {out, out, 0, N, 1};
   mgpuMemHostRegisterMemRef(1, &m, 4);
-  void *mod = mgpuModuleLoad((void *)fill_twice, sizeof fill_twice - 1);
+  size_t flen;
+  char *fblob = blob("// vortexd-host-args: fill s4 m1 s8\n// vortexd-host-args: twice m1 s8\n", fill_twice,
+                     sizeof fill_twice - 1, &flen);
+  void *mod = mgpuModuleLoad(fblob, flen);
+  free(fblob);
   void *fill = mgpuModuleGetFunction(mod, "fill"), *twice = mgpuModuleGetFunction(mod, "twice");
   cr_assert(fill && twice);
   float v = 1.25f;

@@ -4,15 +4,21 @@
  * runtime wrappers export them) for Vortex, with kernels from vortexd.
  *
  * mgpuModuleLoad receives what the host lowering put in the gpu.binary: a
- * gpu.module's MLIR text, optionally preceded by a comment line
- * "// vortexd-key: <64 hex digits>" (the cache key vortexd gave it).  The
+ * gpu.module's MLIR text, preceded by comment lines: optionally
+ * "// vortexd-key: <64 hex digits>" (the cache key vortexd gave it), then
+ * one "// vortexd-host-args: KERNEL ARG..." per kernel, what the host
+ * passes for each argument (the lowering's VXL_HOST_ARGS_TAG).  The
  * first load of a text asks the daemon (a compile on a miss, a hit after);
  * later loads of the same text in the process touch no socket.  When no
  * daemon answers, the entry is read from the cache directory directly
  * (read-only) by that key; with neither, the load fails with a message
  * and the program's launches of it fail.
  *
- * mgpuLaunchKernel maps the host's parameters - each memref as its
+ * mgpuLaunchKernel first compares the kernel's record with the host's
+ * argument line: the same arguments, each memref of the same rank, each
+ * scalar no wider on the device than the host's value (a record from a
+ * shared cache may be forged; nothing is read from the host beyond its own
+ * values).  It then maps the host's parameters - each memref as its
  * expanded descriptor (allocated, aligned, offset, sizes, strides), each
  * scalar by address - to the kernel's argument buffer with the metadata
  * vortexd returned (libvxc's vxc_pack_args; a memref becomes the 32-bit
@@ -47,6 +53,14 @@
 #define VXR_ARENA_DEFAULT (64u << 20)
 #define VXR_ALIGN 64u
 
+/* What the host passes for each argument of a kernel (its host argument
+ * line): kind 'm' a ranked memref of rank value, 'p' a pointer, 's' a
+ * scalar of value bytes, '?' another type. */
+typedef struct {
+  char kind;
+  uint32_t value;
+} vxr_host_arg;
+
 typedef struct vxr_function vxr_function;
 
 typedef struct vxr_module {
@@ -59,7 +73,8 @@ typedef struct vxr_module {
   uint8_t **elf;           /* linked images, built on first launch: one per
                               kernel, or the module's one (elf[0]) */
   size_t *elf_size;
-  uint64_t *image_id; /* each image's vxr_launch.image_id */
+  uint64_t *image_id;      /* each image's vxr_launch.image_id */
+  vxr_host_arg *host_args; /* every host argument line's arguments (functions[].host point in) */
   int refs;
   struct vxr_module *next;
 } vxr_module;
@@ -67,6 +82,8 @@ typedef struct vxr_module {
 struct vxr_function {
   vxr_module *m;
   uint32_t kernel;
+  vxr_host_arg *host; /* its host argument line; NULL: the module has none for it */
+  uint32_t nhost;
 };
 
 typedef struct vxr_region {
@@ -225,18 +242,146 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
   return rc;
 }
 
+/* The header lines of a module's text (the key's, then the host argument
+ * lines; see the file comment, and the lowering's VXL_HOST_ARGS_TAG). */
+#define VXR_KEY_TAG "// vortexd-key: "
+#define VXR_HOST_ARGS_TAG "// vortexd-host-args: "
+
+/* Where the module's own text begins in text (size bytes), after its
+ * header lines; the key of its key line into key ("" without one). */
+static size_t vxr__header(const char *text, size_t size, char key[65]) {
+  size_t at = 0;
+  key[0] = '\0';
+  for (;;) {
+    const char *nl = memchr(text + at, '\n', size - at), *line = text + at;
+    if (!nl) break;
+    size_t len = (size_t)(nl - line), kt = sizeof VXR_KEY_TAG - 1, ht = sizeof VXR_HOST_ARGS_TAG - 1;
+    if (at == 0 && len == kt + 64 && memcmp(line, VXR_KEY_TAG, kt) == 0) {
+      memcpy(key, line + kt, 64);
+      key[64] = '\0';
+    } else if (!(len >= ht && memcmp(line, VXR_HOST_ARGS_TAG, ht) == 0)) {
+      break;
+    }
+    at += len + 1;
+  }
+  return at;
+}
+
+/* One host argument token ("m<rank>", "p", "s<bytes>", "?") of [s, e)
+ * into *a; 0, or -1 for anything else. */
+static int vxr__host_token(const char *s, const char *e, vxr_host_arg *a) {
+  a->kind = *s, a->value = 0;
+  if ((*s == 'p' || *s == '?') && e == s + 1) return 0;
+  if ((*s != 'm' && *s != 's') || e == s + 1 || e - s > 3) return -1;
+  for (const char *p = s + 1; p < e; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    a->value = a->value * 10 + (uint32_t)(*p - '0');
+  }
+  return (*s == 's' && (a->value < 1 || a->value > 8)) || (*s == 'm' && a->value > 64) ? -1 : 0;
+}
+
+/* Reads the host argument lines of header [text, text + len) and hands
+ * each kernel of m its line (matched by name as mgpuModuleGetFunction
+ * matches).  0, or -1 for a line that is not one (said), -ENOMEM. */
+static int vxr__bind_host_args(vxr_module *m, const char *text, size_t len) {
+  const size_t ht = sizeof VXR_HOST_ARGS_TAG - 1;
+  size_t tokens = 0;
+  for (size_t i = 0; i < len; i++)
+    tokens += text[i] == ' ';
+  if (!(m->host_args = calloc(tokens ? tokens : 1, sizeof *m->host_args))) return -ENOMEM;
+  size_t used = 0;
+  for (const char *line = text; line < text + len;) {
+    const char *end = memchr(line, '\n', (size_t)(text + len - line));
+    if (!end) break;
+    if ((size_t)(end - line) < ht || memcmp(line, VXR_HOST_ARGS_TAG, ht) != 0) {
+      line = end + 1;
+      continue;
+    }
+    const char *p = line + ht, *sp = memchr(p, ' ', (size_t)(end - p));
+    const char *name_end = sp ? sp : end;
+    char name[256];
+    size_t n = 0;
+    int bad = name_end == p;
+    for (const char *q = p; !bad && q < name_end; q++) { /* %XX decoded */
+      unsigned v;
+      if (*q == '%' && name_end - q >= 3 && sscanf(q + 1, "%2x", &v) == 1)
+        name[n] = (char)v, q += 2;
+      else
+        name[n] = *q;
+      bad = ++n >= sizeof name - 1 || name[n - 1] == '\0';
+    }
+    name[n] = '\0';
+    vxr_host_arg *args = m->host_args + used;
+    uint32_t nargs = 0;
+    for (const char *t = name_end; !bad && t < end;) {
+      const char *te = memchr(t + 1, ' ', (size_t)(end - t - 1));
+      if (!te) te = end;
+      bad = *t != ' ' || nargs >= VXP_MAX_ARGS || vxr__host_token(t + 1, te, &args[nargs]) != 0;
+      nargs++, t = te;
+    }
+    if (bad) {
+      vxr__fail("the module's host argument line \"%.*s\" is not one (a damaged host object?)",
+                (int)((end - line) < 200 ? end - line : 200), line);
+      return -1;
+    }
+    used += nargs;
+    for (uint32_t i = 0; i < m->r.nkernels; i++) {
+      const char *kn = m->r.kernels[i].name, *q = strstr(kn, "::");
+      if (strcmp(kn, name) == 0 || (q && strcmp(q + 2, name) == 0))
+        m->functions[i].host = args, m->functions[i].nhost = nargs;
+    }
+    line = end + 1;
+  }
+  return 0;
+}
+
+/* Whether kernel k's record takes what the host passes (f's host argument
+ * line): the same arguments, a memref of the same rank for each memref,
+ * a pointer for each pointer, and for each scalar no more bytes than the
+ * host's value holds.  0, or -1 with a message in err. */
+static int vxr__args_match(const vxr_function *f, const vxp_kernel *k, char *err, size_t errcap) {
+  if (!f->host) {
+    snprintf(err, errcap,
+             "the program's host object gives no host argument types for kernel %s (made before vortexd "
+             "wrote them: compile its host side again)",
+             k->name);
+    return -1;
+  }
+  if (f->nhost != k->nargs) {
+    snprintf(err, errcap, "kernel %s takes %u arguments, the program passes %u", k->name, k->nargs, f->nhost);
+    return -1;
+  }
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    const vxp_arg *a = &k->args[i];
+    const vxr_host_arg *h = &f->host[i];
+    int ok = a->kind == VXP_ARG_POINTER
+                 ? (a->elem_size ? h->kind == 'm' && h->value == a->rank : h->kind == 'p')
+                 : h->kind == 's' && a->size <= h->value;
+    if (!ok) {
+      snprintf(err, errcap,
+               "argument %u of kernel %s: the kernel's record (%s, %u bytes) does not match what the program "
+               "passes (%s%u)",
+               i, k->name, a->type, a->size,
+               h->kind == 'm'   ? "memref of rank "
+               : h->kind == 'p' ? "a pointer"
+               : h->kind == 's' ? "bytes: "
+                                : "?",
+               h->kind == 'p' || h->kind == '?' ? 0 : h->value);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Compiles (or fetches) text through the daemon into r; falls back to the
  * cache by the key line.  Returns 0 or a negative errno / project code
  * (said through vxr__fail). */
 static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
-  static const char tag[] = "// vortexd-key: ";
-  /* the key line is not part of the module: vortexd keyed the text after it */
-  const char *body = text;
-  size_t body_size = size;
-  if (size > sizeof tag + 64 && memcmp(text, tag, sizeof tag - 1) == 0 && text[sizeof tag - 1 + 64] == '\n') {
-    body = text + sizeof tag + 64;
-    body_size = size - (sizeof tag + 64);
-  }
+  /* the header lines are not part of the module: vortexd keyed the text after them */
+  char header_key[65];
+  size_t at = vxr__header(text, size, header_key);
+  const char *body = text + at;
+  size_t body_size = size - at;
   vxc_conn *c = NULL;
   const char *spawn = getenv("VORTEXD_RUNTIME_SPAWN");
   int rc = spawn && *spawn == '1' ? vxc_connect_or_spawn(NULL, NULL, 15000, &c) : vxc_connect(NULL, &c);
@@ -253,12 +398,7 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
       return -EINVAL;
     }
   }
-  if (body != text) {
-    char key[65];
-    memcpy(key, text + sizeof tag - 1, 64);
-    key[64] = '\0';
-    if (vxk_key_valid(key)) return vxr__from_cache(key, r);
-  }
+  if (header_key[0] && vxk_key_valid(header_key)) return vxr__from_cache(header_key, r);
   vxr__fail("no vortexd answers (%s) and the module carries no cache key", vxp_strerror(rc));
   return rc ? rc : -ENOENT;
 }
@@ -292,7 +432,17 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
       } else {
         m->start = vxp_image_entry(m->r.kernels, m->r.nkernels);
         for (uint32_t i = 0; i < m->r.nkernels; i++)
-          m->functions[i] = (vxr_function){m, i};
+          m->functions[i] = (vxr_function){m, i, NULL, 0};
+        char key[65];
+        if (vxr__bind_host_args(m, data, vxr__header(data, gpuBlobSize, key)) != 0) {
+          vxp_response_clear(&m->r);
+          free(m->elf), free(m->elf_size), free(m->image_id), free(m->functions), free(m->host_args);
+          free(m);
+          m = NULL;
+          pthread_mutex_unlock(&vxr.mu);
+          vxr__maybe_exit();
+          return NULL;
+        }
         m->refs = 1;
         m->next = vxr.modules;
         vxr.modules = m;
@@ -340,6 +490,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
   pthread_mutex_lock(&vxr.mu);
   const vxp_kernel *k = &f->m->r.kernels[f->kernel];
   char err[4096] = "";
+  vxr__args_match(f, k, err, sizeof err); /* nothing is read from the host unless it matches */
   const void **values = calloc(k->nargs ? k->nargs : 1, sizeof *values);
   /* device addresses, as wide as a register of the kernel's target can
    * hold (vxc_pack_args copies the record's size: 4 or 8 bytes) */
