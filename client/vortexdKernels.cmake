@@ -1,15 +1,20 @@
-# vortexd_add_kernels(TARGET FILES a.mlir b.cu ... [WARP_SIZE N] [OPT_LEVEL N]
+# vortexd_add_kernels(NAME FILES a.mlir b.cu ... [TARGET vortex2-rv32|vortex2-rv64|vortex3-rv32|vortex3-rv64]
+#                     [WARP_SIZE N] [OPT_LEVEL N] [FLAGS vxc-compile-flags...]
 #                     [OUTPUT_DIRECTORY DIR] [CGEIST PROGRAM] [CGEIST_FLAGS ...])
 #
 # Compiles each GPU-dialect MLIR file through `vxc compile` (the installed
 # vortexd::vxc_cli, which starts a vortexd when none runs) into one Vortex
 # object per file, DIR/<file name without .mlir>.o (default DIR:
-# ${CMAKE_CURRENT_BINARY_DIR}/TARGET.kernels).  Each object is rebuilt when
+# ${CMAKE_CURRENT_BINARY_DIR}/NAME.kernels), for the device TARGET (vxc's
+# --target; default: the configuration's `target`), WARP_SIZE threads per
+# warp (--warp-size), OPT_LEVEL (-O), with FLAGS added to vxc compile's
+# command line as they are (--shuffle-insns, ...); each request carries
+# them, so whatever daemon answers compiles exactly that.  Each object is rebuilt when
 # its source changes, and only then; an unchanged source compiled again (a
 # clean build directory, another checkout) is a cache hit in the daemon.
 #
 # The objects are RISC-V code for the device, not for the host: they become
-# the sources of TARGET, a custom target (created when missing; built by
+# the sources of NAME, a custom target (created when missing; built by
 # `all`), and are listed in its VORTEXD_KERNEL_OBJECTS property, from where
 # a rule links them into a device image or installs them:
 #   get_target_property(objs device_kernels VORTEXD_KERNEL_OBJECTS)
@@ -23,8 +28,8 @@
 # rebuilt when the file changes; cgeist's own header dependencies are not
 # tracked.
 function(vortexd_add_kernels target)
-  cmake_parse_arguments(PARSE_ARGV 1 VXK "" "WARP_SIZE;OPT_LEVEL;OUTPUT_DIRECTORY;CGEIST"
-                        "FILES;CGEIST_FLAGS")
+  cmake_parse_arguments(PARSE_ARGV 1 VXK "" "TARGET;WARP_SIZE;OPT_LEVEL;OUTPUT_DIRECTORY;CGEIST"
+                        "FILES;FLAGS;CGEIST_FLAGS")
   if(VXK_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "vortexd_add_kernels: unknown arguments ${VXK_UNPARSED_ARGUMENTS}")
   endif()
@@ -32,12 +37,20 @@ function(vortexd_add_kernels target)
     message(FATAL_ERROR "vortexd_add_kernels(${target}): no FILES")
   endif()
   set(flags)
+  if(DEFINED VXK_TARGET)
+    if(NOT VXK_TARGET MATCHES "^vortex[23]-rv(32|64)$")
+      message(FATAL_ERROR "vortexd_add_kernels(${target}): TARGET ${VXK_TARGET} is not vortex2-rv32, "
+                          "vortex2-rv64, vortex3-rv32 or vortex3-rv64")
+    endif()
+    list(APPEND flags --target ${VXK_TARGET})
+  endif()
   if(DEFINED VXK_WARP_SIZE)
     list(APPEND flags --warp-size ${VXK_WARP_SIZE})
   endif()
   if(DEFINED VXK_OPT_LEVEL)
     list(APPEND flags -O ${VXK_OPT_LEVEL})
   endif()
+  list(APPEND flags ${VXK_FLAGS})
   set(dir ${VXK_OUTPUT_DIRECTORY})
   if(NOT dir)
     set(dir ${CMAKE_CURRENT_BINARY_DIR}/${target}.kernels)

@@ -297,8 +297,7 @@ static pid_t vxc__spawn_daemon(const char *program, const char *path, int log_fd
   return pid;
 }
 
-/* "vortexd" beside the running program, if there is one. */
-static void vxc__beside_self(char *buf, size_t cap) {
+void vxc_daemon_program(char *buf, size_t cap) {
   buf[0] = '\0';
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -348,7 +347,7 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
   if (rc == -ENOENT || rc == -ECONNREFUSED) {
     char beside[4096];
     if (!program) {
-      vxc__beside_self(beside, sizeof beside);
+      vxc_daemon_program(beside, sizeof beside);
       program = beside[0] ? beside : "vortexd";
     }
     char notify_path[sizeof def + 16];
@@ -417,12 +416,21 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
 
 int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
                    vxp_response *resp) {
+  return vxc_lower_host_with(c, source, len, source_name, host_object, NULL, resp);
+}
+
+int vxc_lower_host_with(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
+                        const vxc_compile_options *opts, vxp_response *resp) {
   vxp_request r = {.op = VXP_OP_HOST,
                    .host_object = host_object != 0,
                    .source = (uint8_t *)source,
                    .source_len = len,
                    .source_name = (char *)source_name,
-                   .opt_level = 2};
+                   .opt_level = opts ? opts->opt_level : 2,
+                   .warp_size = opts ? opts->warp_size : 0,
+                   .shuffle_insns = opts && opts->shuffle_insns,
+                   .vortex_abi = opts ? opts->vortex_abi : 0,
+                   .xlen = opts ? opts->xlen : 0};
   return vxc__roundtrip(c, &r, resp);
 }
 

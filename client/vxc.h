@@ -94,6 +94,20 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
 int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
                    vxp_response *resp);
 
+/* vxc_lower_host with the options every module of the program is compiled
+ * with (opts NULL: as vxc_compile's NULL): the target, warp size,
+ * optimization level and shuffle instructions are written into each
+ * gpu.binary's object (a "// vortexd-options:" line), and the runtime
+ * sends them with every compile of that module, so that neither the
+ * daemon's defaults nor another daemon's decide them at run time. */
+int vxc_lower_host_with(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
+                        const vxc_compile_options *opts, vxp_response *resp);
+
+/* The vortexd program vxc_connect_or_spawn starts: "vortexd" beside the
+ * running program, when there is one, into buf (cap bytes); "" when there
+ * is none (then it runs "vortexd" from PATH).  Any thread. */
+void vxc_daemon_program(char *buf, size_t cap);
+
 /* Fetches the cached entry key (64 hex digits; vxc_resolve_key finds it
  * from a prefix); kernel NULL for all. */
 int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *resp);

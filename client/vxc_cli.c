@@ -908,7 +908,7 @@ static const command commands[] = {
      "(and writes a file only with -o), --emit-ir the lowered MLIR. -O: LLVM's optimization level\n"
      "(default 2); --warp-size: threads per warp of the device (default 4); --shuffle-insns:\n"
      "gpu.shuffle with Vortex's shuffle instructions; --target: the device's Vortex kernel ABI and\n"
-     "register width, vortex2-rv32 (default: the daemon's `target` key), vortex2-rv64, vortex3-rv32 or\n"
+     "register width, vortex2-rv32 (default: the configuration's `target`), vortex2-rv64, vortex3-rv32 or\n"
      "vortex3-rv64. --host compiles the program's host side into FILE.host.o instead, to link with\n"
      "-lvortexd_runtime.",
      1, OPT_JSON | OPT_OUT | OPT_COMPILE | OPT_HOST | OPT_VERBOSE, 1, 0, cmd_compile},
@@ -928,14 +928,18 @@ static const command commands[] = {
      "stored and last used, hits, and each kernel's entry symbol and argument table; -d adds the\n"
      "object's disassembly (llvm-objdump-22). Reads the entry as fetch does (a hit).",
      1, OPT_JSON | OPT_DISASM, 1, 0, cmd_inspect},
-    {"run", "FILE.mlir [-e FUNC] [--entry-point-result void|i32|i64|f32] [--shared-libs LIB]...",
+    {"run",
+     "FILE.mlir [-e FUNC] [--entry-point-result void|i32|i64|f32] [--shared-libs LIB]... [-O 0-3]\n"
+     "            [--target TARGET] [--warp-size N] [--shuffle-insns]",
      "Runs a whole GPU-dialect program (host main and kernels) like mlir-runner: its host side\n"
      "lowered by vortexd (the async dialect too, with MLIR's async runtime library), executed by\n"
      "mlir-runner-22 with libvortexd_runtime, which gets each kernel from vortexd at its first launch\n"
      "and runs it on $VORTEXD_DEVICE. -e and --entry-point-result are mlir-runner's: the function\n"
-     "to start (default main) and what it returns (default void; a value is printed). Temporary\n"
-     "files go to $TMPDIR.",
-     1, OPT_SHLIB | OPT_ENTRY, 1, 0, cmd_run},
+     "to start (default main) and what it returns (default void; a value is printed). -O, --target,\n"
+     "--warp-size and --shuffle-insns: what the kernels are compiled for, as compile takes them\n"
+     "(written into the program, so the runtime asks for exactly that). Temporary files go to\n"
+     "$TMPDIR.",
+     1, OPT_SHLIB | OPT_ENTRY | OPT_COMPILE, 1, 0, cmd_run},
     {"stats", "[--json | --format table|json|openmetrics]",
      "The daemon's and the cache's counters; --format openmetrics prints them in the OpenMetrics text\n"
      "format, for Prometheus or node_exporter's textfile collector.",
@@ -1122,8 +1126,12 @@ static int check_arguments(const command *cm, invocation *in) {
   if (in->out && strcmp(in->out, "-") == 0 && (in->json || in->co.emit_ir))
     return usage_error(cm, "-o - writes the object to standard output: not with %s",
                        in->json ? "--json" : "--emit-ir");
-  if (in->host && (in->co.emit_ir || in->co.warp_size || in->co.shuffle_insns || in->verbose || in->target))
-    return usage_error(cm, "--host takes only -o and --json");
+  if (in->host && (in->co.emit_ir || in->verbose || in->source_name))
+    return usage_error(cm, "--host takes -o, --json and the options its kernels are compiled with (-O, "
+                           "--target, --warp-size, --shuffle-insns), not --emit-ir, -v or --source-name");
+  if (cm->run == cmd_run && (in->co.emit_ir || in->source_name))
+    return usage_error(cm, "run takes the options its kernels are compiled with (-O, --target, --warp-size, "
+                           "--shuffle-insns), not --emit-ir or --source-name");
   if (in->source_name && !*in->source_name) return usage_error(cm, "--source-name needs a name");
   if (in->disassemble && in->json) return usage_error(cm, "-d prints a listing: not with --json");
   return 0;
@@ -1201,7 +1209,7 @@ static int send_source(const invocation *in, vxc_conn *conn, int host, int host_
   size_t len = 0;
   char *src = read_source(in->args[0], &len);
   if (!src) return 2;
-  int rc = host ? vxc_lower_host(conn, src, len, *name, host_object, r)
+  int rc = host ? vxc_lower_host_with(conn, src, len, *name, host_object, &in->co, r)
                 : vxc_compile(conn, src, len, *name, &in->co, r);
   free(src);
   return rc ? request_failed(rc) : 0;
@@ -1488,6 +1496,49 @@ static int cmd_admin(const command *cm, invocation *in, vxc_conn *conn) {
   return status;
 }
 
+/* "DEV:INODE:SIZE:MTIME_NS" of path (what a daemon's hello reports of its
+ * own program) into buf, or "" when it cannot be read. */
+static void program_identity(const char *path, char *buf, size_t cap) {
+  struct stat st;
+  buf[0] = '\0';
+  if (path[0] && stat(path, &st) == 0)
+    snprintf(buf, cap, "%llu:%llu:%llu:%lld", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+             (unsigned long long)st.st_size,
+             (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+}
+
+/* Says once, on stderr, when the daemon answering is not the one this vxc
+ * would start (another build of vortexd than the one beside it: started
+ * before a rebuild or install) or serves another cache or default target
+ * than this client's configuration says, and how to get the right one.
+ * Settings are compared only for the daemon the configuration names (not
+ * one chosen with --socket, which may have been started with other flags
+ * on purpose) and never for the system service (its settings are the
+ * system's). */
+static void check_daemon(const invocation *in, vxc_conn *conn) {
+  const vxp_response *info = vxc_server_info(conn);
+  if (!info) return;
+  char program[4096], mine[128], why[2048] = "";
+  vxc_daemon_program(program, sizeof program);
+  program_identity(program, mine, sizeof mine);
+  size_t n = 0;
+  const int own = !in->system_socket && in->pc.origin[VXP_CONF_socket] != VXP_FROM_FLAG;
+  if (info->build && mine[0] && strcmp(info->build, mine) != 0)
+    n += (size_t)snprintf(why + n, sizeof why - n, "it runs another build than %s", program);
+  if (own && info->cache_dir && strcmp(info->cache_dir, in->pc.value[VXP_CONF_cache_dir]) != 0)
+    n += (size_t)snprintf(why + n, sizeof why - n, "%sit serves cache %s, the configuration says %s",
+                          n ? "; " : "", shown(info->cache_dir), in->pc.value[VXP_CONF_cache_dir]);
+  if (own && info->target && strcmp(info->target, in->pc.value[VXP_CONF_target]) != 0 && n < sizeof why)
+    n += (size_t)snprintf(why + n, sizeof why - n,
+                          "%sits default target is %s, the configuration says %s (vxc sends its own)",
+                          n ? "; " : "", shown(info->target), in->pc.value[VXP_CONF_target]);
+  if (n)
+    fprintf(stderr,
+            "vxc: note: the vortexd at %s is not the one this configuration would start: %s; `vxc stop`, "
+            "and the next command starts it anew\n",
+            in->socket, why);
+}
+
 int main(int argc, char **argv) {
   static invocation in = {.spawn = 1, .co = {.opt_level = 2}};
   char err[4200];
@@ -1534,6 +1585,12 @@ int main(int argc, char **argv) {
     return 78; /* EX_CONFIG */
   }
   if (strcmp(cm->name, "config") == 0) return show_config(&in.pc, in.json);
+  /* every request carries the target this client is configured for (its
+   * flag, else VORTEXD_TARGET or the file's `target`): the daemon's own
+   * default never decides it */
+  if (!in.target && vxp_target_parse(in.pc.value[VXP_CONF_target], &in.co.vortex_abi, &in.co.xlen) != 0)
+    return usage_error(cm, "target '%s' is not vortex2-rv32, vortex2-rv64, vortex3-rv32 or vortex3-rv64",
+                       in.pc.value[VXP_CONF_target]);
   if (cm->op == VXP_OP_PRUNE &&
       vxp_config_size(in.max_size ? in.max_size : in.pc.value[VXP_CONF_max_cache_size], &in.prune_to) != 0)
     return usage_error(cm, "bad size '%s' (bytes, or with K/M/G/T)",
@@ -1557,6 +1614,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int status = cm->run(cm, &in, conn);
+  if (cm->op != VXP_OP_STOP) check_daemon(&in, conn); /* after its answer: one more round trip */
   vxc_close(conn);
   return status;
 }

@@ -21,14 +21,26 @@
 #include "vxd_loop.h"
 
 static void vxd__on_hello(vxd_conn *c, const vxp_request *req) {
-  char server[256];
+  char server[256], build[96] = "", target[VXP_TARGET_NAME_MAX];
   snprintf(server, sizeof server, "%s (%s)", VXD_SERVER_NAME, vxl_toolchain_summary());
+  /* the program this process runs, as it started: a rebuilt vortexd
+   * replaced the file, not this inode */
+  struct stat st;
+  if (stat("/proc/self/exe", &st) == 0)
+    snprintf(build, sizeof build, "%llu:%llu:%llu:%lld", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+             (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+  const vxd_config *cfg = c->srv->cfg;
+  vxp_target_name(cfg->vortex_abi, cfg->xlen, target);
   vxp_response r = {.id = req->id,
                     .op = VXP_OP_HELLO,
                     .status = VXP_STATUS_OK,
                     .proto_version = VXP_PROTOCOL_VERSION,
                     .server = server,
-                    .max_frame = c->srv->cfg->max_frame};
+                    .max_frame = cfg->max_frame,
+                    .build = build[0] ? build : NULL,
+                    .target = target,
+                    .cache_dir = (char *)cfg->cache_dir};
   vxd__send(c, &r, 0);
 }
 

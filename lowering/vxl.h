@@ -373,13 +373,15 @@ typedef struct {
  * gpu.binary whose one object (#gpu.object<#nvvm.target, bin = ...>, the
  * target attribute whose upstream offloading handler loads objects with
  * mgpuModuleLoad) holds the module's MLIR text, preceded by a line
- * "// vortexd-key: KEY" when key_of gives one and the kernels' host
- * argument lines (VXL_HOST_ARGS_TAG); then VXL_PIPELINE_HOST turns
+ * "// vortexd-key: KEY" when key_of gives one, module_header (lines of
+ * the caller's, each ending in a newline: the daemon's options line; may
+ * be NULL) and the kernels' host argument lines (VXL_HOST_ARGS_TAG); then
+ * VXL_PIPELINE_HOST turns
  * the rest into the LLVM dialect and calls of the MLIR GPU runtime ABI
  * (libvortexd_runtime implements it).  Always fills *res (clear with
  * vxl_host_result_clear).  Returns 0 or -ENOMEM. */
 int vxl_lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                   vxl_module_key_fn key_of, void *key_ud, vxl_host_result *res);
+                   vxl_module_key_fn key_of, void *key_ud, const char *module_header, vxl_host_result *res);
 void vxl_host_result_clear(vxl_host_result *res);
 
 /* Compiles a lowered host module (vxl_host_result.host_ir, len bytes) into

@@ -92,7 +92,7 @@ static void vxl__host_args_lines(MlirOperation gm, vxl__buf *b) {
 /* Replaces gpu.module gm (in top's body) with a gpu.binary of the same
  * name holding the module's text.  Returns 0, -EINVAL, -ENOMEM. */
 static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_key_fn key_of, void *key_ud,
-                                 vxl__diags *d) {
+                                 const char *module_header, vxl__diags *d) {
   vxl__buf text = {0}, bin = {0};
   vxl__buf_append(vxl__str("module attributes {gpu.container_module} {\n"), &text);
   /* with locations: diagnostics of the module's compile, at its first
@@ -118,6 +118,7 @@ static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_k
     snprintf(line, sizeof line, "// vortexd-key: %s\n", key);
     vxl__append_escaped(&bin, line, strlen(line));
   }
+  if (module_header) vxl__append_escaped(&bin, module_header, strlen(module_header));
   vxl__host_args_lines(gm, &bin);
   vxl__append_escaped(&bin, text.p, text.n);
   vxl__buf_append(vxl__str("\">]\n}\n"), &bin);
@@ -338,8 +339,8 @@ static int vxl__has_async_or_shared(MlirOperation top) {
 }
 
 int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                    vxl_module_key_fn key_of, void *key_ud, vxl__diags *d, char **host_ir,
-                    uint32_t *nmodules) {
+                    vxl_module_key_fn key_of, void *key_ud, const char *module_header, vxl__diags *d,
+                    char **host_ir, uint32_t *nmodules) {
   *host_ir = NULL;
   *nmodules = 0;
   MlirOperation top;
@@ -355,7 +356,7 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
   for (MlirOperation op = mlirBlockGetFirstOperation(body); rc == 0 && !mlirOperationIsNull(op);) {
     MlirOperation next = mlirOperationGetNextInBlock(op);
     if (vxl__op_is(op, "gpu.module")) {
-      rc = vxl__module_to_binary(c, op, key_of, key_ud, d);
+      rc = vxl__module_to_binary(c, op, key_of, key_ud, module_header, d);
       if (rc == 0) (*nmodules)++;
     }
     op = next;

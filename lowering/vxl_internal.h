@@ -300,8 +300,8 @@ int vxl__outline(vxl_compiler *c, MlirOperation top, const char *source_name, vx
 /* vxl_lower_host's work (vxl_host.c): *host_ir (malloc()) and the count
  * of gpu.modules replaced.  Returns 0, -EINVAL (diagnostics) or -ENOMEM. */
 int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                    vxl_module_key_fn key_of, void *key_ud, vxl__diags *d, char **host_ir,
-                    uint32_t *nmodules);
+                    vxl_module_key_fn key_of, void *key_ud, const char *module_header, vxl__diags *d,
+                    char **host_ir, uint32_t *nmodules);
 
 /* Stages 1-3, what a kernel compile and a host lowering both start with:
  * source text checked, parsed, sizes checked, gpu.launch bodies outlined,

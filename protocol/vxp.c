@@ -82,6 +82,9 @@ void vxp_response_clear(vxp_response *r) {
   if (!r) return;
   free(r->message);
   free(r->server);
+  free(r->build);
+  free(r->target);
+  free(r->cache_dir);
   free(r->key);
   free(r->entry);
   free(r->object);
@@ -323,7 +326,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   /* op is absent when the request it answers had none we could read */
   uint32_t n = 2 + (op != NULL) + (r->message != NULL);
   bool results = r->op == VXP_OP_COMPILE || r->op == VXP_OP_FETCH;
-  if (r->op == VXP_OP_HELLO) n += 3;
+  if (r->op == VXP_OP_HELLO) n += 3 + (r->build != NULL) + (r->target != NULL) + (r->cache_dir != NULL);
   if (results) n += 2 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->entry != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
   if (r->op == VXP_OP_LIST) n += 2;
@@ -341,6 +344,9 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     vxp__kv_u64(&pk, "proto", r->proto_version);
     vxp__kv_str(&pk, "server", r->server ? r->server : "");
     vxp__kv_u64(&pk, "max_frame", r->max_frame);
+    if (r->build) vxp__kv_str(&pk, "build", r->build);
+    if (r->target) vxp__kv_str(&pk, "target", r->target);
+    if (r->cache_dir) vxp__kv_str(&pk, "cache_dir", r->cache_dir);
   }
   if (results) {
     if (r->key) vxp__kv_str(&pk, "key", r->key);
@@ -947,6 +953,12 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       rc = vxp__strdup(v, &r->server);
     else if (vxp__key(k, "max_frame"))
       rc = vxp__u32(v, &r->max_frame);
+    else if (vxp__key(k, "build"))
+      rc = vxp__strdup(v, &r->build);
+    else if (vxp__key(k, "target"))
+      rc = vxp__strdup(v, &r->target);
+    else if (vxp__key(k, "cache_dir"))
+      rc = vxp__strdup(v, &r->cache_dir);
     else if (vxp__key(k, "key"))
       rc = vxp__strdup(v, &r->key);
     else if (vxp__key(k, "cached"))

@@ -391,6 +391,11 @@ typedef struct {
   uint32_t proto_version;
   char *server;       /* "vortexd 0.1.0 (LLVM 22.1.8)" */
   uint32_t max_frame; /* largest payload the server accepts (bytes) */
+  char *build;        /* the daemon's program as it started: "DEV:INODE:SIZE:MTIME_NS" of
+                         its executable (a client compares the vortexd it would start);
+                         NULL when not sent */
+  char *target;       /* the target it compiles requests that name none for */
+  char *cache_dir;    /* the cache directory it serves */
   /* compile / fetch */
   char *key;      /* cache key (hex) */
   bool cached;    /* served from the cache without compiling */

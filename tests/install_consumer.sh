@@ -57,11 +57,14 @@ project(kernels NONE)
 find_package(vortexd 0.1 REQUIRED)
 vortexd_add_kernels(device_kernels FILES saxpy.mlir two_kernels.mlir mixed_args.hip WARP_SIZE 8
                     CGEIST $work/cgeist)
+# the device's target, warp and options on the call: an RV64 3.0 object
+vortexd_add_kernels(wide_kernels FILES saxpy.mlir TARGET vortex3-rv64 WARP_SIZE 16 OPT_LEVEL 1
+                    FLAGS --shuffle-insns)
 get_target_property(objects device_kernels VORTEXD_KERNEL_OBJECTS)
 list(LENGTH objects n)
 message(STATUS "kernel objects: \${n}")
 CMAKE
-export VORTEXD_SOCKET=$work/s.sock
+export VORTEXD_SOCKET=$work/s.sock VORTEXD_CACHE_DIR=$work/cache # the daemon this script started
 counter() { "$prefix/bin/vxc" --no-spawn stats --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
 configure() {
   local log
@@ -76,24 +79,30 @@ compiles() {
 expect() { [ "$2" = "$3" ] || { echo "install_consumer: $1: $2, expected $3" >&2; exit 1; }; }
 configure
 m0=$(counter misses)
-expect "first build" "$(compiles)" 3
-expect "misses after the first build" "$(counter misses)" $((m0 + 3))
+expect "first build" "$(compiles)" 4
+expect "misses after the first build" "$(counter misses)" $((m0 + 4))
 [ -s "$proj/build/device_kernels.kernels/two_kernels.o" ] || { echo "install_consumer: no object" >&2; exit 1; }
+# TARGET, WARP_SIZE, OPT_LEVEL and FLAGS reached the compile: an ELF64 object
+# (EI_CLASS 2) whose cache entry names the options
+wide=$proj/build/wide_kernels.kernels/saxpy.o
+[ "$(od -An -tu1 -j4 -N1 "$wide" | tr -d ' ')" = 2 ] || { echo "install_consumer: TARGET not applied" >&2; exit 1; }
+"$prefix/bin/vxc" --no-spawn ls --json | grep -q 'vortex_abi=3;xlen=64' ||
+  { echo "install_consumer: no vortex3-rv64 entry" >&2; exit 1; }
 expect "an up-to-date build" "$(compiles)" 0
 echo "// edited" >>"$proj/two_kernels.mlir"
 expect "after editing one kernel" "$(compiles)" 1
-expect "misses after the edit" "$(counter misses)" $((m0 + 4))
+expect "misses after the edit" "$(counter misses)" $((m0 + 5))
 [ -s "$proj/build/device_kernels.kernels/mixed_args.o" ] || { echo "install_consumer: no object of the .hip" >&2; exit 1; }
 echo "// edited" >>"$proj/mixed_args.hip"
 expect "after editing the HIP file" "$(compiles)" 1
-expect "misses after that edit" "$(counter misses)" $((m0 + 5))
+expect "misses after that edit" "$(counter misses)" $((m0 + 6))
 h0=$(counter hits)
 rm -rf "$proj/build"
 configure
-expect "a clean build directory" "$(compiles)" 3
-expect "misses of the clean build" "$(counter misses)" $((m0 + 5))
-expect "hits of the clean build" "$(counter hits)" $((h0 + 3))
-unset VORTEXD_SOCKET
+expect "a clean build directory" "$(compiles)" 4
+expect "misses of the clean build" "$(counter misses)" $((m0 + 6))
+expect "hits of the clean build" "$(counter hits)" $((h0 + 4))
+unset VORTEXD_SOCKET VORTEXD_CACHE_DIR
 
 # the man pages and the shell completion, where man(1) and bash-completion look
 for f in share/man/man1/vxc.1 share/man/man8/vortexd.8 share/man/man5/vortexd.conf.5 \

@@ -1307,3 +1307,76 @@ Test(e2e, an_output_device_or_pipe_is_written_into_never_replaced) {
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   cr_assert_str_eq(out, "SAME\n");
 }
+
+/* ---- options on every call, and the daemon that answers ---- */
+
+/* vxc sends the target its configuration names (VORTEXD_TARGET here), not
+ * whatever a running daemon was started with, and says, once, that the
+ * daemon's default differs; the host lowering writes the options into the
+ * program, so the runtime asks for exactly those. */
+Test(e2e, the_clients_options_decide_and_a_different_daemon_is_noted) {
+  vxt_daemon t = {0};
+  cr_assert_eq(vxt_daemon_start(&t, "--target=vortex3-rv64"), 0);
+  char cmd[2048], out[8192];
+  const char *env =
+      "env VORTEXD_SOCKET=%s VORTEXD_CACHE_DIR=%s VORTEXD_TARGET=%s %s --no-spawn compile -v -o %s/ %s "
+      "2>&1";
+  snprintf(cmd, sizeof cmd, env, t.sock, t.cache, "vortex2-rv32", VXT_VXC, t.dir,
+           VXT_EXAMPLES_DIR "/saxpy.mlir");
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "target vortex2-rv32"), "the client's target: %s", out);
+  cr_assert_null(strstr(out, "target vortex3-rv64"), "%s", out);
+  cr_assert_not_null(strstr(out, "its default target is vortex3-rv64, the configuration says vortex2-rv32"),
+                     "said: %s", out);
+  const char *note = strstr(out, "vxc: note:");
+  cr_assert(note && !strstr(note + 1, "vxc: note:"), "said once: %s", out);
+  snprintf(cmd, sizeof cmd, env, t.sock, t.cache, "vortex3-rv64", VXT_VXC, t.dir,
+           VXT_EXAMPLES_DIR "/saxpy.mlir");
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "target vortex3-rv64"), "%s", out);
+  cr_assert_null(strstr(out, "note:"), "the same settings: nothing said: %s", out);
+  /* --host takes the kernels' options and writes them into the program */
+  snprintf(cmd, sizeof cmd,
+           "%s --no-spawn --socket %s compile --host --target vortex3-rv32 --warp-size 8 -O 1 -o %s/prog.o "
+           "%s 2>&1",
+           VXT_VXC, t.sock, t.dir, VXT_KERNELS_DIR "/../programs/launch_and_copy.mlir");
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  char path[512];
+  snprintf(path, sizeof path, "%s/prog.o", t.dir);
+  size_t len = 0;
+  char *obj = vxt_read_file(path, &len);
+  cr_assert_not_null(obj, "%s", path);
+  static const char line[] =
+      "// vortexd-options: target=vortex3-rv32 warp_size=8 opt_level=1 shuffle_insns=0";
+  cr_assert_not_null(memmem(obj, len, line, sizeof line - 1), "the options in the program's module");
+  free(obj);
+  cr_assert_eq(vxt_daemon_stop(&t), 0);
+}
+
+/* A daemon started from another build of vortexd than the one beside vxc
+ * (before a rebuild or install) is noted, with how to restart it. */
+Test(e2e, a_daemon_of_another_build_is_noted) {
+  vxt_daemon t = {0};
+  snprintf(t.dir, sizeof t.dir, "/tmp/vxt-XXXXXX");
+  cr_assert_not_null(mkdtemp(t.dir));
+  snprintf(t.sock, sizeof t.sock, "%s/s.sock", t.dir);
+  snprintf(t.cache, sizeof t.cache, "%s/cache", t.dir);
+  char old[256], cmd[2048], out[4096];
+  snprintf(old, sizeof old, "%s/vortexd", t.dir);
+  snprintf(cmd, sizeof cmd, "cp %s %s", VXT_VORTEXD, old);
+  cr_assert_eq(system(cmd), 0);
+  t.pid = fork();
+  cr_assert_geq(t.pid, 0);
+  if (t.pid == 0) {
+    execl(old, old, "--socket", t.sock, "--cache-dir", t.cache, "--workers", "1", (char *)NULL);
+    _exit(127);
+  }
+  cr_assert_eq(vxt_daemon_wait(t.sock, t.pid), 0);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats 2>&1 >/dev/null", VXT_VXC, t.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "it runs another build than"), "%s", out);
+  cr_assert_not_null(strstr(out, "vxc stop"), "how to restart it: %s", out);
+  cr_assert_eq(vxt_daemon_stop(&t), 0);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", t.dir);
+  cr_assert_eq(system(cmd), 0);
+}

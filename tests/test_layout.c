@@ -1042,7 +1042,7 @@ Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
       "    %t = arith.index_cast %tx : index to i32\n    memref.store %t, %m[%tx] : memref<4xi32>\n"
       "    gpu.terminator\n  }\n  return\n}\n";
   vxl_host_result h;
-  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", fixed_key, NULL, &h), 0);
+  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", fixed_key, NULL, NULL, &h), 0);
   cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
   cr_assert_eq(h.nmodules, 1);
   cr_assert_not_null(strstr(h.host_ir, "gpu.binary @main_kernel"), "%s", h.host_ir);

@@ -245,20 +245,46 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
 /* The header lines of a module's text (the key's, then the host argument
  * lines; see the file comment, and the lowering's VXL_HOST_ARGS_TAG). */
 #define VXR_KEY_TAG "// vortexd-key: "
+#define VXR_OPTIONS_TAG "// vortexd-options: "
 #define VXR_HOST_ARGS_TAG "// vortexd-host-args: "
 
+/* The options of an options line's text [s, e) ("target=T warp_size=N
+ * opt_level=N shuffle_insns=0|1", as vortexd's host lowering writes it)
+ * into *o; 0, or -1 for anything else. */
+static int vxr__options(const char *s, const char *e, vxc_compile_options *o) {
+  char buf[160], target[32];
+  unsigned warp, opt, shuffle;
+  int used = 0;
+  if (e - s >= (ptrdiff_t)sizeof buf) return -1;
+  memcpy(buf, s, (size_t)(e - s));
+  buf[e - s] = '\0';
+  if (sscanf(buf, "target=%31s warp_size=%u opt_level=%u shuffle_insns=%u%n", target, &warp, &opt, &shuffle,
+             &used) != 4 ||
+      buf[used] != '\0' || warp > 64 || opt > 3 || shuffle > 1)
+    return -1;
+  *o = (vxc_compile_options){.opt_level = opt, .warp_size = warp, .shuffle_insns = (int)shuffle};
+  return vxp_target_parse(target, &o->vortex_abi, &o->xlen) == 0 ? 0 : -1;
+}
+
 /* Where the module's own text begins in text (size bytes), after its
- * header lines; the key of its key line into key ("" without one). */
-static size_t vxr__header(const char *text, size_t size, char key[65]) {
+ * header lines; the key of its key line into key ("" without one); the
+ * options of its options line into *o and *have_options 1 (0 without
+ * one, -1 for one that is not one). */
+static size_t vxr__header(const char *text, size_t size, char key[65], vxc_compile_options *o,
+                          int *have_options) {
   size_t at = 0;
   key[0] = '\0';
+  *have_options = 0;
   for (;;) {
     const char *nl = memchr(text + at, '\n', size - at), *line = text + at;
     if (!nl) break;
-    size_t len = (size_t)(nl - line), kt = sizeof VXR_KEY_TAG - 1, ht = sizeof VXR_HOST_ARGS_TAG - 1;
+    size_t len = (size_t)(nl - line), kt = sizeof VXR_KEY_TAG - 1, ht = sizeof VXR_HOST_ARGS_TAG - 1,
+           ot = sizeof VXR_OPTIONS_TAG - 1;
     if (at == 0 && len == kt + 64 && memcmp(line, VXR_KEY_TAG, kt) == 0) {
       memcpy(key, line + kt, 64);
       key[64] = '\0';
+    } else if (len >= ot && memcmp(line, VXR_OPTIONS_TAG, ot) == 0) {
+      *have_options = vxr__options(line + ot, nl, o) == 0 ? 1 : -1;
     } else if (!(len >= ht && memcmp(line, VXR_HOST_ARGS_TAG, ht) == 0)) {
       break;
     }
@@ -377,16 +403,23 @@ static int vxr__args_match(const vxr_function *f, const vxp_kernel *k, char *err
  * cache by the key line.  Returns 0 or a negative errno / project code
  * (said through vxr__fail). */
 static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
-  /* the header lines are not part of the module: vortexd keyed the text after them */
+  /* the header lines are not part of the module: vortexd keyed the text
+   * after them, compiled with the options of its options line */
   char header_key[65];
-  size_t at = vxr__header(text, size, header_key);
+  vxc_compile_options o;
+  int have_options;
+  size_t at = vxr__header(text, size, header_key, &o, &have_options);
   const char *body = text + at;
   size_t body_size = size - at;
+  if (have_options < 0) {
+    vxr__fail("the module's options line is not one (a damaged host object?)");
+    return -EINVAL;
+  }
   vxc_conn *c = NULL;
   const char *spawn = getenv("VORTEXD_RUNTIME_SPAWN");
   int rc = spawn && *spawn == '1' ? vxc_connect_or_spawn(NULL, NULL, 15000, &c) : vxc_connect(NULL, &c);
   if (rc == 0) {
-    rc = vxc_compile(c, body, body_size, VXP_DEVICE_MODULE_NAME, NULL, r);
+    rc = vxc_compile(c, body, body_size, VXP_DEVICE_MODULE_NAME, have_options ? &o : NULL, r);
     vxc_close(c);
     if (rc == 0 && r->status == VXP_STATUS_OK) return 0;
     if (rc == 0) {
@@ -434,7 +467,9 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
         for (uint32_t i = 0; i < m->r.nkernels; i++)
           m->functions[i] = (vxr_function){m, i, NULL, 0};
         char key[65];
-        if (vxr__bind_host_args(m, data, vxr__header(data, gpuBlobSize, key)) != 0) {
+        vxc_compile_options o;
+        int have_options;
+        if (vxr__bind_host_args(m, data, vxr__header(data, gpuBlobSize, key, &o, &have_options)) != 0) {
           vxp_response_clear(&m->r);
           free(m->elf), free(m->elf_size), free(m->image_id), free(m->functions), free(m->host_args);
           free(m);
