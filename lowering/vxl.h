@@ -375,7 +375,8 @@ typedef struct {
  * mgpuModuleLoad) holds the module's MLIR text, preceded by a line
  * "// vortexd-key: KEY" when key_of gives one, module_header (lines of
  * the caller's, each ending in a newline: the daemon's options line; may
- * be NULL) and the kernels' host argument lines (VXL_HOST_ARGS_TAG); then
+ * be NULL), "// vortexd-module: @NAME at FILE:LINE:COL" (what a failure to
+ * load it names) and the kernels' host argument lines (VXL_HOST_ARGS_TAG); then
  * VXL_PIPELINE_HOST turns
  * the rest into the LLVM dialect and calls of the MLIR GPU runtime ABI
  * (libvortexd_runtime implements it).  Always fills *res (clear with

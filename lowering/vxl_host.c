@@ -119,6 +119,14 @@ static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_k
     vxl__append_escaped(&bin, line, strlen(line));
   }
   if (module_header) vxl__append_escaped(&bin, module_header, strlen(module_header));
+  /* where the module is in the program: what a failure to load it names */
+  char where[512], at[400];
+  vxl__loc_format(d, mlirOperationGetLocation(gm), at, sizeof at);
+  snprintf(where, sizeof where, "// vortexd-module: @%.*s at %s\n",
+           (int)(name.length < 64 ? name.length : 64), name.data, at);
+  for (char *p = where; p[1]; p++) /* one line */
+    if ((unsigned char)*p < 32) *p = '?';
+  vxl__append_escaped(&bin, where, strlen(where));
   vxl__host_args_lines(gm, &bin);
   vxl__append_escaped(&bin, text.p, text.n);
   vxl__buf_append(vxl__str("\">]\n}\n"), &bin);

@@ -352,7 +352,8 @@ Test(runtime, without_a_daemon_the_cache_is_read_directly_else_a_clear_error) {
   other[64] = '\0';
   char *t2 = with_key(other, &len);
   t2[len - 2] = ' '; /* another text, so not the one loaded */
-  cr_assert_null(mgpuModuleLoad(t2, len));
+  /* loaded lazily: the failure shows at the module's first use */
+  cr_assert_null(mgpuModuleGetFunction(mgpuModuleLoad(t2, len), "saxpy"));
   free(t2);
 }
 
@@ -629,6 +630,39 @@ static void write_program(const char *name, const char *text, char *path, size_t
   cr_assert_not_null(f, "%s", path);
   fputs(text, f);
   fclose(f);
+}
+
+/* Modules load lazily: a program's constructors queue every module's
+ * compile and return; a module is waited for at its first use, and a
+ * module that cannot be had fails there, naming its place in the program
+ * and why (the compile's own file:line:col), after what ran before it. */
+Test(runtime, a_module_that_cannot_be_had_fails_at_its_first_use) {
+  char path[256], cmd[1024], out[8192];
+  write_program("two_modules.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  gpu.module @good {\n"
+                "    gpu.func @hello() kernel {\n"
+                "      gpu.printf \"good ran\\n\"\n"
+                "      gpu.return\n    }\n  }\n"
+                "  gpu.module @bad {\n"
+                "    gpu.func @broken() kernel {\n"
+                "      %c = gpu.cluster_id x\n"
+                "      gpu.printf \"cluster %lld\\n\", %c : index\n"
+                "      gpu.return\n    }\n  }\n"
+                "  func.func @main() {\n"
+                "    %c1 = arith.constant 1 : index\n"
+                "    gpu.launch_func @good::@hello blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)\n"
+                "    gpu.launch_func @bad::@broken blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)\n"
+                "    return\n  }\n}\n",
+                path, sizeof path);
+  snprintf(cmd, sizeof cmd, "env -u VORTEXD_RUNTIME_ERRORS %s --no-spawn --socket %s run %s 2>&1; echo rc=$?",
+           VXT_VXC, d.sock, path);
+  vxt_run(cmd, out, sizeof out);
+  const char *ran = strstr(out, "good ran\n"), *failed = strstr(out, "module @bad at ");
+  cr_assert(ran && failed && ran < failed, "the first module ran before the second failed: %s", out);
+  cr_assert_not_null(strstr(out, "two_modules.mlir:8:3 could not be loaded"), "its place: %s", out);
+  cr_assert_not_null(strstr(out, "two_modules.mlir:10:12: error: unsupported: gpu.cluster_id"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
 }
 
 Test(runtime, vxc_run_takes_mlir_runners_entry_point_options) {

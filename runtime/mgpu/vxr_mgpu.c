@@ -75,6 +75,14 @@ typedef struct vxr_module {
   size_t *elf_size;
   uint64_t *image_id;      /* each image's vxr_launch.image_id */
   vxr_host_arg *host_args; /* every host argument line's arguments (functions[].host point in) */
+  /* loading, on a thread of its own (vxr__load): until state is set,
+   * nothing above is touched but by that thread */
+  int state;  /* 0 loading, 1 ready, -1 failed (under vxr.mu) */
+  char *text; /* the loaded bytes, kept until loaded */
+  size_t text_size;
+  char *error;     /* what failed, said at the first use of the module */
+  int said;        /* error said already */
+  char where[320]; /* the gpu.module, as its header line names it ("" without one) */
   int refs;
   struct vxr_module *next;
 } vxr_module;
@@ -111,15 +119,34 @@ static struct {
   vxr_module *modules;
   uint64_t images; /* images linked or taken so far: the last image_id */
   int initialised;
-} vxr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  pthread_cond_t loaded;  /* a module finished loading (vxr_module.state) */
+  pthread_mutex_t cfg_mu; /* the configuration is read on one thread at a time (inih) */
+} vxr = {
+    .mu = PTHREAD_MUTEX_INITIALIZER, .loaded = PTHREAD_COND_INITIALIZER, .cfg_mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* A module's loader thread says its failures into the module, to be said
+ * at the module's first use: the buffer vxr__fail appends to on this
+ * thread (NULL: stderr). */
+static __thread char **vxr__said;
 
 static void vxr__fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void vxr__fail(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fputs("vortexd runtime: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  if (vxr__said) {
+    char *line = NULL, *both = NULL;
+    if (vasprintf(&line, fmt, ap) >= 0 &&
+        asprintf(&both, "%s%svortexd runtime: %s", *vxr__said ? *vxr__said : "", *vxr__said ? "\n" : "",
+                 line) >= 0) {
+      free(*vxr__said);
+      *vxr__said = both;
+    }
+    free(line);
+  } else {
+    fputs("vortexd runtime: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+  }
   va_end(ap);
 }
 
@@ -216,7 +243,9 @@ static void vxr__digest(const void *data, size_t size, uint8_t out[32]) {
 static int vxr__from_cache(const char *key, vxp_response *r) {
   vxp_config cfg;
   char err[4200];
+  pthread_mutex_lock(&vxr.cfg_mu);
   int rc = vxp_config_load(&cfg, err, sizeof err);
+  pthread_mutex_unlock(&vxr.cfg_mu);
   if (rc != 0) {
     vxr__fail("%s", err);
     return rc;
@@ -247,6 +276,7 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
 #define VXR_KEY_TAG "// vortexd-key: "
 #define VXR_OPTIONS_TAG "// vortexd-options: "
 #define VXR_HOST_ARGS_TAG "// vortexd-host-args: "
+#define VXR_MODULE_TAG "// vortexd-module: "
 
 /* The options of an options line's text [s, e) ("target=T warp_size=N
  * opt_level=N shuffle_insns=0|1", as vortexd's host lowering writes it)
@@ -279,13 +309,14 @@ static size_t vxr__header(const char *text, size_t size, char key[65], vxc_compi
     const char *nl = memchr(text + at, '\n', size - at), *line = text + at;
     if (!nl) break;
     size_t len = (size_t)(nl - line), kt = sizeof VXR_KEY_TAG - 1, ht = sizeof VXR_HOST_ARGS_TAG - 1,
-           ot = sizeof VXR_OPTIONS_TAG - 1;
+           ot = sizeof VXR_OPTIONS_TAG - 1, mt = sizeof VXR_MODULE_TAG - 1;
     if (at == 0 && len == kt + 64 && memcmp(line, VXR_KEY_TAG, kt) == 0) {
       memcpy(key, line + kt, 64);
       key[64] = '\0';
     } else if (len >= ot && memcmp(line, VXR_OPTIONS_TAG, ot) == 0) {
       *have_options = vxr__options(line + ot, nl, o) == 0 ? 1 : -1;
-    } else if (!(len >= ht && memcmp(line, VXR_HOST_ARGS_TAG, ht) == 0)) {
+    } else if (!(len >= ht && memcmp(line, VXR_HOST_ARGS_TAG, ht) == 0) &&
+               !(len >= mt && memcmp(line, VXR_MODULE_TAG, mt) == 0)) {
       break;
     }
     at += len + 1;
@@ -424,7 +455,14 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
     if (rc == 0 && r->status == VXP_STATUS_OK) return 0;
     if (rc == 0) {
       for (uint32_t i = 0; i < r->ndiags; i++)
-        fprintf(stderr, "%s\n", r->diags[i]);
+        if (vxr__said) { /* the diagnostics first, then why */
+          char *both = NULL;
+          if (asprintf(&both, "%s%s%s", *vxr__said ? *vxr__said : "", *vxr__said ? "\n" : "", r->diags[i]) >=
+              0)
+            free(*vxr__said), *vxr__said = both;
+        } else {
+          fprintf(stderr, "%s\n", r->diags[i]);
+        }
       vxr__fail("vortexd could not compile the module: %s",
                 r->message ? r->message : vxp_status_name(r->status));
       vxp_response_clear(r);
@@ -436,6 +474,68 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
   return rc ? rc : -ENOENT;
 }
 
+/* Loads module m (its text, m->text) on a thread of its own: the daemon
+ * asked (or the cache read), the records bound to the host's argument
+ * lines; failures kept in m->error.  Publishes the result under vxr.mu. */
+static void *vxr__load(void *arg) {
+  vxr_module *m = arg;
+  char *said = NULL;
+  vxr__said = &said;
+  vxp_response r;
+  memset(&r, 0, sizeof r);
+  int rc = vxr__obtain(m->text, m->text_size, &r);
+  uint32_t n = rc == 0 && r.nkernels ? r.nkernels : 1;
+  if (rc == 0 && (!(m->elf = calloc(n, sizeof *m->elf)) || !(m->elf_size = calloc(n, sizeof *m->elf_size)) ||
+                  !(m->image_id = calloc(n, sizeof *m->image_id)) ||
+                  !(m->functions = calloc(n, sizeof *m->functions)))) {
+    vxr__fail("out of memory loading the module");
+    rc = -ENOMEM;
+  }
+  if (rc == 0) {
+    m->r = r;
+    m->start = vxp_image_entry(m->r.kernels, m->r.nkernels);
+    for (uint32_t i = 0; i < m->r.nkernels; i++)
+      m->functions[i] = (vxr_function){m, i, NULL, 0};
+    char key[65];
+    vxc_compile_options o;
+    int have_options;
+    rc = vxr__bind_host_args(m, m->text, vxr__header(m->text, m->text_size, key, &o, &have_options));
+  } else {
+    vxp_response_clear(&r);
+  }
+  vxr__said = NULL;
+  pthread_mutex_lock(&vxr.mu);
+  free(m->text);
+  m->text = NULL;
+  m->error = rc == 0 ? NULL : said ? said : strdup("vortexd runtime: the module could not be loaded");
+  if (rc == 0) free(said);
+  m->state = rc == 0 ? 1 : -1;
+  pthread_cond_broadcast(&vxr.loaded);
+  pthread_mutex_unlock(&vxr.mu);
+  return NULL;
+}
+
+/* The gpu.module text names in its header ("// vortexd-module: @NAME at
+ * FILE:LINE:COL"), into m->where. */
+static void vxr__where(vxr_module *m, const char *text, size_t size) {
+  static const char tag[] = VXR_MODULE_TAG;
+  m->where[0] = '\0';
+  for (size_t at = 0; at < size;) {
+    const char *nl = memchr(text + at, '\n', size - at);
+    if (!nl || text[at] != '/') break;
+    size_t len = (size_t)(nl - (text + at));
+    if (len > sizeof tag - 1 && memcmp(text + at, tag, sizeof tag - 1) == 0) {
+      size_t n = len - (sizeof tag - 1) < sizeof m->where - 1 ? len - (sizeof tag - 1) : sizeof m->where - 1;
+      memcpy(m->where, text + at + sizeof tag - 1, n);
+      m->where[n] = '\0';
+      for (char *p = m->where; *p; p++)
+        if ((unsigned char)*p < 32) *p = '?';
+      break;
+    }
+    at += len + 1;
+  }
+}
+
 void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
   pthread_mutex_lock(&vxr.mu);
   vxr_module *m = NULL;
@@ -444,47 +544,38 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
     vxr__digest(data, gpuBlobSize, d);
     for (m = vxr.modules; m && memcmp(m->digest, d, 32) != 0; m = m->next) {
     }
-    if (m)
+    if (m) {
       m->refs++;
-    else if ((m = calloc(1, sizeof *m))) {
+    } else if ((m = calloc(1, sizeof *m)) && (m->text = malloc(gpuBlobSize ? gpuBlobSize : 1))) {
+      /* loaded on a thread of its own: a program loads every module in its
+       * constructors, before main; they compile (or are fetched) side by
+       * side, and the first use of each waits for it */
       memcpy(m->digest, d, 32);
-      if (vxr__obtain(data, gpuBlobSize, &m->r) != 0 ||
-          !(m->elf = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf)) ||
-          !(m->elf_size = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->elf_size)) ||
-          !(m->image_id = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->image_id)) ||
-          !(m->functions = calloc(m->r.nkernels ? m->r.nkernels : 1, sizeof *m->functions))) {
-        vxp_response_clear(&m->r);
-        free(m->elf);
-        free(m->elf_size);
-        free(m->image_id);
-        free(m);
-        m = NULL;
+      memcpy(m->text, data, gpuBlobSize);
+      m->text_size = gpuBlobSize;
+      vxr__where(m, data, gpuBlobSize);
+      m->refs = 1;
+      pthread_attr_t attr;
+      pthread_t t;
+      int started = pthread_attr_init(&attr) == 0 &&
+                    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                    pthread_create(&t, &attr, vxr__load, m) == 0;
+      pthread_attr_destroy(&attr);
+      if (!started) {
         pthread_mutex_unlock(&vxr.mu);
-        vxr__maybe_exit();
-        return NULL;
-      } else {
-        m->start = vxp_image_entry(m->r.kernels, m->r.nkernels);
-        for (uint32_t i = 0; i < m->r.nkernels; i++)
-          m->functions[i] = (vxr_function){m, i, NULL, 0};
-        char key[65];
-        vxc_compile_options o;
-        int have_options;
-        if (vxr__bind_host_args(m, data, vxr__header(data, gpuBlobSize, key, &o, &have_options)) != 0) {
-          vxp_response_clear(&m->r);
-          free(m->elf), free(m->elf_size), free(m->image_id), free(m->functions), free(m->host_args);
-          free(m);
-          m = NULL;
-          pthread_mutex_unlock(&vxr.mu);
-          vxr__maybe_exit();
-          return NULL;
-        }
-        m->refs = 1;
-        m->next = vxr.modules;
-        vxr.modules = m;
+        vxr__load(m); /* no thread to be had: here and now */
+        pthread_mutex_lock(&vxr.mu);
       }
+      m->next = vxr.modules;
+      vxr.modules = m;
+    } else {
+      free(m);
+      m = NULL;
+      vxr__fail("out of memory loading a module");
     }
   }
   pthread_mutex_unlock(&vxr.mu);
+  if (!m) vxr__maybe_exit();
   return m;
 }
 
@@ -492,14 +583,34 @@ void mgpuModuleUnload(void *module) {
   (void)module; /* kept: a later load of the same text needs no daemon */
 }
 
+/* Waits until m is loaded; 0, or -1 after saying (once) why it failed,
+ * with the module's place in the program.  Takes and leaves vxr.mu. */
+static int vxr__ready(vxr_module *m) {
+  pthread_mutex_lock(&vxr.mu);
+  while (m->state == 0)
+    pthread_cond_wait(&vxr.loaded, &vxr.mu);
+  int ok = m->state > 0;
+  if (!ok && !m->said) {
+    m->said = 1;
+    if (m->where[0]) fprintf(stderr, "vortexd runtime: module %s could not be loaded:\n", m->where);
+    fprintf(stderr, "%s\n", m->error);
+  }
+  pthread_mutex_unlock(&vxr.mu);
+  return ok ? 0 : -1;
+}
+
 void *mgpuModuleGetFunction(void *module, const char *name) {
   vxr_module *m = module;
   if (!m) return NULL; /* the load failed and said why */
+  if (vxr__ready(m) != 0) {
+    vxr__maybe_exit();
+    return NULL;
+  }
   for (uint32_t i = 0; i < m->r.nkernels; i++) {
     const char *kn = m->r.kernels[i].name, *q = strstr(kn, "::");
     if (strcmp(kn, name) == 0 || (q && strcmp(q + 2, name) == 0)) return &m->functions[i];
   }
-  vxr__fail("the module has no kernel %s", name);
+  vxr__fail("the module%s%s has no kernel %s", m->where[0] ? " " : "", m->where, name);
   vxr__maybe_exit();
   return NULL;
 }
