@@ -62,8 +62,9 @@ static void write_file(const char *path, const void *p, size_t n) {
 static void compile(const vxt_daemon *t, const char *src, const char *stem, uint8_t **obj, size_t *obj_size,
                     uint8_t **image, size_t *image_size) {
   char cmd[2048], out[4096], path[512];
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile %s -o %s/%s.o 2>&1", VXT_VXC, t->sock, src,
-           t->dir, stem);
+  /* vxc sends its own target: the one of this daemon's SDK */
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile --target %s %s -o %s/%s.o 2>&1", VXT_VXC,
+           t->sock, targets[t - ds].target, src, t->dir, stem);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s: %s", src, out);
   snprintf(path, sizeof path, "%s/%s.o", t->dir, stem);
   cr_assert_not_null(*obj = (uint8_t *)vxt_read_file(path, obj_size), "%s", path);
@@ -141,8 +142,9 @@ Test(conformance, images_are_byte_identical_to_upstream_vxbin_py) {
 static int kernel_names(const vxt_daemon *t, const char *src, char names[64][128]) {
   char cmd[2048];
   static char out[65536];
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile -v %s -o %s/v.o | sed -n 's/^Kernel: //p'",
-           VXT_VXC, t->sock, src, t->dir);
+  snprintf(cmd, sizeof cmd,
+           "%s --no-spawn --socket %s compile --target %s -v %s -o %s/v.o | sed -n 's/^Kernel: //p'", VXT_VXC,
+           t->sock, targets[t - ds].target, src, t->dir);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   int n = 0;
   for (char *save = NULL, *l = strtok_r(out, "\n", &save); l && n < 64; l = strtok_r(NULL, "\n", &save))
