@@ -8,8 +8,10 @@
  * vortexd and run on the emulated device.  Criterion runs each test in a
  * process of its own, so each starts with a fresh runtime.
  */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -663,6 +665,91 @@ Test(runtime, a_module_that_cannot_be_had_fails_at_its_first_use) {
   cr_assert_not_null(strstr(out, "two_modules.mlir:8:3 could not be loaded"), "its place: %s", out);
   cr_assert_not_null(strstr(out, "two_modules.mlir:10:12: error: unsupported: gpu.cluster_id"), "%s", out);
   cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
+}
+
+/* The bytes of MLIR string literal body s (up to its closing quote, \XX
+ * and \" escapes decoded) into out; their count. */
+static size_t mlir_string_bytes(const char *s, char *out, size_t cap) {
+  size_t n = 0;
+  while (*s && *s != '"' && n < cap) {
+    unsigned v;
+    if (s[0] == '\\' && s[1] && s[2] && sscanf(s + 1, "%2x", &v) == 1 && isxdigit((unsigned char)s[1]) &&
+        isxdigit((unsigned char)s[2]))
+      out[n++] = (char)v, s += 3;
+    else if (s[0] == '\\' && s[1])
+      out[n++] = s[1], s += 2;
+    else
+      out[n++] = *s++;
+  }
+  return n;
+}
+
+/* Stock mlir-opt-22 with the dialect plugin: --gpu-module-to-binary turns
+ * a gpu.module for two #vortex.target's into a gpu.binary of two objects,
+ * compiled by vortexd (the key and target in their properties, each
+ * kernel's argument layout in their kernel table); such an object is what
+ * libvortexd_runtime loads (the compiled entry it carries: no daemon asked)
+ * and launches, here on the emulated device, RV32 2.x and RV64 3.0. */
+Test(runtime, mlir_opt_compiles_vortex_targets_through_vortexd) {
+  static const char prog[] =
+      "module attributes {gpu.container_module} {\n"
+      "  gpu.module @kernels [#vortex.target<abi = 2, xlen = 32, warp_size = 4>,\n"
+      "                       #vortex.target<abi = 3, xlen = 64, warp_size = 8, O = 3>] {\n"
+      "    gpu.func @fill(%v: f32, %out: memref<?xf32>, %n: index) kernel {\n"
+      "      %b = gpu.block_id x\n      %d = gpu.block_dim x\n      %t = gpu.thread_id x\n"
+      "      %o = arith.muli %b, %d : index\n      %i = arith.addi %o, %t : index\n"
+      "      %in = arith.cmpi ult, %i, %n : index\n"
+      "      scf.if %in {\n        memref.store %v, %out[%i] : memref<?xf32>\n      }\n"
+      "      gpu.return\n    }\n  }\n}\n";
+  char path[256], out_path[300], cmd[2048], out[4096];
+  write_program("targets.mlir", prog, path, sizeof path);
+  snprintf(out_path, sizeof out_path, "%s.out", path);
+  snprintf(cmd, sizeof cmd, "%s --load-dialect-plugin=%s --gpu-module-to-binary %s -o %s 2>&1", VXT_MLIR_OPT,
+           VXT_MLIR_PLUGIN, path, out_path);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  size_t len;
+  char *ir = vxt_read_file(out_path, &len);
+  cr_assert_not_null(ir);
+  cr_assert_not_null(strstr(ir, "gpu.binary @kernels"), "%s", ir);
+  const char *targets[2] = {"vortex2-rv32", "vortex3-rv64"};
+  const char *at = ir;
+  for (int t = 0; t < 2; t++) {
+    const char *obj = strstr(at, "#gpu.object<#vortex.target<");
+    cr_assert_not_null(obj, "object %d: %s", t, ir);
+    char want[64];
+    snprintf(want, sizeof want, "target = \"%s\"", targets[t]);
+    const char *bin = strstr(obj, "bin = \"");
+    cr_assert_not_null(bin);
+    cr_assert(strstr(obj, want) && strstr(obj, want) < bin, "%s in its properties", targets[t]);
+    cr_assert(strstr(obj, "key = \"") && strstr(obj, "key = \"") < bin, "the key in its properties");
+    const char *table = strstr(obj, "#gpu.kernel_metadata<\"fill\"");
+    cr_assert(table && table < bin, "the kernel table names fill");
+    /* its layout: the memref after the f32, a pointer of the target's width */
+    char ptr[96];
+    snprintf(ptr, sizeof ptr, "kind = \"pointer\", offset = %d : i32, size = %d : i32", t ? 8 : 4, t ? 8 : 4);
+    cr_assert(strstr(table, ptr) && strstr(table, ptr) < bin, "its layout, %s", ptr);
+    /* the object, run as a launch gets it */
+    static char bytes[1 << 20];
+    size_t n = mlir_string_bytes(bin + 7, bytes, sizeof bytes);
+    cr_assert_gt(n, 100);
+    cr_assert_not_null(memmem(bytes, n, "// vortexd-host-args: fill s4 m1 s8\n", 36));
+    enum { N = 40 };
+    float *y = mgpuMemAlloc(N * sizeof *y, NULL, false);
+    cr_assert_not_null(y);
+    memset(y, 0, N * sizeof *y);
+    memref1d m = {y, y, 0, N - 3, 1};
+    float v = 1.5f + (float)t;
+    int64_t count = N - 3;
+    void *fn = mgpuModuleGetFunction(mgpuModuleLoad(bytes, n), "fill");
+    cr_assert_not_null(fn, "%s", targets[t]);
+    void *p[] = {&v, &m.allocated, &m.aligned, &m.offset, &m.size, &m.stride, &count};
+    mgpuLaunchKernel(fn, 2, 1, 1, 32, 1, 1, 0, NULL, p, NULL, 7);
+    for (int i = 0; i < N; i++)
+      cr_assert_float_eq(y[i], i < N - 3 ? v : 0.0f, 1e-6, "%s: y[%d] = %f", targets[t], i, y[i]);
+    mgpuMemFree(y, NULL);
+    at = bin + 7;
+  }
+  free(ir);
 }
 
 Test(runtime, vxc_run_takes_mlir_runners_entry_point_options) {

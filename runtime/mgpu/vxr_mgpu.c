@@ -46,6 +46,7 @@
 
 #include "vxc.h"
 #include "vxk.h"
+#include "vxk_entry.h"
 #include "vxp_config.h"
 #include "vxp_entry.h"
 #include "vxr.h"
@@ -277,6 +278,9 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
 #define VXR_OPTIONS_TAG "// vortexd-options: "
 #define VXR_HOST_ARGS_TAG "// vortexd-host-args: "
 #define VXR_MODULE_TAG "// vortexd-module: "
+/* the last header line of a module compiled ahead of time (#vortex.target,
+ * lowering/vxl_plugin.cpp): the compiled entry follows it, not a text */
+#define VXR_ENTRY_TAG "// vortexd-entry"
 
 /* The options of an options line's text [s, e) ("target=T warp_size=N
  * opt_level=N shuffle_insns=0|1", as vortexd's host lowering writes it)
@@ -299,7 +303,8 @@ static int vxr__options(const char *s, const char *e, vxc_compile_options *o) {
 /* Where the module's own text begins in text (size bytes), after its
  * header lines; the key of its key line into key ("" without one); the
  * options of its options line into *o and *have_options 1 (0 without
- * one, -1 for one that is not one). */
+ * one, -1 for one that is not one; 2: the rest is a compiled entry, after
+ * a "// vortexd-entry" line). */
 static size_t vxr__header(const char *text, size_t size, char key[65], vxc_compile_options *o,
                           int *have_options) {
   size_t at = 0;
@@ -313,6 +318,10 @@ static size_t vxr__header(const char *text, size_t size, char key[65], vxc_compi
     if (at == 0 && len == kt + 64 && memcmp(line, VXR_KEY_TAG, kt) == 0) {
       memcpy(key, line + kt, 64);
       key[64] = '\0';
+    } else if (len == sizeof VXR_ENTRY_TAG - 1 && memcmp(line, VXR_ENTRY_TAG, len) == 0) {
+      at += len + 1;
+      *have_options = 2; /* the entry itself from here on */
+      break;
     } else if (len >= ot && memcmp(line, VXR_OPTIONS_TAG, ot) == 0) {
       *have_options = vxr__options(line + ot, nl, o) == 0 ? 1 : -1;
     } else if (!(len >= ht && memcmp(line, VXR_HOST_ARGS_TAG, ht) == 0) &&
@@ -445,6 +454,22 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
   if (have_options < 0) {
     vxr__fail("the module's options line is not one (a damaged host object?)");
     return -EINVAL;
+  }
+  if (have_options == 2) { /* compiled ahead of time: the entry is here, whole or refused */
+    memset(r, 0, sizeof *r);
+    if (!header_key[0] ||
+        vxk_entry_check_records(header_key, (const uint8_t *)body, body_size, NULL) != VXK_OK) {
+      vxr__fail("the module's compiled entry is damaged or not its key's (a damaged program?)");
+      return -EINVAL;
+    }
+    r->entry = malloc(body_size ? body_size : 1);
+    if (!r->entry) return -ENOMEM;
+    memcpy(r->entry, body, body_size);
+    r->entry_size = body_size;
+    r->status = VXP_STATUS_OK;
+    int rc = vxp_entry_unpack(r, NULL);
+    if (rc != 0) vxr__fail("the module's compiled entry has unreadable kernel records");
+    return rc;
   }
   vxc_conn *c = NULL;
   const char *spawn = getenv("VORTEXD_RUNTIME_SPAWN");
