@@ -65,7 +65,8 @@ static const vxl__target vxl__targets[2] = {
  * into calls of the MLIR GPU runtime ABI (gpu-to-llvm), and the rest of
  * the host code into the LLVM dialect, as upstream's GPU pipelines do. */
 #define VXL_PIPELINE_HOST                                                                                    \
-  "builtin.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,"             \
+  "builtin.module(convert-linalg-to-loops,convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,"  \
+  "lower-affine,"                                                                                            \
   "finalize-memref-to-llvm,convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"                \
   "convert-vector-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,gpu-to-llvm,reconcile-unrealized-casts)"
 /* A host side that uses the async dialect (async.execute, async.await),
@@ -74,7 +75,8 @@ static const vxl__target vxl__targets[2] = {
  * convert-async-to-llvm, calls into MLIR's async runtime library
  * (libmlir_async_runtime), then the rest of VXL_PIPELINE_HOST. */
 #define VXL_PIPELINE_HOST_ASYNC                                                                              \
-  "builtin.module(convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,lower-affine,gpu-to-llvm," \
+  "builtin.module(convert-linalg-to-loops,convert-vector-to-scf,convert-scf-to-cf,expand-strided-metadata,"  \
+  "lower-affine,gpu-to-llvm,"                                                                                \
   "async-to-async-runtime,async-runtime-ref-counting,convert-async-to-llvm,finalize-memref-to-llvm,"         \
   "convert-math-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-vector-to-llvm,"                 \
   "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)"

@@ -339,6 +339,32 @@ static MlirWalkResult vxl__unlowered_cb(MlirOperation op, void *ud) {
   return MlirWalkResultInterrupt;
 }
 
+/* The host dialects the host pipeline lowers (VXL_PIPELINE_HOST): an op
+ * of another is refused at its own place before the pipeline runs, not by
+ * what the pipeline leaves of it somewhere else (an unrealized cast at the
+ * line of the op that produced its operand). */
+static int vxl__host_dialect(MlirStringRef n) {
+  static const char *const ok[] = {"builtin.", "func.",  "arith.",  "math.", "memref.", "scf.",  "cf.",
+                                   "vector.",  "index.", "affine.", "gpu.",  "async.",  "llvm.", "linalg."};
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+    if (n.length > strlen(ok[i]) && memcmp(n.data, ok[i], strlen(ok[i])) == 0) return 1;
+  return 0;
+}
+
+static MlirWalkResult vxl__foreign_cb(MlirOperation op, void *ud) {
+  vxl__unlowered *u = ud;
+  if (vxl__op_is(op, "gpu.module") || vxl__op_is(op, "gpu.binary"))
+    return MlirWalkResultSkip; /* device code */
+  int tensor = 0;              /* nothing bufferizes the host side: an op making a tensor is refused too */
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op) && !tensor; i++)
+    tensor = mlirTypeIsATensor(mlirValueGetType(mlirOperationGetResult(op, i)));
+  if (mlirOperationEqual(op, u->top) ||
+      (!tensor && vxl__host_dialect(mlirIdentifierStr(mlirOperationGetName(op)))))
+    return MlirWalkResultAdvance;
+  u->found = op;
+  return MlirWalkResultInterrupt;
+}
+
 /* Whether the program uses async tokens or host-shared allocations. */
 static int vxl__has_async_or_shared(MlirOperation top) {
   int found = 0;
@@ -376,6 +402,16 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
   if (rc == 0 && !vxl__has_async_or_shared(top) &&
       mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_async, top))) {
     if (d->n == 0) vxl__diag_add(d, "%s: error: gpu-async-region failed", source_name);
+    rc = -EINVAL;
+  }
+  vxl__unlowered foreign = {top, {NULL}};
+  if (rc == 0) mlirOperationWalk(top, vxl__foreign_cb, &foreign, MlirWalkPreOrder);
+  if (rc == 0 && !mlirOperationIsNull(foreign.found)) {
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(foreign.found));
+    vxl__diag_at(d, mlirOperationGetLocation(foreign.found),
+                 "unsupported: '%.*s' on the host (vortexd lowers a host side of the func, arith, math, "
+                 "memref, scf, cf, vector, index, affine, gpu, async, linalg (on memrefs) and llvm dialects)",
+                 (int)n.length, n.data);
     rc = -EINVAL;
   }
   MlirPassManager host = vxl__uses_async_dialect(top) ? c->pm_host_async : c->pm_host;

@@ -773,6 +773,55 @@ Test(runtime, vxc_run_takes_mlir_runners_entry_point_options) {
   cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
 }
 
+/* Host-side linalg ops on memrefs (linalg.fill, as upstream's integration
+ * tests fill buffers) are lowered the upstream way, to loops; an op of a
+ * dialect nothing lowers on the host is refused at its own line, not at
+ * the line of whatever produced its operands. */
+Test(runtime, host_linalg_runs_and_foreign_host_ops_are_refused_where_they_are) {
+  char path[256], cmd[1024], out[8192];
+  write_program("fill.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  gpu.module @k {\n"
+                "    gpu.func @twice(%b: memref<?xf32>) kernel {\n"
+                "      %t = gpu.thread_id x\n"
+                "      %v = memref.load %b[%t] : memref<?xf32>\n"
+                "      %w = arith.addf %v, %v : f32\n"
+                "      memref.store %w, %b[%t] : memref<?xf32>\n"
+                "      gpu.return\n    }\n  }\n"
+                "  func.func private @printMemrefF32(memref<*xf32>)\n"
+                "  func.func @main() {\n"
+                "    %c1 = arith.constant 1 : index\n    %c4 = arith.constant 4 : index\n"
+                "    %f = arith.constant 1.5 : f32\n"
+                "    %h = memref.alloc() : memref<4xf32>\n"
+                "    linalg.fill ins(%f : f32) outs(%h : memref<4xf32>)\n"
+                "    %d = memref.cast %h : memref<4xf32> to memref<?xf32>\n"
+                "    %u = memref.cast %h : memref<4xf32> to memref<*xf32>\n"
+                "    gpu.host_register %u : memref<*xf32>\n"
+                "    gpu.launch_func @k::@twice blocks in (%c1, %c1, %c1) threads in (%c4, %c1, %c1)"
+                " args(%d : memref<?xf32>)\n"
+                "    call @printMemrefF32(%u) : (memref<*xf32>) -> ()\n"
+                "    return\n  }\n}\n",
+                path, sizeof path);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run %s 2>&1; echo rc=$?", VXT_VXC, d.sock, path);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "[3,  3,  3,  3]"), "linalg.fill then the kernel: %s", out);
+  cr_assert_not_null(strstr(out, "rc=0\n"), "%s", out);
+  write_program("foreign.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  func.func @main() {\n"
+                "    %h = memref.alloc() : memref<4xf32>\n"
+                "    %x = \"test.unknown\"(%h) : (memref<4xf32>) -> memref<4xf32>\n"
+                "    memref.dealloc %x : memref<4xf32>\n"
+                "    return\n  }\n}\n",
+                path, sizeof path);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run %s 2>&1; echo rc=$?", VXT_VXC, d.sock, path);
+  vxt_run(cmd, out, sizeof out);
+  char want[512];
+  snprintf(want, sizeof want, "%s:4:10: error: unsupported: 'test.unknown' on the host", path);
+  cr_assert_not_null(strstr(out, want), "at its own line: %s", out);
+  cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
+}
+
 /* What goes wrong in a program run by `vxc run` is reported at the
  * program's own file:line:col: a host op nothing lowers (before the JIT
  * sees the temporary file), and a kernel's fault on the device. */
