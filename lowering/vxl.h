@@ -63,8 +63,12 @@
  *      gpu.printf index argument is as wide as its conversion (%lld: 64
  *      bits); on kernel ABI 2 branches on block ids are split (upstream's
  *      vx_spawn_threads runs one-thread blocks one per lane); on kernel
- *      ABI 3 there is no dispatcher: a launch names its kernel's entry. */
-#define VXL_LOWERING_ABI_VERSION 12u
+ *      ABI 3 there is no dispatcher: a launch names its kernel's entry.
+ *  13: branches on gpu.lane_id and on values gpu.shuffle moves are
+ *      divergent (split/join), as on thread ids; gpu.rotate and
+ *      gpu.subgroup_broadcast are lowered; kernel scalars over 64 bits
+ *      are refused. */
+#define VXL_LOWERING_ABI_VERSION 13u
 
 /* On kernel ABI 3 (Vortex 3.0), every kernel's entry is also a global
  * function symbol of this prefix and the kernel's name (its record's

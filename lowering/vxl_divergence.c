@@ -10,7 +10,9 @@
  *
  * Uniformity analysis, on a function after the GPU rewrite and after
  * scf.for became scf.while: divergent values start at the thread-id reads
- * (calls to __vxl_thread_id / __vxl_global_id) and at the arguments of
+ * (calls to __vxl_thread_id / __vxl_global_id), at the lane ids and the
+ * values shuffles and rotations move (calls of VXL_LANE_HELPER* helpers)
+ * and at the arguments of
  * non-kernel functions (their callers are unknown); they spread to every
  * result of an op with a divergent operand (loads through divergent
  * addresses included), to region results yielded from divergent values, to
@@ -592,8 +594,11 @@ static int vxl__taint_private(vxl__div *dv, MlirOperation op) {
 static int vxl__propagate(vxl__div *dv, MlirOperation op) {
   int ch = 0;
   intptr_t nops = mlirOperationGetNumOperands(op);
+  MlirStringRef callee = vxl__callee(op);
   if (vxl__calls(op, "__vxl_thread_id") || vxl__calls(op, "__vxl_global_id") ||
-      (dv->varying_block_ids && vxl__calls(op, "__vxl_block_id")))
+      (dv->varying_block_ids && vxl__calls(op, "__vxl_block_id")) ||
+      (callee.length > strlen(VXL_LANE_HELPER) &&
+       memcmp(callee.data, VXL_LANE_HELPER, strlen(VXL_LANE_HELPER)) == 0))
     return vxl__mark_results(dv, op);
   if (vxl__op_is(op, "scf.if") || vxl__op_is(op, "scf.index_switch")) {
     if (vxl__any_operand(dv, op, 0, 1)) ch |= vxl__mark_results(dv, op);

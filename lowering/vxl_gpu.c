@@ -51,6 +51,8 @@ static int vxl__gpu_op_supported(MlirStringRef name) {
                                     "gpu.subgroup_size",
                                     "gpu.num_subgroups",
                                     "gpu.shuffle",
+                                    "gpu.rotate",
+                                    "gpu.subgroup_broadcast",
                                     "gpu.subgroup_reduce",
                                     "gpu.all_reduce",
                                     "gpu.yield",

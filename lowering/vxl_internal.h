@@ -100,6 +100,11 @@ void vxl__loc_format(const vxl__diags *d, MlirLocation loc, char *buf, size_t ca
  * __shared__ globals: the smallest dynamic area main may give a group
  * (bytes), so a one-element __shared__ variable written the same way still
  * has its own storage when the launch asks for no dynamic memory. */
+/* Prefix of the subgroup helpers whose results differ from lane to lane
+ * (gpu.lane_id, gpu.shuffle, gpu.rotate): the divergence analysis starts
+ * divergent values at their calls, as at the thread ids'. */
+#define VXL_LANE_HELPER "__vxl_lane"
+
 #define VXL_DYNAMIC_MIN_SYMBOL "__vxl_dynamic_min"
 
 /* i32 constant global the MLIR side adds when a kernel uses subgroup or

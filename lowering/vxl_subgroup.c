@@ -33,6 +33,12 @@
  * With vxl_options.shuffle_insns the value moves through Vortex's shuffle
  * instruction instead (clamp = that limit - 1, segment mask 0), which
  * gives the same results.
+ *
+ * gpu.rotate and gpu.subgroup_broadcast are the same move with another
+ * source lane: rotate's ((lane + offset) & (width - 1)) + (lane & ~(width
+ * - 1)), valid when lane < width (a constant width above the warp is
+ * refused at the op); a broadcast's given lane, or the first active one
+ * (the lowest bit of the warp's thread mask, CSR 0xCC4).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -288,22 +294,43 @@ static char *vxl__shuffle_insn_text(MlirType t, const char *T, int f) {
   return n < 0 ? NULL : s;
 }
 
+/* gpu.shuffle, gpu.rotate (its offset and width constants) and
+ * gpu.subgroup_broadcast (its lane operand, or the first active lane) as
+ * one helper each: the source lane, then the move. */
 static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
   MlirLocation loc = mlirOperationGetLocation(op);
-  char mode[16];
+  char mode[32];
   MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
-  if (vxl__enum_word(op, "mode", mode, sizeof mode) != 0) {
-    vxl__diag_at(sg->d, loc, "unsupported: gpu.shuffle with an unreadable mode");
+  const int rotate = vxl__op_is(op, "gpu.rotate"), broadcast = vxl__op_is(op, "gpu.subgroup_broadcast");
+  const char *what = rotate ? "gpu.rotate" : broadcast ? "gpu.subgroup_broadcast" : "gpu.shuffle";
+  int64_t roff = vxl__int_attr(op, "offset", 0), rwidth = vxl__int_attr(op, "width", 0);
+  if (rotate)
+    snprintf(mode, sizeof mode, "rotate");
+  else if (vxl__enum_word(op, broadcast ? "broadcast_type" : "mode", mode, sizeof mode) != 0) {
+    vxl__diag_at(sg->d, loc, "unsupported: %s with an unreadable %s", what,
+                 broadcast ? "broadcast type" : "mode");
     return -EINVAL;
   }
-  const char *src = strcmp(mode, "xor") == 0    ? "arith.xori %lane, %off : i32"
-                    : strcmp(mode, "up") == 0   ? "arith.subi %lane, %off : i32"
-                    : strcmp(mode, "down") == 0 ? "arith.addi %lane, %off : i32"
-                    : strcmp(mode, "idx") == 0  ? "arith.addi %off, %zero : i32"
-                                                : NULL;
+  if (rotate && (rwidth < 1 || rwidth > (int64_t)sg->warp_size || roff < 0 || roff >= rwidth)) {
+    vxl__diag_at(
+        sg->d, loc,
+        "gpu.rotate width %lld (offset %lld) is larger than the warp (%u threads): its lanes past the "
+        "warp do not exist (a device with more threads per warp: `vxc compile --warp-size N`)",
+        (long long)rwidth, (long long)roff, sg->warp_size);
+    return -EINVAL;
+  }
+  const char *src = rotate                                                ? "arith.addi %rs, %zero : i32"
+                    : broadcast && strcmp(mode, "first_active_lane") == 0 ? "math.cttz %mask : i32"
+                    : broadcast && strcmp(mode, "specific_lane") == 0     ? "arith.addi %off, %zero : i32"
+                    : broadcast                                           ? NULL
+                    : strcmp(mode, "xor") == 0                            ? "arith.xori %lane, %off : i32"
+                    : strcmp(mode, "up") == 0                             ? "arith.subi %lane, %off : i32"
+                    : strcmp(mode, "down") == 0                           ? "arith.addi %lane, %off : i32"
+                    : strcmp(mode, "idx") == 0                            ? "arith.addi %off, %zero : i32"
+                                                                          : NULL;
   if (!src || (!vxl__slot_type(t) && !mlirTypeIsAIndex(t))) {
     char *ts = vxl__type_str(t);
-    vxl__diag_at(sg->d, loc, "unsupported: gpu.shuffle %s of %s", mode, ts ? ts : "this type");
+    vxl__diag_at(sg->d, loc, "unsupported: %s %s of %s", what, mode, ts ? ts : "this type");
     free(ts);
     return -EINVAL;
   }
@@ -320,10 +347,10 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
                           "  %%m63 = arith.constant 63 : i32\n"
                           "  %%clamp = arith.subi %%lim, %%one : i32\n"
                           "  %%cs = arith.shli %%clamp, %%six : i32\n"
-                          "  %%b = arith.andi %%off, %%m63 : i32\n"
+                          "  %%b = arith.andi %s, %%m63 : i32\n" /* idx: the source lane itself */
                           "  %%bc = arith.ori %%cs, %%b : i32\n"
                           "%s",
-                          insn) < 0)
+                          f == 7 ? "%src" : "%off", insn) < 0)
       move = NULL;
     free(insn);
   } else if (asprintf(&move,
@@ -339,17 +366,55 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
                       T, T) < 0) {
     move = NULL;
   }
-  char name[48];
-  snprintf(name, sizeof name, "__vxl_shfl%u", sg->helpers++);
+  char name[48], params[96], results[64], ret[96], pre[512] = "";
+  /* a shuffle's or rotation's value differs from lane to lane (the
+   * divergence analysis reads the name: VXL_LANE_HELPER); a broadcast's
+   * is the warp's one value */
+  snprintf(name, sizeof name, "%s%u", broadcast ? "__vxl_bcast" : VXL_LANE_HELPER "_shfl", sg->helpers++);
+  intptr_t nargs = 3;
+  if (rotate) { /* offset and width are the op's constants; valid: lane < width */
+    nargs = 1;
+    snprintf(params, sizeof params, "%%v: %s", T);
+    snprintf(results, sizeof results, "(%s, i1)", T);
+    snprintf(ret, sizeof ret, "%%x, %%rvalid : %s, i1", T);
+    snprintf(pre, sizeof pre,
+             "  %%off = arith.constant %lld : i32\n"
+             "  %%width = arith.constant %lld : i32\n"
+             "  %%r1 = arith.constant 1 : i32\n"
+             "  %%wm1 = arith.subi %%width, %%r1 : i32\n"
+             "  %%ra = arith.addi %%lane, %%off : i32\n"
+             "  %%rb = arith.andi %%ra, %%wm1 : i32\n"
+             "  %%all = arith.constant -1 : i32\n"
+             "  %%nm = arith.xori %%wm1, %%all : i32\n"
+             "  %%rc = arith.andi %%lane, %%nm : i32\n"
+             "  %%rs = arith.addi %%rb, %%rc : i32\n"
+             "  %%rvalid = arith.cmpi ult, %%lane, %%width : i32\n",
+             (long long)roff, (long long)rwidth);
+  } else if (broadcast) { /* one result: the value of the source lane, the whole warp taking part */
+    int first = strcmp(mode, "first_active_lane") == 0;
+    nargs = first ? 1 : 2;
+    snprintf(params, sizeof params, first ? "%%v: %s" : "%%v: %s, %%off: i32", T);
+    snprintf(results, sizeof results, "%s", T);
+    snprintf(ret, sizeof ret, "%%x : %s", T);
+    snprintf(pre, sizeof pre, "  %%width = arith.constant %u : i32\n%s", sg->warp_size,
+             first ? "  %mask = func.call @__vxl_active_threads() : () -> i32\n"
+                     "  %bit = \"llvm.intr.cttz\"(%mask) <{is_zero_poison = false}> : (i32) -> i32\n"
+                   : "");
+    if (first) src = "arith.addi %bit, %zero : i32";
+  } else {
+    snprintf(params, sizeof params, "%%v: %s, %%off: i32, %%width: i32", T);
+    snprintf(results, sizeof results, "(%s, i1)", T);
+    snprintf(ret, sizeof ret, "%%x, %%valid : %s, i1", T);
+  }
   /* source lane and validity, then the move (%x) */
   int n = move ? asprintf(&text,
-                          "module {\n" VXL__SG_DECLS
-                          "func.func private @%s(%%v: %s, %%off: i32, %%width: i32) -> (%s, i1) {\n"
+                          "module {\n" VXL__SG_DECLS "func.func private @%s(%s) -> %s {\n"
                           "  %%zero = arith.constant 0 : i32\n"
                           "  %%w = arith.constant %u : i32\n"
                           "  %%lin = func.call @__vxl_linear_tid() : () -> i32\n"
                           "  %%lane = arith.remui %%lin, %%w : i32\n"
                           "  %%base = arith.subi %%lin, %%lane : i32\n"
+                          "%s"
                           "  %%src = %s\n"
                           "  %%n = func.call @__vxl_block_threads() : () -> i32\n"
                           "  %%avail = arith.subi %%n, %%base : i32\n"
@@ -357,13 +422,13 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
                           "  %%lim = arith.minui %%lim0, %%avail : i32\n"
                           "  %%valid = arith.cmpi ult, %%src, %%lim : i32\n"
                           "%s"
-                          "  return %%x, %%valid : %s, i1\n"
+                          "  return %s\n"
                           "}\n}\n",
-                          name, T, T, sg->warp_size, src, move, T)
+                          name, params, results, sg->warp_size, pre, src, move, ret)
                : -1;
   free(move);
   free(T);
-  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, 3, !sg->shuffle_insns);
+  return n < 0 ? -ENOMEM : vxl__install(sg, op, text, name, nargs, !sg->shuffle_insns);
 }
 
 static int vxl__lower_subgroup_reduce(vxl__subgroups *sg, MlirOperation op) {
@@ -592,7 +657,10 @@ int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {
              "  %s = arith.divui %t, %w : i32\n  return %s : i32\n";
   if (simple) {
     char name[48], *text = NULL;
-    snprintf(name, sizeof name, "__vxl_sgq%u", sg->helpers++);
+    /* the lane id differs from lane to lane: its helpers' name says so to
+     * the divergence analysis (VXL_LANE_HELPER) */
+    snprintf(name, sizeof name, "%s%u", vxl__op_is(op, "gpu.lane_id") ? VXL_LANE_HELPER : "__vxl_sgq",
+             sg->helpers++);
     if (asprintf(&text,
                  "module {\n" VXL__SG_DECLS "func.func private @%s() -> i32 {\n"
                  "  %%w = arith.constant %u : i32\n"
@@ -604,7 +672,8 @@ int vxl__lower_subgroup_op(vxl__subgroups *sg, MlirOperation op) {
     return rc ? rc : 1;
   }
   int rc = 0;
-  if (vxl__op_is(op, "gpu.shuffle"))
+  if (vxl__op_is(op, "gpu.shuffle") || vxl__op_is(op, "gpu.rotate") ||
+      vxl__op_is(op, "gpu.subgroup_broadcast"))
     rc = vxl__lower_shuffle(sg, op);
   else if (vxl__op_is(op, "gpu.subgroup_reduce"))
     rc = vxl__lower_subgroup_reduce(sg, op);

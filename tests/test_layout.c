@@ -552,6 +552,22 @@ Test(lowering, a_constant_shuffle_width_above_the_warp_is_refused_at_the_op) {
   cr_assert_eq(vxl_compile(cc, text, sizeof text - 1, "t.mlir", &o, &r), 0);
   cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
   vxl_result_clear(&r);
+
+  /* gpu.rotate's width is always a constant: the same rule, at the op */
+  static const char rot[] = "module {\n  gpu.module @m {\n    gpu.func @k(%a: i32) kernel {\n"
+                            "      %s, %ok = gpu.rotate %a, 1, 8 : i32\n"
+                            "      gpu.return\n    }\n  }\n}\n";
+  r = compile_text(rot);
+  cr_assert_not(r.ok);
+  cr_assert_eq(r.ndiags, 1);
+  cr_assert_not_null(strstr(r.diags[0],
+                            "t.mlir:4:17: error: gpu.rotate width 8 (offset 1) is larger than the "
+                            "warp (4 threads)"),
+                     "%s", r.diags[0]);
+  vxl_result_clear(&r);
+  cr_assert_eq(vxl_compile(cc, rot, sizeof rot - 1, "t.mlir", &o, &r), 0);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
 }
 
 /* A gpu.func with n arguments of type ty: malloc()ed module text. */

@@ -773,6 +773,69 @@ Test(runtime, vxc_run_takes_mlir_runners_entry_point_options) {
   cr_assert_not_null(strstr(out, "rc=64"), "%s", out);
 }
 
+/* gpu.rotate and gpu.subgroup_broadcast (a given lane, the first active
+ * one) move values between the lanes of a warp as their definitions say,
+ * at warps of 4, 8 and 32 threads; a branch on the lane id is divergent
+ * (split and joined, as one on a thread id). */
+Test(runtime, rotate_and_subgroup_broadcast_move_values_between_lanes) {
+  char path[256], cmd[1024], out[8192];
+  write_program("moves.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  gpu.module @k {\n"
+                "    gpu.func @moves(%out: memref<?xi32>) kernel {\n"
+                "      %t = gpu.thread_id x\n      %lane = gpu.lane_id\n"
+                "      %l32 = arith.index_cast %lane : index to i32\n"
+                "      %c10 = arith.constant 10 : i32\n      %v = arith.muli %l32, %c10 : i32\n"
+                "      %r, %ok = gpu.rotate %v, 1, 4 : i32\n"
+                "      %m2 = arith.constant -2 : i32\n      %rs = arith.select %ok, %r, %m2 : i32\n"
+                "      %c2 = arith.constant 2 : i32\n"
+                "      %b = gpu.subgroup_broadcast %v, specific_lane %c2 : i32\n"
+                "      %c3 = arith.constant 3 : index\n      %i0 = arith.muli %t, %c3 : index\n"
+                "      %c1 = arith.constant 1 : index\n      %i1 = arith.addi %i0, %c1 : index\n"
+                "      %ci2 = arith.constant 2 : index\n      %i2 = arith.addi %i0, %ci2 : index\n"
+                "      memref.store %rs, %out[%i0] : memref<?xi32>\n"
+                "      memref.store %b, %out[%i1] : memref<?xi32>\n"
+                "      %c0 = arith.constant 0 : index\n"
+                "      %some = arith.cmpi ugt, %lane, %c0 : index\n"
+                "      scf.if %some {\n"
+                "        %f = gpu.subgroup_broadcast %v, first_active_lane : i32\n"
+                "        memref.store %f, %out[%i2] : memref<?xi32>\n"
+                "      }\n"
+                "      gpu.return\n    }\n  }\n"
+                "  func.func private @printMemrefI32(memref<*xi32>)\n"
+                "  func.func @main() {\n"
+                "    %c1 = arith.constant 1 : index\n    %c8 = arith.constant 8 : index\n"
+                "    %n = arith.constant 24 : index\n    %m1 = arith.constant -1 : i32\n"
+                "    %h = memref.alloc(%n) : memref<?xi32>\n"
+                "    linalg.fill ins(%m1 : i32) outs(%h : memref<?xi32>)\n"
+                "    %u = memref.cast %h : memref<?xi32> to memref<*xi32>\n"
+                "    gpu.host_register %u : memref<*xi32>\n"
+                "    gpu.launch_func @k::@moves blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1)"
+                " args(%h : memref<?xi32>)\n"
+                "    call @printMemrefI32(%u) : (memref<*xi32>) -> ()\n"
+                "    return\n  }\n}\n",
+                path, sizeof path);
+  const unsigned warps[3] = {4, 8, 32};
+  for (int w = 0; w < 3; w++) {
+    /* thread t is lane t % W; rotate(1, 4): lane (lane + 1) & 3 of its
+     * four, valid for lanes below 4; lane 2's value; the first active lane
+     * of those past lane 0 is lane 1 */
+    char want[512];
+    size_t n = (size_t)snprintf(want, sizeof want, "[");
+    for (unsigned t = 0; t < 8; t++) {
+      unsigned lane = t % warps[w];
+      int rot = lane < 4 ? (int)((((lane + 1) & 3) + (lane & ~3u)) * 10) : -2;
+      n += (size_t)snprintf(want + n, sizeof want - n, "%s%d,  20,  %d", t ? ",  " : "", rot, lane ? 10 : -1);
+    }
+    snprintf(want + n, sizeof want - n, "]");
+    snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run --warp-size %u %s 2>&1; echo rc=$?", VXT_VXC,
+             d.sock, warps[w], path);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, want), "warp %u: want %s: %s", warps[w], want, out);
+    cr_assert_not_null(strstr(out, "rc=0\n"), "%s", out);
+  }
+}
+
 /* Host-side linalg ops on memrefs (linalg.fill, as upstream's integration
  * tests fill buffers) are lowered the upstream way, to loops; an op of a
  * dialect nothing lowers on the host is refused at its own line, not at
