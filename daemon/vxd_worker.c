@@ -101,37 +101,24 @@ static void vxd__compile(vxd_crew *crew, vxl_compiler *c, const vxd_config *cfg,
   if (!r.ok) resp->message = strdup("compilation failed");
 }
 
-/* What a host lowering's key callback needs: the daemon's configuration
- * and the options every module of the program is compiled with. */
-typedef struct {
-  const vxd_config *cfg;
-  vxl_options o;
-} vxd__module_keying;
-
 /* The lowering's key callback: the key vortexd gives a device module's text
- * compiled with the program's options (the request's, the daemon's target
- * where it named none), as libvortexd_runtime compiles it: it sends the
+ * compiled with opts (the program's options, or its module's own
+ * #vortex.target's), as libvortexd_runtime compiles it: it sends the
  * options the module's "// vortexd-options:" line holds. */
-static int vxd__module_key(void *ud, const char *text, size_t len, char key[65]) {
-  const vxd__module_keying *k = ud;
-  return vxd_cache_key(k->cfg, &k->o, VXP_DEVICE_MODULE_NAME, (const uint8_t *)text, len, key);
+static int vxd__module_key(void *ud, const vxl_options *opts, const char *text, size_t len, char key[65]) {
+  const vxd_config *cfg = ud;
+  return vxd_cache_key(cfg, opts, VXP_DEVICE_MODULE_NAME, (const uint8_t *)text, len, key);
 }
 
 /* Lowers a program's host side into resp. */
 static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request *req, vxp_response *resp) {
   vxl_host_result h;
-  vxd__module_keying k = {cfg, {0}};
-  vxd_options_from_request(cfg, req, &k.o);
-  k.o.emit_ir = 0;
-  /* the options, fixed now, in every module's object: the runtime sends
-   * them, so no daemon's default decides them later */
-  char target[VXP_TARGET_NAME_MAX], header[160];
-  vxp_target_name(k.o.vortex_abi, k.o.xlen, target);
-  snprintf(header, sizeof header,
-           "// vortexd-options: target=%s warp_size=%u opt_level=%u shuffle_insns=%u\n", target,
-           k.o.warp_size, k.o.opt_level, k.o.shuffle_insns ? 1u : 0u);
-  int rc = vxl_lower_host(c, (const char *)req->source, req->source_len,
-                          req->source_name ? req->source_name : "<source>", vxd__module_key, &k, header, &h);
+  vxl_options o;
+  vxd_options_from_request(cfg, req, &o); /* the request's, the daemon's target where it named none */
+  o.emit_ir = 0;
+  int rc =
+      vxl_lower_host(c, (const char *)req->source, req->source_len,
+                     req->source_name ? req->source_name : "<source>", &o, vxd__module_key, (void *)cfg, &h);
   resp->op = VXP_OP_HOST;
   resp->id = req->id;
   resp->status = rc ? VXP_STATUS_INTERNAL : h.ok ? VXP_STATUS_OK : VXP_STATUS_COMPILE_ERROR;

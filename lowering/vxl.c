@@ -207,6 +207,7 @@ int vxl_compiler_create(vxl_compiler **out) {
                                          "cf",      "math", "index", "affine", "ub",  NULL};
   for (int i = 0; dialects[i]; i++)
     mlirContextGetOrLoadDialect(c->ctx, mlirStringRefCreateFromCString(dialects[i]));
+  vxl__target_load(c->ctx); /* #vortex.target on gpu.modules */
   mlirContextAttachDiagnosticHandler(c->ctx, vxl__on_diag, c, NULL);
 
   vxl__diags d = {0};
@@ -878,13 +879,13 @@ int vxl_layout_from_types(const char *const *mlir_types, uint32_t n, uint32_t xl
 }
 
 int vxl_lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                   vxl_module_key_fn key_of, void *key_ud, const char *module_header, vxl_host_result *res) {
+                   const vxl_options *opts, vxl_module_key_fn key_of, void *key_ud, vxl_host_result *res) {
   memset(res, 0, sizeof *res);
   if (!source_name || !*source_name) source_name = "<source>";
   vxl__diags d = {.source_name = source_name};
   c->cur_diags = &d;
-  int rc = vxl__lower_host(c, source, len, source_name, key_of, key_ud, module_header, &d, &res->host_ir,
-                           &res->nmodules);
+  int rc =
+      vxl__lower_host(c, source, len, source_name, opts, key_of, key_ud, &d, &res->host_ir, &res->nmodules);
   c->cur_diags = NULL;
   res->ok = rc == 0;
   res->diags = d.v;

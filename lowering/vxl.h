@@ -344,10 +344,17 @@ int vxl_compile(vxl_compiler *c, const char *source, size_t len, const char *sou
 void vxl_result_clear(vxl_result *res);
 
 /* The cache key a gpu.module's text will have when a runtime sends it back
- * to be compiled (the daemon's recipe, which the lowering does not know):
+ * to be compiled with options opts (resolved: no field means "the
+ * default") - the daemon's recipe, which the lowering does not know:
  * writes 64 hex digits and a NUL to key.  Returns 0, or nonzero to leave
  * the text without a key. */
-typedef int (*vxl_module_key_fn)(void *ud, const char *text, size_t len, char key[65]);
+typedef int (*vxl_module_key_fn)(void *ud, const vxl_options *opts, const char *text, size_t len,
+                                 char key[65]);
+
+/* The header line that fixes the options a gpu.binary's module is compiled
+ * with: VXL_OPTIONS_TAG "target=vortexA-rvX warp_size=N opt_level=N
+ * shuffle_insns=0|1" and a newline; the runtime sends exactly these. */
+#define VXL_OPTIONS_TAG "// vortexd-options: "
 
 /* The lines a gpu.binary's object begins with, before the module's text
  * (which is what the key covers): "// vortexd-key: KEY" when key_of gives
@@ -374,19 +381,23 @@ typedef struct {
 /* Lowers the host side of a whole GPU-dialect program (host functions,
  * gpu.launch / gpu.launch_func, gpu.alloc, gpu.memcpy, ...) the upstream
  * way: gpu.launch bodies are outlined, each gpu.module becomes a
- * gpu.binary whose one object (#gpu.object<#nvvm.target, bin = ...>, the
- * target attribute whose upstream offloading handler loads objects with
- * mgpuModuleLoad) holds the module's MLIR text, preceded by a line
- * "// vortexd-key: KEY" when key_of gives one, module_header (lines of
- * the caller's, each ending in a newline: the daemon's options line; may
- * be NULL), "// vortexd-module: @NAME at FILE:LINE:COL" (what a failure to
- * load it names) and the kernels' host argument lines (VXL_HOST_ARGS_TAG); then
- * VXL_PIPELINE_HOST turns
- * the rest into the LLVM dialect and calls of the MLIR GPU runtime ABI
- * (libvortexd_runtime implements it).  Always fills *res (clear with
- * vxl_host_result_clear).  Returns 0 or -ENOMEM. */
+ * gpu.binary whose one object holds the module's MLIR text, compiled at
+ * its first launch.  Each module is compiled with opts, but for the fields
+ * its own #vortex.target gives (vxl__module_target: the first of its
+ * targets with opts' abi and xlen, else its first), and its object says
+ * so: #gpu.object<#nvvm.target, properties = {key = "KEY", target =
+ * "vortexA-rvX", warp_size = N : i32, opt_level = N : i32}, bin = "...">
+ * (#nvvm.target: a GPU target stock mlir-runner-22 and mlir-translate-22
+ * parse; they cannot load #vortex.target's plugin), the text preceded by a line "// vortexd-key: KEY" when
+ * key_of gives one, the options line (VXL_OPTIONS_TAG), "// vortexd-module: @NAME at FILE:LINE:COL" (what a
+ * failure to load it names) and the kernels' host argument lines (VXL_HOST_ARGS_TAG).  The default offloading
+ * handler
+ * (#gpu.select_object) loads objects with mgpuModuleLoad; then
+ * VXL_PIPELINE_HOST turns the rest into the LLVM dialect and calls of the
+ * MLIR GPU runtime ABI (libvortexd_runtime implements it).  Always fills
+ * *res (clear with vxl_host_result_clear).  Returns 0 or -ENOMEM. */
 int vxl_lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                   vxl_module_key_fn key_of, void *key_ud, const char *module_header, vxl_host_result *res);
+                   const vxl_options *opts, vxl_module_key_fn key_of, void *key_ud, vxl_host_result *res);
 void vxl_host_result_clear(vxl_host_result *res);
 
 /* Compiles a lowered host module (vxl_host_result.host_ir, len bytes) into

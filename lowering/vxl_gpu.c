@@ -542,6 +542,8 @@ static int vxl__rewrite_body(vxl__rw *rw, MlirOperation ff, vxl__kernel_info *k)
   return rc;
 }
 
+int vxl__convert_device_func(vxl__rw *rw, MlirOperation ff) { return vxl__rewrite_body(rw, ff, NULL); }
+
 /* The kernel record of gpu.func gf (named fname, nin arguments) before its
  * arguments are looked at: name, location, room for the argument types,
  * grid dimensions 1, the known block size if it has one.  0 or -ENOMEM. */

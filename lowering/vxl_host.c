@@ -89,10 +89,61 @@ static void vxl__host_args_lines(MlirOperation gm, vxl__buf *b) {
   }
 }
 
+int vxl__module_target(MlirOperation gm, const vxl_options *opts, vxl_options *out) {
+  *out = vxl__resolved(opts);
+  MlirAttribute targets = mlirOperationGetAttributeByName(gm, vxl__str("targets"));
+  if (mlirAttributeIsNull(targets) || !mlirAttributeIsAArray(targets)) return 0;
+  vxl__target_fields pick = {0};
+  int found = 0, agrees = 0;
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(targets) && !agrees; i++) {
+    vxl__target_fields t;
+    if (!vxl__target_read(mlirArrayAttrGetElement(targets, i), &t)) continue;
+    agrees = (!t.vortex_abi || t.vortex_abi == out->vortex_abi) && (!t.xlen || t.xlen == out->xlen);
+    if (!found || agrees) pick = t;
+    found = 1;
+  }
+  if (!found) return 0;
+  if (pick.vortex_abi) out->vortex_abi = pick.vortex_abi;
+  if (pick.xlen) out->xlen = pick.xlen;
+  if (pick.warp_size) out->warp_size = pick.warp_size;
+  if (pick.opt_level >= 0) out->opt_level = (uint32_t)pick.opt_level;
+  return 1;
+}
+
+int vxl__check_module_targets(MlirOperation gm, const vxl_options *opts, vxl__diags *d) {
+  vxl_options o = vxl__resolved(opts);
+  MlirAttribute targets = mlirOperationGetAttributeByName(gm, vxl__str("targets"));
+  if (mlirAttributeIsNull(targets) || !mlirAttributeIsAArray(targets)) return 0;
+  int vortex = 0;
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(targets); i++) {
+    vxl__target_fields t;
+    if (!vxl__target_read(mlirArrayAttrGetElement(targets, i), &t)) continue;
+    vortex++;
+    if ((!t.vortex_abi || t.vortex_abi == o.vortex_abi) && (!t.xlen || t.xlen == o.xlen) &&
+        (!t.warp_size || t.warp_size == o.warp_size) &&
+        (t.opt_level < 0 || (uint32_t)t.opt_level == o.opt_level))
+      return 0;
+  }
+  if (!vortex) return 0; /* other projects' targets: not this compile's business */
+  MlirStringRef name =
+      mlirStringAttrGetValue(mlirOperationGetAttributeByName(gm, mlirSymbolTableGetSymbolAttributeName()));
+  vxl__diag_at(
+      d, mlirOperationGetLocation(gm),
+      "gpu.module @%.*s lists no #vortex.target this compile is for (vortex%u-rv%u, warp_size %u, "
+      "O%u): compile it with the options of one of its targets (`vxc compile --target T --warp-size N "
+      "-O N`), or add that target to its list",
+      (int)(name.length < 64 ? name.length : 64), name.data, o.vortex_abi, o.xlen, o.warp_size, o.opt_level);
+  return -EINVAL;
+}
+
 /* Replaces gpu.module gm (in top's body) with a gpu.binary of the same
- * name holding the module's text.  Returns 0, -EINVAL, -ENOMEM. */
-static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_key_fn key_of, void *key_ud,
-                                 const char *module_header, vxl__diags *d) {
+ * name whose one #gpu.object holds the module's text and its header lines
+ * (properties: the options it is compiled with).  Returns 0, -EINVAL,
+ * -ENOMEM. */
+static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, const vxl_options *opts,
+                                 vxl_module_key_fn key_of, void *key_ud, vxl__diags *d) {
+  vxl_options mo;
+  vxl__module_target(gm, opts, &mo);
   vxl__buf text = {0}, bin = {0};
   vxl__buf_append(vxl__str("module attributes {gpu.container_module} {\n"), &text);
   /* with locations: diagnostics of the module's compile, at its first
@@ -107,18 +158,35 @@ static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, vxl_module_k
     return -ENOMEM;
   }
   char key[65] = "";
-  if (key_of && key_of(key_ud, text.p, text.n, key) != 0) key[0] = '\0';
+  if (key_of && key_of(key_ud, &mo, text.p, text.n, key) != 0) key[0] = '\0';
   MlirStringRef name =
       mlirStringAttrGetValue(mlirOperationGetAttributeByName(gm, mlirSymbolTableGetSymbolAttributeName()));
   vxl__buf_append(vxl__str("module {\n  gpu.binary @\""), &bin);
   vxl__append_escaped(&bin, name.data, name.length);
-  vxl__buf_append(vxl__str("\" [#gpu.object<#nvvm.target, bin = \""), &bin);
+  char label[256];
+  /* labelled #nvvm.target, not #vortex.target: the host module is for
+   * stock mlir-runner-22 and mlir-translate-22, which cannot load a dialect
+   * plugin, and #nvvm.target is a GPU target every one of them parses (its
+   * offloading handler, #gpu.select_object, loads any object with
+   * mgpuModuleLoad); the properties say what the object is for */
+  snprintf(
+      label, sizeof label,
+      "\" [#gpu.object<#nvvm.target, properties = {%s%s%starget = \"vortex%u-rv%u\", warp_size = %u : i32, "
+      "opt_level = %u : i32}, bin = \"",
+      key[0] ? "key = \"" : "", key, key[0] ? "\", " : "", mo.vortex_abi, mo.xlen, mo.warp_size,
+      mo.opt_level);
+  vxl__buf_append(vxl__str(label), &bin);
+  char line[160];
   if (key[0]) {
-    char line[96];
     snprintf(line, sizeof line, "// vortexd-key: %s\n", key);
     vxl__append_escaped(&bin, line, strlen(line));
   }
-  if (module_header) vxl__append_escaped(&bin, module_header, strlen(module_header));
+  /* the options, fixed now: the runtime sends them, so no daemon's
+   * default decides them later */
+  snprintf(line, sizeof line,
+           VXL_OPTIONS_TAG "target=vortex%u-rv%u warp_size=%u opt_level=%u shuffle_insns=%u\n", mo.vortex_abi,
+           mo.xlen, mo.warp_size, mo.opt_level, mo.shuffle_insns ? 1u : 0u);
+  vxl__append_escaped(&bin, line, strlen(line));
   /* where the module is in the program: what a failure to load it names */
   char where[512], at[400];
   vxl__loc_format(d, mlirOperationGetLocation(gm), at, sizeof at);
@@ -373,7 +441,7 @@ static int vxl__has_async_or_shared(MlirOperation top) {
 }
 
 int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                    vxl_module_key_fn key_of, void *key_ud, const char *module_header, vxl__diags *d,
+                    const vxl_options *opts, vxl_module_key_fn key_of, void *key_ud, vxl__diags *d,
                     char **host_ir, uint32_t *nmodules) {
   *host_ir = NULL;
   *nmodules = 0;
@@ -390,7 +458,7 @@ int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char 
   for (MlirOperation op = mlirBlockGetFirstOperation(body); rc == 0 && !mlirOperationIsNull(op);) {
     MlirOperation next = mlirOperationGetNextInBlock(op);
     if (vxl__op_is(op, "gpu.module")) {
-      rc = vxl__module_to_binary(c, op, key_of, key_ud, module_header, d);
+      rc = vxl__module_to_binary(c, op, opts, key_of, key_ud, d);
       if (rc == 0) (*nmodules)++;
     }
     op = next;

@@ -24,6 +24,7 @@
 
 #include "vxl.h"
 #include "vxl_emit.h"
+#include "vxl_target.h"
 
 /* How the lowering builds IR.  A single operation (arith.constant,
  * func.call, llvm.mlir.global, a func.func declaration, the rewritten gpu
@@ -282,6 +283,12 @@ void vxl__strip_address_spaces(MlirOperation root);
  * lowering does not handle; notes in rw when the full pipeline is needed.
  * Returns 0 or -EINVAL. */
 int vxl__check_supported(vxl__rw *rw, MlirOperation root);
+/* Rewrites the gpu ops (ids, dimensions, barriers, printf, subgroup ops)
+ * of func.func ff, a device function a kernel calls (what cgeist emits
+ * for a __device__ function).  Returns 0, -ENOMEM or -EINVAL with a
+ * diagnostic. */
+int vxl__convert_device_func(vxl__rw *rw, MlirOperation ff);
+
 /* Turns gpu.func gf into a func.func with device-address arguments and its
  * gpu ops into Vortex helper calls; fills k for a kernel (NULL otherwise).
  * Returns 0, -EINVAL (diagnostic) or -ENOMEM. */
@@ -305,7 +312,7 @@ int vxl__outline(vxl_compiler *c, MlirOperation top, const char *source_name, vx
 /* vxl_lower_host's work (vxl_host.c): *host_ir (malloc()) and the count
  * of gpu.modules replaced.  Returns 0, -EINVAL (diagnostics) or -ENOMEM. */
 int vxl__lower_host(vxl_compiler *c, const char *source, size_t len, const char *source_name,
-                    vxl_module_key_fn key_of, void *key_ud, const char *module_header, vxl__diags *d,
+                    const vxl_options *opts, vxl_module_key_fn key_of, void *key_ud, vxl__diags *d,
                     char **host_ir, uint32_t *nmodules);
 
 /* Stages 1-3, what a kernel compile and a host lowering both start with:
@@ -341,6 +348,18 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
  * flow it cannot wrap (an "unsupported:" diagnostic in d) or -ENOMEM. */
 int vxl__insert_divergence(MlirContext ctx, MlirOperation fn, int is_kernel, int varying_block_ids,
                            vxl__diags *d, unsigned *splits, unsigned *preds);
+
+/* The options gpu.module gm is compiled with: opts (resolved, vxl__resolved)
+ * with the fields its #vortex.target gives - the first of its targets
+ * whose abi and xlen agree with opts', else its first #vortex.target.
+ * Fills *out; returns 1 when a #vortex.target decided, else 0. */
+int vxl__module_target(MlirOperation gm, const vxl_options *opts, vxl_options *out);
+
+/* A device compile with opts of gpu.module gm: 0 when gm lists no
+ * #vortex.target or one that every field of opts agrees with; else
+ * -EINVAL with a diagnostic at gm (a module compiled for another target
+ * than its own would be a wrong object, silently). */
+int vxl__check_module_targets(MlirOperation gm, const vxl_options *opts, vxl__diags *d);
 
 /* The options a compile runs with: opts with each 0 that means "the
  * default" replaced by that default (warp_size, vortex_abi, xlen, and

@@ -426,7 +426,8 @@ static int vxl__gather(vxl__rw *rw, MlirOperation top, const char *source_name, 
  * piece reaches (upstream symbol-dce, with every function but the kernels
  * made private first: a piece would otherwise lower every helper of the
  * module again, only for LLVM to drop it), then lists the gpu.funcs left
- * in *funcs.  After the checks of stage 5, so a function no kernel uses
+ * in *funcs with the func.funcs defined in the gpu.modules (device
+ * functions: their gpu ops are rewritten too).  After the checks of stage 5, so a function no kernel uses
  * is still refused when it holds what the lowering refuses.  Returns 0,
  * -EINVAL (the pass failed) or -ENOMEM. */
 static int vxl__drop_unused(vxl__rw *rw, vxl__ops *funcs) {
@@ -446,7 +447,8 @@ static int vxl__drop_unused(vxl__rw *rw, vxl__ops *funcs) {
   funcs->n = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
-    if (vxl__op_is(op, "gpu.func")) vxl__ops_push(funcs, op);
+    if (vxl__op_is(op, "gpu.func") || (vxl__op_is(op, "func.func") && !vxl__is_declaration(op)))
+      vxl__ops_push(funcs, op);
   return funcs->oom ? -ENOMEM : 0;
 }
 
@@ -613,7 +615,12 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
                            .shuffle_insns = opts->shuffle_insns};
   vxl__ops funcs = {0};
   uint32_t total = 0;
-  rc = vxl__gather(&rw, top, source_name, first, count, &funcs, &total); /* 4 */
+  rc = 0;
+  /* a gpu.module made for another #vortex.target is refused, not compiled */
+  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(top)));
+       rc == 0 && !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+    if (vxl__streq(vxl__op_name(op), "gpu.module")) rc = vxl__check_module_targets(op, opts, d);
+  if (rc == 0) rc = vxl__gather(&rw, top, source_name, first, count, &funcs, &total); /* 4 */
   uint32_t nkernels = first >= total ? 0 : total - first < count ? total - first : count;
   if (rc == 0) rc = vxl__check_supported(&rw, mlirModuleGetOperation(mod)); /* 5 */
   if (rc == 0) rc = vxl__drop_unused(&rw, &funcs);                          /* 5b */
@@ -627,6 +634,10 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
   }
   uint32_t ki = 0;
   for (size_t i = 0; rc == 0 && i < funcs.n; i++) {
+    if (vxl__op_is(funcs.v[i], "func.func")) { /* a device function (cgeist's): its gpu ops */
+      rc = vxl__convert_device_func(&rw, funcs.v[i]);
+      continue;
+    }
     int is_kernel = !mlirAttributeIsNull(mlirOperationGetAttributeByName(funcs.v[i], vxl__str("gpu.kernel")));
     rc = vxl__convert_func(&rw, funcs.v[i], is_kernel ? &kinfo[ki] : NULL);
     if (is_kernel) ki++;

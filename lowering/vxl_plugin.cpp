@@ -6,7 +6,9 @@
 // it, through libvxc, starting a daemon as vxc does.
 //
 // C++ because a dialect, an attribute and an interface implementation have
-// no C API; it is a shared object of its own, never linked into vortexd.
+// no C API; it is a shared object of its own, never linked into vortexd
+// (the dialect itself, vxl_target.cpp, is in both; vortexd has its own
+// implementation of the interface).
 //
 // The object (format "bin") is what libvortexd_runtime's mgpuModuleLoad
 // takes: the header lines vortexd's host lowering writes (the key, the
@@ -24,20 +26,16 @@
 #include <string>
 #include <tuple>
 
-#include "mlir/Dialect/GPU/IR/CompilationInterfaces.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "vxl_target.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/Dialect.h"
-#include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Tools/Plugins/DialectPlugin.h"
-#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/raw_ostream.h"
 
 extern "C" {
@@ -47,119 +45,6 @@ extern "C" {
 }
 
 namespace vortexd {
-
-// The attribute's parameters: 0 for one not given (the daemon's default).
-struct TargetAttrStorage : public mlir::AttributeStorage {
-  using KeyTy = std::tuple<unsigned, unsigned, unsigned, unsigned>;
-  TargetAttrStorage(const KeyTy &k) : key(k) {}
-  bool operator==(const KeyTy &k) const { return k == key; }
-  static llvm::hash_code hashKey(const KeyTy &k) {
-    return llvm::hash_combine(std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
-  }
-  static TargetAttrStorage *construct(mlir::AttributeStorageAllocator &a, const KeyTy &k) {
-    return new (a.allocate<TargetAttrStorage>()) TargetAttrStorage(k);
-  }
-  KeyTy key; // abi (2, 3), xlen (32, 64), warp_size (1..32), O (opt level + 1)
-};
-
-class TargetAttr : public mlir::Attribute::AttrBase<TargetAttr, mlir::Attribute, TargetAttrStorage,
-                                                    mlir::gpu::TargetAttrInterface::Trait> {
-public:
-  using Base::Base;
-  static constexpr llvm::StringLiteral name = "vortex.target";
-  static TargetAttr get(mlir::MLIRContext *ctx, unsigned abi, unsigned xlen, unsigned warp, unsigned o1) {
-    return Base::get(ctx, TargetAttrStorage::KeyTy(abi, xlen, warp, o1));
-  }
-  unsigned abi() const { return std::get<0>(getImpl()->key); }
-  unsigned xlen() const { return std::get<1>(getImpl()->key); }
-  unsigned warpSize() const { return std::get<2>(getImpl()->key); }
-  unsigned optLevel() const { return std::get<3>(getImpl()->key) ? std::get<3>(getImpl()->key) - 1 : 2; }
-  bool hasOptLevel() const { return std::get<3>(getImpl()->key) != 0; }
-
-  std::optional<llvm::SmallVector<char, 0>> serializeToObject(mlir::Operation *module,
-                                                              const mlir::gpu::TargetOptions &options) const;
-  mlir::Attribute createObject(mlir::Operation *module, const llvm::SmallVector<char, 0> &object,
-                               const mlir::gpu::TargetOptions &options) const;
-};
-
-class VortexDialect : public mlir::Dialect {
-public:
-  explicit VortexDialect(mlir::MLIRContext *ctx);
-  static llvm::StringRef getDialectNamespace() { return "vortex"; }
-  mlir::Attribute parseAttribute(mlir::DialectAsmParser &p, mlir::Type type) const override;
-  void printAttribute(mlir::Attribute attr, mlir::DialectAsmPrinter &p) const override;
-};
-
-} // namespace vortexd
-
-MLIR_DECLARE_EXPLICIT_TYPE_ID(vortexd::TargetAttr)
-MLIR_DEFINE_EXPLICIT_TYPE_ID(vortexd::TargetAttr)
-MLIR_DECLARE_EXPLICIT_TYPE_ID(vortexd::VortexDialect)
-MLIR_DEFINE_EXPLICIT_TYPE_ID(vortexd::VortexDialect)
-
-namespace vortexd {
-
-VortexDialect::VortexDialect(mlir::MLIRContext *ctx)
-    : mlir::Dialect(getDialectNamespace(), ctx, mlir::TypeID::get<VortexDialect>()) {
-  addAttributes<TargetAttr>();
-}
-
-// #vortex.target<abi = 2|3, xlen = 32|64, warp_size = N, O = 0-3>, every
-// field optional (the daemon's default), in any order.
-mlir::Attribute VortexDialect::parseAttribute(mlir::DialectAsmParser &p, mlir::Type) const {
-  llvm::StringRef kw;
-  if (p.parseKeyword(&kw) || kw != "target") {
-    p.emitError(p.getNameLoc(), "unknown vortex attribute (there is #vortex.target<...>)");
-    return {};
-  }
-  unsigned v[4] = {0, 0, 0, 0};
-  static const char *const keys[4] = {"abi", "xlen", "warp_size", "O"};
-  if (succeeded(p.parseOptionalLess()) && failed(p.parseOptionalGreater())) {
-    do {
-      llvm::StringRef key;
-      unsigned value = 0;
-      llvm::SMLoc at = p.getCurrentLocation();
-      if (p.parseKeyword(&key) || p.parseEqual() || p.parseInteger(value)) return {};
-      int i = 0;
-      while (i < 4 && key != keys[i])
-        i++;
-      if (i == 4) {
-        p.emitError(at, "#vortex.target takes abi, xlen, warp_size and O, not ") << key;
-        return {};
-      }
-      bool ok = i == 0   ? (value == 2 || value == 3)
-                : i == 1 ? (value == 32 || value == 64)
-                : i == 2 ? (value >= 1 && value <= 32 && (value & (value - 1)) == 0)
-                         : value <= 3;
-      if (!ok) {
-        p.emitError(at, "#vortex.target: ") << key << " = " << value
-                                            << (i == 0   ? " (abi is 2 or 3)"
-                                                : i == 1 ? " (xlen is 32 or 64)"
-                                                : i == 2 ? " (warp_size is a power of two from 1 to 32)"
-                                                         : " (O is 0 to 3)");
-        return {};
-      }
-      v[i] = i == 3 ? value + 1 : value;
-    } while (succeeded(p.parseOptionalComma()));
-    if (p.parseGreater()) return {};
-  }
-  return TargetAttr::get(getContext(), v[0], v[1], v[2], v[3]);
-}
-
-void VortexDialect::printAttribute(mlir::Attribute attr, mlir::DialectAsmPrinter &p) const {
-  auto t = llvm::cast<TargetAttr>(attr);
-  p << "target";
-  llvm::SmallVector<std::string, 4> fields;
-  if (t.abi()) fields.push_back("abi = " + std::to_string(t.abi()));
-  if (t.xlen()) fields.push_back("xlen = " + std::to_string(t.xlen()));
-  if (t.warpSize()) fields.push_back("warp_size = " + std::to_string(t.warpSize()));
-  if (t.hasOptLevel()) fields.push_back("O = " + std::to_string(t.optLevel()));
-  if (fields.empty()) return;
-  p << "<";
-  for (size_t i = 0; i < fields.size(); i++)
-    p << (i ? ", " : "") << fields[i];
-  p << ">";
-}
 
 // The line the runtime checks a launch against, for each kernel of
 // gpu.module gm (the host lowering's VXL_HOST_ARGS_TAG, lowering/vxl.h).
@@ -193,8 +78,8 @@ static void hostArgsLines(mlir::Operation *gm, std::string &out) {
   }
 }
 
-std::optional<llvm::SmallVector<char, 0>>
-TargetAttr::serializeToObject(mlir::Operation *module, const mlir::gpu::TargetOptions &) const {
+std::optional<SerializedObject> TargetAttr::serializeToObject(mlir::Operation *module,
+                                                              const mlir::gpu::TargetOptions &) const {
   // the module's text as vortexd's host lowering sends it: without its
   // targets (another context does not know this attribute), with locations
   // inline (printed where it is, in its parent, it prints no aliases)
@@ -243,7 +128,7 @@ TargetAttr::serializeToObject(mlir::Operation *module, const mlir::gpu::TargetOp
   llvm::SmallVector<char, 0> out(head.begin(), head.end());
   out.append(reinterpret_cast<const char *>(r.entry), reinterpret_cast<const char *>(r.entry) + r.entry_size);
   vxp_response_clear(&r);
-  return out;
+  return makeObject(std::move(out));
 }
 
 // The entry in an object serializeToObject made (after its
@@ -262,8 +147,9 @@ static int unpackObject(const llvm::SmallVector<char, 0> &object, vxp_response &
   return vxp_entry_unpack(&r, nullptr) == VXP_OK ? 0 : -1;
 }
 
-mlir::Attribute TargetAttr::createObject(mlir::Operation *module, const llvm::SmallVector<char, 0> &object,
+mlir::Attribute TargetAttr::createObject(mlir::Operation *module, const SerializedObject &serialized,
                                          const mlir::gpu::TargetOptions &) const {
+  const llvm::SmallVector<char, 0> &object = objectBytes(serialized);
   mlir::MLIRContext *ctx = module->getContext();
   mlir::Builder b(ctx);
   vxp_response r;

@@ -1041,9 +1041,11 @@ Test(lowering, a_warp_size_that_is_not_a_power_of_two_is_refused) {
   vxl_result_clear(&r);
 }
 
-/* The key callback of the host lowering tests: a fixed key. */
-static int fixed_key(void *ud, const char *text, size_t len, char key[65]) {
-  (void)ud, (void)text, (void)len;
+/* The key callback of the host lowering tests: a fixed key; the options
+ * it was asked for into *ud when ud is not NULL. */
+static int fixed_key(void *ud, const vxl_options *o, const char *text, size_t len, char key[65]) {
+  (void)text, (void)len;
+  if (ud) *(vxl_options *)ud = *o;
   memset(key, 'a', 64);
   key[64] = '\0';
   return 0;
@@ -1058,17 +1060,97 @@ Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
       "    %t = arith.index_cast %tx : index to i32\n    memref.store %t, %m[%tx] : memref<4xi32>\n"
       "    gpu.terminator\n  }\n  return\n}\n";
   vxl_host_result h;
-  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", fixed_key, NULL, NULL, &h), 0);
+  vxl_options o = {.opt_level = 2};
+  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, NULL, &h), 0);
   cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
   cr_assert_eq(h.nmodules, 1);
   cr_assert_not_null(strstr(h.host_ir, "gpu.binary @main_kernel"), "%s", h.host_ir);
   cr_assert_not_null(strstr(h.host_ir, "// vortexd-key: aaaa"), "the module text carries its key");
+  /* its properties say what it is compiled for; the options are fixed in it */
+  cr_assert_not_null(strstr(h.host_ir, "#gpu.object<#nvvm.target, properties = {key = \"aaaa"), "%s",
+                     h.host_ir);
+  cr_assert_not_null(
+      strstr(h.host_ir, "opt_level = 2 : i32, target = \"vortex2-rv32\", warp_size = 4 : i32}"), "%s",
+      h.host_ir);
+  cr_assert_not_null(strstr(h.host_ir, "// vortexd-options: target=vortex2-rv32 warp_size=4 opt_level=2 "
+                                       "shuffle_insns=0\0A"),
+                     "%s", h.host_ir);
   cr_assert_not_null(strstr(h.host_ir, "gpu.launch_func"),
                      "lowered to the LLVM dialect, launch kept for "
                      "translation: %s",
                      h.host_ir);
   cr_assert_null(strstr(h.host_ir, "gpu.launch blocks"), "outlined");
   vxl_host_result_clear(&h);
+}
+
+/* A gpu.module's own #vortex.target decides the options it is compiled
+ * with (the fields it gives; the first target of the program's abi and
+ * xlen, else its first), keyed and labelled so. */
+Test(lowering, a_modules_own_vortex_target_decides_its_options) {
+  static const char src[] =
+      "module attributes {gpu.container_module} {\n"
+      "  gpu.module @wide [#vortex.target<abi = 2, xlen = 32, warp_size = 16>,\n"
+      "                    #vortex.target<abi = 3, xlen = 64, warp_size = 8, O = 1>] {\n"
+      "    gpu.func @k() kernel { gpu.return }\n  }\n"
+      "  func.func @main() {\n    %c1 = arith.constant 1 : index\n"
+      "    gpu.launch_func @wide::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)\n"
+      "    return\n  }\n}\n";
+  vxl_options o = {.opt_level = 2, .vortex_abi = 3, .xlen = 64}, keyed = {0};
+  vxl_host_result h;
+  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, &keyed, &h), 0);
+  cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
+  cr_assert_not_null(
+      strstr(h.host_ir, "opt_level = 1 : i32, target = \"vortex3-rv64\", warp_size = 8 : i32}"), "%s",
+      h.host_ir);
+  cr_assert_not_null(strstr(h.host_ir, "target=vortex3-rv64 warp_size=8 opt_level=1"), "%s", h.host_ir);
+  cr_assert_eq(keyed.warp_size, 8);
+  cr_assert_eq(keyed.opt_level, 1);
+  cr_assert_eq(keyed.xlen, 64);
+  vxl_host_result_clear(&h);
+
+  /* no target of the program's: the module's first */
+  o = (vxl_options){.opt_level = 2, .vortex_abi = 3, .xlen = 32};
+  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, &keyed, &h), 0);
+  cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
+  cr_assert_not_null(strstr(h.host_ir, "target=vortex2-rv32 warp_size=16 opt_level=2"), "%s", h.host_ir);
+  cr_assert_eq(keyed.warp_size, 16);
+  cr_assert_eq(keyed.vortex_abi, 2);
+  vxl_host_result_clear(&h);
+}
+
+/* A device compile of a module for another #vortex.target than its own is
+ * refused at the module; one of its targets, or none of vortexd's
+ * (another project's), compiles. */
+Test(lowering, a_module_is_not_compiled_for_a_target_it_does_not_list) {
+  static const char src[] = "module {\n  gpu.module @m [#vortex.target<xlen = 64, warp_size = 8>] {\n"
+                            "    gpu.func @k() kernel { gpu.return }\n  }\n}\n";
+  vxl_result r;
+  vxl_options o = {.opt_level = 2}; /* vortex2-rv32, warp 4 */
+  cr_assert_eq(vxl_compile(cc, src, sizeof src - 1, "t.mlir", &o, &r), 0);
+  cr_assert_not(r.ok);
+  cr_assert_not_null(strstr(r.diags[0],
+                            "t.mlir:2:3: error: gpu.module @m lists no #vortex.target this compile "
+                            "is for (vortex2-rv32, warp_size 4, O2)"),
+                     "%s", r.diags[0]);
+  vxl_result_clear(&r);
+  o = (vxl_options){.opt_level = 2, .xlen = 64, .warp_size = 8};
+  cr_assert_eq(vxl_compile(cc, src, sizeof src - 1, "t.mlir", &o, &r), 0);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
+  static const char nv[] = "module {\n  gpu.module @m [#nvvm.target] {\n"
+                           "    gpu.func @k() kernel { gpu.return }\n  }\n}\n";
+  o = (vxl_options){.opt_level = 2};
+  cr_assert_eq(vxl_compile(cc, nv, sizeof nv - 1, "t.mlir", &o, &r), 0);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
+  /* a bad field is the parser's error, at its place */
+  static const char bad[] = "module {\n  gpu.module @m [#vortex.target<xlen = 48>] {\n"
+                            "    gpu.func @k() kernel { gpu.return }\n  }\n}\n";
+  cr_assert_eq(vxl_compile(cc, bad, sizeof bad - 1, "t.mlir", &o, &r), 0);
+  cr_assert_not(r.ok);
+  cr_assert_not_null(strstr(r.diags[0], "t.mlir:2:"), "%s", r.diags[0]);
+  cr_assert_not_null(strstr(r.diags[0], "xlen is 32 or 64"), "%s", r.diags[0]);
+  vxl_result_clear(&r);
 }
 
 /* One code-generation pipeline kept by the compiler and run on module

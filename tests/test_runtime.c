@@ -836,6 +836,106 @@ Test(runtime, rotate_and_subgroup_broadcast_move_values_between_lanes) {
   }
 }
 
+/* A gpu.module's own #vortex.target decides how it is compiled and run,
+ * over vxc run's options: the module below says warp 8 on rv64, the
+ * program is run for rv32 at warp 4; a module without one takes the
+ * program's. */
+Test(runtime, vxc_run_compiles_each_module_for_its_own_vortex_target) {
+  char path[256], cmd[1024], out[8192];
+  write_program("own_target.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  gpu.module @eight [#vortex.target<xlen = 64, warp_size = 8>] {\n"
+                "    gpu.func @say() kernel {\n"
+                "      %w = gpu.subgroup_size : index\n"
+                "      %l = gpu.lane_id\n      %c0 = arith.constant 0 : index\n"
+                "      %first = arith.cmpi eq, %l, %c0 : index\n"
+                "      scf.if %first { gpu.printf \"own warp %lld\\n\", %w : index }\n"
+                "      gpu.return\n    }\n  }\n"
+                "  gpu.module @plain {\n"
+                "    gpu.func @say() kernel {\n"
+                "      %w = gpu.subgroup_size : index\n"
+                "      %l = gpu.lane_id\n      %c0 = arith.constant 0 : index\n"
+                "      %first = arith.cmpi eq, %l, %c0 : index\n"
+                "      scf.if %first { gpu.printf \"program warp %lld\\n\", %w : index }\n"
+                "      gpu.return\n    }\n  }\n"
+                "  func.func @main() {\n"
+                "    %c1 = arith.constant 1 : index\n    %c8 = arith.constant 8 : index\n"
+                "    gpu.launch_func @eight::@say blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1)\n"
+                "    gpu.launch_func @plain::@say blocks in (%c1, %c1, %c1) threads in (%c8, %c1, %c1)\n"
+                "    return\n  }\n}\n",
+                path, sizeof path);
+  snprintf(cmd, sizeof cmd,
+           "%s --no-spawn --socket %s run --target vortex2-rv32 --warp-size 4 %s 2>&1; echo rc=$?", VXT_VXC,
+           d.sock, path);
+  vxt_run(cmd, out, sizeof out);
+  /* warp 8: one lane 0 among 8 threads; warp 4: two */
+  cr_assert_not_null(strstr(out, "own warp 8\nprogram warp 4\nprogram warp 4\nrc=0\n"), "%s", out);
+}
+
+/* Device functions (func.func in a gpu.module, as cgeist writes a
+ * __device__ function) read gpu ids, dimensions and lanes, branch on them
+ * and wait at barriers, called from a kernel, at warps 4, 8 and 32. */
+Test(runtime, device_functions_read_ids_and_wait_at_barriers) {
+  char path[256], cmd[1024], out[8192];
+  write_program("device_funcs.mlir",
+                "module attributes {gpu.container_module} {\n"
+                "  gpu.module @k {\n"
+                "    func.func @gid() -> index {\n"
+                "      %t = gpu.thread_id x\n      %b = gpu.block_id x\n      %n = gpu.block_dim x\n"
+                "      %m = arith.muli %b, %n : index\n      %g = arith.addi %m, %t : index\n"
+                "      gpu.barrier\n"
+                "      return %g : index\n    }\n"
+                "    func.func @lane_info() -> i32 {\n"
+                "      %l = gpu.lane_id\n      %w = gpu.subgroup_size : index\n"
+                "      %c100 = arith.constant 100 : index\n      %x = arith.muli %l, %c100 : index\n"
+                "      %y = arith.addi %x, %w : index\n      %v = arith.index_cast %y : index to i32\n"
+                "      %t = gpu.thread_id x\n      %c2 = arith.constant 2 : index\n"
+                "      %r = arith.remui %t, %c2 : index\n      %c0 = arith.constant 0 : index\n"
+                "      %odd = arith.cmpi ne, %r, %c0 : index\n"
+                "      %o = scf.if %odd -> i32 {\n"
+                "        %k = arith.constant 1000 : i32\n        %a = arith.addi %v, %k : i32\n"
+                "        scf.yield %a : i32\n"
+                "      } else {\n        scf.yield %v : i32\n      }\n"
+                "      return %o : i32\n    }\n"
+                "    gpu.func @fill(%out: memref<?xi32>) kernel {\n"
+                "      %g = func.call @gid() : () -> index\n"
+                "      %info = func.call @lane_info() : () -> i32\n"
+                "      %c2 = arith.constant 2 : index\n      %i = arith.muli %g, %c2 : index\n"
+                "      %c1 = arith.constant 1 : index\n      %j = arith.addi %i, %c1 : index\n"
+                "      %gv = arith.index_cast %g : index to i32\n"
+                "      memref.store %gv, %out[%i] : memref<?xi32>\n"
+                "      memref.store %info, %out[%j] : memref<?xi32>\n"
+                "      gpu.return\n    }\n  }\n"
+                "  func.func private @printMemrefI32(memref<*xi32>)\n"
+                "  func.func @main() {\n"
+                "    %c1 = arith.constant 1 : index\n    %c2 = arith.constant 2 : index\n"
+                "    %c8 = arith.constant 8 : index\n    %n = arith.constant 32 : index\n"
+                "    %h = memref.alloc(%n) : memref<?xi32>\n"
+                "    %u = memref.cast %h : memref<?xi32> to memref<*xi32>\n"
+                "    gpu.host_register %u : memref<*xi32>\n"
+                "    gpu.launch_func @k::@fill blocks in (%c2, %c1, %c1) threads in (%c8, %c1, %c1)"
+                " args(%h : memref<?xi32>)\n"
+                "    call @printMemrefI32(%u) : (memref<*xi32>) -> ()\n"
+                "    return\n  }\n}\n",
+                path, sizeof path);
+  const unsigned warps[3] = {4, 8, 32};
+  for (int w = 0; w < 3; w++) {
+    char want[1024];
+    size_t n = (size_t)snprintf(want, sizeof want, "[");
+    for (unsigned g = 0; g < 16; g++) {
+      unsigned t = g % 8, lane = t % warps[w];
+      n += (size_t)snprintf(want + n, sizeof want - n, "%s%u,  %u", g ? ",  " : "", g,
+                            lane * 100 + warps[w] + (t % 2 ? 1000 : 0));
+    }
+    snprintf(want + n, sizeof want - n, "]");
+    snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run --warp-size %u %s 2>&1; echo rc=$?", VXT_VXC,
+             d.sock, warps[w], path);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, want), "warp %u: want %s: %s", warps[w], want, out);
+    cr_assert_not_null(strstr(out, "rc=0\n"), "%s", out);
+  }
+}
+
 /* Host-side linalg ops on memrefs (linalg.fill, as upstream's integration
  * tests fill buffers) are lowered the upstream way, to loops; an op of a
  * dialect nothing lowers on the host is refused at its own line, not at
