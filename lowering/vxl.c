@@ -213,17 +213,18 @@ int vxl_compiler_create(vxl_compiler **out) {
   vxl__diags d = {0};
   c->cur_diags = &d;
   MlirLogicalResult pr = mlirLogicalResultSuccess();
-  const char *pipelines[8] = {VXL_PIPELINE_BASE,
+  const char *pipelines[9] = {VXL_PIPELINE_BASE,
                               VXL_PIPELINE_FULL,
                               "builtin.module(scf-for-to-while)",
                               "builtin.module(gpu-kernel-outlining)",
                               VXL_PIPELINE_HOST,
                               "builtin.module(func.func(gpu-async-region))",
                               VXL_PIPELINE_HOST_ASYNC,
-                              "builtin.module(symbol-dce)"};
-  MlirPassManager *pms[8] = {&c->pm,      &c->pm_full,  &c->pm_prep,       &c->pm_outline,
-                             &c->pm_host, &c->pm_async, &c->pm_host_async, &c->pm_dce};
-  for (int i = 0; i < 8; i++) {
+                              "builtin.module(symbol-dce)",
+                              "builtin.module(convert-vector-to-scf)"};
+  MlirPassManager *pms[9] = {&c->pm,       &c->pm_full,       &c->pm_prep, &c->pm_outline, &c->pm_host,
+                             &c->pm_async, &c->pm_host_async, &c->pm_dce,  &c->pm_vector};
+  for (int i = 0; i < 9; i++) {
     *pms[i] = mlirPassManagerCreate(c->ctx);
     vxl__buf perr = {0};
     if (mlirLogicalResultIsFailure(mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(*pms[i]),
@@ -341,6 +342,7 @@ void vxl_compiler_destroy(vxl_compiler *c) {
   if (!mlirPassManagerIsNull(c->pm_async)) mlirPassManagerDestroy(c->pm_async);
   if (!mlirPassManagerIsNull(c->pm_host_async)) mlirPassManagerDestroy(c->pm_host_async);
   if (!mlirPassManagerIsNull(c->pm_dce)) mlirPassManagerDestroy(c->pm_dce);
+  if (!mlirPassManagerIsNull(c->pm_vector)) mlirPassManagerDestroy(c->pm_vector);
   for (unsigned a = 0; a < 2; a++)
     for (unsigned x = 0; x < 2; x++)
       if (!mlirModuleIsNull(c->prelude[a][x])) mlirModuleDestroy(c->prelude[a][x]);

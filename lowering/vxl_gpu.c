@@ -26,7 +26,7 @@
 /* Dialects whose ops the upstream pipeline lowers completely. */
 static int vxl__dialect_supported(MlirStringRef name) {
   static const char *const prefixes[] = {"arith.", "math.",  "scf.",    "cf.", "memref.", "func.",
-                                         "llvm.",  "index.", "affine.", "ub.", NULL};
+                                         "llvm.",  "index.", "affine.", "ub.", "vector.", NULL};
   for (int i = 0; prefixes[i]; i++) {
     size_t n = strlen(prefixes[i]);
     if (name.length > n && memcmp(name.data, prefixes[i], n) == 0) return 1;
@@ -87,7 +87,24 @@ int vxl__check_supported(vxl__rw *rw, MlirOperation root) {
     int ok = (n.length > 4 && memcmp(n.data, "gpu.", 4) == 0) ? vxl__gpu_op_supported(n)
                                                               : vxl__dialect_supported(n);
     if (ok && vxl__needs_full_pipeline(n)) rw->needs_full = 1;
-    if (!ok) {
+    if (ok && n.length > 7 && memcmp(n.data, "vector.", 7) == 0) rw->needs_vector = rw->needs_full = 1;
+    /* a scalable vector (vector<[4]xf32>) has no size LLVM can scalarize
+     * to: Vortex has no vector unit */
+    int scalable = 0;
+    for (intptr_t r = 0; ok && r < mlirOperationGetNumResults(op); r++) {
+      MlirType t = mlirValueGetType(mlirOperationGetResult(op, r));
+      if (mlirTypeIsAVector(t) && mlirVectorTypeIsScalable(t)) {
+        char *ts = vxl__type_str(t);
+        vxl__diag_at(rw->d, mlirOperationGetLocation(op),
+                     "unsupported: %.*s of scalable vector type %s (Vortex has no vector unit; a fixed-size "
+                     "vector is scalarized)",
+                     (int)n.length, n.data, ts ? ts : "?");
+        free(ts);
+        ok = 0;
+        scalable = bad = 1;
+      }
+    }
+    if (!ok && !scalable) {
       vxl__diag_at(rw->d, mlirOperationGetLocation(op), "unsupported: %.*s", (int)n.length, n.data);
       bad = 1;
     }

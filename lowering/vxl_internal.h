@@ -25,6 +25,7 @@
 #include "vxl.h"
 #include "vxl_emit.h"
 #include "vxl_target.h"
+#include "vxl_vector.h"
 
 /* How the lowering builds IR.  A single operation (arith.constant,
  * func.call, llvm.mlir.global, a func.func declaration, the rewritten gpu
@@ -189,6 +190,7 @@ struct vxl_compiler {
   MlirPassManager pm_host;       /* a program's host side to the LLVM dialect (VXL_PIPELINE_HOST) */
   MlirPassManager pm_async;      /* gpu-async-region: synchronous gpu.alloc/memcpy/... made async */
   MlirPassManager pm_dce;        /* symbol-dce: what a piece's kernels do not use */
+  MlirPassManager pm_vector;     /* convert-vector-to-scf: transfers of rank > 1 to loops */
   MlirPassManager pm_host_async; /* VXL_PIPELINE_HOST_ASYNC: a host side that uses the async
                                     dialect, lowered to MLIR's async runtime library */
   vxl__machine machine[2];       /* RV32 and RV64 (index: xlen == 64) */
@@ -242,8 +244,9 @@ typedef struct {
   vxl_compiler *c;
   MlirModule mod;
   vxl__diags *d;
-  unsigned views; /* memref view helpers created so far */
-  int needs_full; /* ops only the full pipeline lowers were seen */
+  unsigned views;   /* memref view helpers created so far */
+  int needs_full;   /* ops only the full pipeline lowers were seen */
+  int needs_vector; /* vector-dialect ops were seen (vxl_vector.h) */
   /* workgroup memory: module-level address-space-3 memref.globals first
    * (static ones at fixed offsets, 1-element uninitialized ones = Polygeist's
    * extern __shared__ at the dynamic base), then each kernel's attributions */

@@ -508,6 +508,13 @@ static int vxl__to_llvm_dialect(vxl_compiler *c, vxl__rw *rw, const char *source
     vxl__diag_add(d, "%s: error: internal: the rewritten module does not verify", source_name);
     return -EINVAL;
   }
+  /* vector ops first, at the pipeline's index width (vxl_vector.h) */
+  if (rw->needs_vector &&
+      (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(c->pm_vector, mlirModuleGetOperation(mod))) ||
+       vxl__vector_to_llvm(mlirModuleGetOperation(mod), 32) != 0)) {
+    if (d->n == 0) vxl__diag_add(d, "%s: error: the vector lowering failed", source_name);
+    return -EINVAL;
+  }
   MlirPassManager pm = rw->needs_full ? c->pm_full : c->pm;
   if (mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(mod)))) {
     vxl__diag_add(d, "%s: error: the upstream lowering pipeline failed", source_name);

@@ -532,6 +532,29 @@ Test(lowering, unsupported_op_is_named_with_its_location) {
   vxl_result_clear(&r);
 }
 
+/* Fixed-size vectors in a kernel compile (scalarized); a scalable one has
+ * no size to scalarize to and is refused at its op, not by a fatal error
+ * of LLVM's code generation. */
+Test(lowering, vectors_compile_and_scalable_vectors_are_refused_at_the_op) {
+  vxl_result r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: memref<?xf32>) kernel {\n"
+                              "      %c0 = arith.constant 0 : index\n"
+                              "      %v = vector.load %a[%c0] : memref<?xf32>, vector<8xf32>\n"
+                              "      %s = vector.reduction <mul>, %v : vector<8xf32> into f32\n"
+                              "      memref.store %s, %a[%c0] : memref<?xf32>\n"
+                              "      gpu.return\n    }\n  }\n}\n");
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
+  r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: memref<?xf32>) kernel {\n"
+                   "      %c0 = arith.constant 0 : index\n"
+                   "      %v = vector.load %a[%c0] : memref<?xf32>, vector<[4]xf32>\n"
+                   "      gpu.return\n    }\n  }\n}\n");
+  cr_assert_not(r.ok);
+  cr_assert_str_eq(r.diags[0],
+                   "t.mlir:5:12: error: unsupported: vector.load of scalable vector type "
+                   "vector<[4]xf32> (Vortex has no vector unit; a fixed-size vector is scalarized)");
+  vxl_result_clear(&r);
+}
+
 /* A constant gpu.shuffle width above the warp is refused at the op,
  * naming the option that sets the warp; at or below it, or at a wider
  * warp, it compiles. */
