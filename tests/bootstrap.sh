@@ -36,6 +36,7 @@ pkgs=(build-essential cmake pkg-config
       libunicorn-dev libelf-dev libdw-dev  # the lockstep SIMT emulator of a Vortex device (runtime/simt)
       gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf  # libgcc and libm the emulated kernels link
       binutils-riscv64-unknown-elf  # GNU ld, which links kernels' executables (as upstream Vortex's toolchain)
+      lintian dpkg-dev  # the Debian package's checks (debian_package: lintian, dpkg-architecture)
       python3)  # upstream Vortex's config generator and vxbin.py, for conformance_upstream
 missing=()
 for p in "${pkgs[@]}"; do
@@ -72,6 +73,26 @@ corpus_note() {
   fi
 }
 
+# check BUILD_DIR [ctest args...]: runs the tests of BUILD_DIR in a
+# temporary directory of their own (TMPDIR), so that what other processes
+# make in /tmp meanwhile is not theirs; fails when they fail or leave
+# anything behind in it (the tests clean up what they make).
+check() {
+  local dir=$1; shift
+  local tmp rc=0 left
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/vortexd-tests-XXXXXX")
+  chmod 711 "$tmp" # the tests that act as another user (nobody) reach their directories through it
+  (cd "$dir" && TMPDIR="$tmp" ctest --output-on-failure "$@") || rc=$?
+  left=$(find "$tmp" -mindepth 1 -maxdepth 1 2>/dev/null | sort)
+  rm -rf "$tmp"
+  if [ "$rc" -ne 0 ]; then return "$rc"; fi
+  if [ -n "$left" ]; then
+    echo "bootstrap: the tests left these behind:" >&2
+    echo "$left" >&2
+    return 1
+  fi
+}
+
 case "$mode" in
 test)
   corpus_note
@@ -80,24 +101,18 @@ test)
      xargs -0 clang-format --dry-run --Werror) || { echo "bootstrap: run clang-format -i on the files above" >&2; exit 1; }
   echo "bootstrap: sources follow .clang-format"
   build "$root/build"
-  # the tests clean up what they make in /tmp: a green run leaves nothing new
-  leftovers() { find /tmp -maxdepth 1 -name 'vx[tkd]-*' -newer "$stamp" 2>/dev/null | sort; }
-  stamp=$(mktemp /tmp/vortexd-stamp-XXXXXX)
-  (cd "$root/build" && ctest --output-on-failure)
-  left=$(leftovers)
-  rm -f "$stamp"
-  if [ -n "$left" ]; then
-    echo "bootstrap: the tests left these behind in /tmp:" >&2
-    echo "$left" >&2
-    exit 1
-  fi
+  check "$root/build"
   if [ "${VORTEXD_SKIP_SANITIZERS:-0}" != 1 ]; then
     echo "bootstrap: ASan + UBSan build"
     build "$root/build-asan" -DVORTEXD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-    (cd "$root/build-asan" &&
-      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" ctest --output-on-failure)
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" check "$root/build-asan"
   fi
+  ;;
+check)
+  # an already built tree's tests, as `test` runs them (tests/readme_commands.sh)
+  shift
+  check "$@"
   ;;
 test-without-corpus)
   copy=$(mktemp -d /tmp/vortexd-alone-XXXXXX)
@@ -112,7 +127,7 @@ demo)
   exec bash "$root/tests/demo.sh" "$root/build"
   ;;
 *)
-  echo "usage: $0 demo|test|test-without-corpus" >&2
+  echo "usage: $0 demo|test|test-without-corpus|check BUILD_DIR [ctest args...]" >&2
   exit 64
   ;;
 esac

@@ -17,11 +17,12 @@
 #include "vxk.h"
 #include "vxk_entry.h"
 #include "vxk_remote.h"
+#include "vxt.h"
 
 static char dir[64];
 
 static void setup(void) {
-  snprintf(dir, sizeof dir, "/tmp/vxk-test-XXXXXX");
+  vxt_tmp_template(dir, sizeof dir, "vxk-test-");
   cr_assert_not_null(mkdtemp(dir));
 }
 

@@ -1588,7 +1588,8 @@ Test(device, all_reduce_over_the_block) {
 
 /* Runs FileCheck-22 with path's CHECK lines over output. */
 static void file_check(const char *path, const char *output, const char *what) {
-  char in[] = "/tmp/vxt-check-XXXXXX";
+  char in[96];
+  vxt_tmp_template(in, sizeof in, "vxt-check-");
   int fd = mkstemp(in);
   cr_assert_geq(fd, 0);
   FILE *f = fdopen(fd, "w");

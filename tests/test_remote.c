@@ -227,7 +227,7 @@ static void redis_and_daemon(redis *rd, daemon_t *d, const char *name) {
 }
 
 static void setup(void) {
-  snprintf(root, sizeof root, "/tmp/vxt-remote-XXXXXX");
+  vxt_tmp_template(root, sizeof root, "vxt-remote-");
   cr_assert_not_null(mkdtemp(root));
 }
 

@@ -6,7 +6,21 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
+
+/* Writes "$TMPDIR/<stem>XXXXXX" into buf (cap bytes), /tmp when TMPDIR is
+ * unset, relative or longer than 40 bytes (socket paths under it must fit
+ * a sockaddr_un): where a test makes its files, so that a run given a
+ * directory of its own (tests/bootstrap.sh) finds everything it left. */
+static inline char *vxt_tmp_template(char *buf, size_t cap, const char *stem) {
+  const char *t = getenv("TMPDIR");
+  if (!t || t[0] != '/' || strlen(t) > 40) t = "/tmp";
+  snprintf(buf, cap, "%s/%sXXXXXX", t, stem);
+  return buf;
+}
 
 /* The Polygeist kernels in ../shared/corpus/vortex-hip, without ".mlir":
  * an initializer for `const char *files[]`. */
@@ -84,8 +98,8 @@ int vxt_daemon_start(vxt_daemon *d, const char *extra);
 pid_t vxt_daemon_start_logged(const char *sock, const char *cache, const char *log, int append,
                               const char *const *env, const char *const *args);
 
-/* Waits until the vortexd started as pid answers hello on sock (up to
- * 10 s).  Returns 0, or -1 when it exited or never answered. */
+/* Waits until the vortexd started as pid answers hello on sock (or exits;
+ * at most 120 s).  Returns 0, or -1 when it exited or never answered. */
 int vxt_daemon_wait(const char *sock, pid_t pid);
 
 /* Stops every daemon serving a socket under dir and removes dir and all in

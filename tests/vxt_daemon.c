@@ -36,7 +36,7 @@ void vxt_remove_tree(const char *dir) {
 
 int vxt_daemon_start(vxt_daemon *d, const char *extra) {
   if (!d->dir[0]) {
-    snprintf(d->dir, sizeof d->dir, "/tmp/vxt-XXXXXX");
+    vxt_tmp_template(d->dir, sizeof d->dir, "vxt-");
     if (!mkdtemp(d->dir)) return -1;
     if (vxt__owner != getpid()) {
       vxt__owner = getpid();
@@ -84,7 +84,10 @@ pid_t vxt_daemon_start_logged(const char *sock, const char *cache, const char *l
 }
 
 int vxt_daemon_wait(const char *sock, pid_t pid) {
-  for (int i = 0; i < 1000; i++) { /* up to 10 s */
+  /* until it answers or exits; the cap (120 s) only keeps a hung daemon
+   * from hanging the suite: a loaded machine (sanitizer builds beside it)
+   * may take seconds to start one */
+  for (int i = 0; i < 12000; i++) {
     vxc_conn *c = NULL;
     if (vxc_connect(sock, &c) == 0) { /* listening; answering once hello is */
       int answered = vxc_server_info(c) != NULL;
