@@ -6,13 +6,15 @@
 set -euo pipefail
 build=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-work=$(mktemp -d /tmp/vxd-consumer-XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}"/vxd-consumer-XXXXXX)
 chmod 700 "$work"
 prefix=$work/prefix
 trap 'kill $daemon 2>/dev/null || true; rm -rf "$work"' EXIT
 daemon=
 cmake --install "$build" --prefix "$prefix" >/dev/null
-export LD_LIBRARY_PATH=$prefix/lib
+# the library directory the build installs to (lib/<multiarch> on Debian)
+libdir=$(dirname "$(find "$prefix" -name libvxc.so.0 | head -1)")
+export LD_LIBRARY_PATH=$libdir
 # the installed daemon, on a private socket and cache
 "$prefix/bin/vortexd" --socket "$work/s.sock" --cache-dir "$work/cache" --workers 1 2>"$work/log" &
 daemon=$!
@@ -22,7 +24,7 @@ kernel=$here/../examples/saxpy.mlir
 
 # 1. pkg-config
 cc -Wall -Werror -o "$work/consumer-pc" "$here/consumer/consumer.c" \
-  $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs vortexd)
+  $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs vortexd)
 "$work/consumer-pc" "$work/s.sock" "$kernel"
 # 2. find_package
 cmake -S "$here/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
@@ -32,9 +34,19 @@ cmake --build "$work/cmake-build" >/dev/null
 # (ldd's output first: grep -q stopping early would break ldd's pipe under pipefail)
 libs_pc=$(ldd "$work/consumer-pc")
 libs_cmake=$(ldd "$work/cmake-build/consumer")
-grep -q "$prefix/lib/libvxc.so.0" <<<"$libs_pc"
+grep -q "$libdir/libvxc.so.0" <<<"$libs_pc"
 grep -q "libvxc.so.0" <<<"$libs_cmake"
-# 3. a project compiling kernels with vortexd_add_kernels, built by ninja: one
+# 3. a C host program: a program's host side compiled by vortexd, linked with
+# libvortexd_runtime through pkg-config and its installed header; its kernel
+# compiled by vortexd at the first launch, run on the emulated device
+VORTEXD_SOCKET=$work/s.sock "$prefix/bin/vxc" --no-spawn compile --host "$here/consumer/scale.mlir" \
+  -o "$work/scale.host.o"
+cc -Wall -Werror -o "$work/host-consumer" "$here/consumer/host_consumer.c" "$work/scale.host.o" \
+  $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs vortexd-runtime)
+out=$(VORTEXD_SOCKET=$work/s.sock "$work/host-consumer")
+[ "$out" = "0 3 6 9 12 15 18 21 24 27" ] || { echo "install_consumer: the C host program printed: $out" >&2; exit 1; }
+grep -q "$libdir/libvortexd_runtime.so.0" <<<"$(ldd "$work/host-consumer")"
+# 4. a project compiling kernels with vortexd_add_kernels, built by ninja: one
 # compile per kernel file, nothing when nothing changed, exactly one after an
 # edit, and from a clean build directory every compile a cache hit
 proj=$work/kernels
@@ -105,7 +117,7 @@ expect "hits of the clean build" "$(counter hits)" $((h0 + 4))
 unset VORTEXD_SOCKET VORTEXD_CACHE_DIR
 
 # the man pages and the shell completion, where man(1) and bash-completion look
-for f in share/man/man1/vxc.1 share/man/man8/vortexd.8 share/man/man5/vortexd.conf.5 \
+for f in share/man/man1/vxc.1.gz share/man/man8/vortexd.8.gz share/man/man5/vortexd.conf.5.gz \
   share/bash-completion/completions/vxc; do
   [ -s "$prefix/$f" ] || { echo "install_consumer: $f not installed" >&2; exit 1; }
 done
