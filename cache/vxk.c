@@ -1079,6 +1079,21 @@ int vxk_drop(vxk_cache *c, const char *key) {
   return VXK_OK;
 }
 
+int vxk_remove(vxk_cache *c, const char *key) {
+  if (!vxk_key_valid(key)) return VXK_EINVAL;
+  uint64_t bytes = 0;
+  sqlite3_bind_text(c->put_old, 1, key, -1, SQLITE_STATIC);
+  if (sqlite3_step(c->put_old) == SQLITE_ROW) bytes = (uint64_t)sqlite3_column_int64(c->put_old, 0);
+  sqlite3_reset(c->put_old);
+  sqlite3_clear_bindings(c->put_old);
+  sqlite3_bind_text(c->drop, 1, key, -1, SQLITE_STATIC);
+  int rc = vxk__step_done(c, c->drop);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "remove");
+  if (sqlite3_changes(c->db) == 0) return VXK_ENOTFOUND;
+  c->total_bytes -= bytes < c->total_bytes ? bytes : c->total_bytes;
+  return VXK_OK;
+}
+
 /* SQLite's own structural check of the whole file, read from the disk (the
  * page cache dropped first: pages read before a damage would hide it).
  * VXK_OK, VXK_EDAMAGED with the first problem in c->err, or VXK_EIO. */

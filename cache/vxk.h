@@ -214,6 +214,10 @@ int vxk_get(vxk_cache *c, const char *key, vxk_entry *out);
  * (deleted), VXK_ENOTFOUND (absent, or intact: kept), VXK_EIO, VXK_EINVAL. */
 int vxk_drop(vxk_cache *c, const char *key);
 
+/* Deletes the entry for key, whatever it holds (`vxc rm`).  Returns 0,
+ * VXK_ENOTFOUND (there was none), VXK_EIO, VXK_EINVAL (not a key). */
+int vxk_remove(vxk_cache *c, const char *key);
+
 /* Checks the database file's structure first (SQLite's quick_check, read
  * from the disk: VXK_EDAMAGED when it fails), then reads every entry and
  * checks its checksum; with drop, deletes the ones

@@ -5,7 +5,7 @@ _vxc() {
   local cur prev cmd i
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="compile fetch ls inspect run stats zero-stats verify clear prune stop config help"
+  local commands="compile fetch ls inspect run stats zero-stats verify rm clear prune stop config help"
   # the command: the first word after the global options
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
@@ -34,11 +34,11 @@ _vxc() {
   fi
   local opts=""
   case $cmd in
-    compile) opts="-o -v --verbose --json -O --emit-ir --warp-size --shuffle-insns --target --source-name --host --help" ;;
+    compile) opts="-o -v --verbose --json -O --emit-ir --warp-size --shuffle-insns --target --source-name --host --recache --help" ;;
     fetch) opts="-o -v --verbose --json --kernel --help" ;;
     ls) opts="--json --limit --help" ;;
     inspect) opts="--json -d --disassemble --help" ;;
-    run) opts="-e --entry-point-result --shared-libs --help" ;;
+    run) opts="-e --entry-point-result --shared-libs -O --target --warp-size --shuffle-insns --recache --help" ;;
     stats | config) opts="--json --help" ;;
     prune) opts="--max-size --help" ;;
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;

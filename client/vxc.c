@@ -410,7 +410,8 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
                    .warp_size = opts ? opts->warp_size : 0,
                    .shuffle_insns = opts && opts->shuffle_insns,
                    .vortex_abi = opts ? opts->vortex_abi : 0,
-                   .xlen = opts ? opts->xlen : 0};
+                   .xlen = opts ? opts->xlen : 0,
+                   .cache = opts ? opts->cache : VXP_CACHE_USE};
   return vxc__roundtrip(c, &r, resp);
 }
 
@@ -430,7 +431,30 @@ int vxc_lower_host_with(vxc_conn *c, const void *source, size_t len, const char 
                    .warp_size = opts ? opts->warp_size : 0,
                    .shuffle_insns = opts && opts->shuffle_insns,
                    .vortex_abi = opts ? opts->vortex_abi : 0,
-                   .xlen = opts ? opts->xlen : 0};
+                   .xlen = opts ? opts->xlen : 0,
+                   .cache = opts ? opts->cache : VXP_CACHE_USE};
+  return vxc__roundtrip(c, &r, resp);
+}
+
+/* Whether environment variable name is set to a value that means yes. */
+static int vxc__env_on(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  static const char *const no[] = {"0", "false", "no", "off"};
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+    if (strcasecmp(v, no[i]) == 0) return 0;
+  return 1;
+}
+
+vxp_cache_mode vxc_cache_mode_from_env(void) {
+  return vxc__env_on("VORTEXD_DISABLE")   ? VXP_CACHE_BYPASS
+         : vxc__env_on("VORTEXD_RECACHE") ? VXP_CACHE_RECACHE
+                                          : VXP_CACHE_USE;
+}
+
+int vxc_remove(vxc_conn *c, const char *key, vxp_response *resp) {
+  if (!vxp_key_prefix_valid(key, 64)) return -EINVAL;
+  vxp_request r = {.op = VXP_OP_REMOVE, .key = (char *)key};
   return vxc__roundtrip(c, &r, resp);
 }
 

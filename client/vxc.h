@@ -72,15 +72,19 @@ const vxp_response *vxc_server_info(vxc_conn *c);
  * opts may be NULL (O2, no IR, 4 threads per warp, Vortex 2.x on RV32).  Fills *resp (caller
  * clears it with vxp_response_clear). */
 typedef struct {
-  uint32_t opt_level;  /* 0..3 */
-  int emit_ir;         /* nonzero: also return the lowered MLIR */
-  uint32_t warp_size;  /* threads per warp of the target (subgroup size):
-                          a power of two 1..32; 0 = vortexd's default, 4 */
-  int shuffle_insns;   /* nonzero: gpu.shuffle through Vortex's shuffle
-                          instructions (devices that have them) */
-  uint32_t vortex_abi; /* the device's Vortex kernel ABI, 2 (2.x) or 3
-                          (3.0's hardware scheduler); 0 = 2 */
-  uint32_t xlen;       /* the device's register width, 32 or 64; 0 = 32 */
+  uint32_t opt_level;   /* 0..3 */
+  int emit_ir;          /* nonzero: also return the lowered MLIR */
+  uint32_t warp_size;   /* threads per warp of the target (subgroup size):
+                           a power of two 1..32; 0 = vortexd's default, 4 */
+  int shuffle_insns;    /* nonzero: gpu.shuffle through Vortex's shuffle
+                           instructions (devices that have them) */
+  uint32_t vortex_abi;  /* the device's Vortex kernel ABI, 2 (2.x) or 3
+                           (3.0's hardware scheduler); 0 = 2 */
+  uint32_t xlen;        /* the device's register width, 32 or 64; 0 = 32 */
+  vxp_cache_mode cache; /* VXP_CACHE_USE (0: answered from the cache when
+                           it can be), VXP_CACHE_RECACHE (compiled again,
+                           the entry replaced) or VXP_CACHE_BYPASS
+                           (compiled, the cache neither read nor written) */
 } vxc_compile_options;
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp);
@@ -111,6 +115,20 @@ void vxc_daemon_program(char *buf, size_t cap);
 /* Fetches the cached entry key (64 hex digits; vxc_resolve_key finds it
  * from a prefix); kernel NULL for all. */
 int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *resp);
+
+/* The cache mode the environment asks every compile of this process for,
+ * as ccache's CCACHE_DISABLE and CCACHE_RECACHE do: VORTEXD_DISABLE set
+ * (to anything but "", 0, false, no or off) is VXP_CACHE_BYPASS, else
+ * VORTEXD_RECACHE so set is VXP_CACHE_RECACHE, else VXP_CACHE_USE.  What
+ * vxc and libvortexd_runtime put in vxc_compile_options.cache.  Any
+ * thread. */
+vxp_cache_mode vxc_cache_mode_from_env(void);
+
+/* Deletes the cache entry key (64 hex digits; vxc_resolve_key finds it
+ * from a prefix) from the daemon's local cache (not from a shared level):
+ * resp->removed is 1, or 0 when there was none.  Returns as vxc_compile;
+ * -EINVAL for a key that is not 64 lowercase hex digits. */
+int vxc_remove(vxc_conn *c, const char *key, vxp_response *resp);
 
 /* Daemon counters in resp->stats. */
 int vxc_stats(vxc_conn *c, vxp_response *resp);

@@ -243,6 +243,7 @@ typedef enum {
   VXD_ADMIN_CLEAR,  /* delete every entry */
   VXD_ADMIN_PRUNE,  /* evict least recently used entries down to arg bytes */
   VXD_ADMIN_ZERO,   /* reset the persistent counters */
+  VXD_ADMIN_REMOVE, /* delete the entry whose key is key (one entry) */
 } vxd_admin_op;
 
 typedef struct {
@@ -257,6 +258,11 @@ typedef struct {
  * only a failure to allocate loses it, reported by -ENOMEM here). */
 int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
                     void (*done)(void *ud, const vxd_admin_result *r), void *ud);
+
+/* Queues the deletion of the entry for key (VXD_ADMIN_REMOVE): done as
+ * vxd_store_admin's, r->removed 1 or 0 (there was none). */
+int vxd_store_remove(vxd_store *st, const char *key, void (*done)(void *ud, const vxd_admin_result *r),
+                     void *ud);
 
 /* Queues the persistent counter deltas and the LRU times of the entries
  * `reader` (the loop's read handle) recorded as read (taken from it now). */

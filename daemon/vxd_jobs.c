@@ -51,6 +51,7 @@ vxd_job *vxd__job_create(vxd_server *s, const vxp_request *req, const char key[V
   memcpy(j->key, key, sizeof j->key);
   /* IR is never cached, and a host lowering is cheap: neither is shared */
   j->emit_ir = req->emit_ir || req->op == VXP_OP_HOST;
+  j->bypass = req->cache == VXP_CACHE_BYPASS;
   j->op = req->op;
   vxl_options o;
   vxd_options_from_request(s->cfg, req, &o);
@@ -189,7 +190,8 @@ void vxd__job_done(vxd_server *s, vxd_job *j, vxp_response *r) {
   r->cached = false;
   vxd__answer(s, j, r);
   /* then stored: the entry's bytes, as the worker encoded them, move on */
-  if (j->op == VXP_OP_COMPILE && r->status == VXP_STATUS_OK && r->entry) vxd__cache_put(s, j, r, us);
+  if (j->op == VXP_OP_COMPILE && r->status == VXP_STATUS_OK && r->entry && !j->bypass)
+    vxd__cache_put(s, j, r, us);
   vxd__job_free(s, j);
 }
 

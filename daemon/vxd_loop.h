@@ -67,6 +67,9 @@ typedef struct vxd_job {
   uint64_t id;
   char key[VXK_KEY_HEX + 1];
   int emit_ir;         /* such jobs are never shared (also host lowerings) */
+  int bypass;          /* compiled for requests that bypass the cache alone:
+                          not stored (a request that uses the cache, joining
+                          it, clears it) */
   vxp_op op;           /* compile or host */
   int crashes;         /* workers that died while compiling it */
   uint64_t started_ns; /* uv_hrtime() when a worker took it */

@@ -103,6 +103,7 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
     vxd_remote_describe(s->remote, remote, sizeof remote);
     r.stats.remote = remote; /* borrowed: r is not cleared */
   }
+  if (!s->store && s->cache_err[0]) r.stats.cache_error = s->cache_err; /* borrowed */
   memcpy(r.stats.compile_buckets, s->compile_buckets, sizeof r.stats.compile_buckets);
   r.stats.compile_sum_us = s->compile_sum_us;
   vxd__send(c, &r, 0);
@@ -129,7 +130,7 @@ typedef struct {
 static void vxd__admin_done(void *ud, const vxd_admin_result *res) {
   vxd__admin_wait *w = ud;
   vxd_server *s = w->srv;
-  if (res->rc == 0 && (w->op == VXP_OP_CLEAR || w->op == VXP_OP_PRUNE))
+  if (res->rc == 0 && (w->op == VXP_OP_CLEAR || w->op == VXP_OP_PRUNE || w->op == VXP_OP_REMOVE))
     vxd_hot_clear(s->hot); /* no reply of a deleted entry is kept */
   vxd_conn *c = vxd__conn_find(s, w->conn_id);
   if (res->rc != 0)
@@ -164,6 +165,19 @@ static void vxd__on_admin(vxd_conn *c, const vxp_request *req) {
   } else
     vxd__flush_counters(s); /* reads so far count as use */
   if (!w || vxd_store_admin(s->store, op, req->max_size, vxd__admin_done, w) != 0) {
+    free(w);
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, "out of memory", 0);
+  }
+}
+
+/* `vxc rm`: one entry deleted from the local cache (the shared level is
+ * Redis's to evict), on the store thread after every write queued before. */
+static void vxd__on_remove(vxd_conn *c, const vxp_request *req) {
+  vxd_server *s = c->srv;
+  if (vxd__refused_without_cache(c, req)) return;
+  vxd__admin_wait *w = calloc(1, sizeof *w);
+  if (w) *w = (vxd__admin_wait){s, c->id, req->id, req->op};
+  if (!w || vxd_store_remove(s->store, req->key, vxd__admin_done, w) != 0) {
     free(w);
     vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, "out of memory", 0);
   }
@@ -401,7 +415,10 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
    * when the runtime loads them. */
   int host = req->op == VXP_OP_HOST;
   uint64_t arrived_ns = uv_hrtime();
-  if (!req->emit_ir && !host && vxd__serve_cached(c, req, key) == 0) {
+  /* recache and bypass compile whatever the cache holds (recache then
+   * replaces the entry; bypass leaves the cache as it was) */
+  int use_cache = req->cache == VXP_CACHE_USE;
+  if (!req->emit_ir && !host && use_cache && vxd__serve_cached(c, req, key) == 0) {
     vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s hit %llu us", key,
                 (unsigned long long)((uv_hrtime() - arrived_ns) / 1000u));
     return;
@@ -422,6 +439,7 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   int shareable = !req->emit_ir && !host;
   vxd_job *j = shareable ? vxd__job_shared(s, key) : NULL;
   if (j) {
+    if (req->cache != VXP_CACHE_BYPASS) j->bypass = 0; /* this one wants it stored */
     if (vxd__job_wait(j, c, req->id, arrived_ns) != 0)
       vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
     return;
@@ -434,7 +452,8 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   }
   /* not in the local cache: the shared level next, when it is there and
    * answering (else compile now) */
-  if (shareable && s->remote && vxd_remote_lookup(s->remote, key, vxd__compile_remote_done, s) == 0) {
+  if (shareable && use_cache && s->remote &&
+      vxd_remote_lookup(s->remote, key, vxd__compile_remote_done, s) == 0) {
     vxd__job_await_remote(s, j);
     return;
   }
@@ -474,6 +493,7 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
   case VXP_OP_CLEAR:
   case VXP_OP_PRUNE: vxd__on_admin(c, &req); break;
   case VXP_OP_LIST: vxd__on_list(c, &req); break;
+  case VXP_OP_REMOVE: vxd__on_remove(c, &req); break;
   case VXP_OP_STOP: {
     vxp_response r = {.id = req.id, .op = VXP_OP_STOP, .status = VXP_STATUS_OK};
     vxd__send(c, &r, 0); /* written at once: the socket buffer is empty */

@@ -121,6 +121,11 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
     case VXD_ADMIN_CLEAR: p->rc = vxk_clear(st->cache, &r->removed); break;
     case VXD_ADMIN_PRUNE: p->rc = vxk_prune(st->cache, p->arg, &r->removed); break;
     case VXD_ADMIN_ZERO: p->rc = vxk_zero_counters(st->cache); break;
+    case VXD_ADMIN_REMOVE:
+      p->rc = vxk_remove(st->cache, p->key);
+      r->removed = p->rc == VXK_OK;
+      if (p->rc == VXK_ENOTFOUND) p->rc = VXK_OK;
+      break;
     }
     r->rc = p->rc;
     if (p->rc != VXK_OK) snprintf(r->err, sizeof r->err, "%s", vxk_errmsg(st->cache));
@@ -314,6 +319,19 @@ int vxd_store_admin(vxd_store *st, vxd_admin_op op, uint64_t arg,
   p->kind = VXD__STORE_ADMIN;
   p->admin = op;
   p->arg = arg;
+  p->done = done;
+  p->done_ud = ud;
+  vxd__store_queue(st, p);
+  return 0;
+}
+
+int vxd_store_remove(vxd_store *st, const char *key, void (*done)(void *ud, const vxd_admin_result *r),
+                     void *ud) {
+  vxd_pending *p = calloc(1, sizeof *p);
+  if (!p) return -ENOMEM;
+  p->kind = VXD__STORE_ADMIN;
+  p->admin = VXD_ADMIN_REMOVE;
+  snprintf(p->key, sizeof p->key, "%s", key);
   p->done = done;
   p->done_ud = ud;
   vxd__store_queue(st, p);

@@ -37,8 +37,9 @@ const char *vxp_strerror(int err) {
   }
 }
 
-static const char *const vxp__ops[] = {NULL,         "hello", "compile", "fetch", "stats", "verify",
-                                       "zero_stats", "clear", "prune",   "stop",  "host",  "list"};
+static const char *const vxp__ops[] = {NULL,    "hello", "compile", "fetch", "stats", "verify", "zero_stats",
+                                       "clear", "prune", "stop",    "host",  "list",  "remove"};
+static const char *const vxp__cache_modes[] = {"use", "recache", "bypass"};
 static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found", "internal"};
 
 const char *vxp_op_name(vxp_op op) { return (op >= VXP_OP_HELLO && op <= VXP_OP_LAST) ? vxp__ops[op] : NULL; }
@@ -98,6 +99,7 @@ void vxp_response_clear(vxp_response *r) {
   free(r->host_ir);
   free(r->lowered_ir);
   free(r->stats.remote);
+  free(r->stats.cache_error);
   for (uint32_t i = 0; i < r->nentries; i++) {
     vxp_entry_info *e = &r->entries[i];
     free(e->key);
@@ -259,9 +261,11 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   case VXP_OP_COMPILE:
   case VXP_OP_HOST:
     n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns + r->host_object +
-         (r->op == VXP_OP_COMPILE && r->key != NULL) + (r->vortex_abi != 0) + (r->xlen != 0);
+         (r->op == VXP_OP_COMPILE && r->key != NULL) + (r->vortex_abi != 0) + (r->xlen != 0) +
+         (r->cache != VXP_CACHE_USE);
     break;
   case VXP_OP_FETCH: n += 1 + (r->kernel != NULL); break;
+  case VXP_OP_REMOVE: n += 1; break;
   case VXP_OP_PRUNE: n += 1; break;
   case VXP_OP_LIST: n += (r->prefix != NULL) + (r->limit != 0); break;
   default: break;
@@ -286,7 +290,10 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     if (r->xlen) vxp__kv_u64(&pk, "xlen", r->xlen);
     if (r->host_object) vxp__kv_bool(&pk, "host_object", true);
     if (r->op == VXP_OP_COMPILE && r->key) vxp__kv_str(&pk, "key", r->key);
+    if (r->cache > VXP_CACHE_USE && r->cache <= VXP_CACHE_BYPASS)
+      vxp__kv_str(&pk, "cache", vxp__cache_modes[r->cache]);
     break;
+  case VXP_OP_REMOVE: vxp__kv_str(&pk, "key", r->key ? r->key : ""); break;
   case VXP_OP_FETCH:
     vxp__kv_str(&pk, "key", r->key ? r->key : "");
     if (r->kernel) vxp__kv_str(&pk, "kernel", r->kernel);
@@ -330,7 +337,8 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (results) n += 2 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->entry != NULL);
   if (r->op == VXP_OP_STATS) n += 1;
   if (r->op == VXP_OP_LIST) n += 2;
-  bool admin = r->op == VXP_OP_VERIFY || r->op == VXP_OP_CLEAR || r->op == VXP_OP_PRUNE;
+  bool admin =
+      r->op == VXP_OP_VERIFY || r->op == VXP_OP_CLEAR || r->op == VXP_OP_PRUNE || r->op == VXP_OP_REMOVE;
   if (admin) n += 2;
   if (r->op == VXP_OP_HOST) n += 1 + (r->host_ir != NULL) + (r->object != NULL);
   msgpack_pack_map(&pk, n);
@@ -362,12 +370,14 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     const vxp_stats *s = &r->stats;
 #define VXP__ONE(name, kind, what) +1
     vxp__str(&pk, "stats");
-    msgpack_pack_map(&pk, (0 VXP_STATS_COUNTERS(VXP__ONE)) + 1 + (s->remote ? 1 : 0));
+    msgpack_pack_map(&pk,
+                     (0 VXP_STATS_COUNTERS(VXP__ONE)) + 1 + (s->remote ? 1 : 0) + (s->cache_error ? 1 : 0));
 #undef VXP__ONE
 #define VXP__ENCODE(name, kind, what) vxp__kv_u64(&pk, #name, s->name);
     VXP_STATS_COUNTERS(VXP__ENCODE)
 #undef VXP__ENCODE
     if (s->remote) vxp__kv_str(&pk, "remote", s->remote);
+    if (s->cache_error) vxp__kv_str(&pk, "cache_error", s->cache_error);
     vxp__str(&pk, "compile_buckets");
     msgpack_pack_array(&pk, VXP_COMPILE_BUCKETS);
     for (uint32_t i = 0; i < VXP_COMPILE_BUCKETS; i++)
@@ -792,7 +802,14 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__bool(v, &r->shuffle_insns), groups |= 2;
     else if (vxp__key(k, "host_object"))
       rc = vxp__bool(v, &r->host_object), groups |= 8;
-    else if (vxp__key(k, "warp_size")) {
+    else if (vxp__key(k, "cache")) {
+      groups |= 2;
+      rc = VXP_ETYPE;
+      for (int mode = 0; mode < 3; mode++)
+        if (v->type == MSGPACK_OBJECT_STR && v->via.str.size == strlen(vxp__cache_modes[mode]) &&
+            memcmp(v->via.str.ptr, vxp__cache_modes[mode], v->via.str.size) == 0)
+          r->cache = (vxp_cache_mode)mode, rc = VXP_OK;
+    } else if (vxp__key(k, "warp_size")) {
       rc = vxp__u32(v, &r->warp_size), groups |= 2;
       if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))
         rc = VXP_ETYPE;
@@ -822,6 +839,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
                        : r->op == VXP_OP_COMPILE ? 2u | 64u
                        : r->op == VXP_OP_HOST    ? 2u | 8u
                        : r->op == VXP_OP_FETCH   ? 4u | 64u
+                       : r->op == VXP_OP_REMOVE  ? 64u
                        : r->op == VXP_OP_PRUNE   ? 16u
                        : r->op == VXP_OP_LIST    ? 32u
                                                  : 0u;
@@ -834,8 +852,10 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = VXP_EMISSING;
     else if ((r->op == VXP_OP_COMPILE || r->op == VXP_OP_HOST) && !have_src)
       rc = VXP_EMISSING;
-    else if (r->op == VXP_OP_FETCH && !have_key)
+    else if ((r->op == VXP_OP_FETCH || r->op == VXP_OP_REMOVE) && !have_key)
       rc = VXP_EMISSING;
+    else if (r->op == VXP_OP_REMOVE && !vxp_key_prefix_valid(r->key, 64))
+      rc = VXP_ETYPE;
     else if (r->op == VXP_OP_PRUNE && !have_max)
       rc = VXP_EMISSING;
   }
@@ -862,6 +882,8 @@ static int vxp__decode_stats(const msgpack_object *o, vxp_stats *s) {
 #undef VXP__DECODE
     if (vxp__key(k, "remote"))
       rc = vxp__strdup(v, &s->remote);
+    else if (vxp__key(k, "cache_error"))
+      rc = vxp__strdup(v, &s->cache_error);
     else if (vxp__key(k, "compile_buckets")) {
       if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size != VXP_COMPILE_BUCKETS) rc = VXP_ETYPE;
       for (uint32_t j = 0; rc == VXP_OK && j < VXP_COMPILE_BUCKETS; j++)

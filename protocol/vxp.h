@@ -237,8 +237,15 @@ typedef enum {
   VXP_OP_STOP = 9,       /* answer, then shut down cleanly */
   VXP_OP_HOST = 10,      /* lower a whole program's host side (host_ir) */
   VXP_OP_LIST = 11,      /* describe cache entries (by key prefix) */
+  VXP_OP_REMOVE = 12,    /* delete one cache entry (by its key) */
 } vxp_op;
-#define VXP_OP_LAST VXP_OP_LIST
+#define VXP_OP_LAST VXP_OP_REMOVE
+
+/* What a compile does with the cache (request key "cache"; ccache's
+ * CCACHE_RECACHE and CCACHE_DISABLE): use it (the default), compile again
+ * and replace the entry (recache), or compile without reading or writing
+ * it (bypass). */
+typedef enum { VXP_CACHE_USE = 0, VXP_CACHE_RECACHE = 1, VXP_CACHE_BYPASS = 2 } vxp_cache_mode;
 
 /* Most entries a list reply carries, and kernel names per entry. */
 #define VXP_MAX_LIST_ENTRIES 1000u
@@ -298,6 +305,8 @@ typedef struct {
   uint32_t limit; /* entries wanted, 1..VXP_MAX_LIST_ENTRIES; 0: 100 */
   /* host */
   bool host_object; /* also return the host side as a host object */
+  /* compile and host: VXP_CACHE_USE, _RECACHE or _BYPASS */
+  vxp_cache_mode cache;
 } vxp_request;
 
 typedef enum {
@@ -374,8 +383,11 @@ typedef struct {
 #define VXP__STATS_FIELD(name, kind, what) uint64_t name;
   VXP_STATS_COUNTERS(VXP__STATS_FIELD)
 #undef VXP__STATS_FIELD
-  char *remote; /* the second level: where it is, password masked, and its
-                   state ("redis://h:6379/0, up"); NULL: none; malloc() */
+  char *remote;      /* the second level: where it is, password masked, and its
+                        state ("redis://h:6379/0, up"); NULL: none; malloc() */
+  char *cache_error; /* why the daemon serves without a local cache (its
+                        directory refused, the disk, ...); NULL when it
+                        has one; malloc() */
   /* compiles since this daemon started, by the time they took (each
    * bucket counts those at most its bound, VXP_COMPILE_BUCKET_BOUNDS_US,
    * and above the previous one) */
