@@ -8,10 +8,13 @@
  * directory, -o FILE, -o DIR/, -o - for standard output, '-' for standard
  * input, silent on success.  Starts vortexd (beside vxc, else on PATH) when
  * none answers, unless --no-spawn.  Exit status: 0 success, 1 compile
- * error or not found, 2 daemon or I/O failure, 64 usage, 78 configuration.
+ * error, an input that cannot be read, or not found, 2 daemon or I/O
+ * failure, 64 usage, 78 configuration.
  */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -489,10 +492,53 @@ static char *read_source(const char *path, size_t *len) {
   return buf;
 }
 
-/* The daemon's diagnostics, one per line on stderr (escaped). */
+/* The source this invocation sent (send_source), kept so that a
+ * diagnostic about it can quote its line: vxc sends one per process. */
+static struct {
+  char *text;
+  size_t len;
+  const char *name;
+} sent;
+
+/* After a diagnostic "NAME:LINE:COL: ..." about the source sent, its line
+ * and a caret under the column, as mlir-opt prints them (tabs kept, so the
+ * caret lines up; the line escaped and cut at 256 bytes). */
+static void print_source_line(const char *diag) {
+  size_t nl = sent.name ? strlen(sent.name) : 0;
+  unsigned long line = 0, col = 0;
+  char *end;
+  if (!sent.text || !nl || strncmp(diag, sent.name, nl) != 0 || diag[nl] != ':') return;
+  line = strtoul(diag + nl + 1, &end, 10);
+  if (*end != ':' || line == 0) return;
+  col = strtoul(end + 1, &end, 10);
+  if (*end != ':' || col == 0) return;
+  const char *p = sent.text, *e = sent.text + sent.len;
+  for (unsigned long l = 1; l < line && p < e; l++) {
+    const char *q = memchr(p, '\n', (size_t)(e - p));
+    p = q ? q + 1 : e;
+  }
+  if (p >= e) return;
+  const char *q = memchr(p, '\n', (size_t)(e - p));
+  size_t n = (size_t)((q ? q : e) - p);
+  if (n > 256 || col > n + 1) return;
+  char text[260];
+  memcpy(text, p, n);
+  text[n] = '\0';
+  if (strlen(text) != n) return; /* a NUL in the line: not quoted */
+  put_shown(stderr, text);
+  fputc('\n', stderr);
+  for (unsigned long i = 0; i + 1 < col; i++)
+    fputc(text[i] == '\t' ? '\t' : ' ', stderr);
+  fputs("^\n", stderr);
+}
+
+/* The daemon's diagnostics, one per line on stderr (escaped), each about
+ * the source sent followed by its line and a caret. */
 static void print_diagnostics(const vxp_response *r) {
-  for (uint32_t i = 0; i < r->ndiags; i++)
+  for (uint32_t i = 0; i < r->ndiags; i++) {
     put_shown(stderr, r->diags[i]), fputc('\n', stderr);
+    print_source_line(r->diags[i]);
+  }
 }
 
 /* Writes a message of several lines (a linker's output the daemon
@@ -516,8 +562,11 @@ static void put_lines(FILE *f, const char *s) {
   }
 }
 
-/* "vxc: STATUS: message" for a reply that did not succeed. */
+/* "vxc: STATUS: message" for a reply that did not succeed; nothing for a
+ * compile error whose diagnostics were printed (they say it all, as a
+ * compiler's do). */
 static void print_status(const vxp_response *r) {
+  if (r->status == VXP_STATUS_COMPILE_ERROR && r->ndiags) return;
   fprintf(stderr, "vxc: %s: ", vxp_status_name(r->status));
   put_lines(stderr, r->message);
   fputc('\n', stderr);
@@ -629,14 +678,24 @@ static int temp_file(const char *stem, const void *data, size_t n, char *path, s
   return 0;
 }
 
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
+/* Removes the directory tree at path (not following links). */
+static void remove_tree(const char *path) { nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
+
 /* Runs argv[0] (found on PATH) with argv, VORTEXD_SOCKET set to socket
- * when not NULL, and waits for it.  Returns its wait status, or -1 when it
- * could not be started. */
-static int run_child(char *const argv[], const char *socket) {
+ * when not NULL and JITDUMPDIR to jitdump when not NULL, and waits for
+ * it.  Returns its wait status, or -1 when it could not be started. */
+static int run_child(char *const argv[], const char *socket, const char *jitdump) {
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
     if (socket) setenv("VORTEXD_SOCKET", socket, 1); /* vxc is single-threaded */
+    if (jitdump) setenv("JITDUMPDIR", jitdump, 1);
     execvp(argv[0], argv);
     fprintf(stderr, "vxc: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -692,7 +751,16 @@ static int run_program(const vxp_response *r, const char *socket, const char *en
     argv[a++] = libs[i];
   argv[a++] = path;
   argv[a] = NULL;
-  int st = run_child(argv, socket); /* the runtime asks the daemon vxc used */
+  /* mlir-runner's JIT writes perf's jitdump files (.debug/jit/...) under
+   * $JITDUMPDIR, else the temporary directory, on every run: unless the
+   * user asked for them there, they go to a directory of this run's,
+   * removed after it */
+  char jit[4200];
+  const char *user_jit = getenv("JITDUMPDIR");
+  int own_jit = !(user_jit && *user_jit) && snprintf(jit, sizeof jit, "%s-jit", path) < (int)sizeof jit &&
+                mkdir(jit, 0700) == 0;
+  int st = run_child(argv, socket, own_jit ? jit : NULL); /* the runtime asks the daemon vxc used */
+  if (own_jit) remove_tree(jit);
   unlink(path);
   if (st < 0) return 2;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -801,12 +869,15 @@ static void print_stats(const vxp_stats *s, const char *server, const char *sock
     if (o) {
       json_object_set_new(o, "socket", json_text(socket));
       json_object_set_new(o, "system_service", json_boolean(system_socket));
+      json_object_set_new(o, "cache_error", s->cache_error ? json_text(s->cache_error) : json_null());
     }
     json_emit(o, stdout);
     return;
   }
   printf("socket            %s (%s)\n", shown(socket),
          system_socket ? "the system service" : "this user's daemon");
+  if (s->cache_error) /* everything is compiled, nothing kept: say why first */
+    printf("cache             none: %s\n", shown(s->cache_error));
   printf("server            %s\n"
          "hits              %llu\nmisses            %llu\nhit ratio         %.1f %%\n"
          "compile errors    %llu\nentries           %llu\nbytes             %llu of %llu\n"
@@ -892,6 +963,7 @@ static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_admin(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_ls(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_inspect(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_rm(const command *cm, invocation *in, vxc_conn *conn);
 
 /* command.nargs for a command whose one argument may be left out */
 #define NARGS_OPTIONAL (-1)
@@ -899,7 +971,7 @@ static int cmd_inspect(const command *cm, invocation *in, vxc_conn *conn);
 static const command commands[] = {
     {"compile",
      "FILE.mlir|- [-o FILE|DIR/|-] [-v] [--json] [-O 0-3] [--emit-ir] [--warp-size N] [--shuffle-insns]\n"
-     "            [--target TARGET] [--source-name NAME] [--host]",
+     "            [--target TARGET] [--source-name NAME] [--host] [--recache]",
      "Compiles every kernel of the module through vortexd into one object, as `cc -c` would: FILE.o in\n"
      "the current directory, or -o FILE, or -o DIR/ (an existing directory, or a path ending in '/')\n"
      "for DIR/FILE.o, or -o - for standard output. '-' reads the source from standard input\n"
@@ -910,7 +982,9 @@ static const command commands[] = {
      "gpu.shuffle with Vortex's shuffle instructions; --target: the device's Vortex kernel ABI and\n"
      "register width, vortex2-rv32 (default: the configuration's `target`), vortex2-rv64, vortex3-rv32 or\n"
      "vortex3-rv64. --host compiles the program's host side into FILE.host.o instead, to link with\n"
-     "-lvortexd_runtime.",
+     "-lvortexd_runtime. --recache (or VORTEXD_RECACHE=1) compiles again and replaces the cached entry;\n"
+     "VORTEXD_DISABLE=1 compiles without reading or writing the cache (ccache's CCACHE_RECACHE and\n"
+     "CCACHE_DISABLE).",
      1, OPT_JSON | OPT_OUT | OPT_COMPILE | OPT_HOST | OPT_VERBOSE, 1, 0, cmd_compile},
     {"fetch", "KEY [--kernel NAME] [-o FILE|DIR/|-] [-v] [--json]",
      "Fetches a cached entry by its key, or a unique prefix of it of at least 4 hex digits (as git\n"
@@ -930,7 +1004,7 @@ static const command commands[] = {
      1, OPT_JSON | OPT_DISASM, 1, 0, cmd_inspect},
     {"run",
      "FILE.mlir [-e FUNC] [--entry-point-result void|i32|i64|f32] [--shared-libs LIB]... [-O 0-3]\n"
-     "            [--target TARGET] [--warp-size N] [--shuffle-insns]",
+     "            [--target TARGET] [--warp-size N] [--shuffle-insns] [--recache]",
      "Runs a whole GPU-dialect program (host main and kernels) like mlir-runner: its host side\n"
      "lowered by vortexd (the async dialect too, with MLIR's async runtime library), executed by\n"
      "mlir-runner-22 with libvortexd_runtime, which gets each kernel from vortexd at its first launch\n"
@@ -949,6 +1023,11 @@ static const command commands[] = {
      "Checks the cache database and every entry's checksum, drops the damaged entries; exit status 1\n"
      "when some were.",
      0, 0, 1, VXP_OP_VERIFY, cmd_admin},
+    {"rm", "KEY-PREFIX",
+     "Deletes one cache entry, named by its key or a unique prefix of it (as fetch takes it), from\n"
+     "the local cache; a shared level (Redis) evicts on its own. Exit status 1 when there is no such\n"
+     "entry, 2 when the prefix names several.",
+     1, 0, 1, 0, cmd_rm},
     {"clear", "", "Deletes every cache entry (ccache -C).", 0, 0, 1, VXP_OP_CLEAR, cmd_admin},
     {"prune", "[--max-size SIZE]",
      "Evicts least recently used entries down to SIZE (bytes, or with K/M/G/T; default: the\n"
@@ -976,8 +1055,8 @@ static void usage(FILE *f) {
   for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
     fprintf(f, "  %-10s %s\n", commands[k].name, commands[k].synopsis);
   fputs("\nStarts vortexd (beside vxc, else on PATH) when none answers, unless --no-spawn.\n"
-        "Exit status: 0 success; 1 compile error, not found, damaged entries; 2 daemon or I/O failure;\n"
-        "64 usage; 78 configuration (sysexits.h's EX_USAGE and EX_CONFIG).\n",
+        "Exit status: 0 success; 1 compile error, an input that cannot be read, not found, damaged entries;\n"
+        "2 daemon or I/O failure; 64 usage; 78 configuration (sysexits.h's EX_USAGE and EX_CONFIG).\n",
         f);
 }
 
@@ -1024,7 +1103,8 @@ enum {
   O_HELP,
   O_FORMAT,
   O_LIMIT,
-  O_RESULT
+  O_RESULT,
+  O_RECACHE
 };
 
 /* Applies option c (its value, NULL for a flag) to in, checking the
@@ -1048,6 +1128,7 @@ static int apply_option(const command *cm, int c, const char *value, invocation 
       return usage_error(cm, "--format takes table, json or openmetrics, not '%s'", value);
     break;
   case O_IR: in->co.emit_ir = 1; break;
+  case O_RECACHE: in->co.cache = VXP_CACHE_RECACHE; break;
   case O_HOST: in->host = 1; break;
   case O_WARP: {
     char *end = NULL;
@@ -1157,16 +1238,17 @@ static int parse_command(const command *cm, int argc, char **argv, invocation *i
                                        {"limit", required_argument, NULL, O_LIMIT},
                                        {"disassemble", no_argument, NULL, 'd'},
                                        {"entry-point-result", required_argument, NULL, O_RESULT},
+                                       {"recache", no_argument, NULL, O_RECACHE},
                                        {NULL, 0, NULL, 0}};
   static const struct {
     int c;
     unsigned need;
-  } needs[] = {{O_FORMAT, OPT_FORMAT}, {O_JSON, OPT_JSON},       {O_IR, OPT_COMPILE},
-               {O_HOST, OPT_HOST},     {O_WARP, OPT_COMPILE},    {O_KERNEL, OPT_KERNEL},
-               {O_SHFL, OPT_COMPILE},  {O_MAXSIZE, OPT_MAXSIZE}, {O_SHLIB, OPT_SHLIB},
-               {O_SRC, OPT_COMPILE},   {'o', OPT_OUT},           {'O', OPT_COMPILE},
-               {'v', OPT_VERBOSE},     {O_LIMIT, OPT_LIMIT},     {'d', OPT_DISASM},
-               {'e', OPT_ENTRY},       {O_RESULT, OPT_ENTRY},    {O_TARGET, OPT_COMPILE}};
+  } needs[] = {
+      {O_FORMAT, OPT_FORMAT}, {O_JSON, OPT_JSON},      {O_IR, OPT_COMPILE},     {O_HOST, OPT_HOST},
+      {O_WARP, OPT_COMPILE},  {O_KERNEL, OPT_KERNEL},  {O_SHFL, OPT_COMPILE},   {O_MAXSIZE, OPT_MAXSIZE},
+      {O_SHLIB, OPT_SHLIB},   {O_SRC, OPT_COMPILE},    {'o', OPT_OUT},          {'O', OPT_COMPILE},
+      {'v', OPT_VERBOSE},     {O_LIMIT, OPT_LIMIT},    {'d', OPT_DISASM},       {'e', OPT_ENTRY},
+      {O_RESULT, OPT_ENTRY},  {O_TARGET, OPT_COMPILE}, {O_RECACHE, OPT_COMPILE}};
   int c;
   opterr = 0; /* our messages, not getopt's */
   optind = 1;
@@ -1208,10 +1290,11 @@ static int send_source(const invocation *in, vxc_conn *conn, int host, int host_
   *name = in->source_name ? in->source_name : strcmp(in->args[0], "-") ? in->args[0] : "<stdin>";
   size_t len = 0;
   char *src = read_source(in->args[0], &len);
-  if (!src) return 2;
+  if (!src) return 1; /* an input that cannot be read: 1, as cc and mlir-opt */
   int rc = host ? vxc_lower_host_with(conn, src, len, *name, host_object, &in->co, r)
                 : vxc_compile(conn, src, len, *name, &in->co, r);
-  free(src);
+  free(sent.text);
+  sent.text = src, sent.len = len, sent.name = *name; /* quoted by the diagnostics */
   return rc ? request_failed(rc) : 0;
 }
 
@@ -1394,7 +1477,7 @@ static int disassemble(const uint8_t *object, size_t size) {
   const char *objdump = getenv("VORTEXD_OBJDUMP");
   if (!objdump || !*objdump) objdump = VXC_LLVM_BINDIR "/llvm-objdump";
   char *argv[] = {(char *)objdump, (char *)"-d", (char *)"-r", (char *)"--no-show-raw-insn", path, NULL};
-  int st = run_child(argv, NULL);
+  int st = run_child(argv, NULL, NULL);
   unlink(path);
   if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     fprintf(stderr, "vxc: %s failed\n", objdump);
@@ -1453,6 +1536,8 @@ static int cmd_run(const command *cm, invocation *in, vxc_conn *conn) {
   vxp_response r;
   int status = send_source(in, conn, 1, 0, &r, &name);
   if (status) return status;
+  /* the kernels are compiled by the runtime, which reads the environment */
+  if (in->co.cache == VXP_CACHE_RECACHE) setenv("VORTEXD_RECACHE", "1", 1);
   status = run_program(&r, in->socket, in->entry, in->entry_result, in->shlibs, in->nshlibs);
   vxp_response_clear(&r);
   return status;
@@ -1473,6 +1558,26 @@ static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn) {
       const vxp_response *info = in->json ? NULL : vxc_server_info(conn);
       print_stats(&r.stats, info ? info->server : NULL, in->socket, in->system_socket, in->json);
     }
+  }
+  vxp_response_clear(&r);
+  return status;
+}
+
+static int cmd_rm(const command *cm, invocation *in, vxc_conn *conn) {
+  char key[65];
+  int status = resolve_key(cm, conn, in->args[0], key, NULL);
+  if (status) return status;
+  vxp_response r;
+  int rc = vxc_remove(conn, key, &r);
+  if (rc) return request_failed(rc);
+  if (r.status != VXP_STATUS_OK) {
+    fprintf(stderr, "vxc: rm: %s\n", r.message ? shown(r.message) : vxp_status_name(r.status));
+    status = 2;
+  } else if (!r.removed) { /* removed since it was named */
+    fprintf(stderr, "vxc: not_found: no cache entry %s\n", key);
+    status = 1;
+  } else {
+    printf("removed %s\n", key);
   }
   vxp_response_clear(&r);
   return status;
@@ -1571,6 +1676,10 @@ int main(int argc, char **argv) {
   /* usage errors are reported before any daemon is contacted (or started) */
   int prc = parse_command(cm, argc - i, argv + i, &in);
   if (prc) return prc < 0 ? 0 : prc;
+  /* VORTEXD_DISABLE bypasses the cache whatever the flags say; else
+   * VORTEXD_RECACHE, as --recache does */
+  vxp_cache_mode env_cache = vxc_cache_mode_from_env();
+  if (env_cache == VXP_CACHE_BYPASS || in.co.cache == VXP_CACHE_USE) in.co.cache = env_cache;
   if (strcmp(cm->name, "help") == 0) {
     const command *about = in.nargs ? command_named(in.args[0]) : NULL;
     if (in.nargs && !about) return usage_error(cm, "unknown command '%s'", in.args[0]);
@@ -1584,7 +1693,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vxc: %s\n", err);
     return 78; /* EX_CONFIG */
   }
-  if (strcmp(cm->name, "config") == 0) return show_config(&in.pc, in.json);
+  /* a bad value is this command's configuration error (78), said before
+   * any daemon is asked; `vxc config` prints what it read, then says so */
+  int check_rc = vxp_config_check(&in.pc, err, sizeof err);
+  if (strcmp(cm->name, "config") == 0) {
+    int rc = show_config(&in.pc, in.json);
+    if (check_rc == 0) return rc;
+    fprintf(stderr, "vxc: %s\n", err);
+    return 78;
+  }
+  if (check_rc != 0) {
+    fprintf(stderr, "vxc: %s\n", err);
+    return 78;
+  }
   /* every request carries the target this client is configured for (its
    * flag, else VORTEXD_TARGET or the file's `target`): the daemon's own
    * default never decides it */

@@ -10,6 +10,7 @@
 
 #include <ini.h>
 
+#include "vxp.h"
 #include "vxp_config.h"
 #include "vxp_paths.h"
 
@@ -180,8 +181,8 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
       else if (st.bad[0] && vxp__conf_find(st.bad) >= 0)
         snprintf(err, errcap, "%s:%d: %s: %s", cfg->file, line, st.bad, vxp__set_error(st.rc));
       else if (st.bad[0])
-        snprintf(err, errcap, "%s:%d: unknown key '%s' (`vxc config` lists the keys)", cfg->file, line,
-                 st.bad);
+        snprintf(err, errcap, "%s:%d: unknown key '%s' (the keys: vortexd.conf(5), or `vortexd --help`)",
+                 cfg->file, line, st.bad);
       else
         snprintf(err, errcap, "%s:%d: not a `key = value` line", cfg->file, line);
       return -EINVAL;
@@ -291,4 +292,85 @@ void vxp_config_mask_url(const char *url, char *out, size_t cap) {
   const char *colon = memchr(info, ':', (size_t)(at - info));
   const char *keep_end = colon ? colon + 1 : info; /* the user name and its ':' stay */
   snprintf(out, cap, "%.*s***%s", (int)(keep_end - url), url, at);
+}
+
+/* What each key's value must look like, for vxp_config_check. */
+typedef enum {
+  VXP__ANY,
+  VXP__SIZE,
+  VXP__UINT,
+  VXP__UINT_OR_EMPTY,
+  VXP__BOOL,
+  VXP__LEVEL,
+  VXP__TARGET
+} vxp__kind;
+
+static vxp__kind vxp__kind_of(vxp_conf_key k) {
+  switch (k) {
+  case VXP_CONF_max_cache_size:
+  case VXP_CONF_max_frame:
+  case VXP_CONF_max_source:
+  case VXP_CONF_max_unsent:
+  case VXP_CONF_worker_memory:
+  case VXP_CONF_remote_write_queue: return VXP__SIZE;
+  case VXP_CONF_workers: return VXP__UINT_OR_EMPTY;
+  case VXP_CONF_job_timeout:
+  case VXP_CONF_idle_timeout:
+  case VXP_CONF_max_connections:
+  case VXP_CONF_frame_timeout:
+  case VXP_CONF_connection_idle_timeout:
+  case VXP_CONF_piece_helpers:
+  case VXP_CONF_crash_memory:
+  case VXP_CONF_lru_resolution:
+  case VXP_CONF_remote_ttl:
+  case VXP_CONF_remote_connect_timeout:
+  case VXP_CONF_remote_timeout: return VXP__UINT;
+  case VXP_CONF_remote_read_only: return VXP__BOOL;
+  case VXP_CONF_log_level: return VXP__LEVEL;
+  case VXP_CONF_target: return VXP__TARGET;
+  default: return VXP__ANY;
+  }
+}
+
+int vxp_config_check(const vxp_config *cfg, char *err, size_t errcap) {
+  static const char *const from[] = {"the default", "the configuration file", "the environment", "a flag"};
+  for (int i = 0; i < VXP_CONF_COUNT; i++) {
+    vxp_conf_key k = (vxp_conf_key)i;
+    const char *v = cfg->value[k], *want = NULL;
+    uint64_t n;
+    int b;
+    uint32_t abi, xlen;
+    switch (vxp__kind_of(k)) {
+    case VXP__SIZE:
+      if (vxp_config_size(v, &n) != 0) want = "a size: bytes, or a number with K, M, G or T";
+      break;
+    case VXP__UINT_OR_EMPTY:
+      if (v[0] && vxp_config_uint(v, &n) != 0) want = "a number (or nothing: the default)";
+      break;
+    case VXP__UINT:
+      if (vxp_config_uint(v, &n) != 0) want = "a number";
+      break;
+    case VXP__BOOL:
+      if (vxp_config_bool(v, &b) != 0) want = "true or false";
+      break;
+    case VXP__LEVEL:
+      want = "error, warning, notice, info or debug";
+      for (int l = 0; l < 5; l++)
+        if (strcasecmp(v, ((const char *const[]){"error", "warning", "notice", "info", "debug"})[l]) == 0)
+          want = NULL;
+      break;
+    case VXP__TARGET:
+      if (vxp_target_parse(v, &abi, &xlen) != 0)
+        want = "vortex2-rv32, vortex2-rv64, vortex3-rv32 or vortex3-rv64";
+      break;
+    case VXP__ANY: break;
+    }
+    if (!want) continue;
+    snprintf(err, errcap, "%s = '%s' (from %s%s%s%s%s): expected %s", vxp_config_name(k), v,
+             from[cfg->origin[k]], cfg->origin[k] == VXP_FROM_FILE ? " " : "",
+             cfg->origin[k] == VXP_FROM_FILE ? cfg->file : "", cfg->origin[k] == VXP_FROM_ENV ? " $" : "",
+             cfg->origin[k] == VXP_FROM_ENV ? vxp_config_env(k) : "", want);
+    return -EINVAL;
+  }
+  return 0;
 }

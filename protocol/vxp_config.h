@@ -116,6 +116,14 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap);
 int vxp_config_set(vxp_config *cfg, const char *name, const char *value, vxp_conf_origin origin);
 
 /* The name, environment variable and meaning of key k. */
+/* Checks the form of every value of cfg (sizes, numbers, booleans, the
+ * log level, the target; not ranges, groups, files or the remote storage
+ * URL, which the daemon judges): 0, or -EINVAL with the first bad one in
+ * err (errcap bytes): "KEY = 'VALUE' (from the configuration file PATH):
+ * expected ...".  What vxc checks before it uses or prints a
+ * configuration. */
+int vxp_config_check(const vxp_config *cfg, char *err, size_t errcap);
+
 const char *vxp_config_name(vxp_conf_key k);
 const char *vxp_config_env(vxp_conf_key k);
 const char *vxp_config_help(vxp_conf_key k);

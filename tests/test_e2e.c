@@ -808,6 +808,11 @@ Test(e2e, vxc_compile_follows_a_compilers_conventions) {
   run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "<stdin>:2:"), "diagnostics name <stdin>: %s", out);
   cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
+  /* as mlir-opt: the line quoted and a caret under the column; the
+   * diagnostics are the whole story (no "compilation failed" after them) */
+  cr_assert_not_null(strstr(out, "custom op 'oops'"), "%s", out);
+  cr_assert_not_null(strstr(out, "\n  oops\n  ^\n"), "%s", out);
+  cr_assert_null(strstr(out, "compilation failed"), "%s", out);
   /* -v: the table; --emit-ir: the IR alone */
   snprintf(cmd, sizeof cmd, "cd %s && %s --socket %s compile -v %s -o v.o", d.dir, VXT_VXC, d.sock,
            POLYGEIST_STYLE);
@@ -824,7 +829,8 @@ Test(e2e, vxc_compile_follows_a_compilers_conventions) {
     int rc;
   } bad[] = {
       {"compile " POLYGEIST_STYLE " -o no/such/dir/k.o", "cannot write no/such/dir/k.o", 2},
-      {"compile /tmp", "/tmp is a directory", 2},
+      {"compile /tmp", "/tmp is a directory", 1},
+      {"compile no-such-file.mlir", "cannot read no-such-file.mlir: No such file or directory", 1},
       {"compile a.mlir b.mlir", "takes one source, got 2 ('a.mlir', 'b.mlir')", 64},
       {"compile", "missing the source file", 64},
       {"compile --json -o - " POLYGEIST_STYLE, "-o - writes the object to standard output: not with --json",
@@ -859,8 +865,98 @@ Test(e2e, vxc_compile_follows_a_compilers_conventions) {
            d.dir, d.dir, d.dir, VXT_VXC, d.sock);
   run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "unknown key 'workres'"), "%s", out);
+  cr_assert_null(strstr(out, "vxc config` lists"), "not sent to a command that fails alike: %s", out);
   const char *first = strstr(out, "rc=78\n");
   cr_assert(first && strstr(first + 1, "rc=78\n"), "both: %s", out);
+  /* a bad value: 78 before any daemon is asked (a compile included), and
+   * `vxc config` prints what it read, then fails the same way */
+  snprintf(cmd, sizeof cmd,
+           "printf 'max_cache_size = lots\\n' > %s/bad.conf; for c in config stats 'compile %s'; do "
+           "VORTEXD_CONFIG=%s/bad.conf %s --socket %s/none.sock $c 2>&1; echo rc=$?; done",
+           d.dir, POLYGEIST_STYLE, d.dir, VXT_VXC, d.dir);
+  run(cmd, out, sizeof out);
+  const char *said = strstr(out, "max_cache_size = 'lots' (from the configuration file ");
+  cr_assert_not_null(said, "%s", out);
+  cr_assert_not_null(strstr(said, "): expected a size: bytes, or a number with K, M, G or T"), "%s", out);
+  cr_assert_not_null(strstr(out, "max_cache_size           = lots"), "config shows the value: %s", out);
+  int n78 = 0;
+  for (const char *p = out; (p = strstr(p, "rc=78\n")); p++)
+    n78++;
+  cr_assert_eq(n78, 3, "config, stats and compile: %s", out);
+  cr_assert_null(strstr(out, "no vortexd"), "no daemon asked: %s", out);
+}
+
+/* The key of a --json compile's answer (64 hex digits) into key. */
+static void json_key(const char *json, char key[65]) {
+  const char *k = strstr(json, "\"key\":\"");
+  cr_assert_not_null(k, "%s", json);
+  memcpy(key, k + 7, 64);
+  key[64] = '\0';
+}
+
+/* Cache control, as ccache's: --recache (and VORTEXD_RECACHE) compiles
+ * again and replaces the entry; VORTEXD_DISABLE compiles without reading
+ * or writing the cache; `vxc rm` deletes one entry by a key prefix. */
+Test(e2e, recache_disable_and_rm_control_the_cache) {
+  char src[2][256], cmd[2048], out[8192], key[2][65];
+  for (int i = 0; i < 2; i++) {
+    snprintf(src[i], sizeof src[i], "%s/control%d.mlir", d.dir, i);
+    FILE *f = fopen(src[i], "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "gpu.module @m {\n  gpu.func @control%d(%%p: memref<?xi32>) kernel {\n"
+            "    %%c0 = arith.constant 0 : index\n    %%v = arith.constant %d : i32\n"
+            "    memref.store %%v, %%p[%%c0] : memref<?xi32>\n    gpu.return\n  }\n}\n",
+            i, 7000 + i);
+    fclose(f);
+  }
+#define COMPILE(env, flags, i)                                                                               \
+  (snprintf(cmd, sizeof cmd, "%s %s --socket %s compile --json %s %s 2>&1", env, VXT_VXC, d.sock, flags,     \
+            src[i]),                                                                                         \
+   run(cmd, out, sizeof out))
+  cr_assert_eq(COMPILE("", "", 0), 0, "%s", out);
+  json_key(out, key[0]);
+  cr_assert_eq(COMPILE("", "", 0), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":true"), "%s", out);
+  /* recache: compiled again (a miss), the same key, the entry still there */
+  cr_assert_eq(COMPILE("", "--recache", 0), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "--recache compiles: %s", out);
+  cr_assert_not_null(strstr(out, key[0]), "%s", out);
+  cr_assert_eq(COMPILE("VORTEXD_RECACHE=1", "", 0), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "VORTEXD_RECACHE compiles: %s", out);
+  cr_assert_eq(COMPILE("VORTEXD_RECACHE=0", "", 0), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":true"), "replaced, not dropped; =0 is off: %s", out);
+  /* disable: neither read (a cached source compiles) nor written */
+  cr_assert_eq(COMPILE("VORTEXD_DISABLE=1", "", 0), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "%s", out);
+  cr_assert_eq(COMPILE("VORTEXD_DISABLE=1", "--recache", 1), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "%s", out);
+  json_key(out, key[1]);
+  snprintf(cmd, sizeof cmd, "%s --socket %s ls %.16s", VXT_VXC, d.sock, key[1]);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_null(strstr(out, "control1"), "not written: %s", out);
+  cr_assert_eq(COMPILE("", "", 1), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "%s", out);
+  cr_assert_eq(COMPILE("", "", 1), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":true"), "%s", out);
+  /* rm: by a prefix, then gone; a prefix of nothing: status 1 */
+  snprintf(cmd, sizeof cmd, "%s --socket %s rm %.12s 2>&1; echo rc=$?", VXT_VXC, d.sock, key[0]);
+  run(cmd, out, sizeof out);
+  char want[128];
+  snprintf(want, sizeof want, "removed %s\nrc=0\n", key[0]);
+  cr_assert_not_null(strstr(out, want), "%s", out);
+  cr_assert_eq(COMPILE("", "", 0), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":false"), "removed: %s", out);
+  cr_assert_eq(COMPILE("", "", 1), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cached\":true"), "the other entry stays: %s", out);
+  snprintf(cmd, sizeof cmd, "%s --socket %s rm %.12s 2>&1; echo rc=$?", VXT_VXC, d.sock, key[0]);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, want), "compiled again, removed again: %s", out);
+  snprintf(cmd, sizeof cmd, "%s --socket %s rm %.12s 2>&1; echo rc=$?", VXT_VXC, d.sock, key[0]);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "no cache entry with a key starting"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1\n"), "%s", out);
+#undef COMPILE
 }
 
 /* What a farm's monitoring reads: the counters in the OpenMetrics text
@@ -1357,7 +1453,7 @@ Test(e2e, the_clients_options_decide_and_a_different_daemon_is_noted) {
  * (before a rebuild or install) is noted, with how to restart it. */
 Test(e2e, a_daemon_of_another_build_is_noted) {
   vxt_daemon t = {0};
-  snprintf(t.dir, sizeof t.dir, "/tmp/vxt-XXXXXX");
+  vxt_tmp_template(t.dir, sizeof t.dir, "vxt-");
   cr_assert_not_null(mkdtemp(t.dir));
   snprintf(t.sock, sizeof t.sock, "%s/s.sock", t.dir);
   snprintf(t.cache, sizeof t.cache, "%s/cache", t.dir);

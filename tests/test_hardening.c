@@ -37,7 +37,7 @@ static char out[16384];
 static char cmd[4096];
 
 static void setup(void) {
-  snprintf(root, sizeof root, "/tmp/vxt-hard-XXXXXX");
+  vxt_tmp_template(root, sizeof root, "vxt-hard-");
   cr_assert_not_null(mkdtemp(root));
 }
 
@@ -581,6 +581,11 @@ Test(hardening, an_unusable_cache_directory_means_serving_without_a_cache) {
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   cr_assert_eq(json_num(out, "misses"), 2, "%s", out);
   cr_assert_eq(json_num(out, "max_bytes"), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "\"cache_error\":\""), "stats say why: %s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  const char *why = strstr(out, "\ncache             none: ");
+  cr_assert(why && strstr(why, "not-a-directory"), "the table says why, first: %s", out);
   snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "serving without a cache"), "%s", out);
@@ -986,8 +991,10 @@ Test(hardening, vxc_believes_no_reply_it_cannot_check_and_prints_none_raw) {
   cr_assert_null(strchr(out, 0x1b), "no raw ESC: %s", out);
   cr_assert_null(strstr(out, "\nerror: fake"), "no faked line: %s", out);
   char *diags[] = {(char *)"t.mlir:1:1: error: x\nvxc: ok: \x07\xc2\x9b"};
+  /* internal: its message is printed after the diagnostics (a compile
+   * error's is not: the diagnostics say it all) */
   vxp_response failed = {.op = VXP_OP_COMPILE,
-                         .status = VXP_STATUS_COMPILE_ERROR,
+                         .status = VXP_STATUS_INTERNAL,
                          .ndiags = 1,
                          .diags = diags,
                          .message = (char *)"bad\x1b]0;title\x07"};

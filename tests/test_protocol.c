@@ -10,6 +10,7 @@
 #include "vxp.h"
 #include "vxp_config.h"
 #include "vxp_entry.h"
+#include "vxt.h"
 
 static vxp_kernel make_kernel(void) {
   vxp_kernel k = {0};
@@ -937,6 +938,17 @@ Test(config, remote_storage_urls_parse_as_ccache_and_sccache_write_them) {
   cr_assert_eq(u.db, 2);
   cr_assert_eq(vxp_remote_url_parse("redis+unix:/tmp/r.sock", &u, err, sizeof err), 0, "%s", err);
   cr_assert_str_eq(u.path, "/tmp/r.sock");
+  /* a password on a Unix socket: the user information before an empty host */
+  cr_assert_eq(
+      vxp_remote_url_parse("redis+unix://farm:s%40cret@/run/redis/redis.sock?db=1", &u, err, sizeof err), 0,
+      "%s", err);
+  cr_assert_eq(u.is_unix, 1);
+  cr_assert_str_eq(u.user, "farm");
+  cr_assert_str_eq(u.password, "s@cret");
+  cr_assert_str_eq(u.path, "/run/redis/redis.sock");
+  cr_assert_eq(u.db, 1);
+  vxp_remote_url_show(&u, shown, sizeof shown);
+  cr_assert_str_eq(shown, "redis+unix://farm:***@/run/redis/redis.sock?db=1");
   /* refused, each with a message that does not echo the password */
   const char *bad[] = {"http://host",       "redis://",         "redis://host:0",   "redis://host:99999",
                        "redis://host/abc",  "redis://host?x=1", "redis+unix://",    "redis+unix://host/x",
@@ -977,7 +989,7 @@ Test(config, remote_storage_urls_parse_as_ccache_and_sccache_write_them) {
 
 /* The configuration file config_file wrote last, removed by the next call
  * and when the test's process exits. */
-static char config_path[32];
+static char config_path[128];
 
 static void config_file_remove(void) {
   if (config_path[0]) unlink(config_path);
@@ -989,7 +1001,7 @@ static void config_file(const char *text) {
   if (!config_path[0]) atexit(config_file_remove);
   config_file_remove();
   char *path = config_path;
-  snprintf(config_path, sizeof config_path, "/tmp/vxt-conf-XXXXXX");
+  vxt_tmp_template(config_path, sizeof config_path, "vxt-conf-");
   int fd = mkstemp(path);
   cr_assert_geq(fd, 0);
   FILE *f = fdopen(fd, "w");

@@ -870,6 +870,26 @@ Test(runtime, vxc_run_compiles_each_module_for_its_own_vortex_target) {
   vxt_run(cmd, out, sizeof out);
   /* warp 8: one lane 0 among 8 threads; warp 4: two */
   cr_assert_not_null(strstr(out, "own warp 8\nprogram warp 4\nprogram warp 4\nrc=0\n"), "%s", out);
+  /* the runtime's compiles follow VORTEXD_RECACHE and VORTEXD_DISABLE as
+   * vxc's do: both modules compiled again (misses), not when unset (hits) */
+  long misses[4];
+  static const char *const envs[3] = {"", "VORTEXD_RECACHE=1", "VORTEXD_DISABLE=1"};
+  for (int i = 0; i < 4; i++) {
+    char st[8192];
+    snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
+    cr_assert_eq(vxt_run(cmd, st, sizeof st), 0, "%s", st);
+    const char *m = strstr(st, "\"misses\":");
+    cr_assert_not_null(m, "%s", st);
+    misses[i] = strtol(m + 9, NULL, 10);
+    if (i == 3) break;
+    snprintf(cmd, sizeof cmd, "%s %s --no-spawn --socket %s run --target vortex2-rv32 %s 2>&1; echo rc=$?",
+             envs[i], VXT_VXC, d.sock, path);
+    vxt_run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, "rc=0\n"), "%s: %s", envs[i], out);
+  }
+  cr_assert_eq(misses[1] - misses[0], 0, "cached: both hits");
+  cr_assert_eq(misses[2] - misses[1], 2, "VORTEXD_RECACHE: both compiled again");
+  cr_assert_eq(misses[3] - misses[2], 2, "VORTEXD_DISABLE: both compiled");
 }
 
 /* Device functions (func.func in a gpu.module, as cgeist writes a
@@ -1226,6 +1246,8 @@ Test(conformance, hip_host_wrappers_launch_through_vortexd_then_the_cache) {
            d.dir);
   vxt_run(cmd, out, sizeof out);
   cr_assert_not_null(strstr(out, "vortexd runtime: no vortexd answers and "), "%s", out);
+  cr_assert_not_null(strstr(out, "set VORTEXD_RUNTIME_SPAWN=1 to let the program start it"),
+                     "how to fix it: %s", out);
   cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
 }
 #endif

@@ -44,6 +44,7 @@
 
 #include <openssl/evp.h>
 
+#include "vortexd_runtime.h" /* what this file defines, as programs see it */
 #include "vxc.h"
 #include "vxk.h"
 #include "vxk_entry.h"
@@ -253,15 +254,18 @@ static int vxr__from_cache(const char *key, vxp_response *r) {
   }
   vxk_cache *c = NULL;
   if ((rc = vxk_open_readonly(cfg.value[VXP_CONF_cache_dir], &c, err, sizeof err)) != VXK_OK) {
-    vxr__fail("no vortexd answers and %s", err);
+    vxr__fail("no vortexd answers and %s; start one (`vortexd &`, or any `vxc` command starts it), or set "
+              "VORTEXD_RUNTIME_SPAWN=1 to let the program start it",
+              err);
     return rc;
   }
   vxk_entry e;
   rc = vxk_get(c, key, &e);
   vxk_close(c);
   if (rc != VXK_OK) {
-    vxr__fail("no vortexd answers and the cache in %s has %s entry %s", cfg.value[VXP_CONF_cache_dir],
-              rc == VXK_ENOTFOUND ? "no" : "no readable", key);
+    vxr__fail("no vortexd answers and the cache in %s has %s entry %s; start one (`vortexd &`, or any `vxc` "
+              "command starts it), or set VORTEXD_RUNTIME_SPAWN=1 to let the program start it",
+              cfg.value[VXP_CONF_cache_dir], rc == VXK_ENOTFOUND ? "no" : "no readable", key);
     return rc;
   }
   memset(r, 0, sizeof *r);
@@ -475,7 +479,9 @@ static int vxr__obtain(const char *text, size_t size, vxp_response *r) {
   const char *spawn = getenv("VORTEXD_RUNTIME_SPAWN");
   int rc = spawn && *spawn == '1' ? vxc_connect_or_spawn(NULL, NULL, 15000, &c) : vxc_connect(NULL, &c);
   if (rc == 0) {
-    rc = vxc_compile(c, body, body_size, VXP_DEVICE_MODULE_NAME, have_options ? &o : NULL, r);
+    if (!have_options) o = (vxc_compile_options){.opt_level = 2};
+    o.cache = vxc_cache_mode_from_env(); /* VORTEXD_RECACHE, VORTEXD_DISABLE */
+    rc = vxc_compile(c, body, body_size, VXP_DEVICE_MODULE_NAME, &o, r);
     vxc_close(c);
     if (rc == 0 && r->status == VXP_STATUS_OK) return 0;
     if (rc == 0) {
@@ -864,15 +870,7 @@ void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
   pthread_mutex_unlock(&vxr.mu);
 }
 
-/* A memref descriptor as MLIR passes it: allocated, aligned, offset, then
- * rank sizes and rank strides. */
-typedef struct {
-  void *allocated, *aligned;
-  int64_t offset;
-  int64_t sizes_strides[];
-} vxr_memref;
-
-void mgpuMemHostRegisterMemRef(int64_t rank, vxr_memref *d, int64_t elementSizeBytes) {
+void mgpuMemHostRegisterMemRef(int64_t rank, vortexd_memref *d, int64_t elementSizeBytes) {
   int64_t n = 1;
   for (int64_t i = 0; i < rank; i++)
     n *= d->sizes_strides[i];
@@ -892,7 +890,7 @@ void mgpuMemHostUnregister(void *ptr) {
   pthread_mutex_unlock(&vxr.mu);
 }
 
-void mgpuMemHostUnregisterMemRef(int64_t rank, vxr_memref *d, int64_t elementSizeBytes) {
+void mgpuMemHostUnregisterMemRef(int64_t rank, vortexd_memref *d, int64_t elementSizeBytes) {
   (void)rank;
   mgpuMemHostUnregister((char *)d->aligned + d->offset * elementSizeBytes);
 }
