@@ -56,6 +56,11 @@ typedef struct {
                                    (the `target` key, vxp_target_parse) */
   int verbose;
   int log_level; /* lines above this priority are dropped (VXD_LOG_*; syslog's) */
+  /* the process's argument strings (argv[0] up to the end of the last
+   * one), which a worker overwrites with its own title so that ps shows
+   * "vortexd-worker N", not the daemon's command line; NULL: left alone */
+  char *title;
+  size_t title_cap;
   /* the second cache level: a Redis server several daemons share */
   int remote_on;               /* remote_storage was set */
   vxp_remote_url remote;       /* where */

@@ -246,7 +246,7 @@ static void vxd__conn_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *bu
  * effective uid, or, with an allowed group configured, a member of it (as
  * its primary group or a supplementary one).  Otherwise false and a reason
  * in why. */
-static int vxd__peer_allowed(vxd_server *s, uv_pipe_t *pipe, char *why, size_t cap) {
+static int vxd__peer_allowed(vxd_server *s, uv_pipe_t *pipe, pid_t *pid, char *why, size_t cap) {
   uv_os_fd_t fd;
   struct ucred cred;
   socklen_t len = sizeof cred;
@@ -254,6 +254,7 @@ static int vxd__peer_allowed(vxd_server *s, uv_pipe_t *pipe, char *why, size_t c
     snprintf(why, cap, "peer credentials unavailable: %s", strerror(errno));
     return 0;
   }
+  *pid = cred.pid;
   if (cred.uid == geteuid()) return 1;
   gid_t g = s->cfg->allowed_gid;
   if (g != (gid_t)-1) {
@@ -322,7 +323,7 @@ void vxd__on_connection(uv_stream_t *server, int status) {
     return;
   }
   char why[160];
-  if (!vxd__peer_allowed(s, &c->pipe, why, sizeof why)) {
+  if (!vxd__peer_allowed(s, &c->pipe, &c->peer_pid, why, sizeof why)) {
     vxd__refused(s, why);
     vxd__conn_close(c);
     return;

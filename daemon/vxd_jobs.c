@@ -57,6 +57,7 @@ vxd_job *vxd__job_create(vxd_server *s, const vxp_request *req, const char key[V
   vxd_options_from_request(s->cfg, req, &o);
   char options[VXD_OPTIONS_MAX];
   vxd_cache_origin(&o, req->source_name, j->source_name, options);
+  vxp_target_name(o.vortex_abi, o.xlen, j->target);
   vxp_request wreq = *req; /* the worker answers the job, not the client */
   wreq.id = j->id;
   wreq.key = req->op == VXP_OP_COMPILE ? j->key : NULL; /* the entry's, computed here */
@@ -165,9 +166,10 @@ static void vxd__answer(vxd_server *s, vxd_job *j, const vxp_response *resp) {
     if (copy == frame) frame = NULL;
     vxp_frame_set_id(copy, len, w->req_id);
     vxd__send_frame(c, copy, len, 0);
-    vxd__log_at(s, VXD_LOG_DEBUG, "%s %.12s %s %llu us", vxp_op_name(j->op), j->key,
+    vxd__log_at(s, VXD_LOG_DEBUG, "%s %.12s %s %llu us: %s for %s, client pid %d", vxp_op_name(j->op), j->key,
                 resp->status == VXP_STATUS_OK ? "miss" : vxp_status_name(resp->status),
-                (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u));
+                (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u),
+                j->source_name[0] ? j->source_name : "<source>", j->target, (int)c->peer_pid);
   }
   free(frame);
 }

@@ -3,8 +3,9 @@
  * of daemon/ calls, so that none of them needs the lifecycle file
  * (vxd_server.c) for it.
  *
- * Lines go to stderr: "vortexd: LEVEL: text", or with sd-daemon(3) "<N>"
- * priority prefixes when stderr is the journal.  Lines above the
+ * Lines go to stderr: "TIME [PID] vortexd: LEVEL: text" (TIME local, ISO
+ * 8601 to the millisecond), or with sd-daemon(3) "<N>" priority prefixes
+ * when stderr is the journal, which stamps lines itself.  Lines above the
  * configured log_level are dropped.  Loop thread (the store and remote
  * threads report through their done callbacks, on the loop).
  */
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -32,10 +35,23 @@ static void vxd__vlog(const vxd_server *s, int level, const char *fmt, va_list a
   if (s && level > s->cfg->log_level) return;
   static const char *const words[] = {"emerg",   "alert",  "crit", "error",
                                       "warning", "notice", "info", "debug"};
-  if (s && s->log_journal)
-    fprintf(stderr, "<%d>", level);
-  else
-    fprintf(stderr, "vortexd: %s: ", words[level & 7]);
+  if (s && s->log_journal) {
+    fprintf(stderr, "<%d>", level); /* the journal stamps and names lines itself */
+  } else {
+    /* a log file (an auto-started daemon's): local time to the
+     * millisecond with its offset, and the process */
+    struct timespec ts;
+    struct tm tm;
+    char when[64] = "";
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (localtime_r(&ts.tv_sec, &tm)) {
+      char date[32], zone[8];
+      strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+      strftime(zone, sizeof zone, "%z", &tm);
+      snprintf(when, sizeof when, "%s.%03ld%s ", date, ts.tv_nsec / 1000000, zone);
+    }
+    fprintf(stderr, "%s[%d] vortexd: %s: ", when, (int)getpid(), words[level & 7]);
+  }
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
 }

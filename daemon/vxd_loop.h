@@ -54,6 +54,7 @@ typedef struct vxd_conn {
   unsigned waiting; /* requests of this connection that jobs wait to answer
                        (vxd_jobs.c); such a connection is not idle */
   int closing;
+  pid_t peer_pid; /* the client process (SO_PEERCRED), for the debug log */
   struct vxd_conn *prev, *next;
 } vxd_conn;
 
@@ -78,6 +79,7 @@ typedef struct vxd_job {
   /* the source's file name the key has, which the cache lists beside the
    * entry (vxk_put) */
   char source_name[VXL_DEBUG_FILE_MAX + 1];
+  char target[VXP_TARGET_NAME_MAX]; /* what it compiles for (the debug log) */
   vxd_waiter *waiters;
   struct vxd_job *next; /* on one of vxd_jobs' lists */
 } vxd_job;

@@ -216,6 +216,10 @@ int main(int argc, char **argv) {
   memset(&cfg, 0, sizeof cfg);
   int rc = 78; /* a setting refused */
   if (vxd__settings(&pc, &cfg) == 0) {
+    if (argc > 0 && argv[0]) { /* argv's strings lie end to end */
+      cfg.title = argv[0];
+      cfg.title_cap = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) - argv[0]) + 1;
+    }
     if (verbose) {
       cfg.verbose = 1;
       if (cfg.log_level < 6) cfg.log_level = 6;

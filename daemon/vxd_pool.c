@@ -271,7 +271,14 @@ static void vxd__limit_memory(uint64_t bytes) {
  * handling back to defaults; then serve.  Never returns. */
 static void vxd__worker_child(vxd_server *s, unsigned slot, int in, int out) {
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0) _exit(126);
-  prctl(PR_SET_NAME, "vortexd-worker"); /* what ps and top show (the command line is the daemon's) */
+  prctl(PR_SET_NAME, "vortexd-worker");         /* what top and ps -o comm show */
+  if (s->cfg->title && s->cfg->title_cap > 1) { /* and ps's command line */
+    char title[64];
+    snprintf(title, sizeof title, "vortexd-worker %u", slot);
+    memset(s->cfg->title, 0, s->cfg->title_cap);
+    memcpy(s->cfg->title, title,
+           strlen(title) < s->cfg->title_cap - 1 ? strlen(title) : s->cfg->title_cap - 1);
+  }
   closefrom(3);
   sigset_t none;
   sigemptyset(&none);

@@ -384,8 +384,9 @@ static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e) {
       vxp_request req = {.id = w->req_id, .op = VXP_OP_COMPILE};
       if (vxd__serve_cached(c, &req, key) == 0) {
         s->pending.l2_hits++;
-        vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s L2 hit %llu us", key,
-                    (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u));
+        vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s L2 hit %llu us: %s for %s, client pid %d", key,
+                    (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u),
+                    j->source_name[0] ? j->source_name : "<source>", j->target, (int)c->peer_pid);
       } else
         vxd__send_error(c, w->req_id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "cache read failed", 0);
     }
@@ -419,8 +420,15 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
    * replaces the entry; bypass leaves the cache as it was) */
   int use_cache = req->cache == VXP_CACHE_USE;
   if (!req->emit_ir && !host && use_cache && vxd__serve_cached(c, req, key) == 0) {
-    vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s hit %llu us", key,
-                (unsigned long long)((uv_hrtime() - arrived_ns) / 1000u));
+    if (s->cfg->log_level >= VXD_LOG_DEBUG) {
+      vxl_options o;
+      char target[VXP_TARGET_NAME_MAX];
+      vxd_options_from_request(s->cfg, req, &o);
+      vxp_target_name(o.vortex_abi, o.xlen, target);
+      vxd__log_at(s, VXD_LOG_DEBUG, "compile %.12s hit %llu us: %s for %s, client pid %d", key,
+                  (unsigned long long)((uv_hrtime() - arrived_ns) / 1000u),
+                  req->source_name ? req->source_name : "<source>", target, (int)c->peer_pid);
+    }
     return;
   }
   const char *crashed = host ? NULL : vxd__crash_recall(s, key);

@@ -204,8 +204,11 @@ int vxd_server_run(const vxd_config *cfg) {
   if (cfg->idle_timeout_s)
     uv_timer_start(&s->idle, vxd__idle_cb, cfg->idle_timeout_s * 1000ull, cfg->idle_timeout_s * 1000ull);
 
-  if (cfg->verbose)
-    vxd__log(s, "serving %s (cache %s, %u workers)", cfg->socket_path, cfg->cache_dir, s->pool.nslots);
+  /* at the default level too: a log file says when and what started */
+  char target[VXP_TARGET_NAME_MAX];
+  vxp_target_name(cfg->vortex_abi, cfg->xlen, target);
+  vxd__log(s, "%s serving %s (cache %s, %u workers, default target %s)", VXD_SERVER_NAME, cfg->socket_path,
+           cfg->cache_dir, s->pool.nslots, target);
   sd_notifyf(0, "READY=1\nSTATUS=serving %s", cfg->socket_path);
   /* systemd's watchdog (WatchdogSec=): a ping at half the interval from
    * the loop, so a wedged loop gets the service restarted */

@@ -959,6 +959,62 @@ Test(e2e, recache_disable_and_rm_control_the_cache) {
 #undef COMPILE
 }
 
+/* The daemon's log, as a log file of an auto-started daemon has it: every
+ * line stamped (local time to the millisecond, the pid), a start line at
+ * the default level; at debug, each answer names the source, the target
+ * and the client's pid; its workers show as "vortexd-worker N" in ps. */
+Test(e2e, the_log_is_stamped_and_says_what_started_and_for_whom) {
+  vxt_daemon t = {0};
+  char sock[256], cache[256], log[256], cmd[1024], out[8192];
+  vxt_tmp_template(t.dir, sizeof t.dir, "vxt-");
+  cr_assert_not_null(mkdtemp(t.dir));
+  snprintf(sock, sizeof sock, "%s/s.sock", t.dir);
+  snprintf(cache, sizeof cache, "%s/cache", t.dir);
+  snprintf(log, sizeof log, "%s/log", t.dir);
+  static const char *const args[] = {"--log-level", "debug", NULL};
+  pid_t pid = vxt_daemon_start_logged(sock, cache, log, 0, NULL, args);
+  cr_assert_gt(pid, 0);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile -o %s/k.o %s 2>&1", VXT_VXC, sock, t.dir,
+           POLYGEIST_STYLE);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out); /* a hit */
+  /* the worker's command line */
+  char path[64], children[256] = "", title[64] = "";
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f);
+  cr_assert_not_null(fgets(children, sizeof children, f));
+  fclose(f);
+  snprintf(path, sizeof path, "/proc/%d/cmdline", atoi(children));
+  f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  size_t n = fread(title, 1, sizeof title - 1, f);
+  fclose(f);
+  title[n] = '\0';
+  cr_assert(strncmp(title, "vortexd-worker ", 15) == 0, "ps shows the worker as: %s", title);
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+  f = fopen(log, "r");
+  cr_assert_not_null(f);
+  static char text[65536];
+  n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  /* 2026-11-26T19:04:05.123+0000 [1234] vortexd: notice: vortexd 0.1.0 serving ... */
+  int y, mo, dd, h, mi, sec, ms, zone, p = 0;
+  char sign;
+  cr_assert_eq(sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c%4d [%d] vortexd: notice: vortexd ", &y, &mo, &dd,
+                      &h, &mi, &sec, &ms, &sign, &zone, &p),
+               10, "%s", text);
+  cr_assert_eq(p, (int)pid, "%s", text);
+  cr_assert_not_null(strstr(strtok(text, "\n"), " serving "), "the first line: %s", text);
+  char *rest = text + strlen(text) + 1;
+  cr_assert_not_null(strstr(rest, "miss"), "%s", rest);
+  cr_assert_not_null(strstr(rest, ": polygeist_style.mlir for vortex2-rv32, client pid "), "%s", rest);
+  cr_assert_not_null(strstr(rest, " hit "), "%s", rest);
+  vxt_remove_tree(t.dir);
+}
+
 /* What a farm's monitoring reads: the counters in the OpenMetrics text
  * format, equal to the JSON ones; JSON documents carry their schema. */
 Test(e2e, stats_in_openmetrics_and_versioned_json) {
