@@ -1224,6 +1224,8 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
       out->misses = v;
     else if (strcmp(n, "compile_errors") == 0)
       out->compile_errors = v;
+    else if (strcmp(n, "joined") == 0)
+      out->joined = v;
     else if (strcmp(n, "evictions") == 0)
       out->evictions = v;
     else if (strcmp(n, "corrupt") == 0)

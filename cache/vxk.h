@@ -66,6 +66,7 @@ typedef struct {
   uint64_t hits;    /* persistent counters (survive restarts) */
   uint64_t misses;
   uint64_t compile_errors;
+  uint64_t joined; /* compile requests answered by another's compile in flight */
   uint64_t evictions;
   uint64_t corrupt;   /* entries dropped because they failed their checksum */
   uint64_t saved_us;  /* compile time the hits saved since the counters were

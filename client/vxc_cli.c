@@ -842,8 +842,10 @@ static void print_openmetrics(const vxp_stats *s) {
 
 static void print_stats(const vxp_stats *s, const char *server, const char *socket, int system_socket,
                         int json) {
-  uint64_t asked = s->hits + s->misses;
-  double ratio = asked ? 100.0 * (double)s->hits / (double)asked : 0.0;
+  /* every request is a hit, a miss or joined another's compile; the ratio
+   * counts those answered without a compile of their own */
+  uint64_t asked = s->hits + s->misses + s->joined;
+  double ratio = asked ? 100.0 * (double)(s->hits + s->joined) / (double)asked : 0.0;
   if (json) {
     /* every counter under its name (VXP_STATS_COUNTERS), those of the
      * remote level (l2_*) without the prefix in "remote", with one */
@@ -879,15 +881,16 @@ static void print_stats(const vxp_stats *s, const char *server, const char *sock
   if (s->cache_error) /* everything is compiled, nothing kept: say why first */
     printf("cache             none: %s\n", shown(s->cache_error));
   printf("server            %s\n"
-         "hits              %llu\nmisses            %llu\nhit ratio         %.1f %%\n"
+         "hits              %llu\nmisses            %llu\njoined            %llu\nhit ratio         %.1f %%\n"
          "compile errors    %llu\nentries           %llu\nbytes             %llu of %llu\n"
          "evictions         %llu\ncorrupt (dropped) %llu\ntime saved        %.1f s\n"
          "requests          %llu\nworkers           %llu\nworker restarts   %llu\n"
          "refused           %llu\ntimeouts          %llu\nuptime            %.1f s\n",
-         server ? shown(server) : "?", (unsigned long long)s->hits, (unsigned long long)s->misses, ratio,
-         (unsigned long long)s->compile_errors, (unsigned long long)s->entries, (unsigned long long)s->bytes,
-         (unsigned long long)s->max_bytes, (unsigned long long)s->evictions, (unsigned long long)s->corrupt,
-         s->saved_ms / 1000.0, (unsigned long long)s->requests, (unsigned long long)s->workers,
+         server ? shown(server) : "?", (unsigned long long)s->hits, (unsigned long long)s->misses,
+         (unsigned long long)s->joined, ratio, (unsigned long long)s->compile_errors,
+         (unsigned long long)s->entries, (unsigned long long)s->bytes, (unsigned long long)s->max_bytes,
+         (unsigned long long)s->evictions, (unsigned long long)s->corrupt, s->saved_ms / 1000.0,
+         (unsigned long long)s->requests, (unsigned long long)s->workers,
          (unsigned long long)s->worker_restarts, (unsigned long long)s->refused,
          (unsigned long long)s->timeouts, s->uptime_ms / 1000.0);
   if (s->remote)

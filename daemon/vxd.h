@@ -82,6 +82,7 @@ typedef struct {
   X(hits)                                                                                                    \
   X(misses)                                                                                                  \
   X(compile_errors)                                                                                          \
+  X(joined)                                                                                                  \
   X(saved_us)                                                                                                \
   X(corrupt)                                                                                                 \
   X(l2_hits)                                                                                                 \

@@ -66,6 +66,7 @@ typedef struct {
   const char *name;  /* "reads", "writes" */
   vxk_remote *conn;  /* its thread only */
   int down;          /* under mu */
+  int worked;        /* under mu: an exchange has succeeded since start */
   uint64_t retry_ms; /* under mu: uv_hrtime()/1e6 when down ends */
   unsigned backoff_ms;
   char why[256]; /* under mu: the last failure */
@@ -139,6 +140,7 @@ static void vxd__link_failed(vxd_remote *rm, vxd__link *l, const char *why) {
 static void vxd__link_ok(vxd_remote *rm, vxd__link *l) {
   if (l->down) vxd__post(rm, VXD_LOG_NOTICE, "remote storage %s: %s work again", rm->shown, l->name);
   l->down = 0;
+  l->worked = 1;
   l->backoff_ms = 0;
 }
 
@@ -476,6 +478,9 @@ void vxd_remote_describe(vxd_remote *rm, char *out, size_t cap) {
   if (l->down)
     snprintf(out, cap, "%s%s, down: %s (%s)", rm->shown, rm->cfg->remote_read_only ? ", read-only" : "",
              l->why, now < l->retry_ms ? "retrying later" : "retrying on the next request");
+  else if (!rm->rd.worked && !rm->wr.worked) /* nothing says it is reachable, or takes the password */
+    snprintf(out, cap, "%s%s, not contacted yet (at the first lookup)", rm->shown,
+             rm->cfg->remote_read_only ? ", read-only" : "");
   else
     snprintf(out, cap, "%s%s, up", rm->shown, rm->cfg->remote_read_only ? ", read-only" : "");
   uv_mutex_unlock(&rm->mu);

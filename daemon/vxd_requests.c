@@ -71,6 +71,7 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
   X(hits)                                                                                                    \
   X(misses)                                                                                                  \
   X(compile_errors)                                                                                          \
+  X(joined)                                                                                                  \
   X(entries)                                                                                                 \
   X(bytes)                                                                                                   \
   X(corrupt)                                                                                                 \
@@ -448,6 +449,7 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   vxd_job *j = shareable ? vxd__job_shared(s, key) : NULL;
   if (j) {
     if (req->cache != VXP_CACHE_BYPASS) j->bypass = 0; /* this one wants it stored */
+    s->pending.joined++; /* answered without a compile of its own: neither hit nor miss */
     if (vxd__job_wait(j, c, req->id, arrived_ns) != 0)
       vxd__send_error(c, req->id, VXP_OP_COMPILE, VXP_STATUS_INTERNAL, "out of memory", 0);
     return;

@@ -354,6 +354,8 @@ typedef struct {
   X(hits, COUNTER, "compiles and fetches served from the cache (both levels)")                               \
   X(misses, COUNTER, "compile requests that had to compile")                                                 \
   X(compile_errors, COUNTER, "compiles that failed with diagnostics")                                        \
+  X(joined, COUNTER,                                                                                         \
+    "compile requests answered by the same compile already in flight (no compile of their own)")             \
   X(entries, GAUGE, "cache entries stored")                                                                  \
   X(bytes, GAUGE, "object + metadata bytes stored")                                                          \
   X(requests, COUNTER, "requests since this daemon started")                                                 \

@@ -886,6 +886,39 @@ Test(e2e, vxc_compile_follows_a_compilers_conventions) {
   cr_assert_null(strstr(out, "no vortexd"), "no daemon asked: %s", out);
 }
 
+/* One counter of `vxc stats --json` of the suite's daemon. */
+static long stat_now(const char *name) {
+  char cmd[512], out[8192], key[64];
+  snprintf(cmd, sizeof cmd, "%s --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  snprintf(key, sizeof key, "\"%s\":", name);
+  const char *at = strstr(out, key);
+  cr_assert_not_null(at, "%s: %s", name, out);
+  return strtol(at + strlen(key), NULL, 10);
+}
+
+/* Identical requests at once share one compile; each is counted once, as
+ * a miss (the one that compiles), a hit, or joined, and the hit ratio
+ * counts the joined as answered without a compile of their own. */
+Test(e2e, every_request_counts_once_joined_ones_too) {
+  char src[256], cmd[2048], out[8192];
+  snprintf(src, sizeof src, "%s/joined.mlir", d.dir);
+  FILE *f = fopen(src, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "gpu.module @m {\n  gpu.func @joined(%%p: memref<?xi32>) kernel {\n"
+             "    %%c0 = arith.constant 0 : index\n    %%v = arith.constant 4242 : i32\n"
+             "    memref.store %%v, %%p[%%c0] : memref<?xi32>\n    gpu.return\n  }\n}\n");
+  fclose(f);
+  long hits = stat_now("hits"), misses = stat_now("misses"), joined = stat_now("joined");
+  snprintf(cmd, sizeof cmd,
+           "for i in 1 2 3 4 5 6 7 8; do %s --socket %s compile -o %s/joined$i.o %s & done; wait", VXT_VXC,
+           d.sock, d.dir, src);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  long dh = stat_now("hits") - hits, dm = stat_now("misses") - misses, dj = stat_now("joined") - joined;
+  cr_assert_eq(dm, 1, "one compile");
+  cr_assert_eq(dh + dj, 7, "the others: hits %ld, joined %ld", dh, dj);
+}
+
 /* The key of a --json compile's answer (64 hex digits) into key. */
 static void json_key(const char *json, char key[65]) {
   const char *k = strstr(json, "\"key\":\"");

@@ -194,6 +194,7 @@ static vxp_stats stats_of(const daemon_t *d) {
   vxc_close(c);
   vxp_stats s = r.stats;
   s.remote = NULL; /* the test keeps no pointer into r */
+  s.cache_error = NULL;
   static char remote[1024];
   snprintf(remote, sizeof remote, "%s", r.stats.remote ? r.stats.remote : "");
   s.remote = remote;
@@ -765,6 +766,9 @@ Test(remote, a_password_is_used_and_never_shown) {
   daemon_t a, b;
   daemon_start(&a, "a", env_good);
   daemon_start(&b, "b", env_bad);
+  /* before any exchange, nothing says the wrong password works: not "up" */
+  vxp_stats s0 = stats_of(&b);
+  cr_assert_not_null(strstr(s0.remote, ", not contacted yet"), "%s", s0.remote);
   vxp_response r;
   compile_n(&a, 9, &r);
   vxp_response_clear(&r);
@@ -777,6 +781,7 @@ Test(remote, a_password_is_used_and_never_shown) {
   vxp_response_clear(&r);
   s = stats_of(&b);
   cr_assert_geq(s.l2_errors, 1);
+  cr_assert_not_null(strstr(s.remote, ", down: "), "once tried: %s", s.remote);
   cr_assert_eq(log_count(&a, "s3cret"), 0);
   cr_assert_eq(log_count(&b, "wrong-pw"), 0);
   cr_assert_geq(log_count(&b, "AUTH"), 1, "the failure is named");
