@@ -171,7 +171,9 @@ static MlirLogicalResult vxl__on_diag(MlirDiagnostic diag, void *ud) {
 }
 
 static MlirModule vxl__parse_prelude(MlirContext ctx, const char *text) {
-  return mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(text));
+  MlirOperation op =
+      mlirOperationCreateParse(ctx, mlirStringRefCreateFromCString(text), vxl__str(VXL_PRELUDE_SOURCE));
+  return mlirOperationIsNull(op) ? (MlirModule){NULL} : mlirModuleFromOperation(op);
 }
 
 /* What MLIR and LLVM register for the whole process (the pass registry,

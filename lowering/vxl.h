@@ -67,8 +67,10 @@
  *  13: branches on gpu.lane_id and on values gpu.shuffle moves are
  *      divergent (split/join), as on thread ids; gpu.rotate and
  *      gpu.subgroup_broadcast are lowered; kernel scalars over 64 bits
- *      are refused. */
-#define VXL_LOWERING_ABI_VERSION 13u
+ *      are refused.
+ *  14: the device-ABI helpers carry no line-table entries of their own: an
+ *      inlined helper maps to the line of the gpu op it implements. */
+#define VXL_LOWERING_ABI_VERSION 14u
 
 /* On kernel ABI 3 (Vortex 3.0), every kernel's entry is also a global
  * function symbol of this prefix and the kernel's name (its record's

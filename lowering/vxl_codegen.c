@@ -87,11 +87,14 @@ int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, 
   return 0;
 }
 
-/* Gives body (which calls kernel kf at `call`) a line-table subprogram of
- * its own, in a compile unit of its own, when kf has one: the inliner keeps
- * the kernel's source locations only inside a function with debug info, so
- * the object then maps the kernel's code to its source lines. */
-static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body, LLVMValueRef call) {
+/* Gives each fns[i] (which calls, at calls[i], the kernel kf or a function
+ * that inlines it) a line-table subprogram of its own at the kernel's line,
+ * in a compile unit of their own, when kf has one: the inliner keeps the
+ * kernel's source locations only inside a function with debug info, so the
+ * object then maps the kernel's code to its source lines wherever the
+ * kernel ends up inlined (the body, and on kernel ABI 3 the entry). */
+static void vxl__debug_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t n, const LLVMValueRef *fns,
+                             const LLVMValueRef *calls) {
   LLVMMetadataRef ksp = LLVMGetSubprogram(kf);
   if (!ksp) return;
   LLVMDIBuilderRef dib = LLVMCreateDIBuilder(m);
@@ -101,13 +104,15 @@ static void vxl__debug_body(LLVMModuleRef m, LLVMValueRef kf, LLVMValueRef body,
                                  0, "", 0, LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "", 0, "", 0);
   LLVMMetadataRef ty = LLVMDIBuilderCreateSubroutineType(dib, file, NULL, 0, LLVMDIFlagZero);
   unsigned line = LLVMDISubprogramGetLine(ksp);
-  size_t nlen = 0;
-  const char *name = LLVMGetValueName2(body, &nlen);
-  LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(dib, file, name, nlen, name, nlen, file, line, ty, 1, 1,
-                                                   line, LLVMDIFlagZero, 1);
-  LLVMSetSubprogram(body, sp);
-  LLVMInstructionSetDebugLoc(call,
-                             LLVMDIBuilderCreateDebugLocation(LLVMGetModuleContext(m), line, 0, sp, NULL));
+  for (uint32_t i = 0; i < n; i++) {
+    size_t nlen = 0;
+    const char *name = LLVMGetValueName2(fns[i], &nlen);
+    LLVMMetadataRef sp = LLVMDIBuilderCreateFunction(dib, file, name, nlen, name, nlen, file, line, ty, 1, 1,
+                                                     line, LLVMDIFlagZero, 1);
+    LLVMSetSubprogram(fns[i], sp);
+    LLVMInstructionSetDebugLoc(calls[i],
+                               LLVMDIBuilderCreateDebugLocation(LLVMGetModuleContext(m), line, 0, sp, NULL));
+  }
   LLVMDIBuilderFinalize(dib);
   LLVMDisposeDIBuilder(dib);
 }
@@ -159,7 +164,6 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   }
   LLVMValueRef kcall = LLVMBuildCall2(b, kty, kf, vals, n, "");
   LLVMBuildRetVoid(b);
-  vxl__debug_body(m, kf, body, kcall);
 
   /* entry: the argument buffer (its parameter, or 2.x's mscratch) */
   const int takes_args = abi == 3 || dispatched;
@@ -206,8 +210,9 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   if (gb) LLVMBuildStore(b, group, gb);
   if (sb) LLVMBuildStore(b, stat, sb);
   if (abi == 3) { /* this warp's threads, in lockstep: the block is the hardware's */
-    LLVMBuildCall2(b, bodyty, body, &args, 1, "");
+    LLVMValueRef bcall = LLVMBuildCall2(b, bodyty, body, &args, 1, "");
     LLVMBuildRet(b, LLVMConstInt(i32, 0, 0));
+    vxl__debug_entry(m, kf, 2, (LLVMValueRef[]){body, mainfn}, (LLVMValueRef[]){kcall, bcall});
     LLVMDisposeBuilder(b);
     free(params);
     free(vals);
@@ -220,6 +225,7 @@ static void vxl__add_entry(LLVMModuleRef m, LLVMValueRef kf, uint32_t index, con
   LLVMValueRef sargs[5] = {LLVMConstInt(i32, 3, 0), grid, block, body, args};
   LLVMValueRef r = LLVMBuildCall2(b, spty, spawn, sargs, 5, "");
   LLVMBuildRet(b, r);
+  vxl__debug_entry(m, kf, 1, &body, &kcall);
 
   LLVMDisposeBuilder(b);
   free(params);
@@ -508,6 +514,27 @@ static void vxl__branchless_selects(LLVMModuleRef m) {
   LLVMDisposeBuilder(b);
 }
 
+/* Drops the line-table debug info of the device-ABI helpers' functions
+ * (those whose subprogram's file is VXL_PRELUDE_SOURCE).  The LLVM inliner
+ * gives the instructions of a callee without debug info the location of
+ * the call, so a helper inlined into a kernel (a barrier, a thread id
+ * read) maps to the user's line of the gpu op it implements instead of a
+ * line of the helpers' text, which a user does not have. */
+static void vxl__strip_prelude_debug(LLVMModuleRef m) {
+  size_t want = strlen(VXL_PRELUDE_SOURCE);
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    LLVMMetadataRef sp = LLVMGetSubprogram(f);
+    if (!sp) continue;
+    unsigned len = 0;
+    const char *file = LLVMDIFileGetFilename(LLVMDIScopeGetFile(sp), &len);
+    if (!file || len != want || memcmp(file, VXL_PRELUDE_SOURCE, want) != 0) continue;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+        LLVMInstructionSetDebugLoc(i, NULL);
+    LLVMSetSubprogram(f, NULL);
+  }
+}
+
 /* Verifies m, runs the LLVM pipeline on it once and emits one object into
  * *obj / *obj_size (malloc()). */
 static int vxl__emit_module(const vxl__machine *mc, LLVMModuleRef m, const vxl_options *opts, uint8_t **obj,
@@ -628,5 +655,6 @@ int vxl__emit_object(const vxl__machine *mc, LLVMModuleRef m, vxl_kernel *kernel
     if (!LLVMGetNamedFunction(m, VXL_DISPATCH_SYMBOL)) return -ENOMEM;
   }
   vxl__internalize(m, kernels, n);
+  vxl__strip_prelude_debug(m);
   return vxl__emit_module(mc, m, opts, obj, obj_size, d);
 }

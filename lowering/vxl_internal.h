@@ -383,6 +383,12 @@ LLVMTargetDataRef vxl__target_data(const vxl__machine *m);
  * program, reported on stderr). */
 MlirModule vxl__prelude_of(vxl_compiler *c, const vxl_options *o);
 
+/* The source name the device-ABI helpers are parsed under: their
+ * functions are told apart by it in LLVM IR, where their line-table debug
+ * info is dropped so that a helper inlined into a kernel reports the
+ * kernel's line of the op it implements (vxl__strip_prelude_debug). */
+#define VXL_PRELUDE_SOURCE "<vortexd device ABI>"
+
 /* LLVM side: computes the argument-buffer layout of a kernel whose LLVM
  * parameter types are params (from the translated function) into k. */
 int vxl__layout(LLVMTargetDataRef td, LLVMContextRef lctx, LLVMTypeRef *params, uint32_t n,
