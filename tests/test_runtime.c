@@ -616,6 +616,27 @@ Test(runtime, a_dynamic_shuffle_width_above_the_warp_stops_at_the_op) {
   }
 }
 
+/* A gpu.barrier only half of a block reaches deadlocks on the emulated
+ * device of every target, at warps of 4 and 32, and the report names the
+ * barrier's line and column in the user's file: the device helpers the
+ * barrier is lowered to carry no lines of their own, and on kernel ABI 3
+ * the entry the kernel is inlined into has line info too. */
+Test(runtime, a_barrier_deadlock_names_the_barrier_on_every_target) {
+  static const char file[] = VXT_KERNELS_DIR "/../programs/barrier_deadlock.mlir";
+  static const unsigned warps[] = {4, 32};
+  for (unsigned i = 0; i < 4; i++)
+    for (unsigned w = 0; w < 2; w++) {
+      char cmd[4096], out[8192];
+      snprintf(cmd, sizeof cmd,
+               "env -u VORTEXD_RUNTIME_ERRORS %s --no-spawn --socket %s run --target %s --warp-size %u %s > "
+               "%s/deadlock.out 2>&1; echo rc=$?; %s %s --input-file=%s/deadlock.out 2>&1",
+               VXT_VXC, d.sock, every_target[i], warps[w], file, d.dir, VXT_FILECHECK, file, d.dir);
+      vxt_run(cmd, out, sizeof out);
+      cr_assert_not_null(strstr(out, "rc=1\n"), "%s warp %u: %s", every_target[i], warps[w], out);
+      cr_assert_null(strstr(out, "error:"), "%s warp %u: FileCheck: %s", every_target[i], warps[w], out);
+    }
+}
+
 /* A host side in the async dialect lowers the upstream way and runs with
  * MLIR's async runtime; the fill helpers of MLIR's Vulkan and SPIR-V
  * runners are there for programs written for those runners. */
@@ -1319,14 +1340,25 @@ Test(runtime, the_vortex_backend_drives_the_vortex_runtime_api) {
  * objects stand in), the daemon's target, the stand-in's device width;
  * the runtime links images with the SDK, or, daemon_links, the daemon
  * does and caches them. */
-static void vortex_backend_for_linked_by(int abi, int wide, int daemon_links) {
-  char sdk[256], cmd[1024], out[512], flag[64];
+static void vortex_backend_for_sdk(int abi, int wide, int daemon_links, int installed_layout) {
+  char sdk[256], cmd[2048], out[512], flag[64];
   const char *obj = wide ? VXT_DEVICE_OBJ_DIR "/rv64" : VXT_DEVICE_OBJ_DIR;
-  snprintf(sdk, sizeof sdk, "%.100s/sdk%d", d.dir, abi);
-  snprintf(cmd, sizeof cmd, "mkdir -p %s && ln -s %s %s/link.ld && ln -s %s/%s %s/vx_tls.o %s/vx_print.o %s/",
-           sdk, VXT_DEVICE_LINK_LD, sdk, obj, abi == 3 ? "vx_kmu.o" : "vx_start.o", obj, obj, sdk);
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  if (abi == 2) {
+  if (installed_layout) { /* lib/vortexd/device as installed: both ABIs' objects, RV64's in rv64/ */
+    snprintf(sdk, sizeof sdk, "%.100s/device", d.dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "mkdir -p %s/rv64 && ln -s %s %s/link.ld && for o in vx_start vx_spawn vx_kmu vx_tls vx_print; do "
+        "ln -s %s/$o.o %s/ && ln -s %s/rv64/$o.o %s/rv64/ || exit 1; done",
+        sdk, VXT_DEVICE_LINK_LD, sdk, VXT_DEVICE_OBJ_DIR, sdk, VXT_DEVICE_OBJ_DIR, sdk);
+    cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  } else {
+    snprintf(sdk, sizeof sdk, "%.100s/sdk%d", d.dir, abi);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s && ln -s %s %s/link.ld && ln -s %s/%s %s/vx_tls.o %s/vx_print.o %s/", sdk,
+             VXT_DEVICE_LINK_LD, sdk, obj, abi == 3 ? "vx_kmu.o" : "vx_start.o", obj, obj, sdk);
+    cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  }
+  if (abi == 2 && !installed_layout) {
     snprintf(cmd, sizeof cmd, "ln -s %s/vx_spawn.o %s/", obj, sdk);
     cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
   }
@@ -1343,6 +1375,10 @@ static void vortex_backend_for_linked_by(int abi, int wide, int daemon_links) {
   else
     setenv("VORTEXD_VORTEX_SDK", sdk, 1); /* the runtime links the image */
   setenv("VORTEX_STANDIN_XLEN", wide ? "64" : "32", 1);
+}
+
+static void vortex_backend_for_linked_by(int abi, int wide, int daemon_links) {
+  vortex_backend_for_sdk(abi, wide, daemon_links, 0);
 }
 
 static void vortex_backend_for(int abi, int wide) { vortex_backend_for_linked_by(abi, wide, 0); }
@@ -1375,8 +1411,8 @@ static const char fill_twice[] =
 /* A program launches fill, twice, twice, fill over one array through the
  * Vortex backend: every launch ran, and the module's one image went to
  * the device once. */
-static void fill_twice_through_vortex(int abi, int wide, int daemon_links) {
-  vortex_backend_for_linked_by(abi, wide, daemon_links);
+static void fill_twice_through_vortex_with(int abi, int wide, int daemon_links, int installed_layout) {
+  vortex_backend_for_sdk(abi, wide, daemon_links, installed_layout);
   enum { N = 50 };
   float *out = calloc(N, sizeof *out);
   memref1d m = {out, out, 0, N, 1};
@@ -1415,10 +1451,31 @@ static void fill_twice_through_vortex(int abi, int wide, int daemon_links) {
   dlclose(lib);
 }
 
+static void fill_twice_through_vortex(int abi, int wide, int daemon_links) {
+  fill_twice_through_vortex_with(abi, wide, daemon_links, 0);
+}
+
 Test(runtime, one_image_serves_every_kernel_of_a_module_on_vortex_2_x) { fill_twice_through_vortex(2, 0, 0); }
 Test(runtime, one_image_serves_every_kernel_of_a_module_on_vortex_3_0) { fill_twice_through_vortex(3, 1, 0); }
 /* the module's image as vortexd linked and cached it */
 Test(runtime, the_image_vortexd_links_serves_every_kernel_of_a_module) { fill_twice_through_vortex(2, 0, 1); }
+
+/* vortexd's own device runtime, as installed (the start code of both
+ * kernel ABIs side by side, RV64's in rv64/), serves as vortex_sdk on
+ * every target: each link takes the start code of its kernel's ABI and
+ * the objects of its width. */
+Test(runtime, the_installed_device_runtime_serves_as_vortex_sdk_for_vortex2_rv32) {
+  fill_twice_through_vortex_with(2, 0, 1, 1);
+}
+Test(runtime, the_installed_device_runtime_serves_as_vortex_sdk_for_vortex2_rv64) {
+  fill_twice_through_vortex_with(2, 1, 1, 1);
+}
+Test(runtime, the_installed_device_runtime_serves_as_vortex_sdk_for_vortex3_rv32) {
+  fill_twice_through_vortex_with(3, 0, 1, 1);
+}
+Test(runtime, the_installed_device_runtime_serves_as_vortex_sdk_for_vortex3_rv64) {
+  fill_twice_through_vortex_with(3, 1, 1, 1);
+}
 
 /* Vortex 3.0 kernels go through vortex2.h's queue (vx_enqueue_launch, the
  * emulated scheduler behind it), 2.x kernels through vortex.h, on RV32

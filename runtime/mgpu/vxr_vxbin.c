@@ -30,17 +30,32 @@ static int vxr__name_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether dir/name is a readable file. */
+static int vxr__has(const char *dir, const char *name) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return access(path, R_OK) == 0;
+}
+
 /* Whether an SDK link for kernel ABI vortex_abi (0: any, for listing)
- * leaves out file name of directory dir: upstream's sw/kernel/Makefile
- * builds its start code and runtime twice, libvortex.a for Vortex 2.x and
- * libvortex2.a (-DKMU_ENABLE) for 3.0, and a directory holding both links
- * the one of the kernel's ABI. */
+ * leaves out file name of directory dir, which holds the start code of
+ * both kernel ABIs side by side:
+ *  - upstream's sw/kernel/Makefile builds its start code and runtime
+ *    twice, libvortex.a for Vortex 2.x and libvortex2.a (-DKMU_ENABLE) for
+ *    3.0; a directory holding both links the one of the kernel's ABI;
+ *  - vortexd's own device runtime (installed as lib/vortexd/device) has
+ *    vx_start.o and vx_spawn.o for 2.x and vx_kmu.o for 3.0, each defining
+ *    _start; a directory holding both links the objects of the kernel's
+ *    ABI. */
 static int vxr__sdk_skips(const char *dir, const char *name, uint32_t vortex_abi) {
-  const char *other = vortex_abi == 3 ? "libvortex.a" : vortex_abi ? "libvortex2.a" : NULL;
-  if (!other || strcmp(name, other) != 0) return 0;
-  char both[4200];
-  snprintf(both, sizeof both, "%s/%s", dir, vortex_abi == 3 ? "libvortex2.a" : "libvortex.a");
-  return access(both, R_OK) == 0;
+  if (vortex_abi == 0) return 0;
+  const int v3 = vortex_abi == 3;
+  if (strcmp(name, v3 ? "libvortex.a" : "libvortex2.a") == 0)
+    return vxr__has(dir, v3 ? "libvortex2.a" : "libvortex.a");
+  if (v3 && (strcmp(name, "vx_start.o") == 0 || strcmp(name, "vx_spawn.o") == 0))
+    return vxr__has(dir, "vx_kmu.o");
+  if (!v3 && strcmp(name, "vx_kmu.o") == 0) return vxr__has(dir, "vx_start.o");
+  return 0;
 }
 
 /* The .o files, then the .a files, of dir, in name order, into argv (at
@@ -616,18 +631,38 @@ int vxr_link_elf(const char *ld, const char *script, char *const *inputs, int ni
   return rc;
 }
 
+/* Where an SDK link of an xlen-bit kernel takes its objects (objdir) and
+ * link script (script) from: an SDK directory with a subdirectory rv64
+ * (vortexd's own device runtime's layout) links RV64 kernels with the
+ * objects there, and with rv64/link.ld when there is one, else sdk's. */
+static void vxr__sdk_dirs(const char *sdk, uint32_t xlen, char *objdir, size_t dcap, char *script,
+                          size_t scap) {
+  snprintf(objdir, dcap, "%s", sdk);
+  struct stat st;
+  char sub[4200];
+  snprintf(sub, sizeof sub, "%s/rv64", sdk);
+  if (xlen == 64 && stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) snprintf(objdir, dcap, "%s", sub);
+  snprintf(script, scap, "%s/link.ld", objdir);
+  if (access(script, R_OK) != 0) snprintf(script, scap, "%s/link.ld", sdk);
+}
+
 int vxr_sdk_inputs(const char *sdk, char **paths, int cap) {
   if (cap < 1 || asprintf(&paths[0], "%s/link.ld", sdk) < 0) return 0;
-  return 1 + vxr__sdk_objects(sdk, 0, paths + 1, cap - 1);
+  int n = 1 + vxr__sdk_objects(sdk, 0, paths + 1, cap - 1);
+  char objdir[4200], script[4300];
+  vxr__sdk_dirs(sdk, 64, objdir, sizeof objdir, script, sizeof script);
+  if (strcmp(objdir, sdk) == 0) return n;
+  if (n < cap && strcmp(script, paths[0]) != 0 && (paths[n] = strdup(script))) n++;
+  return n + vxr__sdk_objects(objdir, 0, paths + n, cap - n);
 }
 
 int vxr_link_sdk_elf(const char *sdk, const char *ld, const char *libc, const char *libgcc,
                      const uint8_t *obj, size_t obj_size, const char *entry, uint32_t vortex_abi,
                      uint8_t **elf, size_t *elf_size, char *err, size_t errcap) {
   err[0] = '\0';
-  char script[4200], *inputs[64];
-  snprintf(script, sizeof script, "%s/link.ld", sdk);
-  int ninputs = vxr__sdk_objects(sdk, vortex_abi, inputs, 64);
+  char objdir[4200], script[4300], *inputs[64];
+  vxr__sdk_dirs(sdk, obj_size > 4 && obj[4] == 2 ? 64 : 32, objdir, sizeof objdir, script, sizeof script);
+  int ninputs = vxr__sdk_objects(objdir, vortex_abi, inputs, 64);
   int rc = vxr_link_elf(ld, script, inputs, ninputs, libc, libgcc, obj, obj_size, entry, vortex_abi, elf,
                         elf_size, err, errcap);
   for (int i = 0; i < ninputs; i++)

@@ -104,8 +104,9 @@ int vxr_link_elf(const char *ld, const char *script, char *const *inputs, int ni
 
 /* The files of the Vortex kernel SDK in directory sdk that vxr_link_vxbin
  * links an image with: its link.ld, then its .o files, then its .a files,
- * each group in name order; at most cap paths into paths (each malloc()).
- * Returns how many.  Any thread. */
+ * each group in name order, then those of its rv64 subdirectory when it
+ * has one; at most cap paths into paths (each malloc()).  Returns how
+ * many.  Any thread. */
 int vxr_sdk_inputs(const char *sdk, char **paths, int cap);
 
 /* The executable vxr_link_vxbin makes its image of (the same arguments;
@@ -118,7 +119,9 @@ int vxr_link_sdk_elf(const char *sdk, const char *ld, const char *libc, const ch
 /* Links obj (obj_size bytes) with the Vortex kernel SDK in directory sdk
  * (its link.ld, then its *.o and *.a in name order; of upstream's
  * libvortex.a and libvortex2.a, when it holds both, only the one of
- * vortex_abi: 2.x and 3.0 respectively) and libc / libgcc
+ * vortex_abi: 2.x and 3.0 respectively; of vortexd's own device runtime,
+ * vx_start.o and vx_spawn.o for 2.x, vx_kmu.o for 3.0; for an RV64 obj,
+ * the objects of sdk/rv64 when that directory exists) and libc / libgcc
  * (archives for libm and soft-float f64), by the GNU ld at ld, with
  * `entry` as the startup code of kernel ABI vortex_abi calls it
  * (vxr_link_elf), and converts the executable into a .vxbin in *image
