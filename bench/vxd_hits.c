@@ -62,7 +62,7 @@ static int fill(const char *dir, long n) {
     if (vxk_key((const uint8_t *)src, (size_t)len, parts, 1, key) != VXK_OK ||
         vxk_entry_encode(key, "opt_level=2", object, sizeof object, NULL, 0, &in, 1, NULL, &entry, &size) !=
             VXK_OK ||
-        vxk_put(c, key, entry, size, 0, NULL) != VXK_OK) {
+        vxk_put(c, key, entry, size, 0, NULL, NULL) != VXK_OK) {
       fprintf(stderr, "store %ld failed: %s\n", i, vxk_errmsg(c));
       return 2;
     }

@@ -5,11 +5,12 @@
  * Rounds are paired: every round runs each command once, in order, so slow
  * moments of the machine hit all of them alike.
  *
- *   vxd_procs ROUNDS [--rm PATH]... CMD ARGS... [-- [--rm PATH]... CMD ARGS...]...
+ *   vxd_procs ROUNDS [--rm PATH]... [--status N] CMD ARGS... [-- ...]...
  *
  * CMD is a path (no PATH search: posix_spawnp would time the search too).
  * `--rm PATH` before a command deletes PATH before each of its runs, outside
- * the timed part (an output the command must then write anew).  Prints, per
+ * the timed part (an output the command must then write anew); `--status N`:
+ * the exit status that command must end with (default 0).  Prints, per
  * command, the median, 10th and 90th percentiles in microseconds, then each
  * command's median ratio to the last command over the rounds.
  */
@@ -30,11 +31,12 @@ typedef struct {
   char **argv;
   const char *rm[MAX_RM];
   int nrm;
+  int status; /* the exit status a run must end with */
 } command;
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: vxd_procs ROUNDS [--rm PATH]... CMD ARGS... [-- ...]\n");
+    fprintf(stderr, "usage: vxd_procs ROUNDS [--rm PATH]... [--status N] CMD ARGS... [-- ...]\n");
     return 64;
   }
   int rounds = atoi(argv[1]);
@@ -48,8 +50,12 @@ int main(int argc, char **argv) {
     }
     command *c = &cmds[ncmd++];
     c->nrm = 0;
-    while (i + 1 < argc && strcmp(argv[i], "--rm") == 0 && c->nrm < MAX_RM) {
-      c->rm[c->nrm++] = argv[i + 1];
+    c->status = 0;
+    while (i + 1 < argc && (strcmp(argv[i], "--rm") == 0 || strcmp(argv[i], "--status") == 0)) {
+      if (argv[i][2] == 's')
+        c->status = atoi(argv[i + 1]);
+      else if (c->nrm < MAX_RM)
+        c->rm[c->nrm++] = argv[i + 1];
       i += 2;
     }
     c->argv = &argv[i];
@@ -77,7 +83,7 @@ int main(int argc, char **argv) {
         return 2;
       }
       t[c * rounds + r] = bench_now_us() - t0;
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != cmds[c].status) {
         fprintf(stderr, "vxd_procs: %s failed (status %d)\n", cmds[c].argv[0], st);
         return 2;
       }

@@ -58,7 +58,7 @@ struct vxk_cache {
   char err[512];
   char notice[4800]; /* what vxk_open had to do (vxk_open_notice) */
   /* prepared once, kept for the cache's lifetime */
-  sqlite3_stmt *get_entry, *touch, *put_old, *put_entry, *put_kernel, *drop;
+  sqlite3_stmt *get_entry, *touch, *put_old, *put_entry, *put_kernel, *put_inputs, *drop;
   /* keys read since the last flush, their LRU time written then (one
    * transaction, not one write per hit); seen finds a key among them */
   char (*touched)[VXK_KEY_HEX + 1]; /* malloc(), grows to VXK_TOUCH_MAX */
@@ -137,7 +137,10 @@ static const char vxk__schema[] =
   "CREATE INDEX " IF_NOT_EXISTS " entries_lru ON entries(last_used_us);"                                     \
   "CREATE TABLE " IF_NOT_EXISTS " kernels("                                                                  \
   " key TEXT NOT NULL REFERENCES entries(key) ON DELETE CASCADE,"                                            \
-  " ordinal INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY(key, ordinal));"
+  " ordinal INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY(key, ordinal));"                               \
+  "CREATE TABLE " IF_NOT_EXISTS " inputs("                                                                   \
+  " key TEXT PRIMARY KEY REFERENCES entries(key) ON DELETE CASCADE,"                                         \
+  " parts TEXT NOT NULL, lines BLOB NOT NULL);"
 
 static const char vxk__entry_tables[] = VXK__ENTRY_TABLES("IF NOT EXISTS");
 
@@ -146,6 +149,7 @@ static const char vxk__entry_tables[] = VXK__ENTRY_TABLES("IF NOT EXISTS");
   "INSERT OR REPLACE INTO entries(key, created_us, last_used_us, hits, bytes, nkernels, entry, compile_us,"  \
   " source_name, options) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
 #define VXK__INSERT_NAME_SQL "INSERT INTO kernels(key, ordinal, name) VALUES(?1, ?2, ?3)"
+#define VXK__INSERT_INPUTS_SQL "INSERT OR REPLACE INTO inputs(key, parts, lines) VALUES(?1, ?2, ?3)"
 
 /* Time saved used to be SUM(hits x compile_us) over the entries, each read
  * adding to its entry's hits; it is a counter now, so that a read need not
@@ -419,7 +423,8 @@ int vxk_open(const char *dir, uint64_t max_bytes, vxk_cache **out, char *errbuf,
                    &c->touch) ||
       vxk__prepare(c, "SELECT bytes FROM entries WHERE key=?1", &c->put_old) ||
       vxk__prepare(c, VXK__INSERT_ENTRY_SQL, &c->put_entry) ||
-      vxk__prepare(c, VXK__INSERT_NAME_SQL, &c->put_kernel)) {
+      vxk__prepare(c, VXK__INSERT_NAME_SQL, &c->put_kernel) ||
+      vxk__prepare(c, VXK__INSERT_INPUTS_SQL, &c->put_inputs)) {
     snprintf(errbuf, errcap, "%s", c->err);
     vxk_close(c);
     return VXK_EIO;
@@ -621,6 +626,7 @@ void vxk_close(vxk_cache *c) {
   sqlite3_finalize(c->put_old);
   sqlite3_finalize(c->put_entry);
   sqlite3_finalize(c->put_kernel);
+  sqlite3_finalize(c->put_inputs);
   sqlite3_close(c->db);
   vxk_pin_close(c->pin); /* after every file of the database is closed */
   free(c);
@@ -797,7 +803,7 @@ static int vxk__insert(vxk_cache *c, sqlite3_stmt *ins_entry, sqlite3_stmt *ins_
 }
 
 int vxk_put(vxk_cache *c, const char *key, const uint8_t *entry, size_t size, uint64_t compile_us,
-            const char *source_name) {
+            const char *source_name, const vxk_inputs *inputs) {
   if (!vxk_key_valid(key)) return VXK_EINVAL;
   vxp_entry_view v;
   int out = vxk_entry_check(key, entry, size, NULL, &v);
@@ -820,6 +826,13 @@ int vxk_put(vxk_cache *c, const char *key, const uint8_t *entry, size_t size, ui
   vxk__row row = {key, entry, size, now, now, 0, compile_us, source_name};
   rc = vxk__insert(c, c->put_entry, c->put_kernel, &row, &v);
   vxp_entry_view_clear(&v);
+  if (rc == SQLITE_OK && inputs && inputs->parts) {
+    sqlite3_bind_text(c->put_inputs, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(c->put_inputs, 2, inputs->parts, -1, SQLITE_STATIC);
+    sqlite3_bind_blob64(c->put_inputs, 3, inputs->lines ? (const void *)inputs->lines : "",
+                        inputs->lines_size, SQLITE_STATIC);
+    rc = vxk__step_done(c, c->put_inputs);
+  }
   if (rc != SQLITE_OK) out = vxk__fail(c, rc, "put");
   if (out == VXK_OK) {
     rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
@@ -1287,6 +1300,120 @@ int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t 
     out[2 * i + 1] = hex[md[i] & 15];
   }
   out[VXK_KEY_HEX] = '\0';
+  return VXK_OK;
+}
+
+static char *vxk__column_dup(sqlite3_stmt *st, int col);
+
+int vxk_line_hashes(const uint8_t *source, size_t len, uint8_t **out, size_t *out_size) {
+  *out = NULL;
+  *out_size = 0;
+  size_t lines = 0;
+  for (size_t i = 0; i < len; i++)
+    lines += source[i] == '\n';
+  if (len && source[len - 1] != '\n') lines++; /* a last line without its newline */
+  if (lines > VXK_MAX_LINES) lines = VXK_MAX_LINES;
+  uint8_t *h = malloc(lines ? lines * VXK_LINE_HASH_BYTES : 1);
+  EVP_MD_CTX *ctx = h ? EVP_MD_CTX_new() : NULL;
+  if (!ctx) {
+    free(h);
+    return VXK_ENOMEM;
+  }
+  size_t at = 0;
+  for (size_t n = 0; n < lines; n++) {
+    const uint8_t *nl = memchr(source + at, '\n', len - at);
+    size_t end = nl ? (size_t)(nl - source) : len;
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    if (!EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || !EVP_DigestUpdate(ctx, source + at, end - at) ||
+        !EVP_DigestFinal_ex(ctx, md, &mdlen)) {
+      EVP_MD_CTX_free(ctx);
+      free(h);
+      return VXK_ENOMEM;
+    }
+    memcpy(h + n * VXK_LINE_HASH_BYTES, md, VXK_LINE_HASH_BYTES);
+    at = end + 1;
+  }
+  EVP_MD_CTX_free(ctx);
+  *out = h;
+  *out_size = lines * VXK_LINE_HASH_BYTES;
+  return VXK_OK;
+}
+
+size_t vxk_first_differing_line(const uint8_t *a, size_t a_size, const uint8_t *b, size_t b_size) {
+  size_t na = a_size / VXK_LINE_HASH_BYTES, nb = b_size / VXK_LINE_HASH_BYTES;
+  size_t n = na < nb ? na : nb;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(a + i * VXK_LINE_HASH_BYTES, b + i * VXK_LINE_HASH_BYTES, VXK_LINE_HASH_BYTES) != 0)
+      return i + 1;
+  return na == nb ? 0 : n + 1;
+}
+
+int vxk_has(vxk_cache *c, const char *key) {
+  if (!vxk_key_valid(key)) return VXK_EINVAL;
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "SELECT 1 FROM entries WHERE key=?1", -1, &st, NULL);
+  if (rc != SQLITE_OK) return vxk__fail(c, rc, "lookup");
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  int res = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : vxk__fail(c, rc, "lookup");
+  sqlite3_finalize(st);
+  return res;
+}
+
+void vxk_inputs_clear(vxk_inputs_row *v, uint32_t n) {
+  for (uint32_t i = 0; v && i < n; i++) {
+    free(v[i].parts);
+    free(v[i].lines);
+  }
+  free(v);
+}
+
+int vxk_inputs_of_source(vxk_cache *c, const char *source_name, uint32_t limit, vxk_inputs_row **out,
+                         uint32_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (limit > VXK_LIST_MAX) limit = VXK_LIST_MAX;
+  vxk_inputs_row *v = calloc(limit ? limit : 1, sizeof *v);
+  if (!v) return VXK_ENOMEM;
+  sqlite3_stmt *st = NULL;
+  /* entries without a record of their inputs (fetched from the shared
+   * level by key) are listed too, with parts NULL */
+  int rc = sqlite3_prepare_v2(c->db,
+                              "SELECT e.key, e.last_used_us, i.parts, i.lines FROM entries e"
+                              " LEFT JOIN inputs i ON i.key = e.key WHERE e.source_name = ?1"
+                              " ORDER BY e.last_used_us DESC, e.key LIMIT ?2",
+                              -1, &st, NULL);
+  int res = rc == SQLITE_OK ? VXK_OK : vxk__fail(c, rc, "inputs");
+  uint32_t got = 0;
+  if (res == VXK_OK) {
+    sqlite3_bind_text(st, 1, source_name ? source_name : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, limit);
+    while (res == VXK_OK && got < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+      vxk_inputs_row *r = &v[got++];
+      const unsigned char *key = sqlite3_column_text(st, 0);
+      snprintf(r->key, sizeof r->key, "%s", key ? (const char *)key : "");
+      r->last_used_us = (uint64_t)sqlite3_column_int64(st, 1);
+      if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+        r->parts = vxk__column_dup(st, 2);
+        int bytes = sqlite3_column_bytes(st, 3);
+        r->lines_size = bytes > 0 ? (size_t)bytes - (size_t)bytes % VXK_LINE_HASH_BYTES : 0;
+        r->lines = malloc(r->lines_size ? r->lines_size : 1);
+        if (!r->parts || !r->lines)
+          res = VXK_ENOMEM;
+        else if (r->lines_size)
+          memcpy(r->lines, sqlite3_column_blob(st, 3), r->lines_size);
+      }
+    }
+    if (res == VXK_OK && got < limit && rc != SQLITE_DONE) res = vxk__fail(c, rc, "inputs");
+  }
+  sqlite3_finalize(st);
+  if (res != VXK_OK) {
+    vxk_inputs_clear(v, got);
+    return res;
+  }
+  *out = v;
+  *n = got;
   return VXK_OK;
 }
 

@@ -141,17 +141,47 @@ int vxk_open_readonly(const char *dir, vxk_cache **out, char *errbuf, size_t err
 /* Message about the last failure of c; static or owned by c. */
 const char *vxk_errmsg(const vxk_cache *c);
 
+/* Bytes of one line's hash in an inputs record, and most lines hashed
+ * (the lines past that are not told apart). */
+#define VXK_LINE_HASH_BYTES 8u
+#define VXK_MAX_LINES (1u << 20)
+
+/* What a compile's key was derived from, kept beside its entry so that a
+ * later miss can be explained (`vxc explain`): parts, the key's parts
+ * besides the source (vxk_key), each on a line of its own; lines, the
+ * source's line hashes (vxk_line_hashes), lines_size bytes.  Borrowed. */
+typedef struct {
+  const char *parts;
+  const uint8_t *lines;
+  size_t lines_size;
+} vxk_inputs;
+
+/* The line hashes of source (len bytes): for each line (split at '\n',
+ * without it; a last line without one counted too), the first
+ * VXK_LINE_HASH_BYTES bytes of its SHA-256 (OpenSSL), for the first
+ * VXK_MAX_LINES lines, into *out (malloc(), *out_size bytes; NULL and 0
+ * for an empty source).  Compared, not trusted: two lines that differ may
+ * collide one time in 2^64.  Returns 0 or VXK_ENOMEM.  Any thread. */
+int vxk_line_hashes(const uint8_t *source, size_t len, uint8_t **out, size_t *out_size);
+
+/* The 1-based number of the first line at which two line-hash arrays
+ * (vxk_line_hashes, a_size and b_size bytes) differ, a line one of them
+ * lacks counting as a difference; 0 when they are the same. */
+size_t vxk_first_differing_line(const uint8_t *a, size_t a_size, const uint8_t *b, size_t b_size);
+
 /* Stores the encoded entry (size bytes; vxk_entry_encode) under key in one
  * transaction, replacing any entry with that key, after checking it is a
  * whole entry of that key (vxk_entry_check).  Beside it, for listings:
  * compile_us, what compiling it took (microseconds; the "time saved" of
  * later hits), and source_name, the source's file name as the key has it
- * (no directory; NULL when not known: an entry fetched by key alone).
+ * (no directory; NULL when not known: an entry fetched by key alone),
+ * and inputs, what its key was derived from (NULL when not known; kept
+ * for explaining later misses, deleted with the entry).
  * The options a listing shows are the ones the entry holds.  Returns 0,
  * VXK_EFULL (disk full; the cache is unchanged), VXK_EIO, VXK_EINVAL (key,
  * or bytes that are not a whole entry of it). */
 int vxk_put(vxk_cache *c, const char *key, const uint8_t *entry, size_t size, uint64_t compile_us,
-            const char *source_name);
+            const char *source_name, const vxk_inputs *inputs);
 
 /* Most entries one vxk_list returns, and kernel names it gives per entry. */
 #define VXK_LIST_MAX 1000u
@@ -184,6 +214,33 @@ int vxk_list(vxk_cache *c, const char *prefix, uint32_t limit, vxk_info **out, u
 
 /* Frees n entries of what vxk_list returned, and the array.  NULL-safe. */
 void vxk_info_clear(vxk_info *v, uint32_t n);
+
+/* 1 when the cache holds an entry under key, 0 when not (a lookup that
+ * neither reads the entry nor counts as a use), or a VXK error. */
+int vxk_has(vxk_cache *c, const char *key);
+
+/* One entry of a source name with what its key was derived from, as
+ * vxk_inputs_of_source returns it. */
+typedef struct {
+  char key[VXK_KEY_HEX + 1];
+  uint64_t last_used_us; /* realtime microseconds */
+  char *parts;           /* vxk_inputs.parts; NULL when not recorded (an
+                            entry fetched from the shared level); malloc() */
+  uint8_t *lines;        /* vxk_inputs.lines; malloc(), NULL with parts */
+  size_t lines_size;
+} vxk_inputs_row;
+
+/* The entries whose source name is source_name (as vxk_put recorded it),
+ * most recently used first, at most limit (capped at VXK_LIST_MAX), with
+ * the inputs vxk_put recorded beside them, in *out (*n of them;
+ * vxk_inputs_clear).  What `vxc explain` compares a missing compile
+ * with.  Returns 0, VXK_EIO, VXK_ENOMEM. */
+int vxk_inputs_of_source(vxk_cache *c, const char *source_name, uint32_t limit, vxk_inputs_row **out,
+                         uint32_t *n);
+
+/* Frees n rows of what vxk_inputs_of_source returned, and the array.
+ * NULL-safe. */
+void vxk_inputs_clear(vxk_inputs_row *v, uint32_t n);
 
 /* Deletes least recently used entries until at most max_bytes are stored
  * (counted as evictions); *removed = entries deleted.  Returns 0 or

@@ -5,7 +5,7 @@ _vxc() {
   local cur prev cmd i
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="compile fetch ls inspect run stats zero-stats verify rm clear prune stop config help"
+  local commands="compile explain fetch ls inspect run stats log-stats zero-stats verify rm clear prune stop config help"
   # the command: the first word after the global options
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in

@@ -72,6 +72,12 @@ static int vxc__reply_complete(const vxp_request *req, const vxp_response *r) {
         return 0;
     return 1;
   }
+  if (req->op == VXP_OP_EXPLAIN) { /* bounded by the decoder; the keys must be keys */
+    if (!vxp_key_prefix_valid(r->key, 64) || !r->key_inputs) return 0;
+    for (uint32_t i = 0; i < r->ncandidates; i++)
+      if (!vxp_key_prefix_valid(r->candidates[i].key, 64)) return 0;
+    return 1;
+  }
   if (req->op != VXP_OP_COMPILE && req->op != VXP_OP_FETCH) return 1;
   if (!vxp_key_prefix_valid(r->key, 64) || !r->object || r->object_size == 0) return 0;
   return req->op != VXP_OP_FETCH || strcmp(r->key, req->key) == 0;
@@ -399,6 +405,87 @@ int vxc_connect_or_spawn(const char *path, const char *program, int timeout_ms, 
   return rc;
 }
 
+const char *vxc_outcome_name(vxc_outcome o) {
+  static const char *const names[] = {"hit", "miss", "joined", "error", "failed"};
+  return (unsigned)o < sizeof names / sizeof *names ? names[o] : NULL;
+}
+
+vxc_outcome vxc_compile_outcome(int rc, const vxp_response *resp) {
+  if (rc != 0) return VXC_OUTCOME_FAILED;
+  if (resp->status == VXP_STATUS_COMPILE_ERROR) return VXC_OUTCOME_ERROR;
+  if (resp->status != VXP_STATUS_OK) return VXC_OUTCOME_FAILED;
+  return resp->joined ? VXC_OUTCOME_JOINED : resp->cached ? VXC_OUTCOME_HIT : VXC_OUTCOME_MISS;
+}
+
+int vxc_stats_log_append(const char *path, vxc_outcome outcome, const char *key, const char *source_name) {
+  const char *what = vxc_outcome_name(outcome);
+  if (!path || !*path || !what) return -EINVAL;
+  /* one line, one write(2) on an O_APPEND descriptor: lines of parallel
+   * compiles do not interleave (a line is far below PIPE_BUF) */
+  char line[VXC_STATS_LOG_LINE_MAX];
+  int n = snprintf(line, sizeof line, "%s %.12s ", what, key && vxp_key_prefix_valid(key, 64) ? key : "-");
+  size_t at = (size_t)n;
+  const char *name = source_name && *source_name ? source_name : "-";
+  for (size_t i = 0; name[i] && at < sizeof line - 2; i++) /* one field: no blank or control byte */
+    line[at++] = (unsigned char)name[i] <= 0x20 || name[i] == 0x7f ? '?' : name[i];
+  line[at++] = '\n';
+  /* O_NONBLOCK: a FIFO put there does not hang the compile; only a
+   * regular file is written */
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+  if (fd < 0) return -errno;
+  struct stat st;
+  int rc = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+  if (rc == 0) {
+    ssize_t w = write(fd, line, at);
+    rc = w == (ssize_t)at ? 0 : w < 0 ? -errno : -EIO;
+  }
+  close(fd);
+  return rc;
+}
+
+int vxc_stats_log_read(const char *path, vxc_log_stats *out) {
+  memset(out, 0, sizeof *out);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return -errno;
+  struct stat st;
+  int bad = fstat(fd, &st) != 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+  if (bad) {
+    close(fd);
+    return bad;
+  }
+  FILE *f = fdopen(fd, "r");
+  if (!f) {
+    close(fd);
+    return -ENOMEM;
+  }
+  char line[VXC_STATS_LOG_LINE_MAX + 2];
+  int rc = 0;
+  while (fgets(line, sizeof line, f)) {
+    size_t l = strlen(line);
+    if (l && line[l - 1] != '\n' && !feof(f)) { /* longer than any line written: skip the rest */
+      int ch;
+      while ((ch = fgetc(f)) != EOF && ch != '\n') {
+      }
+      out->unreadable++;
+      continue;
+    }
+    char *sp = strchr(line, ' ');
+    size_t wl = sp ? (size_t)(sp - line) : 0;
+    int known = 0;
+    for (int o = 0; o < VXC_OUTCOMES; o++) {
+      const char *name = vxc_outcome_name((vxc_outcome)o);
+      if (wl == strlen(name) && memcmp(line, name, wl) == 0) {
+        out->count[o]++, known = 1;
+        break;
+      }
+    }
+    if (!known) out->unreadable++;
+  }
+  if (ferror(f)) rc = -EIO;
+  fclose(f);
+  return rc;
+}
+
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp) {
   vxp_request r = {.op = VXP_OP_COMPILE,
@@ -412,6 +499,24 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
                    .vortex_abi = opts ? opts->vortex_abi : 0,
                    .xlen = opts ? opts->xlen : 0,
                    .cache = opts ? opts->cache : VXP_CACHE_USE};
+  int rc = vxc__roundtrip(c, &r, resp);
+  const char *log = getenv("VORTEXD_STATS_LOG");
+  if (log && *log) /* best effort: a log that cannot be written never fails the compile */
+    (void)vxc_stats_log_append(log, vxc_compile_outcome(rc, resp), rc == 0 ? resp->key : NULL, source_name);
+  return rc;
+}
+
+int vxc_explain(vxc_conn *c, const void *source, size_t len, const char *source_name,
+                const vxc_compile_options *opts, vxp_response *resp) {
+  vxp_request r = {.op = VXP_OP_EXPLAIN,
+                   .source = (uint8_t *)source,
+                   .source_len = len,
+                   .source_name = (char *)source_name,
+                   .opt_level = opts ? opts->opt_level : 2,
+                   .warp_size = opts ? opts->warp_size : 0,
+                   .shuffle_insns = opts && opts->shuffle_insns,
+                   .vortex_abi = opts ? opts->vortex_abi : 0,
+                   .xlen = opts ? opts->xlen : 0};
   return vxc__roundtrip(c, &r, resp);
 }
 

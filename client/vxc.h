@@ -89,6 +89,17 @@ typedef struct {
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp);
 
+/* Asks whether compiling source with opts (as vxc_compile takes them)
+ * would be answered from the daemon's local cache, without compiling or
+ * counting a use: resp->cached, resp->key (the key it would have),
+ * resp->key_inputs (what that key is derived from besides the source, one
+ * part a line), resp->source_lines and, for a miss, resp->candidates: the
+ * most recently used entries of the same source name, each with its own
+ * inputs and the first line at which its source differs (`vxc explain`).
+ * Returns as vxc_compile. */
+int vxc_explain(vxc_conn *c, const void *source, size_t len, const char *source_name,
+                const vxc_compile_options *opts, vxp_response *resp);
+
 /* Lowers the host side of a whole GPU-dialect program (len bytes of MLIR)
  * for libvortexd_runtime: resp->host_ir is the program in the LLVM dialect,
  * its gpu.modules turned into gpu.binary ops the runtime loads through
@@ -123,6 +134,52 @@ int vxc_fetch(vxc_conn *c, const char *key, const char *kernel, vxp_response *re
  * vxc and libvortexd_runtime put in vxc_compile_options.cache.  Any
  * thread. */
 vxp_cache_mode vxc_cache_mode_from_env(void);
+
+/* How one compile request was answered, as a stats log records it:
+ * from the cache (either level), by a compile of its own, by joining the
+ * same compile another request had started, with diagnostics, or not at
+ * all (the daemon failed or could not be reached). */
+typedef enum {
+  VXC_OUTCOME_HIT = 0,
+  VXC_OUTCOME_MISS = 1,
+  VXC_OUTCOME_JOINED = 2,
+  VXC_OUTCOME_ERROR = 3,
+  VXC_OUTCOME_FAILED = 4,
+} vxc_outcome;
+#define VXC_OUTCOMES 5
+
+/* "hit", "miss", "joined", "error" or "failed"; NULL for another value. */
+const char *vxc_outcome_name(vxc_outcome o);
+
+/* The outcome of a compile that returned rc and filled resp. */
+vxc_outcome vxc_compile_outcome(int rc, const vxp_response *resp);
+
+/* Longest line a stats log holds (bytes, its newline included). */
+#define VXC_STATS_LOG_LINE_MAX 320
+
+/* Per-build statistics, as ccache's stats_log keeps them: a build sets
+ * VORTEXD_STATS_LOG to a file of its own, and every vxc_compile of every
+ * client of that build (vxc, the runtime, the MLIR plugin) appends one
+ * line "OUTCOME KEY12 SOURCE\n" to it (KEY12 the key's first 12 hex
+ * digits or "-", SOURCE the source name with blanks and control bytes as
+ * '?'), in one write(2) on an O_APPEND descriptor, so the lines of
+ * parallel compiles do not mix.  vxc_compile calls it itself when
+ * VORTEXD_STATS_LOG is set and ignores its failures.  The file is created
+ * with mode 0600; anything but a regular file is refused (-EINVAL, a FIFO
+ * without blocking).  Returns 0 or a negative errno.  Any thread. */
+int vxc_stats_log_append(const char *path, vxc_outcome outcome, const char *key, const char *source_name);
+
+/* What a stats log counts: lines per outcome (indexed by vxc_outcome),
+ * and lines that are none of them (another program's, or cut short). */
+typedef struct {
+  uint64_t count[VXC_OUTCOMES];
+  uint64_t unreadable;
+} vxc_log_stats;
+
+/* Counts the lines of the stats log at path into *out (`vxc log-stats`),
+ * reading one bounded line at a time.  Returns 0, -EINVAL (not a regular
+ * file), or a negative errno (-ENOENT: no log yet).  Any thread. */
+int vxc_stats_log_read(const char *path, vxc_log_stats *out);
 
 /* Deletes the cache entry key (64 hex digits; vxc_resolve_key finds it
  * from a prefix) from the daemon's local cache (not from a shared level):

@@ -963,6 +963,8 @@ static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_fetch(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_run(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_log_stats(const command *cm, invocation *in, vxc_conn *conn);
+static int cmd_explain(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_admin(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_ls(const command *cm, invocation *in, vxc_conn *conn);
 static int cmd_inspect(const command *cm, invocation *in, vxc_conn *conn);
@@ -1005,6 +1007,15 @@ static const command commands[] = {
      "stored and last used, hits, and each kernel's entry symbol and argument table; -d adds the\n"
      "object's disassembly (llvm-objdump-22). Reads the entry as fetch does (a hit).",
      1, OPT_JSON | OPT_DISASM, 1, 0, cmd_inspect},
+    {"explain",
+     "FILE.mlir|- [-O 0-3] [--target TARGET] [--warp-size N] [--shuffle-insns] [--source-name NAME] [--json]",
+     "Why a compile would miss: whether compiling FILE with these options would be answered from\n"
+     "the daemon's local cache and, if not, how it differs from the latest entries of the same\n"
+     "source name: the first line at which the source text differs (quoted from FILE), and each\n"
+     "keyed input that differs (an option, the target, the toolchain: LLVM, the lowering's ABI,\n"
+     "vortexd's version, the Vortex SDK). Compiles nothing, counts no hit. Exit status 0 for a\n"
+     "hit, 1 for a miss.",
+     1, OPT_JSON | OPT_COMPILE, 1, 0, cmd_explain},
     {"run",
      "FILE.mlir [-e FUNC] [--entry-point-result void|i32|i64|f32] [--shared-libs LIB]... [-O 0-3]\n"
      "            [--target TARGET] [--warp-size N] [--shuffle-insns] [--recache]",
@@ -1022,6 +1033,13 @@ static const command commands[] = {
      "format, for Prometheus or node_exporter's textfile collector.",
      0, OPT_JSON | OPT_FORMAT, 1, 0, cmd_stats},
     {"zero-stats", "", "Resets the counters (ccache -z).", 0, 0, 1, VXP_OP_ZERO_STATS, cmd_admin},
+    {"log-stats", "[FILE] [--json]",
+     "Per-build statistics (ccache's stats_log): what the compiles that logged to FILE (default\n"
+     "$VORTEXD_STATS_LOG) got: hits, misses, joined (answered by a compile another request had\n"
+     "started), compile errors and failures, and the hit ratio. Every compile of a process whose\n"
+     "environment sets VORTEXD_STATS_LOG (vxc, the runtime, the CMake rules) appends a line to that\n"
+     "file; start a build with a new file to count that build alone. Needs no daemon.",
+     NARGS_OPTIONAL, OPT_JSON, 0, 0, cmd_log_stats},
     {"verify", "",
      "Checks the cache database and every entry's checksum, drops the damaged entries; exit status 1\n"
      "when some were.",
@@ -1216,6 +1234,8 @@ static int check_arguments(const command *cm, invocation *in) {
   if (cm->run == cmd_run && (in->co.emit_ir || in->source_name))
     return usage_error(cm, "run takes the options its kernels are compiled with (-O, --target, --warp-size, "
                            "--shuffle-insns), not --emit-ir or --source-name");
+  if (cm->run == cmd_explain && in->co.emit_ir)
+    return usage_error(cm, "explain takes the options a compile is keyed by, not --emit-ir (never cached)");
   if (in->source_name && !*in->source_name) return usage_error(cm, "--source-name needs a name");
   if (in->disassemble && in->json) return usage_error(cm, "-d prints a listing: not with --json");
   return 0;
@@ -1343,6 +1363,169 @@ static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
     status = finish(&r, in->json, in->verbose, t, object_stem(in, name));
   }
   vxp_response_clear(&r);
+  return status;
+}
+
+/* One keyed input of an explain reply: a part of the key ("NAME=VALUE",
+ * or the daemon's "vortexd VERSION"), the lowering's fingerprint split at
+ * its ';'. */
+typedef struct {
+  const char *name, *value;
+  int name_len, value_len;
+} key_input;
+
+/* Splits inputs (one part a line; modified) into at most cap items. */
+static int key_inputs_split(char *inputs, key_input *v, int cap) {
+  int n = 0;
+  for (char *line = inputs, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    for (char *item = line, *after; item && *item && n < cap; item = after) {
+      after = strchr(item, ';');
+      if (after) *after++ = '\0';
+      char *eq = strchr(item, '=');
+      if (!eq && strncmp(item, "vortexd ", 8) == 0)
+        v[n++] = (key_input){"vortexd version", item + 8, 15, (int)strlen(item + 8)};
+      else if (eq)
+        v[n++] = (key_input){item, eq + 1, (int)(eq - item), (int)strlen(eq + 1)};
+      else
+        v[n++] = (key_input){"input", item, 5, (int)strlen(item)};
+    }
+  }
+  return n;
+}
+
+/* The value of the item named like want among v, or NULL. */
+static const key_input *key_input_find(const key_input *v, int n, const key_input *want) {
+  for (int i = 0; i < n; i++)
+    if (v[i].name_len == want->name_len && memcmp(v[i].name, want->name, (size_t)want->name_len) == 0)
+      return &v[i];
+  return NULL;
+}
+
+/* Line number line (1-based) of text (len bytes) into *start / *n; 0 when
+ * it has none. */
+static int source_line(const char *text, size_t len, uint64_t line, const char **start, int *n) {
+  const char *p = text, *end = text + len;
+  for (uint64_t l = 1; l < line && p < end; l++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) return 0;
+    p = nl + 1;
+  }
+  if (p >= end && line > 1) return 0;
+  const char *nl = memchr(p, '\n', (size_t)(end - p));
+  *start = p;
+  *n = (int)((nl ? nl : end) - p);
+  return 1;
+}
+
+enum { KEY_INPUTS_MAX = 64 };
+
+static int cmd_explain(const command *cm, invocation *in, vxc_conn *conn) {
+  (void)cm;
+  const char *name = in->source_name ? in->source_name : strcmp(in->args[0], "-") ? in->args[0] : "<stdin>";
+  size_t len = 0;
+  char *src = read_source(in->args[0], &len);
+  if (!src) return 1;
+  vxp_response r;
+  int rc = vxc_explain(conn, src, len, name, &in->co, &r);
+  if (rc) {
+    free(src);
+    return request_failed(rc);
+  }
+  if (r.status != VXP_STATUS_OK) {
+    fprintf(stderr, "vxc: %s\n", r.message ? shown(r.message) : "explain failed");
+    vxp_response_clear(&r);
+    free(src);
+    return 2;
+  }
+  char *mine_text = strdup(r.key_inputs);
+  key_input mine[KEY_INPUTS_MAX];
+  int nmine = mine_text ? key_inputs_split(mine_text, mine, KEY_INPUTS_MAX) : 0;
+  json_t *doc = in->json ? json_pack("{s:s,s:b,s:s}", "source", name, "hit", r.cached, "key", r.key) : NULL;
+  json_t *cands = in->json ? json_array() : NULL;
+  if (!in->json) {
+    if (r.cached)
+      printf("%s: hit: entry %.12s\n", shown(name), r.key);
+    else
+      printf("%s: miss: no entry has key %.12s\n", shown(name), r.key);
+    if (!r.cached && r.ncandidates == 0)
+      printf("no entry has this source name: a first compile of it (or of the same text under another "
+             "name)\n");
+    else if (!r.cached)
+      printf("the closest entries of this source name, and what differs (entry -> this compile):\n");
+  }
+  for (uint32_t i = 0; i < r.ncandidates; i++) {
+    const vxp_explain_candidate *e = &r.candidates[i];
+    char used[32] = "";
+    time_t t = (time_t)e->used_s;
+    struct tm tm;
+    if (localtime_r(&t, &tm)) strftime(used, sizeof used, "%Y-%m-%d %H:%M", &tm);
+    json_t *jc = in->json ? json_pack("{s:s,s:I}", "key", e->key, "used", (json_int_t)e->used_s) : NULL;
+    json_t *diffs = in->json ? json_array() : NULL;
+    if (!in->json) printf("  %.12s  used %s\n", e->key, used);
+    if (!e->inputs) {
+      if (!in->json) printf("    (its inputs were not recorded: an entry from the shared level, or older)\n");
+      if (jc) json_object_set_new(jc, "recorded", json_false());
+    } else {
+      if (e->first_line) {
+        const char *ls = NULL;
+        int ln = 0;
+        int have = source_line(src, len, e->first_line, &ls, &ln);
+        if (!in->json) {
+          printf("    source: differs from line %llu (entry %llu lines, this %llu)\n",
+                 (unsigned long long)e->first_line, (unsigned long long)e->lines,
+                 (unsigned long long)r.source_lines);
+          if (have)
+            printf("      %5llu | %.*s\n", (unsigned long long)e->first_line, ln > 200 ? 200 : ln, ls);
+        }
+        if (jc) {
+          json_object_set_new(jc, "first_line", json_integer((json_int_t)e->first_line));
+          json_object_set_new(jc, "lines", json_integer((json_int_t)e->lines));
+          if (have) json_object_set_new(jc, "line", json_stringn(ls, (size_t)ln));
+        }
+      } else if (!in->json)
+        printf("    source: the same text\n");
+      char *theirs_text = strdup(e->inputs);
+      key_input theirs[KEY_INPUTS_MAX];
+      int ntheirs = theirs_text ? key_inputs_split(theirs_text, theirs, KEY_INPUTS_MAX) : 0;
+      for (int pass = 0; pass < 2; pass++) { /* this compile's items, then those only the entry has */
+        const key_input *a = pass ? theirs : mine;
+        int na = pass ? ntheirs : nmine;
+        for (int k = 0; k < na; k++) {
+          const key_input *other = key_input_find(pass ? mine : theirs, pass ? nmine : ntheirs, &a[k]);
+          if (pass && other) continue;
+          const key_input *was = pass ? &a[k] : other, *now = pass ? NULL : &a[k];
+          if (was && now && was->value_len == now->value_len &&
+              memcmp(was->value, now->value, (size_t)now->value_len) == 0)
+            continue;
+          if (!in->json)
+            printf("    %.*s: %.*s -> %.*s\n", a[k].name_len, a[k].name, was ? was->value_len : 6,
+                   was ? was->value : "(none)", now ? now->value_len : 6, now ? now->value : "(none)");
+          if (diffs)
+            json_array_append_new(
+                diffs, json_pack("{s:s%,s:s%,s:s%}", "input", a[k].name, (size_t)a[k].name_len, "entry",
+                                 was ? was->value : "", (size_t)(was ? was->value_len : 0), "this",
+                                 now ? now->value : "", (size_t)(now ? now->value_len : 0)));
+        }
+      }
+      free(theirs_text);
+    }
+    if (jc) {
+      json_object_set_new(jc, "differences", diffs ? diffs : json_array());
+      json_array_append_new(cands, jc);
+    } else if (diffs)
+      json_decref(diffs);
+  }
+  if (doc) {
+    json_object_set_new(doc, "candidates", cands ? cands : json_array());
+    json_emit(doc, stdout);
+  } else if (cands)
+    json_decref(cands);
+  int status = r.cached ? 0 : 1;
+  free(mine_text);
+  vxp_response_clear(&r);
+  free(src);
   return status;
 }
 
@@ -1566,6 +1749,47 @@ static int cmd_stats(const command *cm, invocation *in, vxc_conn *conn) {
   return status;
 }
 
+/* Prints what a stats log counts (vxc_stats_log_read): in.args[0] or
+ * $VORTEXD_STATS_LOG.  No daemon: conn is NULL. */
+static int cmd_log_stats(const command *cm, invocation *in, vxc_conn *conn) {
+  (void)conn;
+  const char *path = in->nargs ? in->args[0] : getenv("VORTEXD_STATS_LOG");
+  if (!path || !*path) return usage_error(cm, "no FILE, and VORTEXD_STATS_LOG is not set");
+  vxc_log_stats ls;
+  int rc = vxc_stats_log_read(path, &ls);
+  if (rc) {
+    fprintf(stderr, "vxc: cannot read stats log %s: %s\n", path,
+            rc == -EINVAL ? "not a regular file" : strerror(-rc));
+    return 1;
+  }
+  const uint64_t *n = ls.count;
+  uint64_t asked = n[VXC_OUTCOME_HIT] + n[VXC_OUTCOME_MISS] + n[VXC_OUTCOME_JOINED];
+  double ratio = asked ? (double)(n[VXC_OUTCOME_HIT] + n[VXC_OUTCOME_JOINED]) / (double)asked : 0.0;
+  if (in->json) {
+    json_t *o = json_object();
+    for (int k = 0; o && k < VXC_OUTCOMES; k++)
+      json_object_set_new(o, vxc_outcome_name((vxc_outcome)k), json_integer((json_int_t)n[k]));
+    if (o) {
+      json_object_set_new(o, "unreadable", json_integer((json_int_t)ls.unreadable));
+      json_object_set_new(o, "hit_ratio", json_real(ratio));
+    }
+    json_emit(o, stdout);
+    return 0;
+  }
+  printf("stats log     %s\n", path);
+  printf("hits          %llu\n", (unsigned long long)n[VXC_OUTCOME_HIT]);
+  printf("misses        %llu\n", (unsigned long long)n[VXC_OUTCOME_MISS]);
+  printf("joined        %llu   (answered by a compile another request had started)\n",
+         (unsigned long long)n[VXC_OUTCOME_JOINED]);
+  printf("hit ratio     %.1f%%  (hits and joined, of all answered)\n", 100.0 * ratio);
+  printf("errors        %llu   (compiles that failed with diagnostics)\n",
+         (unsigned long long)n[VXC_OUTCOME_ERROR]);
+  printf("failed        %llu   (no answer: daemon failure or unreachable)\n",
+         (unsigned long long)n[VXC_OUTCOME_FAILED]);
+  if (ls.unreadable) printf("unreadable    %llu lines\n", (unsigned long long)ls.unreadable);
+  return 0;
+}
+
 static int cmd_rm(const command *cm, invocation *in, vxc_conn *conn) {
   char key[65];
   int status = resolve_key(cm, conn, in->args[0], key, NULL);
@@ -1692,6 +1916,7 @@ int main(int argc, char **argv) {
       usage(stdout);
     return 0;
   }
+  if (cm->run == cmd_log_stats) return cmd_log_stats(cm, &in, NULL); /* a file: no daemon, no configuration */
   if (cfg_rc != 0) {
     fprintf(stderr, "vxc: %s\n", err);
     return 78; /* EX_CONFIG */

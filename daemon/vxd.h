@@ -169,6 +169,13 @@ int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *sourc
 /* Bytes of the options text an entry records (vxd_cache_origin). */
 #define VXD_OPTIONS_MAX 2048
 
+/* What vxd_cache_key hashes besides the source, as text, one part a line
+ * (the daemon's name and version; the lowering's fingerprint, its items
+ * separated by ';'; "debug-file=NAME"; "vortex-sdk=DIGEST" with an SDK):
+ * kept beside an entry (vxk_inputs) and compared by `vxc explain`.
+ * malloc(); NULL when out of memory.  Any thread. */
+char *vxd_key_inputs(const vxd_config *cfg, const vxl_options *o, const char *source_name);
+
 /* What vxd_cache_key keys besides the source bytes, as text: source (its
  * file name in the key, which the cache lists beside the entry) and
  * options (the lowering's fingerprint of o, which the entry holds; "" if
@@ -195,10 +202,20 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, u
  * for storing under key (vxk_put: compile_us, what compiling took in
  * microseconds; source_name, copied, may be NULL), and returns at once.
  * With share, the entry is handed to the written hook once written (to
- * be shared); an entry that came from the remote level is not.  Returns
- * 0, or -ENOMEM (nothing queued; entry still the caller's). */
+ * be shared); an entry that came from the remote level is not.  inputs
+ * (NULL when not known: an entry from the remote level) is moved too, and
+ * stored beside the entry (vxk_put).  Returns 0, or -ENOMEM (nothing
+ * queued; entry and inputs still the caller's). */
+/* What a compile's key was derived from (vxk_inputs), handed to
+ * vxd_store_put with the entry: parts and lines malloc(), moved. */
+typedef struct {
+  char *parts;
+  uint8_t *lines;
+  size_t lines_size;
+} vxd_store_inputs;
+
 int vxd_store_put(vxd_store *st, const char *key, uint8_t *entry, size_t size, uint64_t compile_us,
-                  const char *source_name, int share);
+                  const char *source_name, int share, vxd_store_inputs *inputs);
 
 /* What a listing found (vxd_store_list): entries moved to the callee,
  * which frees them with vxk_info_clear(entries, n). */
@@ -216,6 +233,33 @@ typedef struct {
  * (nothing queued). */
 int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
                    void (*done)(void *ud, vxd_list_result *r), void *ud);
+
+/* What an explanation found (vxd_store_explain), moved to the callee,
+ * which frees rows with vxk_inputs_clear(rows, n). */
+#define VXD_EXPLAIN_CANDIDATES 3u
+typedef struct {
+  int rc;               /* 0 or a VXK error */
+  char err[256];        /* message when rc != 0 */
+  int hit;              /* the cache holds the key */
+  uint64_t lines;       /* lines of the compile's source */
+  vxk_inputs_row *rows; /* the latest entries of the source name */
+  uint32_t n;
+  uint64_t first_line[VXD_EXPLAIN_CANDIDATES]; /* per row: the first line its
+                                                  source differs at, 0 the
+                                                  same (or no record) */
+  uint64_t row_lines[VXD_EXPLAIN_CANDIDATES];  /* per row: its source's lines */
+} vxd_explain_result;
+
+/* Queues an explanation of a compile whose key is key and came from
+ * inputs (vxd_key_inputs; copied) and source (len bytes, moved: freed by
+ * the store), on the store thread after every write queued before it:
+ * whether the cache holds key and, when not, the VXD_EXPLAIN_CANDIDATES
+ * entries of source_name (the name in the key) closest to it among its
+ * latest, with their inputs and the first line at which their source
+ * differs.  done(ud, result) runs on the loop thread.  Returns 0, or
+ * -ENOMEM (nothing queued; source still the caller's). */
+int vxd_store_explain(vxd_store *st, const char *key, const char *source_name, const char *inputs,
+                      uint8_t *source, size_t len, void (*done)(void *ud, vxd_explain_result *r), void *ud);
 
 /* Called on the loop thread after each entry queued by vxd_store_put with
  * share was written to the cache (or failed to be), handing over its

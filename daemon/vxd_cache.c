@@ -15,12 +15,14 @@
 
 void vxd__cache_put(vxd_server *s, const vxd_job *j, vxp_response *r, uint64_t compile_us) {
   if (!s->store) return;
-  if (vxd_store_put(s->store, j->key, r->entry, r->entry_size, compile_us, j->source_name, 1) != 0) {
+  vxd_store_inputs in = {r->key_inputs, r->line_hashes, r->line_hashes_size};
+  if (vxd_store_put(s->store, j->key, r->entry, r->entry_size, compile_us, j->source_name, 1, &in) != 0) {
     vxd__log_at(s, VXD_LOG_WARNING, "not cached %s: out of memory", j->key);
     return;
   }
-  r->entry = NULL; /* the store's now */
+  r->entry = NULL; /* the store's now, and what the key came from */
   r->entry_size = 0;
+  r->key_inputs = NULL, r->line_hashes = NULL, r->line_hashes_size = 0;
 }
 
 /* The store thread wrote a compiled entry: share it (written hook). */

@@ -142,36 +142,53 @@ void vxd__job_retry(vxd_server *s, vxd_job *j) {
   if (!s->jobs.queue_tail) s->jobs.queue_tail = j;
 }
 
-/* Answers every waiter of job j with resp (id replaced per waiter). */
+/* Answers every waiter of job j with resp (id replaced per waiter).  The
+ * waiter that started the job is the last of the list (each one waiting
+ * is put first); the others of a compile joined it and are told so. */
 static void vxd__answer(vxd_server *s, vxd_job *j, const vxp_response *resp) {
-  /* encoded once; each waiter gets a copy with its own request id */
-  uint8_t *frame = NULL;
-  size_t len = 0;
-  if (vxd__encode(resp, &frame, &len) != 0) {
+  /* encoded once (twice when some joined); each waiter gets a copy with
+   * its own request id */
+  uint8_t *frame = NULL, *jframe = NULL;
+  size_t len = 0, jlen = 0;
+  int rc = vxd__encode(resp, &frame, &len);
+  if (rc == 0 && resp->op == VXP_OP_COMPILE && j->waiters && j->waiters->next) {
+    vxp_response joined = *resp;
+    joined.joined = true;
+    rc = vxd__encode(&joined, &jframe, &jlen);
+  }
+  if (rc != 0) {
     for (vxd_waiter *w = j->waiters; w; w = w->next) {
       vxd_conn *c = vxd__waiter_conn(s, w);
       if (c) vxd__conn_close(c);
     }
+    free(frame);
     return;
   }
   for (vxd_waiter *w = j->waiters; w; w = w->next) {
     vxd_conn *c = vxd__waiter_conn(s, w);
     if (!c) continue;
-    uint8_t *copy = w->next ? malloc(len) : frame; /* the last one takes the frame */
+    const int starter = w->next == NULL;
+    const uint8_t *src = starter || !jframe ? frame : jframe;
+    size_t n = starter || !jframe ? len : jlen;
+    uint8_t *copy = starter ? frame : malloc(n); /* the starter, last, takes the frame */
     if (!copy) {
       vxd__conn_close(c);
       continue;
     }
-    if (copy != frame) memcpy(copy, frame, len);
+    if (copy != src) memcpy(copy, src, n);
     if (copy == frame) frame = NULL;
-    vxp_frame_set_id(copy, len, w->req_id);
-    vxd__send_frame(c, copy, len, 0);
+    vxp_frame_set_id(copy, n, w->req_id);
+    vxd__send_frame(c, copy, n, 0);
     vxd__log_at(s, VXD_LOG_DEBUG, "%s %.12s %s %llu us: %s for %s, client pid %d", vxp_op_name(j->op), j->key,
-                resp->status == VXP_STATUS_OK ? "miss" : vxp_status_name(resp->status),
+                resp->status != VXP_STATUS_OK ? vxp_status_name(resp->status)
+                : !starter                    ? "joined"
+                : resp->cached                ? "hit"
+                                              : "miss",
                 (unsigned long long)((uv_hrtime() - w->arrived_ns) / 1000u),
                 j->source_name[0] ? j->source_name : "<source>", j->target, (int)c->peer_pid);
   }
   free(frame);
+  free(jframe);
 }
 
 void vxd__job_done(vxd_server *s, vxd_job *j, vxp_response *r) {
@@ -190,7 +207,13 @@ void vxd__job_done(vxd_server *s, vxd_job *j, vxp_response *r) {
   free(r->key);
   r->key = j->op == VXP_OP_COMPILE ? strdup(j->key) : NULL;
   r->cached = false;
+  /* what the key was derived from stays here, for the cache: not sent */
+  char *inputs = r->key_inputs;
+  uint8_t *lines = r->line_hashes;
+  size_t lines_size = r->line_hashes_size;
+  r->key_inputs = NULL, r->line_hashes = NULL, r->line_hashes_size = 0;
   vxd__answer(s, j, r);
+  r->key_inputs = inputs, r->line_hashes = lines, r->line_hashes_size = lines_size;
   /* then stored: the entry's bytes, as the worker encoded them, move on */
   if (j->op == VXP_OP_COMPILE && r->status == VXP_STATUS_OK && r->entry && !j->bypass)
     vxd__cache_put(s, j, r, us);

@@ -309,7 +309,7 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
  * -ENOMEM: the caller treats the lookup as a miss. */
 static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, const char *source_name) {
   if (!s->store) return -ENOENT;
-  int rc = vxd_store_put(s->store, key, e->data, e->size, e->compile_us, source_name, 0);
+  int rc = vxd_store_put(s->store, key, e->data, e->size, e->compile_us, source_name, 0, NULL);
   if (rc == 0) e->data = NULL;
   return rc;
 }
@@ -396,6 +396,78 @@ static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e) {
   }
   vxd__job_queue(s, j);
   vxd__dispatch(s);
+}
+
+/* Who waits for an explanation on the store thread, and what the
+ * compile's key is and came from. */
+typedef struct {
+  vxd_server *srv;
+  uint64_t conn_id, req_id;
+  char key[VXK_KEY_HEX + 1];
+  char *inputs; /* malloc() */
+} vxd__explain_wait;
+
+static void vxd__explain_done(void *ud, vxd_explain_result *res) {
+  vxd__explain_wait *w = ud;
+  vxd_server *s = w->srv;
+  vxd_conn *c = vxd__conn_find(s, w->conn_id);
+  if (res->rc != 0) vxd__log_at(s, VXD_LOG_ERR, "explain failed: %s", res->err);
+  if (c && res->rc != 0) {
+    vxd__send_error(c, w->req_id, VXP_OP_EXPLAIN, VXP_STATUS_INTERNAL, res->err, 0);
+  } else if (c) {
+    vxp_explain_candidate cands[VXD_EXPLAIN_CANDIDATES];
+    vxp_response r = {.id = w->req_id,
+                      .op = VXP_OP_EXPLAIN,
+                      .status = VXP_STATUS_OK,
+                      .key = w->key,
+                      .cached = res->hit,
+                      .key_inputs = w->inputs,
+                      .source_lines = res->lines,
+                      .candidates = cands,
+                      .ncandidates = res->hit ? 0 : res->n};
+    for (uint32_t i = 0; i < r.ncandidates; i++) /* borrowed from res */
+      cands[i] = (vxp_explain_candidate){.key = res->rows[i].key,
+                                         .used_s = res->rows[i].last_used_us / 1000000u,
+                                         .inputs = res->rows[i].parts,
+                                         .first_line = res->first_line[i],
+                                         .lines = res->row_lines[i]};
+    vxd__send(c, &r, 0);
+  }
+  vxk_inputs_clear(res->rows, res->n);
+  free(w->inputs);
+  free(w);
+}
+
+/* `vxc explain`: would this compile hit the local cache, and if not, how
+ * it differs from the latest entries of its source name (on the store
+ * thread, after the writes queued before it).  Takes req's source. */
+static void vxd__on_explain(vxd_conn *c, vxp_request *req) {
+  vxd_server *s = c->srv;
+  if (vxd__refused_without_cache(c, req)) return;
+  if (req->source_len > s->cfg->max_source) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "source of %zu bytes is over the limit of %u bytes (max_source)",
+             req->source_len, s->cfg->max_source);
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_BAD_REQUEST, msg, 0);
+    return;
+  }
+  vxl_options o;
+  vxd_options_from_request(s->cfg, req, &o);
+  char source[VXL_DEBUG_FILE_MAX + 1];
+  vxl_debug_file_name(req->source_name, source);
+  vxd__explain_wait *w = calloc(1, sizeof *w);
+  if (w) *w = (vxd__explain_wait){.srv = s, .conn_id = c->id, .req_id = req->id};
+  if (!w || vxd__key(s, req, w->key) != VXK_OK ||
+      !(w->inputs = vxd_key_inputs(s->cfg, &o, req->source_name)) ||
+      vxd_store_explain(s->store, w->key, source, w->inputs, req->source, req->source_len, vxd__explain_done,
+                        w) != 0) {
+    if (w) free(w->inputs);
+    free(w);
+    vxd__send_error(c, req->id, req->op, VXP_STATUS_INTERNAL, "out of memory", 0);
+    return;
+  }
+  req->source = NULL; /* the store's now */
+  req->source_len = 0;
 }
 
 static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
@@ -504,6 +576,7 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
   case VXP_OP_PRUNE: vxd__on_admin(c, &req); break;
   case VXP_OP_LIST: vxd__on_list(c, &req); break;
   case VXP_OP_REMOVE: vxd__on_remove(c, &req); break;
+  case VXP_OP_EXPLAIN: vxd__on_explain(c, &req); break;
   case VXP_OP_STOP: {
     vxp_response r = {.id = req.id, .op = VXP_OP_STOP, .status = VXP_STATUS_OK};
     vxd__send(c, &r, 0); /* written at once: the socket buffer is empty */

@@ -34,7 +34,8 @@ typedef enum {
   VXD__STORE_FLUSH,
   VXD__STORE_DROP,
   VXD__STORE_ADMIN,
-  VXD__STORE_LIST
+  VXD__STORE_LIST,
+  VXD__STORE_EXPLAIN
 } vxd__store_kind;
 
 struct vxd_pending {
@@ -44,8 +45,14 @@ struct vxd_pending {
   uint8_t *entry; /* the encoded entry, owned here */
   size_t entry_size;
   uint64_t compile_us;
-  int share;         /* handed to the written hook once written */
-  char *source_name; /* listed beside the entry (vxk_put); malloc(), may be NULL */
+  int share;               /* handed to the written hook once written */
+  char *source_name;       /* listed beside the entry (vxk_put); malloc(), may be NULL */
+  vxd_store_inputs inputs; /* what its key came from (vxk_put); moved here */
+  /* explain (key and source_name too) */
+  uint8_t *source; /* moved here */
+  size_t source_len;
+  vxd_explain_result explained;
+  void (*explain_done)(void *ud, vxd_explain_result *r);
   /* list */
   char prefix[VXK_KEY_HEX + 1];
   vxd_list_result listed;
@@ -97,15 +104,96 @@ static void vxd__pending_free(vxd_pending *p) {
   if (!p) return;
   free(p->entry);
   free(p->source_name);
+  free(p->inputs.parts);
+  free(p->inputs.lines);
+  free(p->source);
+  vxk_inputs_clear(p->explained.rows, p->explained.n);
   vxk_touches_clear(&p->touches);
   vxk_info_clear(p->listed.entries, p->listed.n);
   free(p);
 }
 
+/* How many of the items of inputs text a (one part a line, the
+ * lowering's fingerprint split at ';') b lacks or has with another value:
+ * the "distance" explanations rank entries by. */
+static unsigned vxd__inputs_distance(const char *a, const char *b) {
+  unsigned d = 0;
+  for (const char *item = a; *item;) {
+    size_t n = strcspn(item, ";\n");
+    int found = 0;
+    for (const char *o = b; *o && !found;) {
+      size_t m = strcspn(o, ";\n");
+      found = m == n && memcmp(o, item, n) == 0;
+      o += m + (o[m] != '\0');
+    }
+    d += !found;
+    item += n + (item[n] != '\0');
+  }
+  return d;
+}
+
+/* Entries of the source name an explanation looks at: the latest this
+ * many, of which it answers with the VXD_EXPLAIN_CANDIDATES closest. */
+#define VXD__EXPLAIN_SCAN 32u
+
+/* Explains one compile (vxd_store_explain) on the store thread's handle:
+ * of the latest VXD__EXPLAIN_SCAN entries of the source name, the closest
+ * first (fewest differing inputs, the source text counting as one; then
+ * the longest common start of the text; then the latest). */
+static void vxd__store_explain_run(vxd_store *st, vxd_pending *p) {
+  vxd_explain_result *r = &p->explained;
+  uint8_t *lines = NULL;
+  size_t lines_size = 0;
+  vxk_inputs_row *rows = NULL;
+  uint32_t n = 0;
+  int has = vxk_has(st->cache, p->key);
+  p->rc = has < 0 ? has : VXK_OK;
+  r->hit = has == 1;
+  if (p->rc == VXK_OK) p->rc = vxk_line_hashes(p->source, p->source_len, &lines, &lines_size);
+  r->lines = lines_size / VXK_LINE_HASH_BYTES;
+  if (p->rc == VXK_OK && !r->hit)
+    p->rc =
+        vxk_inputs_of_source(st->cache, p->source_name ? p->source_name : "", VXD__EXPLAIN_SCAN, &rows, &n);
+  uint64_t first[VXD__EXPLAIN_SCAN], dist[VXD__EXPLAIN_SCAN];
+  for (uint32_t i = 0; p->rc == VXK_OK && i < n; i++) {
+    first[i] =
+        rows[i].parts ? vxk_first_differing_line(rows[i].lines, rows[i].lines_size, lines, lines_size) : 0;
+    /* an entry with no record of its inputs ranks last */
+    dist[i] = rows[i].parts ? vxd__inputs_distance(p->inputs.parts ? p->inputs.parts : "", rows[i].parts) +
+                                  (first[i] != 0)
+                            : UINT32_MAX;
+  }
+  /* selection of the closest, in rank order; the rest freed */
+  vxk_inputs_row *best = p->rc == VXK_OK && n ? calloc(VXD_EXPLAIN_CANDIDATES, sizeof *best) : NULL;
+  for (uint32_t k = 0; best && k < VXD_EXPLAIN_CANDIDATES && k < n; k++) {
+    uint32_t pick = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+      if (!rows[i].key[0]) continue; /* taken */
+      if (pick == UINT32_MAX || dist[i] < dist[pick] ||
+          (dist[i] == dist[pick] && first[pick] && (first[i] == 0 || first[i] > first[pick])))
+        pick = i;
+    }
+    best[k] = rows[pick];
+    r->first_line[k] = first[pick];
+    r->row_lines[k] = rows[pick].lines_size / VXK_LINE_HASH_BYTES;
+    rows[pick] = (vxk_inputs_row){0}; /* moved; key "" marks it taken */
+    r->n = k + 1;
+  }
+  if (p->rc == VXK_OK && n && !best) p->rc = VXK_ENOMEM;
+  r->rows = best;
+  vxk_inputs_clear(rows, n);
+  free(lines);
+  r->rc = p->rc;
+  if (p->rc != VXK_OK)
+    snprintf(r->err, sizeof r->err, "%s", p->rc == VXK_ENOMEM ? "out of memory" : vxk_errmsg(st->cache));
+}
+
 /* Runs one job on the store thread's handle. */
 static void vxd__store_run(vxd_store *st, vxd_pending *p) {
   if (p->kind == VXD__STORE_PUT) {
-    p->rc = vxk_put(st->cache, p->key, p->entry, p->entry_size, p->compile_us, p->source_name);
+    vxk_inputs in = {p->inputs.parts, p->inputs.lines, p->inputs.lines_size};
+    p->rc = vxk_put(st->cache, p->key, p->entry, p->entry_size, p->compile_us, p->source_name,
+                    p->inputs.parts ? &in : NULL);
   } else if (p->kind == VXD__STORE_DROP) {
     /* counted once per damaged entry: a second report of the same damage
      * (read again before this ran) finds it gone */
@@ -129,6 +217,8 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
     }
     r->rc = p->rc;
     if (p->rc != VXK_OK) snprintf(r->err, sizeof r->err, "%s", vxk_errmsg(st->cache));
+  } else if (p->kind == VXD__STORE_EXPLAIN) {
+    vxd__store_explain_run(st, p);
   } else if (p->kind == VXD__STORE_LIST) {
     vxd_list_result *r = &p->listed;
     p->rc = vxk_flush(st->cache); /* the read counts held back */
@@ -226,6 +316,9 @@ void vxd_store_reap(vxd_store *st) {
     } else if (p->kind == VXD__STORE_LIST) {
       p->list_done(p->done_ud, &p->listed); /* moved out */
       p->listed = (vxd_list_result){0};
+    } else if (p->kind == VXD__STORE_EXPLAIN) {
+      p->explain_done(p->done_ud, &p->explained); /* moved out */
+      p->explained = (vxd_explain_result){0};
     } else if (p->rc != VXK_OK && st->log) {
       char msg[512];
       if (p->kind == VXD__STORE_PUT)
@@ -351,8 +444,26 @@ int vxd_store_list(vxd_store *st, const char *prefix, uint32_t limit,
   return 0;
 }
 
+int vxd_store_explain(vxd_store *st, const char *key, const char *source_name, const char *inputs,
+                      uint8_t *source, size_t len, void (*done)(void *ud, vxd_explain_result *r), void *ud) {
+  vxd_pending *p = calloc(1, sizeof *p);
+  if (!p || (source_name && !(p->source_name = strdup(source_name))) || !(p->inputs.parts = strdup(inputs))) {
+    if (p) free(p->source_name);
+    free(p);
+    return -ENOMEM;
+  }
+  p->kind = VXD__STORE_EXPLAIN;
+  snprintf(p->key, sizeof p->key, "%s", key);
+  p->source = source; /* moved */
+  p->source_len = len;
+  p->explain_done = done;
+  p->done_ud = ud;
+  vxd__store_queue(st, p);
+  return 0;
+}
+
 int vxd_store_put(vxd_store *st, const char *key, uint8_t *entry, size_t size, uint64_t compile_us,
-                  const char *source_name, int share) {
+                  const char *source_name, int share, vxd_store_inputs *inputs) {
   vxd_pending *p = calloc(1, sizeof *p);
   if (!p || (source_name && !(p->source_name = strdup(source_name)))) {
     free(p);
@@ -364,6 +475,10 @@ int vxd_store_put(vxd_store *st, const char *key, uint8_t *entry, size_t size, u
   snprintf(p->key, sizeof p->key, "%s", key);
   p->entry = entry; /* moved */
   p->entry_size = size;
+  if (inputs) { /* moved */
+    p->inputs = *inputs;
+    *inputs = (vxd_store_inputs){0};
+  }
   vxd__store_queue(st, p);
   return 0;
 }

@@ -206,6 +206,19 @@ static int vxd__seal_entry(const vxd_config *cfg, const vxp_request *req, vxp_re
  * compiles one request at a time on its only thread. */
 static uint64_t vxd__current_id;
 
+/* What the compile's key was derived from besides the source
+ * (vxd_key_inputs) and the source's line hashes (vxk_line_hashes), into
+ * resp for the daemon to keep beside the entry.  0 or -ENOMEM. */
+static int vxd__record_inputs(const vxd_config *cfg, const vxp_request *req, vxp_response *resp) {
+  vxl_options o;
+  vxd_options_from_request(cfg, req, &o);
+  resp->key_inputs = vxd_key_inputs(cfg, &o, req->source_name);
+  if (!resp->key_inputs ||
+      vxk_line_hashes(req->source, req->source_len, &resp->line_hashes, &resp->line_hashes_size) != VXK_OK)
+    return -ENOMEM;
+  return 0;
+}
+
 /* LLVM or MLIR hit a fatal error in the middle of a compile: answer that
  * request with a clean internal error, then exit (the daemon forks another
  * worker).  Uses only what is safe after a failure inside LLVM: an encoder
@@ -259,6 +272,8 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
         vxd__compile(crew, c, cfg, &req, &resp);
         vxd__link_image(cfg, &resp);
         int src = resp.status == VXP_STATUS_OK ? vxd__seal_entry(cfg, &req, &resp) : 0;
+        if (src == 0 && resp.status == VXP_STATUS_OK) /* kept beside the entry: explains later misses */
+          src = vxd__record_inputs(cfg, &req, &resp);
         if (src != 0) {
           resp.status = VXP_STATUS_INTERNAL;
           free(resp.message);

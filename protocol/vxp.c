@@ -38,7 +38,7 @@ const char *vxp_strerror(int err) {
 }
 
 static const char *const vxp__ops[] = {NULL,    "hello", "compile", "fetch", "stats", "verify", "zero_stats",
-                                       "clear", "prune", "stop",    "host",  "list",  "remove"};
+                                       "clear", "prune", "stop",    "host",  "list",  "remove", "explain"};
 static const char *const vxp__cache_modes[] = {"use", "recache", "bypass"};
 static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found", "internal"};
 
@@ -110,6 +110,13 @@ void vxp_response_clear(vxp_response *r) {
     free(e->kernel_names);
   }
   free(r->entries);
+  free(r->key_inputs);
+  for (uint32_t i = 0; i < r->ncandidates; i++) {
+    free(r->candidates[i].key);
+    free(r->candidates[i].inputs);
+  }
+  free(r->candidates);
+  free(r->line_hashes);
   memset(r, 0, sizeof *r);
 }
 
@@ -260,6 +267,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   case VXP_OP_HELLO: n += (r->client != NULL); break;
   case VXP_OP_COMPILE:
   case VXP_OP_HOST:
+  case VXP_OP_EXPLAIN:
     n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns + r->host_object +
          (r->op == VXP_OP_COMPILE && r->key != NULL) + (r->vortex_abi != 0) + (r->xlen != 0) +
          (r->cache != VXP_CACHE_USE);
@@ -280,6 +288,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     break;
   case VXP_OP_COMPILE:
   case VXP_OP_HOST:
+  case VXP_OP_EXPLAIN:
     vxp__kv_bin(&pk, "source", r->source, r->source_len);
     if (r->source_name) vxp__kv_str(&pk, "source_name", r->source_name);
     vxp__kv_u64(&pk, "opt_level", r->opt_level);
@@ -334,13 +343,15 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   uint32_t n = 2 + (op != NULL) + (r->message != NULL);
   bool results = r->op == VXP_OP_COMPILE || r->op == VXP_OP_FETCH;
   if (r->op == VXP_OP_HELLO) n += 3 + (r->build != NULL) + (r->target != NULL) + (r->cache_dir != NULL);
-  if (results) n += 2 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->entry != NULL);
+  if (results) n += 2 + (r->key != NULL) + (r->lowered_ir != NULL) + (r->entry != NULL) + r->joined;
   if (r->op == VXP_OP_STATS) n += 1;
   if (r->op == VXP_OP_LIST) n += 2;
   bool admin =
       r->op == VXP_OP_VERIFY || r->op == VXP_OP_CLEAR || r->op == VXP_OP_PRUNE || r->op == VXP_OP_REMOVE;
   if (admin) n += 2;
   if (r->op == VXP_OP_HOST) n += 1 + (r->host_ir != NULL) + (r->object != NULL);
+  if (r->op == VXP_OP_COMPILE) n += (r->key_inputs != NULL) + (r->line_hashes != NULL);
+  if (r->op == VXP_OP_EXPLAIN) n += 3 + (r->key != NULL) + (r->key_inputs != NULL);
   msgpack_pack_map(&pk, n);
   /* fixed-width, first: vxp_frame_set_id rewrites it in an encoded frame */
   vxp__str(&pk, "id");
@@ -359,12 +370,33 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (results) {
     if (r->key) vxp__kv_str(&pk, "key", r->key);
     vxp__kv_bool(&pk, "cached", r->cached);
+    if (r->joined) vxp__kv_bool(&pk, "joined", true);
     if (r->entry) vxp__kv_bin(&pk, "entry", r->entry, r->entry_size);
     vxp__str(&pk, "diags");
     msgpack_pack_array(&pk, r->ndiags);
     for (uint32_t i = 0; i < r->ndiags; i++)
       vxp__str(&pk, r->diags[i] ? r->diags[i] : "");
     if (r->lowered_ir) vxp__kv_str(&pk, "ir", r->lowered_ir);
+    if (r->op == VXP_OP_COMPILE && r->key_inputs) vxp__kv_str(&pk, "inputs", r->key_inputs);
+    if (r->op == VXP_OP_COMPILE && r->line_hashes)
+      vxp__kv_bin(&pk, "line_hashes", r->line_hashes, r->line_hashes_size);
+  }
+  if (r->op == VXP_OP_EXPLAIN) {
+    if (r->key) vxp__kv_str(&pk, "key", r->key);
+    vxp__kv_bool(&pk, "cached", r->cached);
+    if (r->key_inputs) vxp__kv_str(&pk, "inputs", r->key_inputs);
+    vxp__kv_u64(&pk, "lines", r->source_lines);
+    vxp__str(&pk, "candidates");
+    msgpack_pack_array(&pk, r->ncandidates);
+    for (uint32_t i = 0; i < r->ncandidates; i++) {
+      const vxp_explain_candidate *e = &r->candidates[i];
+      msgpack_pack_map(&pk, 4 + (e->inputs != NULL));
+      vxp__kv_str(&pk, "key", e->key ? e->key : "");
+      vxp__kv_u64(&pk, "used", e->used_s);
+      if (e->inputs) vxp__kv_str(&pk, "inputs", e->inputs);
+      vxp__kv_u64(&pk, "first_line", e->first_line);
+      vxp__kv_u64(&pk, "lines", e->lines);
+    }
   }
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
@@ -838,6 +870,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
     unsigned allowed = r->op == VXP_OP_HELLO     ? 1u
                        : r->op == VXP_OP_COMPILE ? 2u | 64u
                        : r->op == VXP_OP_HOST    ? 2u | 8u
+                       : r->op == VXP_OP_EXPLAIN ? 2u
                        : r->op == VXP_OP_FETCH   ? 4u | 64u
                        : r->op == VXP_OP_REMOVE  ? 64u
                        : r->op == VXP_OP_PRUNE   ? 16u
@@ -850,7 +883,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = VXP_EMISSING;
     else if (r->op == VXP_OP_HELLO && !have_proto)
       rc = VXP_EMISSING;
-    else if ((r->op == VXP_OP_COMPILE || r->op == VXP_OP_HOST) && !have_src)
+    else if ((r->op == VXP_OP_COMPILE || r->op == VXP_OP_HOST || r->op == VXP_OP_EXPLAIN) && !have_src)
       rc = VXP_EMISSING;
     else if ((r->op == VXP_OP_FETCH || r->op == VXP_OP_REMOVE) && !have_key)
       rc = VXP_EMISSING;
@@ -934,6 +967,30 @@ static int vxp__decode_entry_info(const msgpack_object *o, vxp_entry_info *e) {
   return rc;
 }
 
+static int vxp__decode_candidate(const msgpack_object *o, vxp_explain_candidate *e) {
+  if (o->type != MSGPACK_OBJECT_MAP) return VXP_ETYPE;
+  int rc = VXP_OK;
+  for (uint32_t i = 0; i < o->via.map.size && rc == VXP_OK; i++) {
+    const msgpack_object *k = &o->via.map.ptr[i].key, *v = &o->via.map.ptr[i].val;
+    char **str = vxp__key(k, "key") ? &e->key : vxp__key(k, "inputs") ? &e->inputs : NULL;
+    if (str) {
+      if (*str) return VXP_EFORMAT; /* a key twice */
+      rc = vxp__strdup(v, str);
+    } else if (vxp__key(k, "used"))
+      rc = vxp__u64(v, &e->used_s);
+    else if (vxp__key(k, "first_line"))
+      rc = vxp__u64(v, &e->first_line);
+    else if (vxp__key(k, "lines"))
+      rc = vxp__u64(v, &e->lines);
+    else
+      rc = VXP_EUNKNOWNKEY;
+  }
+  if (rc == VXP_OK && (!e->key || !vxp_key_prefix_valid(e->key, 64))) rc = VXP_EMISSING;
+  if (rc == VXP_OK && (e->first_line > VXP_MAX_SOURCE_LINES + 1 || e->lines > VXP_MAX_SOURCE_LINES))
+    rc = VXP_EFORMAT;
+  return rc;
+}
+
 int vxp_frame_set_id(uint8_t *frame, size_t len, uint64_t id) {
   size_t at = VXP_FRAME_HEADER_SIZE;
   if (len < at + 1) return VXP_EFORMAT;
@@ -985,6 +1042,8 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       rc = vxp__strdup(v, &r->key);
     else if (vxp__key(k, "cached"))
       rc = vxp__bool(v, &r->cached);
+    else if (vxp__key(k, "joined"))
+      rc = vxp__bool(v, &r->joined);
     else if (vxp__key(k, "object"))
       rc = vxp__bindup(v, &r->object, &r->object_size);
     else if (vxp__key(k, "entry"))
@@ -999,7 +1058,35 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
       rc = vxp__strdup(v, &r->host_ir);
     else if (vxp__key(k, "removed"))
       rc = vxp__u64(v, &r->removed);
-    else if (vxp__key(k, "entries")) {
+    else if (vxp__key(k, "inputs"))
+      rc = r->key_inputs ? VXP_EFORMAT : vxp__strdup(v, &r->key_inputs);
+    else if (vxp__key(k, "line_hashes")) {
+      rc = r->line_hashes ? VXP_EFORMAT : vxp__bindup(v, &r->line_hashes, &r->line_hashes_size);
+      if (rc == VXP_OK && (r->line_hashes_size % VXP_LINE_HASH_BYTES ||
+                           r->line_hashes_size > (size_t)VXP_MAX_SOURCE_LINES * VXP_LINE_HASH_BYTES))
+        rc = VXP_EFORMAT;
+    } else if (vxp__key(k, "lines")) {
+      rc = vxp__u64(v, &r->source_lines);
+      if (rc == VXP_OK && r->source_lines > VXP_MAX_SOURCE_LINES) rc = VXP_EFORMAT;
+    } else if (vxp__key(k, "candidates")) {
+      if (v->type != MSGPACK_OBJECT_ARRAY) {
+        rc = VXP_ETYPE;
+        break;
+      }
+      if (v->via.array.size > VXP_MAX_EXPLAIN_CANDIDATES || r->candidates) {
+        rc = VXP_EFORMAT;
+        break;
+      }
+      r->candidates = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->candidates);
+      if (!r->candidates) {
+        rc = VXP_ENOMEM;
+        break;
+      }
+      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
+        r->ncandidates = j + 1;
+        rc = vxp__decode_candidate(&v->via.array.ptr[j], &r->candidates[j]);
+      }
+    } else if (vxp__key(k, "entries")) {
       if (v->type != MSGPACK_OBJECT_ARRAY) {
         rc = VXP_ETYPE;
         break;

@@ -238,14 +238,24 @@ typedef enum {
   VXP_OP_HOST = 10,      /* lower a whole program's host side (host_ir) */
   VXP_OP_LIST = 11,      /* describe cache entries (by key prefix) */
   VXP_OP_REMOVE = 12,    /* delete one cache entry (by its key) */
+  VXP_OP_EXPLAIN = 13,   /* would a compile hit; if not, how it differs from
+                            the entries of the same source name */
 } vxp_op;
-#define VXP_OP_LAST VXP_OP_REMOVE
+#define VXP_OP_LAST VXP_OP_EXPLAIN
 
 /* What a compile does with the cache (request key "cache"; ccache's
  * CCACHE_RECACHE and CCACHE_DISABLE): use it (the default), compile again
  * and replace the entry (recache), or compile without reading or writing
  * it (bypass). */
 typedef enum { VXP_CACHE_USE = 0, VXP_CACHE_RECACHE = 1, VXP_CACHE_BYPASS = 2 } vxp_cache_mode;
+
+/* Most entries of the same source name an explain reply compares. */
+#define VXP_MAX_EXPLAIN_CANDIDATES 8u
+
+/* Most lines a source's line hashes cover, and the bytes of one hash
+ * (a worker's compile reply, "line_hashes"). */
+#define VXP_MAX_SOURCE_LINES (1u << 20)
+#define VXP_LINE_HASH_BYTES 8u
 
 /* Most entries a list reply carries, and kernel names per entry. */
 #define VXP_MAX_LIST_ENTRIES 1000u
@@ -336,6 +346,20 @@ typedef struct {
   uint32_t nnames;
 } vxp_entry_info;
 
+/* One entry an explain reply compares a compile with. */
+typedef struct {
+  char *key;           /* 64 hex digits; malloc() */
+  uint64_t used_s;     /* Unix time last read (seconds) */
+  char *inputs;        /* what its key was derived from besides the source,
+                          one part a line (as the reply's own key_inputs);
+                          NULL when the cache has no record of it (an entry
+                          fetched from a shared level); malloc() */
+  uint64_t first_line; /* the first line (1-based) at which its source and
+                          the compile's differ; 0: the same text (or no
+                          record) */
+  uint64_t lines;      /* lines its source had (0 with no record) */
+} vxp_explain_candidate;
+
 /* Upper bounds of the compile-time histogram's buckets (microseconds);
  * the last bucket counts everything above the last bound. */
 #define VXP_COMPILE_BUCKET_BOUNDS_US                                                                         \
@@ -413,6 +437,10 @@ typedef struct {
   /* compile / fetch */
   char *key;      /* cache key (hex) */
   bool cached;    /* served from the cache without compiling */
+  bool joined;    /* compile: answered by the compile of the same key
+                     another request had already started (or by its
+                     lookup in the shared level): neither a hit nor a
+                     compile of its own; sent only when true */
   uint8_t *entry; /* the compiled entry, encoded once by the worker that
                      compiled it and carried unchanged (vxp_entry.h):
                      the object and the kernel records; malloc() */
@@ -444,6 +472,19 @@ typedef struct {
   /* host */
   char *host_ir; /* the program's host side in the LLVM dialect, its
                     gpu.modules as gpu.binary ops; malloc() */
+  /* explain ("inputs" also in a worker's compile reply to the daemon) */
+  char *key_inputs;                  /* what the key is derived from besides the source,
+                                        one part a line; malloc() */
+  uint64_t source_lines;             /* explain: lines of the compile's source */
+  vxp_explain_candidate *candidates; /* explain: the closest entries of the
+                                        same source name, most recently used
+                                        first; malloc() */
+  uint32_t ncandidates;              /* <= VXP_MAX_EXPLAIN_CANDIDATES */
+  /* a worker's compile reply to the daemon only: the source's line hashes
+   * (VXP_LINE_HASH_BYTES each, at most VXP_MAX_SOURCE_LINES), kept beside
+   * the entry; never sent to a client */
+  uint8_t *line_hashes;
+  size_t line_hashes_size;
 } vxp_response;
 
 /* Checks, without building anything, that [buf, buf+len) is exactly one

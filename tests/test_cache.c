@@ -82,8 +82,8 @@ typedef struct {
 
 /* Encodes an entry of obj and n kernels as a worker does and stores it
  * under key.  Returns vxk_entry_encode's or vxk_put's result. */
-static int put_entry(vxk_cache *c, const char *key, const void *obj, size_t size, const vxt_kernel *ks,
-                     uint32_t n, uint64_t compile_us, const vxt_origin *origin) {
+static int put_entry_inputs(vxk_cache *c, const char *key, const void *obj, size_t size, const vxt_kernel *ks,
+                            uint32_t n, uint64_t compile_us, const vxt_origin *origin, const vxk_inputs *in) {
   vxp_entry_kernel k[32];
   cr_assert_leq(n, 32);
   for (uint32_t i = 0; i < n; i++)
@@ -92,9 +92,16 @@ static int put_entry(vxk_cache *c, const char *key, const void *obj, size_t size
   size_t len = 0;
   int rc = vxk_entry_encode(key, origin && origin->options ? origin->options : "", obj, size, NULL, 0, k, n,
                             NULL, &e, &len);
-  if (rc == VXK_OK) rc = vxk_put(c, key, e, len, compile_us, origin ? origin->source_name : NULL);
+  if (rc == VXK_OK) rc = vxk_put(c, key, e, len, compile_us, origin ? origin->source_name : NULL, in);
   free(e);
   return rc;
+}
+
+/* put_entry_inputs without a record of the inputs (an entry from the
+ * shared level). */
+static int put_entry(vxk_cache *c, const char *key, const void *obj, size_t size, const vxt_kernel *ks,
+                     uint32_t n, uint64_t compile_us, const vxt_origin *origin) {
+  return put_entry_inputs(c, key, obj, size, ks, n, compile_us, origin, NULL);
 }
 
 /* An entry read back (vxk_get), and the parts its bytes hold. */
@@ -178,7 +185,7 @@ Test(cache, unknown_and_invalid_keys) {
   cr_assert_eq(read_entry(c, "'; DROP TABLE entries; --", &out), VXK_EINVAL);
   vxt_kernel in = {"k", (const uint8_t *)"m", 1};
   cr_assert_eq(put_entry(c, "ABC", (const uint8_t *)"o", 1, &in, 1, 0, NULL), VXK_EINVAL);
-  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, 0, NULL), VXK_EINVAL);
+  cr_assert_eq(vxk_put(c, "ABC", (const uint8_t *)"o", 1, 0, NULL, NULL), VXK_EINVAL);
   vxk_close(c);
 }
 
@@ -247,10 +254,10 @@ Test(cache, a_put_of_anything_but_a_whole_entry_of_its_key_stores_nothing) {
   uint8_t *e = NULL;
   size_t len = 0;
   cr_assert_eq(vxk_entry_encode(other, "", (const uint8_t *)"12", 2, NULL, 0, &k, 1, NULL, &e, &len), VXK_OK);
-  cr_assert_eq(vxk_put(c, key, e, len, 0, NULL), VXK_EINVAL, "another key's entry");
-  cr_assert_eq(vxk_put(c, other, e, len - 1, 0, NULL), VXK_EINVAL, "cut short");
+  cr_assert_eq(vxk_put(c, key, e, len, 0, NULL, NULL), VXK_EINVAL, "another key's entry");
+  cr_assert_eq(vxk_put(c, other, e, len - 1, 0, NULL, NULL), VXK_EINVAL, "cut short");
   e[len / 2] ^= 0x10;
-  cr_assert_eq(vxk_put(c, other, e, len, 0, NULL), VXK_EINVAL, "a byte changed");
+  cr_assert_eq(vxk_put(c, other, e, len, 0, NULL, NULL), VXK_EINVAL, "a byte changed");
   free(e);
   vxt_read out;
   cr_assert_eq(read_entry(c, key, &out), VXK_ENOTFOUND);
@@ -909,6 +916,76 @@ static void key_of(const char *head, char fill, char key[VXK_KEY_HEX + 1]) {
   memcpy(key, head, n);
   memset(key + n, fill, VXK_KEY_HEX - n);
   key[VXK_KEY_HEX] = '\0';
+}
+
+/* Line hashes: one per line (a last line without its newline too), equal
+ * texts alike, and the first differing line found (a line one text lacks
+ * counting as a difference). */
+Test(cache, line_hashes_find_the_first_differing_line) {
+  static const char a[] = "line one\nline two\nline three\n", b[] = "line one\nline 2\nline three\nline four";
+  uint8_t *ha = NULL, *hb = NULL, *hp = NULL;
+  size_t na = 0, nb = 0, np = 0;
+  cr_assert_eq(vxk_line_hashes((const uint8_t *)a, strlen(a), &ha, &na), VXK_OK);
+  cr_assert_eq(vxk_line_hashes((const uint8_t *)b, strlen(b), &hb, &nb), VXK_OK);
+  cr_assert_eq(vxk_line_hashes((const uint8_t *)a, 9, &hp, &np), VXK_OK); /* "line one\n" */
+  cr_assert_eq(na, 3 * VXK_LINE_HASH_BYTES);
+  cr_assert_eq(nb, 4 * VXK_LINE_HASH_BYTES);
+  cr_assert_eq(np, 1 * VXK_LINE_HASH_BYTES);
+  cr_assert_eq(vxk_first_differing_line(ha, na, ha, na), 0);
+  cr_assert_eq(vxk_first_differing_line(ha, na, hb, nb), 2);
+  cr_assert_eq(vxk_first_differing_line(hp, np, ha, na), 2, "a line the shorter text lacks");
+  cr_assert_eq(memcmp(ha, hb, VXK_LINE_HASH_BYTES), 0, "line one alike");
+  uint8_t *he = NULL;
+  size_t ne = 1;
+  cr_assert_eq(vxk_line_hashes((const uint8_t *)"", 0, &he, &ne), VXK_OK);
+  cr_assert_eq(ne, 0);
+  free(ha), free(hb), free(hp), free(he);
+}
+
+/* What an entry's key came from is kept beside it, listed by source name
+ * (with the entries that have no record, parts NULL), replaced with the
+ * entry and deleted with it. */
+Test(cache, inputs_are_kept_beside_their_entry_and_go_with_it) {
+  vxk_cache *c = open_cache(0);
+  char a[VXK_KEY_HEX + 1], b[VXK_KEY_HEX + 1], other[VXK_KEY_HEX + 1];
+  key_of("aaaa", '0', a);
+  key_of("bbbb", '1', b);
+  key_of("cccc", '2', other);
+  vxt_kernel ks[1] = {{"k", (const uint8_t *)"m", 1}};
+  vxt_origin origin = {"k.mlir", "warp_size=4"}, elsewhere = {"other.mlir", "warp_size=4"};
+  static const char src[] = "gpu.module @m {\n}\n";
+  uint8_t *lines = NULL;
+  size_t nlines = 0;
+  cr_assert_eq(vxk_line_hashes((const uint8_t *)src, strlen(src), &lines, &nlines), VXK_OK);
+  vxk_inputs in = {"vortexd 0.1.0\nllvm=22;warp_size=4\ndebug-file=k.mlir\n", lines, nlines};
+  cr_assert_eq(put_entry_inputs(c, a, "OBJ", 3, ks, 1, 0, &origin, &in), VXK_OK);
+  cr_assert_eq(put_entry_inputs(c, a, "OBJ", 3, ks, 1, 0, &origin, &in), VXK_OK, "replaced, inputs too");
+  cr_assert_eq(put_entry(c, b, "OBJ2", 4, ks, 1, 0, &origin), VXK_OK);
+  cr_assert_eq(put_entry_inputs(c, other, "O", 1, ks, 1, 0, &elsewhere, &in), VXK_OK);
+  cr_assert_eq(vxk_has(c, a), 1);
+  char none[VXK_KEY_HEX + 1];
+  key_of("dddd", '3', none);
+  cr_assert_eq(vxk_has(c, none), 0);
+  vxk_inputs_row *rows = NULL;
+  uint32_t n = 0;
+  cr_assert_eq(vxk_inputs_of_source(c, "k.mlir", 10, &rows, &n), VXK_OK);
+  cr_assert_eq(n, 2, "the entries of k.mlir only");
+  const vxk_inputs_row *ra = strcmp(rows[0].key, a) == 0 ? &rows[0] : &rows[1];
+  const vxk_inputs_row *rb = ra == &rows[0] ? &rows[1] : &rows[0];
+  cr_assert_str_eq(ra->key, a);
+  cr_assert_str_eq(ra->parts, in.parts);
+  cr_assert_eq(ra->lines_size, nlines);
+  cr_assert_eq(memcmp(ra->lines, lines, nlines), 0);
+  cr_assert_str_eq(rb->key, b);
+  cr_assert_null(rb->parts, "no record");
+  vxk_inputs_clear(rows, n);
+  cr_assert_eq(vxk_remove(c, a), VXK_OK);
+  cr_assert_eq(vxk_inputs_of_source(c, "k.mlir", 10, &rows, &n), VXK_OK);
+  cr_assert_eq(n, 1);
+  cr_assert_str_eq(rows[0].key, b);
+  vxk_inputs_clear(rows, n);
+  free(lines);
+  vxk_close(c);
 }
 
 Test(cache, list_describes_entries_by_key_prefix_with_their_origin) {

@@ -919,6 +919,134 @@ Test(e2e, every_request_counts_once_joined_ones_too) {
   cr_assert_eq(dh + dj, 7, "the others: hits %ld, joined %ld", dh, dj);
 }
 
+/* One count of `vxc log-stats --json FILE`. */
+static long log_count(const char *json, const char *name) {
+  char key[64];
+  snprintf(key, sizeof key, "\"%s\":", name);
+  const char *at = strstr(json, key);
+  cr_assert_not_null(at, "%s: %s", name, json);
+  return strtol(at + strlen(key), NULL, 10);
+}
+
+/* Per-build statistics: with VORTEXD_STATS_LOG set, each compile appends
+ * its outcome, and `vxc log-stats` counts exactly what the daemon counted
+ * for those requests (joined ones as joined, from the reply), plus a
+ * compile error; a FIFO at the log's path never blocks a compile. */
+Test(e2e, a_stats_log_counts_what_one_build_got) {
+  char src[256], bad[256], log[256], cmd[4096], out[8192];
+  snprintf(src, sizeof src, "%s/logged.mlir", d.dir);
+  snprintf(bad, sizeof bad, "%s/logged_bad.mlir", d.dir);
+  snprintf(log, sizeof log, "%s/build.stats", d.dir);
+  FILE *f = fopen(src, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "gpu.module @m {\n  gpu.func @logged(%%p: memref<?xi32>) kernel {\n"
+             "    %%c0 = arith.constant 0 : index\n    %%v = arith.constant 4343 : i32\n"
+             "    memref.store %%v, %%p[%%c0] : memref<?xi32>\n    gpu.return\n  }\n}\n");
+  fclose(f);
+  f = fopen(bad, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "gpu.module @m {\n  gpu.func @bad() kernel {\n    %%x = gpu.cluster_id x\n"
+             "    gpu.return\n  }\n}\n");
+  fclose(f);
+  long hits = stat_now("hits"), misses = stat_now("misses"), joined = stat_now("joined");
+  snprintf(cmd, sizeof cmd,
+           "export VORTEXD_STATS_LOG=%s; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do %s --socket %s compile -o "
+           "%s/logged$i.o %s & done; wait",
+           log, VXT_VXC, d.sock, d.dir, src);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  long dh = stat_now("hits") - hits, dm = stat_now("misses") - misses, dj = stat_now("joined") - joined;
+  snprintf(cmd, sizeof cmd,
+           "VORTEXD_STATS_LOG=%s %s --socket %s compile %s -o %s/bad.o 2>/dev/null; echo rc=$?", log, VXT_VXC,
+           d.sock, bad, d.dir);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "rc=1"), "a compile error: %s", out);
+  snprintf(cmd, sizeof cmd, "%s log-stats --json %s", VXT_VXC, log);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(log_count(out, "miss"), dm, "%s (daemon: %ld misses)", out, dm);
+  cr_assert_eq(log_count(out, "hit"), dh, "%s (daemon: %ld hits)", out, dh);
+  cr_assert_eq(log_count(out, "joined"), dj, "%s (daemon: %ld joined)", out, dj);
+  cr_assert_eq(log_count(out, "miss") + log_count(out, "hit") + log_count(out, "joined"), 12, "%s", out);
+  cr_assert_eq(log_count(out, "error"), 1, "%s", out);
+  cr_assert_eq(log_count(out, "failed"), 0, "%s", out);
+  cr_assert_eq(log_count(out, "unreadable"), 0, "%s", out);
+  /* the table, from the environment's file */
+  snprintf(cmd, sizeof cmd, "VORTEXD_STATS_LOG=%s %s log-stats", log, VXT_VXC);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, "errors        1 "), "%s", out);
+  /* a FIFO where the log should be: the compile goes on, nothing written */
+  char fifo[256];
+  snprintf(fifo, sizeof fifo, "%s/fifo.stats", d.dir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  snprintf(cmd, sizeof cmd, "VORTEXD_STATS_LOG=%s %s --socket %s compile %s -o %s/logged_fifo.o; echo rc=$?",
+           fifo, VXT_VXC, d.sock, src, d.dir);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "rc=0"), "%s", out);
+  snprintf(cmd, sizeof cmd, "%s log-stats %s 2>&1; echo rc=$?", VXT_VXC, fifo);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "not a regular file\nrc=1"), "%s", out);
+  cr_assert_eq(unlink(fifo), 0);
+}
+
+/* `vxc explain`: a hit says so (exit 0) without counting one; after an
+ * edit it names the first changed line, quoted from the file; with
+ * another option, that option, entry -> now, and the same text; a name
+ * never compiled says so; the closest entry comes first. */
+Test(e2e, explain_says_why_a_compile_would_miss) {
+  char src[256], cmd[4096], out[16384];
+  snprintf(src, sizeof src, "%s/explained.mlir", d.dir);
+  static const char text[] = "gpu.module @m {\n  gpu.func @explained(%p: memref<?xi32>) kernel {\n"
+                             "    %c0 = arith.constant 0 : index\n    %v = arith.constant 5151 : i32\n"
+                             "    memref.store %v, %p[%c0] : memref<?xi32>\n    gpu.return\n  }\n}\n";
+  FILE *f = fopen(src, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "%s --socket %s compile -o %s/explained.o %s && %s --socket %s compile --warp-size 8 -o "
+           "%s/explained8.o %s",
+           VXT_VXC, d.sock, d.dir, src, VXT_VXC, d.sock, d.dir, src);
+  cr_assert_eq(run(cmd, out, sizeof out), 0, "%s", out);
+  long hits = stat_now("hits");
+  snprintf(cmd, sizeof cmd, "%s --socket %s explain %s; echo rc=$?", VXT_VXC, d.sock, src);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "explained.mlir: hit: entry "), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=0"), "%s", out);
+  cr_assert_eq(stat_now("hits"), hits, "explain is not a hit");
+  /* the same text, another option: that option, the closest entry first */
+  snprintf(cmd, sizeof cmd, "%s --socket %s explain --warp-size 16 %s; echo rc=$?", VXT_VXC, d.sock, src);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "explained.mlir: miss: no entry has key "), "%s", out);
+  cr_assert_not_null(strstr(out, "    source: the same text\n    warp_size: 8 -> 16\n"), "closest first: %s",
+                     out);
+  cr_assert_not_null(strstr(out, "    warp_size: 4 -> 16\n"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
+  /* an edit on line 4: named and quoted */
+  f = fopen(src, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "sed -i 's/5151/5252/' %s && %s --socket %s explain %s; echo rc=$?", src, VXT_VXC,
+           d.sock, src);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "    source: differs from line 4 (entry 8 lines, this 8)\n"
+                                 "          4 |     %v = arith.constant 5252 : i32\n"),
+                     "%s", out);
+  cr_assert_null(strstr(out, "warp_size: 4 ->"), "the default-warp entry is the same but for the text: %s",
+                 out);
+  /* as JSON */
+  snprintf(cmd, sizeof cmd, "%s --socket %s explain --json %s", VXT_VXC, d.sock, src);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "\"hit\":false"), "%s", out);
+  cr_assert_not_null(strstr(out, "\"first_line\":4"), "%s", out);
+  cr_assert_not_null(strstr(out, "{\"input\":\"warp_size\",\"entry\":\"8\",\"this\":\"4\"}"), "%s", out);
+  /* a name never compiled */
+  snprintf(cmd, sizeof cmd, "%s --socket %s explain --source-name never_seen.mlir %s; echo rc=$?", VXT_VXC,
+           d.sock, src);
+  run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "no entry has this source name"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
+}
+
 /* The key of a --json compile's answer (64 hex digits) into key. */
 static void json_key(const char *json, char key[65]) {
   const char *k = strstr(json, "\"key\":\"");
@@ -1397,7 +1525,7 @@ Test(e2e, vxc_ls_inspect_and_keys_by_unique_prefix) {
     size_t len = 0;
     cr_assert_eq(vxk_entry_encode(i ? b : a, "", (const uint8_t *)"O", 1, NULL, 0, &in, 1, NULL, &e, &len),
                  VXK_OK);
-    cr_assert_eq(vxk_put(kc, i ? b : a, e, len, 0, NULL), VXK_OK);
+    cr_assert_eq(vxk_put(kc, i ? b : a, e, len, 0, NULL, NULL), VXK_OK);
     free(e);
   }
   vxk_close(kc);

@@ -480,6 +480,88 @@ Test(protocol, list_requests_and_answers_round_trip_within_their_bounds) {
   free(frame);
 }
 
+/* explain: the request carries a compile's source and options, the reply
+ * the candidates within bounds;
+ * joined and a worker's line hashes round-trip on a compile reply. */
+Test(protocol, explain_and_joined_round_trip_within_bounds) {
+  vxp_request rq = {.id = 3,
+                    .op = VXP_OP_EXPLAIN,
+                    .source = (uint8_t *)"gpu.module @m {}",
+                    .source_len = 16,
+                    .source_name = "m.mlir",
+                    .opt_level = 1,
+                    .warp_size = 8},
+              back;
+  uint8_t *frame;
+  size_t len;
+  cr_assert_eq(vxp_request_encode(&rq, &frame, &len), VXP_OK);
+  cr_assert_eq(vxp_request_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &back), VXP_OK);
+  cr_assert_eq(back.op, VXP_OP_EXPLAIN);
+  cr_assert_eq(back.source_len, 16);
+  cr_assert_eq(back.warp_size, 8);
+  cr_assert_str_eq(vxp_op_name(VXP_OP_EXPLAIN), "explain");
+  vxp_request_clear(&back);
+  free(frame);
+
+  char key[65], other[65];
+  memset(key, 'a', 64), key[64] = '\0';
+  memset(other, 'b', 64), other[64] = '\0';
+  vxp_explain_candidate c[VXP_MAX_EXPLAIN_CANDIDATES + 1];
+  for (uint32_t i = 0; i <= VXP_MAX_EXPLAIN_CANDIDATES; i++)
+    c[i] = (vxp_explain_candidate){
+        .key = other, .used_s = 1700000000, .inputs = "llvm=22\n", .first_line = 4, .lines = 9};
+  c[1].inputs = NULL, c[1].first_line = 0, c[1].lines = 0;
+  vxp_response in = {.id = 3,
+                     .op = VXP_OP_EXPLAIN,
+                     .status = VXP_STATUS_OK,
+                     .key = key,
+                     .key_inputs = "llvm=22;warp_size=8\n",
+                     .source_lines = 9,
+                     .candidates = c,
+                     .ncandidates = 2},
+               out;
+  response_round_trip(&in, &out);
+  cr_assert_str_eq(out.key, key);
+  cr_assert_not(out.cached);
+  cr_assert_str_eq(out.key_inputs, "llvm=22;warp_size=8\n");
+  cr_assert_eq(out.source_lines, 9);
+  cr_assert_eq(out.ncandidates, 2);
+  cr_assert_str_eq(out.candidates[0].inputs, "llvm=22\n");
+  cr_assert_eq(out.candidates[0].first_line, 4);
+  cr_assert_null(out.candidates[1].inputs);
+  vxp_response_clear(&out);
+  /* more candidates than a reply may carry, or one that is not a key: refused */
+  for (int bad = 0; bad < 2; bad++) {
+    in.ncandidates = bad ? 1 : VXP_MAX_EXPLAIN_CANDIDATES + 1;
+    c[0].key = bad ? "abc" : other;
+    cr_assert_eq(vxp_response_encode(&in, &frame, &len), VXP_OK);
+    cr_assert_neq(vxp_response_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &out),
+                  VXP_OK, "case %d", bad);
+    free(frame);
+  }
+  /* a compile reply: joined, and a worker's inputs and line hashes */
+  uint8_t hashes[16] = {1, 2, 3};
+  vxp_response cr = {.id = 4,
+                     .op = VXP_OP_COMPILE,
+                     .status = VXP_STATUS_OK,
+                     .key = key,
+                     .joined = true,
+                     .key_inputs = "x=1\n",
+                     .line_hashes = hashes,
+                     .line_hashes_size = sizeof hashes};
+  response_round_trip(&cr, &out);
+  cr_assert(out.joined);
+  cr_assert_eq(out.line_hashes_size, 16);
+  cr_assert_eq(memcmp(out.line_hashes, hashes, 16), 0);
+  cr_assert_str_eq(out.key_inputs, "x=1\n");
+  vxp_response_clear(&out);
+  cr.line_hashes_size = 15; /* not whole hashes */
+  cr_assert_eq(vxp_response_encode(&cr, &frame, &len), VXP_OK);
+  cr_assert_neq(vxp_response_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &out),
+                VXP_OK);
+  free(frame);
+}
+
 Test(protocol, admin_requests_and_answers_round_trip) {
   vxp_request rq = {
       .id = 4, .op = VXP_OP_PRUNE, .proto_version = VXP_PROTOCOL_VERSION, .max_size = 1ull << 40};
