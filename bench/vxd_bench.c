@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "vxc.h"
+#include "client/vxc.h"
 
 static void report(const char *what, double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, bench_cmp);

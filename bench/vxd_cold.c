@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "vxc.h"
+#include "client/vxc.h"
 
 int main(int argc, char **argv) {
   if (argc < 3) {

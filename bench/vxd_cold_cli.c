@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "vxc.h"
+#include "client/vxc.h"
 
 extern char **environ;
 

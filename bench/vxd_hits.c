@@ -20,10 +20,10 @@
 #include <string.h>
 
 #include "bench_util.h"
-#include "vxc.h"
-#include "vxk.h"
-#include "vxk_entry.h"
-#include "vxp.h"
+#include "cache/vxk.h"
+#include "cache/vxk_entry.h"
+#include "client/vxc.h"
+#include "protocol/vxp.h"
 
 static int fill(const char *dir, long n) {
   vxk_cache *c;

@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "vxc.h"
-#include "vxp.h"
+#include "client/vxc.h"
+#include "protocol/vxp.h"
 
 /* Kernel i: a few ops, distinct by a constant (what a real tree's many
  * small kernels look like to the cache). */

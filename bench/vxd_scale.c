@@ -43,9 +43,9 @@
 #include <unistd.h>
 
 #include "bench_util.h"
-#include "vxc.h"
-#include "vxd_pieces.h"
-#include "vxl.h"
+#include "client/vxc.h"
+#include "daemon/vxd_pieces.h"
+#include "lowering/vxl.h"
 
 /* One module of n kernels; malloc()ed text, *len bytes. */
 static char *gen_module(int n, size_t *len) {

@@ -39,11 +39,11 @@
 #include <openssl/evp.h>
 #include <sqlite3.h>
 
+#include "protocol/vxp.h"
+#include "protocol/vxp_paths.h"
 #include "vxk.h"
 #include "vxk_entry.h"
 #include "vxk_pin.h"
-#include "vxp.h"
-#include "vxp_paths.h"
 
 #define VXK_SCHEMA_VERSION "5"
 

@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "protocol/vxp_entry.h"
 #include "vxk.h"
 #include "vxk_sign.h"
-#include "vxp_entry.h"
 
 /* Encodes an entry (vxp_entry_body_encode's arguments) with its checksum,
  * signed by signer when not NULL: *out from malloc(), *len bytes.

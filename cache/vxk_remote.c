@@ -16,9 +16,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include "protocol/vxp.h"
 #include "vxk_remote.h"
 #include "vxk_sign.h"
-#include "vxp.h"
 
 struct vxk_remote {
   redisContext *ctx; /* NULL once closed after a failure */

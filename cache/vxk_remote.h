@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "protocol/vxp_entry.h"
 #include "vxk.h"
-#include "vxp_entry.h"
 
 /* The entry format in the Redis keys: values of another format are never
  * read. */

@@ -10,9 +10,9 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "protocol/vxp.h"
+#include "protocol/vxp_paths.h"
 #include "vxk_sign.h"
-#include "vxp.h"
-#include "vxp_paths.h"
 
 /* Domain tag of what is signed: no signature over anything else verifies
  * as an entry's. */

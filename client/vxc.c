@@ -17,9 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "protocol/vxp_entry.h"
+#include "protocol/vxp_io.h"
+#include "protocol/vxp_paths.h"
 #include "vxc.h"
-#include "vxp_entry.h"
-#include "vxp_paths.h"
 
 struct vxc_conn {
   int fd;
@@ -27,34 +28,17 @@ struct vxc_conn {
   vxp_response hello; /* the daemon's hello answer */
 };
 
+/* A whole frame to the daemon (no SIGPIPE for a daemon that went away). */
 static int vxc__write_full(int fd, const uint8_t *p, size_t n) {
-  while (n) {
-    ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
+  return vxp_write_full(fd, p, n, VXP_IO_NOSIGNAL);
 }
 
+/* A whole frame from the daemon: its end first is a reset connection. */
 static int vxc__read_full(int fd, uint8_t *p, size_t n) {
-  while (n) {
-    ssize_t r = read(fd, p, n);
-    if (r == 0) return -ECONNRESET;
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
+  int rc = vxp_read_full(fd, p, n);
+  return rc == -EPIPE ? -ECONNRESET : rc;
 }
 
-/* Sends req (id assigned here) and reads its response. */
 /* Whether an ok reply to req holds what such a reply must: the op asked,
  * and for a compile or a fetch a well-formed key (the one asked for, for a
  * fetch) and an object, so that a caller never takes a reply without an
@@ -99,6 +83,9 @@ static int vxc__unpack_entry(vxp_response *resp, const char *kernel) {
   return rc == VXP_OK ? 0 : rc == VXP_ENOMEM ? -ENOMEM : -EPROTO;
 }
 
+/* Sends req (id assigned here) and reads its response into *resp: checked
+ * to answer req (its id, a complete reply), its entry unpacked.  0, or a
+ * negative errno with *resp cleared. */
 static int vxc__roundtrip(vxc_conn *c, vxp_request *req, vxp_response *resp) {
   memset(resp, 0, sizeof *resp);
   const char *kernel = req->kernel; /* kept here: the daemon answers the whole entry */

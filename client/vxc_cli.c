@@ -28,8 +28,9 @@
 
 #include <jansson.h>
 
+#include "protocol/vxp_config.h"
+#include "protocol/vxp_io.h"
 #include "vxc.h"
-#include "vxp_config.h"
 
 /* ---- JSON output (libjansson) ---- */
 
@@ -286,7 +287,7 @@ static int refresh_if_same(const char *path, const uint8_t *data, size_t size, m
 /* Where a compile or fetch puts the object, as a compiler's -o does. */
 typedef enum {
   OUT_NONE,   /* nowhere (--json without -o, fetch without -o) */
-  OUT_DIR,    /* DIR/<name>.o (object_file_name): -o DIR/ or an existing directory */
+  OUT_DIR,    /* DIR/<name>.o (output_file_name): -o DIR/ or an existing directory */
   OUT_FILE,   /* exactly that file: -o FILE */
   OUT_STDOUT, /* -o - */
 } out_kind;
@@ -321,16 +322,7 @@ static int write_stdout(const uint8_t *p, size_t n) {
 /* Writes n bytes of p to fd, then closes it.  Returns 0, or an errno
  * value (fd closed all the same). */
 static int write_close(int fd, const void *p, size_t n) {
-  const uint8_t *b = p;
-  int e = 0;
-  while (n && !e) {
-    ssize_t w = write(fd, b, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0)
-      e = w < 0 ? errno : EIO;
-    else
-      b += w, n -= (size_t)w;
-  }
+  int e = -vxp_write_full(fd, p, n, 0);
   if (close(fd) != 0 && !e) e = errno;
   return e;
 }
@@ -1343,6 +1335,8 @@ static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
       base = base ? base + 1 : stem;
       const char *dot = strrchr(base, '.');
       char host_name[1024], path[4096];
+      /* "prog.host.x": the object's name replaces the last extension
+       * (output_file_name), so that prog.mlir gives prog.host.o */
       snprintf(host_name, sizeof host_name, "%.*s.host.x",
                (int)(dot && dot != base ? dot - base : (long)strlen(base)), base);
       status = write_object(&r, in->out ? out_target_of(in->out) : (out_target){OUT_DIR, "."}, host_name,
@@ -1421,6 +1415,77 @@ static int source_line(const char *text, size_t len, uint64_t line, const char *
 
 enum { KEY_INPUTS_MAX = 64 };
 
+/* Prints (or adds to diffs, when not NULL) each keyed input that differs
+ * between this compile's (mine) and an entry's (theirs): this compile's
+ * inputs first, then those only the entry has. */
+static void explain_inputs(const key_input *mine, int nmine, const key_input *theirs, int ntheirs,
+                           json_t *diffs) {
+  for (int pass = 0; pass < 2; pass++) {
+    const key_input *a = pass ? theirs : mine;
+    int na = pass ? ntheirs : nmine;
+    for (int k = 0; k < na; k++) {
+      const key_input *other = key_input_find(pass ? mine : theirs, pass ? nmine : ntheirs, &a[k]);
+      if (pass && other) continue;
+      const key_input *was = pass ? &a[k] : other, *now = pass ? NULL : &a[k];
+      if (was && now && was->value_len == now->value_len &&
+          memcmp(was->value, now->value, (size_t)now->value_len) == 0)
+        continue;
+      if (!diffs)
+        printf("    %.*s: %.*s -> %.*s\n", a[k].name_len, a[k].name, was ? was->value_len : 6,
+               was ? was->value : "(none)", now ? now->value_len : 6, now ? now->value : "(none)");
+      else
+        json_array_append_new(diffs,
+                              json_pack("{s:s%,s:s%,s:s%}", "input", a[k].name, (size_t)a[k].name_len,
+                                        "entry", was ? was->value : "", (size_t)(was ? was->value_len : 0),
+                                        "this", now ? now->value : "", (size_t)(now ? now->value_len : 0)));
+    }
+  }
+}
+
+/* One entry an explanation compares the compile with, printed, or as a
+ * JSON object (json): returned, NULL when printed.  src (len bytes): the
+ * compile's source, quoted at the first line that differs; mine: its
+ * inputs; source_lines: its lines. */
+static json_t *explain_candidate(const vxp_explain_candidate *e, const char *src, size_t len,
+                                 const key_input *mine, int nmine, uint64_t source_lines, int json) {
+  char used[32] = "";
+  time_t t = (time_t)e->used_s;
+  struct tm tm;
+  if (localtime_r(&t, &tm)) strftime(used, sizeof used, "%Y-%m-%d %H:%M", &tm);
+  json_t *jc = json ? json_pack("{s:s,s:I}", "key", e->key, "used", (json_int_t)e->used_s) : NULL;
+  json_t *diffs = json ? json_array() : NULL;
+  if (!json) printf("  %.12s  used %s\n", e->key, used);
+  if (!e->inputs) {
+    if (!json) printf("    (its inputs were not recorded: an entry from the shared level, or older)\n");
+    if (jc) json_object_set_new(jc, "recorded", json_false());
+  } else {
+    const char *ls = NULL;
+    int ln = 0, have = e->first_line && source_line(src, len, e->first_line, &ls, &ln);
+    if (!json && e->first_line) {
+      printf("    source: differs from line %llu (entry %llu lines, this %llu)\n",
+             (unsigned long long)e->first_line, (unsigned long long)e->lines,
+             (unsigned long long)source_lines);
+      if (have) printf("      %5llu | %.*s\n", (unsigned long long)e->first_line, ln > 200 ? 200 : ln, ls);
+    } else if (!json)
+      printf("    source: the same text\n");
+    if (jc && e->first_line) {
+      json_object_set_new(jc, "first_line", json_integer((json_int_t)e->first_line));
+      json_object_set_new(jc, "lines", json_integer((json_int_t)e->lines));
+      if (have) json_object_set_new(jc, "line", json_stringn(ls, (size_t)ln));
+    }
+    char *theirs_text = strdup(e->inputs);
+    key_input theirs[KEY_INPUTS_MAX];
+    int ntheirs = theirs_text ? key_inputs_split(theirs_text, theirs, KEY_INPUTS_MAX) : 0;
+    explain_inputs(mine, nmine, theirs, ntheirs, diffs);
+    free(theirs_text);
+  }
+  if (jc)
+    json_object_set_new(jc, "differences", diffs ? diffs : json_array());
+  else if (diffs)
+    json_decref(diffs);
+  return jc;
+}
+
 static int cmd_explain(const command *cm, invocation *in, vxc_conn *conn) {
   (void)cm;
   const char *name = in->source_name ? in->source_name : strcmp(in->args[0], "-") ? in->args[0] : "<stdin>";
@@ -1445,10 +1510,7 @@ static int cmd_explain(const command *cm, invocation *in, vxc_conn *conn) {
   json_t *doc = in->json ? json_pack("{s:s,s:b,s:s}", "source", name, "hit", r.cached, "key", r.key) : NULL;
   json_t *cands = in->json ? json_array() : NULL;
   if (!in->json) {
-    if (r.cached)
-      printf("%s: hit: entry %.12s\n", shown(name), r.key);
-    else
-      printf("%s: miss: no entry has key %.12s\n", shown(name), r.key);
+    printf(r.cached ? "%s: hit: entry %.12s\n" : "%s: miss: no entry has key %.12s\n", shown(name), r.key);
     if (!r.cached && r.ncandidates == 0)
       printf("no entry has this source name: a first compile of it (or of the same text under another "
              "name)\n");
@@ -1456,66 +1518,11 @@ static int cmd_explain(const command *cm, invocation *in, vxc_conn *conn) {
       printf("the closest entries of this source name, and what differs (entry -> this compile):\n");
   }
   for (uint32_t i = 0; i < r.ncandidates; i++) {
-    const vxp_explain_candidate *e = &r.candidates[i];
-    char used[32] = "";
-    time_t t = (time_t)e->used_s;
-    struct tm tm;
-    if (localtime_r(&t, &tm)) strftime(used, sizeof used, "%Y-%m-%d %H:%M", &tm);
-    json_t *jc = in->json ? json_pack("{s:s,s:I}", "key", e->key, "used", (json_int_t)e->used_s) : NULL;
-    json_t *diffs = in->json ? json_array() : NULL;
-    if (!in->json) printf("  %.12s  used %s\n", e->key, used);
-    if (!e->inputs) {
-      if (!in->json) printf("    (its inputs were not recorded: an entry from the shared level, or older)\n");
-      if (jc) json_object_set_new(jc, "recorded", json_false());
-    } else {
-      if (e->first_line) {
-        const char *ls = NULL;
-        int ln = 0;
-        int have = source_line(src, len, e->first_line, &ls, &ln);
-        if (!in->json) {
-          printf("    source: differs from line %llu (entry %llu lines, this %llu)\n",
-                 (unsigned long long)e->first_line, (unsigned long long)e->lines,
-                 (unsigned long long)r.source_lines);
-          if (have)
-            printf("      %5llu | %.*s\n", (unsigned long long)e->first_line, ln > 200 ? 200 : ln, ls);
-        }
-        if (jc) {
-          json_object_set_new(jc, "first_line", json_integer((json_int_t)e->first_line));
-          json_object_set_new(jc, "lines", json_integer((json_int_t)e->lines));
-          if (have) json_object_set_new(jc, "line", json_stringn(ls, (size_t)ln));
-        }
-      } else if (!in->json)
-        printf("    source: the same text\n");
-      char *theirs_text = strdup(e->inputs);
-      key_input theirs[KEY_INPUTS_MAX];
-      int ntheirs = theirs_text ? key_inputs_split(theirs_text, theirs, KEY_INPUTS_MAX) : 0;
-      for (int pass = 0; pass < 2; pass++) { /* this compile's items, then those only the entry has */
-        const key_input *a = pass ? theirs : mine;
-        int na = pass ? ntheirs : nmine;
-        for (int k = 0; k < na; k++) {
-          const key_input *other = key_input_find(pass ? mine : theirs, pass ? nmine : ntheirs, &a[k]);
-          if (pass && other) continue;
-          const key_input *was = pass ? &a[k] : other, *now = pass ? NULL : &a[k];
-          if (was && now && was->value_len == now->value_len &&
-              memcmp(was->value, now->value, (size_t)now->value_len) == 0)
-            continue;
-          if (!in->json)
-            printf("    %.*s: %.*s -> %.*s\n", a[k].name_len, a[k].name, was ? was->value_len : 6,
-                   was ? was->value : "(none)", now ? now->value_len : 6, now ? now->value : "(none)");
-          if (diffs)
-            json_array_append_new(
-                diffs, json_pack("{s:s%,s:s%,s:s%}", "input", a[k].name, (size_t)a[k].name_len, "entry",
-                                 was ? was->value : "", (size_t)(was ? was->value_len : 0), "this",
-                                 now ? now->value : "", (size_t)(now ? now->value_len : 0)));
-        }
-      }
-      free(theirs_text);
-    }
-    if (jc) {
-      json_object_set_new(jc, "differences", diffs ? diffs : json_array());
+    json_t *jc = explain_candidate(&r.candidates[i], src, len, mine, nmine, r.source_lines, in->json);
+    if (jc && cands)
       json_array_append_new(cands, jc);
-    } else if (diffs)
-      json_decref(diffs);
+    else if (jc)
+      json_decref(jc);
   }
   if (doc) {
     json_object_set_new(doc, "candidates", cands ? cands : json_array());

@@ -19,12 +19,12 @@
 
 #include <uv.h>
 
+#include "cache/vxk.h"
+#include "cache/vxk_sign.h"
+#include "lowering/vxl.h"
+#include "protocol/vxp.h"
+#include "protocol/vxp_config.h"
 #include "vxd_pieces.h"
-#include "vxk.h"
-#include "vxk_sign.h"
-#include "vxl.h"
-#include "vxp.h"
-#include "vxp_config.h"
 
 typedef struct {
   char socket_path[108]; /* Unix socket address (sun_path size) */
@@ -130,9 +130,23 @@ int vxd_sdk_refresh(vxd_sdk *s);
 const char *vxd_sdk_digest(const vxd_sdk *s);
 void vxd_sdk_close(vxd_sdk *s);
 
+/* Exit status of a daemon that stopped but found its own fault on the way
+ * out (a libuv handle left open: a leak), sysexits.h's EX_SOFTWARE. */
+#define VXD_EXIT_SOFTWARE 70
+
 /* Runs the daemon until SIGINT/SIGTERM (or the idle timeout).  Returns the
- * process exit status: 0 clean, 1 start-up failure, 2 already running. */
+ * process exit status: 0 clean, 1 start-up failure, 2 already running,
+ * VXD_EXIT_SOFTWARE stopped with handles left open. */
 int vxd_server_run(const vxd_config *cfg);
+
+/* A recoverable assertion, as Knot Resolver's kr_fails_assert: 0 when
+ * cond holds; else it says "internal error: assertion COND failed at
+ * FILE:LINE" on stderr and evaluates to 1, so the caller takes its
+ * recovery path (closes the connection, fails the request) instead of
+ * going on with a broken invariant; in a build with assertions (no
+ * NDEBUG: every test build) it aborts there.  Any thread. */
+#define vxd_fails_assert(cond) ((cond) ? 0 : vxd__assert_failed(#cond, __FILE__, __LINE__))
+int vxd__assert_failed(const char *cond, const char *file, int line);
 
 /* A worker's exit status after LLVM reported a fatal error: it answered
  * the request in flight ("internal") first; the daemon remembers that

@@ -177,7 +177,11 @@ static void vxd__answer(vxd_server *s, vxd_job *j, const vxp_response *resp) {
     }
     if (copy != src) memcpy(copy, src, n);
     if (copy == frame) frame = NULL;
-    vxp_frame_set_id(copy, n, w->req_id);
+    if (vxd_fails_assert(vxp_frame_set_id(copy, n, w->req_id) == VXP_OK)) { /* never another's id */
+      free(copy);
+      vxd__conn_close(c);
+      continue;
+    }
     vxd__send_frame(c, copy, n, 0);
     vxd__log_at(s, VXD_LOG_DEBUG, "%s %.12s %s %llu us: %s for %s, client pid %d", vxp_op_name(j->op), j->key,
                 resp->status != VXP_STATUS_OK ? vxp_status_name(resp->status)

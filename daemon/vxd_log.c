@@ -73,3 +73,11 @@ void vxd__log_at(const vxd_server *s, int level, const char *fmt, ...) {
 void vxd__log_line(void *s, const char *msg) { vxd__log_at(s, VXD_LOG_WARNING, "%s", msg); }
 
 uint64_t vxd__now_ms(vxd_server *s) { return uv_now(s->loop); }
+
+int vxd__assert_failed(const char *cond, const char *file, int line) {
+  fprintf(stderr, "vortexd: internal error: assertion %s failed at %s:%d\n", cond, file, line);
+#ifndef NDEBUG
+  abort();
+#endif
+  return 1;
+}

@@ -4,10 +4,10 @@
  * file calls in another.
  *
  *   vxd_server.c    start-up: cache, workers, socket, timers; the loop
- *   vxd_shutdown.c  stopping: socket, clients, workers, queued writes
  *   vxd_requests.c  hello / stats / fetch / compile / admin requests
- *   vxd_jobs.c      compile jobs: their lists and waiters, answers
+ *   vxd_shutdown.c  stopping: socket, clients, workers, queued writes
  *   vxd_pool.c      the worker processes that run jobs
+ *   vxd_jobs.c      compile jobs: their lists and waiters, answers
  *   vxd_cache.c     the loop's side of the cache: opening, damage,
  *                   counters and results handed to the store thread
  *   vxd_conn.c      client connections: frames in, responses out
@@ -16,7 +16,8 @@
  *                   on threads of their own
  *
  * Each file calls only files below it in this list (vxd_conn.c hands
- * payloads up through vxd_server.on_payload), so there is no circle.
+ * payloads up through vxd_server.on_payload), so there is no circle;
+ * tests/layering.py checks it on the objects.
  *
  * THREAD NOTES: loop thread only.
  */
@@ -27,9 +28,9 @@
 
 #include <uv.h>
 
+#include "cache/vxk.h"
+#include "protocol/vxp.h"
 #include "vxd.h"
-#include "vxk.h"
-#include "vxp.h"
 
 #define VXD_READ_CHUNK (64 * 1024)
 #define VXD_MAX_WORKERS 64
@@ -283,7 +284,8 @@ void vxd__rbuf_alloc(vxd_rbuf *rb, uv_buf_t *buf);
 void vxd__rbuf_consume(vxd_rbuf *rb, size_t n);
 /* Closes c (idempotent); it is freed in the close callback. */
 void vxd__conn_close(vxd_conn *c);
-/* The open connection with this id, or NULL (it may have gone). */
+/* The open connection with this id, or NULL when it has gone or is
+ * closing (a reply to it would be dropped). */
 vxd_conn *vxd__conn_find(vxd_server *s, uint64_t id);
 /* Encodes and writes resp to c; closes c after the write when close_after. */
 void vxd__send(vxd_conn *c, const vxp_response *resp, int close_after);

@@ -18,11 +18,11 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cache/vxk_remote.h"
+#include "lowering/vxl.h"
+#include "protocol/vxp.h"
+#include "protocol/vxp_config.h"
 #include "vxd.h"
-#include "vxk_remote.h"
-#include "vxl.h"
-#include "vxp.h"
-#include "vxp_config.h"
 
 static void vxd__usage(FILE *f) {
   fputs("usage: vortexd [options]   (each also a configuration key and a variable)\n", f);
@@ -36,7 +36,7 @@ static void vxd__usage(FILE *f) {
   fputs("  --verbose                   log at info level\n"
         "  --version                   print version and toolchain, exit\n"
         "Exit status: 0 stopped cleanly; 1 cannot serve (socket, directory, compiler); 2 another vortexd\n"
-        "serves the socket; 64 usage;\n"
+        "serves the socket; 64 usage; 70 stopped, but with an internal error (a leaked handle);\n"
         "78 configuration (a bad value, or a configuration or key file of the wrong owner or mode).\n",
         f);
 }

@@ -30,8 +30,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "runtime/mgpu/vxr_vxbin.h"
 #include "vxd_pieces.h"
-#include "vxr_vxbin.h"
 
 struct vxd_cores {
   atomic_int idle;

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vxl.h"
+#include "lowering/vxl.h"
 
 /* A worker re-creates its compilers after this many compiles: an MLIR
  * context never frees the types and attributes it has uniqued. */

@@ -179,19 +179,18 @@ static void vxd__worker_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *
 }
 
 /* SIGCHLD: reaps every worker that ended and hands it to
- * vxd__worker_exited. */
+ * vxd__worker_exited.  Each worker is waited for by its own pid: a wait
+ * for any child would also take the status of a child another part of the
+ * daemon started and waits for itself. */
 static void vxd__sigchld_cb(uv_signal_t *h, int signum) {
   vxd_server *s = h->data;
   (void)signum;
-  int st;
-  pid_t pid;
-  while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
-    for (unsigned i = 0; i < s->pool.nslots; i++) {
-      vxd_worker *w = s->pool.slots[i].w;
-      if (!w || w->pid != pid || w->exited) continue;
-      vxd__worker_exited(w, WIFEXITED(st) ? WEXITSTATUS(st) : 0, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-      break;
-    }
+  for (unsigned i = 0; i < s->pool.nslots; i++) {
+    vxd_worker *w = s->pool.slots[i].w;
+    int st;
+    if (!w || w->exited || w->pid <= 0 || waitpid(w->pid, &st, WNOHANG) != w->pid) continue;
+    vxd__worker_exited(w, WIFEXITED(st) ? WEXITSTATUS(st) : 0, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  }
 }
 
 /* A kernel with a loop, a divergent branch, shared memory and a barrier:

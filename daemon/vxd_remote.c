@@ -28,9 +28,9 @@
 
 #include <uv.h>
 
+#include "cache/vxk_entry.h"
+#include "cache/vxk_remote.h"
 #include "vxd_loop.h"
-#include "vxk_entry.h"
-#include "vxk_remote.h"
 
 #define VXD__BATCH 64            /* lookups read in one exchange */
 #define VXD__MAX_LOOKUPS 4096    /* lookups waiting; more are refused */

@@ -254,12 +254,17 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   uint8_t *copy = hframe ? malloc(hlen) : NULL;
   if (copy) {
     memcpy(copy, hframe, hlen);
-    vxp_frame_set_id(copy, hlen, req->id);
-    if (s->cache) vxk_mark_used(s->cache, key); /* for eviction, as a read would */
-    s->pending.hits++;
-    s->pending.saved_us += (int64_t)saved_us;
-    vxd__send_frame(c, copy, hlen, 0);
-    return 0;
+    /* never another request's id: a frame that cannot take this one's is
+     * dropped with the others kept, and the entry read from the cache */
+    if (!vxd_fails_assert(vxp_frame_set_id(copy, hlen, req->id) == VXP_OK)) {
+      if (s->cache) vxk_mark_used(s->cache, key); /* for eviction, as a read would */
+      s->pending.hits++;
+      s->pending.saved_us += (int64_t)saved_us;
+      vxd__send_frame(c, copy, hlen, 0);
+      return 0;
+    }
+    free(copy);
+    vxd_hot_clear(s->hot);
   }
   if (!s->cache) return VXK_ENOTFOUND; /* serving without a cache */
   vxk_entry e;

@@ -25,8 +25,8 @@
 
 #include <openssl/evp.h>
 
+#include "runtime/mgpu/vxr_vxbin.h"
 #include "vxd.h"
-#include "vxr_vxbin.h"
 
 /* Inputs of one digest: the SDK's and the tools'. */
 #define VXD_SDK_FILES (VXR_SDK_MAX_INPUTS + VXD_SDK_MAX_TOOLS)

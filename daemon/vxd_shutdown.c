@@ -16,8 +16,8 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include "protocol/vxp_paths.h"
 #include "vxd_loop.h"
-#include "vxp_paths.h"
 
 void vxd__close_if_open(uv_handle_t *h) {
   if (h->loop && !uv_is_closing(h)) uv_close(h, NULL);

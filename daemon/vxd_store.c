@@ -26,8 +26,8 @@
 
 #include <uv.h>
 
+#include "cache/vxk.h"
 #include "vxd.h"
-#include "vxk.h"
 
 typedef enum {
   VXD__STORE_PUT,

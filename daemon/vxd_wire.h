@@ -6,8 +6,8 @@
 #ifndef VXD_WIRE_H
 #define VXD_WIRE_H
 
-#include "vxl.h"
-#include "vxp.h"
+#include "lowering/vxl.h"
+#include "protocol/vxp.h"
 
 /* Fills *w with the protocol record of lowering kernel k.  w borrows every
  * string of k (name, entry, argument types) and owns only w->args

@@ -21,41 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache/vxk_entry.h"
+#include "lowering/vxl.h"
+#include "protocol/vxp.h"
+#include "protocol/vxp_io.h"
+#include "runtime/mgpu/vxr_vxbin.h"
 #include "vxd.h"
 #include "vxd_wire.h"
-#include "vxk_entry.h"
-#include "vxl.h"
-#include "vxp.h"
-#include "vxr_vxbin.h"
-
-static int vxd__read_full(int fd, void *buf, size_t n) {
-  uint8_t *p = buf;
-  while (n) {
-    ssize_t r = read(fd, p, n);
-    if (r == 0) return -EPIPE;
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
-static int vxd__write_full(int fd, const void *buf, size_t n) {
-  const uint8_t *p = buf;
-  while (n) {
-    ssize_t r = write(fd, p, n);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    p += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
 
 /* Moves lowering kernel k into its wire record *w (k is left empty): the
  * one place the lowering's result becomes the protocol's.  Returns 0 or
@@ -230,7 +202,7 @@ static void vxd__fatal(const char *reason) {
       .id = vxd__current_id, .op = VXP_OP_COMPILE, .status = VXP_STATUS_INTERNAL, .message = msg};
   uint8_t *frame = NULL;
   size_t len = 0;
-  if (vxp_response_encode(&r, &frame, &len) == VXP_OK) vxd__write_full(1, frame, len);
+  if (vxp_response_encode(&r, &frame, &len) == VXP_OK) vxp_write_full(1, frame, len, 0);
   _exit(VXD_WORKER_EXIT_FATAL);
 }
 
@@ -245,10 +217,10 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
   for (;;) {
     uint8_t hdr[VXP_FRAME_HEADER_SIZE];
     uint32_t len = 0;
-    if (vxd__read_full(0, hdr, sizeof hdr) != 0) break; /* daemon gone: EOF */
+    if (vxp_read_full(0, hdr, sizeof hdr) != 0) break; /* daemon gone: EOF */
     if (vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK) return 3;
     uint8_t *payload = malloc(len);
-    if (!payload || vxd__read_full(0, payload, len) != 0) return 3;
+    if (!payload || vxp_read_full(0, payload, len) != 0) return 3;
     vxp_request req;
     vxp_response resp;
     memset(&resp, 0, sizeof resp);
@@ -295,7 +267,7 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
                             .message = (char *)vxp_strerror(erc)};
       if (vxp_response_encode(&small, &frame, &flen) != VXP_OK) return 4;
     }
-    int wrc = vxd__write_full(1, frame, flen);
+    int wrc = vxp_write_full(1, frame, flen, 0);
     free(frame);
     if (wrc != 0) break;
   }

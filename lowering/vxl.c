@@ -111,15 +111,6 @@ const char *vxl_toolchain_fingerprint(void) {
   return "llvm=" LLVM_VERSION_STRING ";pipeline=scf-for-to-while+divergence," VXL_PIPELINE_FULL;
 }
 
-vxl_options vxl__resolved(const vxl_options *opts) {
-  vxl_options o = *opts;
-  if (o.opt_level > 3) o.opt_level = 3;
-  if (o.warp_size == 0) o.warp_size = VXL_DEFAULT_WARP_SIZE;
-  if (o.vortex_abi == 0) o.vortex_abi = VXL_DEFAULT_VORTEX_ABI;
-  if (o.xlen == 0) o.xlen = VXL_DEFAULT_XLEN;
-  return o;
-}
-
 int vxl_fingerprint(const vxl_options *opts, char *buf, size_t cap) {
   vxl_options o = vxl__resolved(opts); /* the defaults vxl_compile applies */
   const vxl__target *t = &vxl__targets[o.xlen == 64];
@@ -204,7 +195,8 @@ int vxl_compiler_create(vxl_compiler **out) {
   mlirContextSetAllowUnregisteredDialects(c->ctx, true);
   mlirRegisterAllLLVMTranslations(c->ctx);
   /* Patterns and generic op creation need the dialects loaded, not only
-   * registered (pitfall 1). */
+   * registered: an op of a registered dialect that is not loaded is
+   * created as an unregistered op, which no pattern matches. */
   static const char *const dialects[] = {"builtin", "func", "arith", "llvm",   "gpu", "memref", "scf",
                                          "cf",      "math", "index", "affine", "ub",  NULL};
   for (int i = 0; dialects[i]; i++)
@@ -625,8 +617,15 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
   lctx = LLVMContextCreate();
   LLVMContextSetDiagnosticHandler(lctx, vxl__llvm_diagnostic, &llvm_diags);
   td = vxl__target_data(mc);
-  rc =
-      vxl__lower_to_llvm_dialect(c, s->top, first, count, source_name, opts, lctx, td, &d, &mod, &kinfo, &nk);
+  MlirModule prelude = vxl__prelude_of(c, opts);
+  if (mlirModuleIsNull(prelude)) {
+    vxl__diag_add(&d, "%s: error: internal: the device-ABI helpers of Vortex %u on RV%u do not parse",
+                  source_name, opts->vortex_abi, opts->xlen);
+    rc = -EINVAL;
+    goto done;
+  }
+  rc = vxl__lower_to_llvm_dialect(c, s->top, first, count, source_name, opts, prelude, lctx, td, &d, &mod,
+                                  &kinfo, &nk);
   if (rc) goto done;
 
   lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(mod), lctx);

@@ -582,6 +582,67 @@ static int vxl__kernel_info_start(vxl__kernel_info *k, MlirOperation gf, MlirStr
   return 0;
 }
 
+/* The parameter types of gf's func.func into ins (nin of them, from its
+ * type fty): a kernel's (k not NULL) memrefs as ptr, recording each
+ * argument's type text, rank and element size in k; an argument type a
+ * launch cannot pass is refused at its position.  0, -EINVAL with a
+ * diagnostic, or -ENOMEM. */
+static int vxl__kernel_arg_types(vxl__rw *rw, MlirType fty, intptr_t nin, MlirStringRef fname,
+                                 MlirBlock entry, MlirLocation loc, MlirType ptr, vxl__kernel_info *k,
+                                 MlirType *ins) {
+  for (intptr_t i = 0; i < nin; i++) {
+    MlirType t = mlirFunctionTypeGetInput(fty, i);
+    ins[i] = t;
+    if (k) {
+      k->arg_types[i] = vxl__type_str(t);
+      if (!k->arg_types[i]) {
+        return -ENOMEM;
+      }
+      if (mlirTypeIsAMemRef(t)) {
+        ins[i] = ptr;
+        vxl__memref_host_info(t, &k->arg_rank[i], &k->arg_elem[i]);
+      } else if (!(mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t) ||
+                   mlirTypeIsAF16(t) || mlirTypeIsALLVMPointerType(t))) {
+        vxl__diag_at(rw->d, loc, "unsupported: kernel @%.*s argument %ld of type %s", (int)fname.length,
+                     fname.data, (long)i, k->arg_types[i]);
+        return -EINVAL;
+      } else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) > 64) {
+        /* a host passes a scalar by address; no host type holds more than
+         * 64 bits of it that a launch could copy (i128 is not a C type a
+         * kernel argument can have) */
+        MlirValue arg = mlirBlockIsNull(entry) ? (MlirValue){NULL} : mlirBlockGetArgument(entry, i);
+        vxl__diag_at(
+            rw->d, mlirValueIsNull(arg) ? loc : mlirValueGetLocation(arg),
+            "unsupported: kernel @%.*s argument %ld of type %s: a scalar argument has at most 64 bits",
+            (int)fname.length, fname.data, (long)i, k->arg_types[i]);
+        return -EINVAL;
+      }
+    }
+  }
+  return 0;
+}
+
+/* A kernel's memref arguments (of entry, its first nin arguments) retyped
+ * to !llvm.ptr, each use going through the view rebuilt from it. */
+static int vxl__rebuild_memref_args(vxl__rw *rw, MlirBlock entry, intptr_t nin, MlirLocation loc) {
+  MlirContext ctx = rw->c->ctx;
+  MlirType ptr = mlirLLVMPointerTypeGet(ctx, 0);
+  int rc = 0;
+  for (intptr_t i = 0; i < nin && rc == 0; i++) {
+    MlirValue arg = mlirBlockGetArgument(entry, i);
+    MlirType t = mlirValueGetType(arg);
+    if (!mlirTypeIsAMemRef(t)) continue;
+    char view[64];
+    rc = vxl__make_view(rw, t, loc, view, sizeof view);
+    if (rc) break;
+    mlirBlockArgumentSetType(arg, ptr);
+    MlirOperation first = mlirBlockGetFirstOperation(entry);
+    MlirOperation call = vxl__call(ctx, loc, entry, first, view, 1, &arg, 1, &t);
+    mlirValueReplaceAllUsesExcept(arg, mlirOperationGetResult(call, 0), 1, &call);
+  }
+  return rc;
+}
+
 /* Converts one gpu.func (already moved into the new module) to func.func.
  * For kernels fills *k. */
 int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
@@ -613,37 +674,10 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
     free(ins);
     return -ENOMEM;
   }
-  for (intptr_t i = 0; i < nin; i++) {
-    MlirType t = mlirFunctionTypeGetInput(fty, i);
-    ins[i] = t;
-    if (k) {
-      k->arg_types[i] = vxl__type_str(t);
-      if (!k->arg_types[i]) {
-        free(ins);
-        return -ENOMEM;
-      }
-      if (mlirTypeIsAMemRef(t)) {
-        ins[i] = ptr;
-        vxl__memref_host_info(t, &k->arg_rank[i], &k->arg_elem[i]);
-      } else if (!(mlirTypeIsAInteger(t) || mlirTypeIsAIndex(t) || mlirTypeIsAF32(t) || mlirTypeIsAF64(t) ||
-                   mlirTypeIsAF16(t) || mlirTypeIsALLVMPointerType(t))) {
-        vxl__diag_at(rw->d, loc, "unsupported: kernel @%.*s argument %ld of type %s", (int)fname.length,
-                     fname.data, (long)i, k->arg_types[i]);
-        free(ins);
-        return -EINVAL;
-      } else if (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) > 64) {
-        /* a host passes a scalar by address; no host type holds more than
-         * 64 bits of it that a launch could copy (i128 is not a C type a
-         * kernel argument can have) */
-        MlirValue arg = mlirBlockIsNull(entry) ? (MlirValue){NULL} : mlirBlockGetArgument(entry, i);
-        vxl__diag_at(
-            rw->d, mlirValueIsNull(arg) ? loc : mlirValueGetLocation(arg),
-            "unsupported: kernel @%.*s argument %ld of type %s: a scalar argument has at most 64 bits",
-            (int)fname.length, fname.data, (long)i, k->arg_types[i]);
-        free(ins);
-        return -EINVAL;
-      }
-    }
+  rc = vxl__kernel_arg_types(rw, fty, nin, fname, entry, loc, ptr, k, ins);
+  if (rc) {
+    free(ins);
+    return rc;
   }
   MlirType nfty = mlirFunctionTypeGet(ctx, nin, ins, mlirFunctionTypeGetNumResults(fty), NULL);
   if (mlirFunctionTypeGetNumResults(fty) > 0) {
@@ -681,21 +715,7 @@ int vxl__convert_func(vxl__rw *rw, MlirOperation gf, vxl__kernel_info *k) {
   if (k) k->shared_bytes = shared;
 
   /* Kernel memref arguments: retype to !llvm.ptr, rebuild the view. */
-  if (k) {
-    for (intptr_t i = 0; i < nin && rc == 0; i++) {
-      MlirValue arg = mlirBlockGetArgument(entry, i);
-      MlirType t = mlirValueGetType(arg);
-      if (!mlirTypeIsAMemRef(t)) continue;
-      char view[64];
-      rc = vxl__make_view(rw, t, loc, view, sizeof view);
-      if (rc) break;
-      mlirBlockArgumentSetType(arg, ptr);
-      MlirOperation first = mlirBlockGetFirstOperation(entry);
-      MlirOperation call = vxl__call(ctx, loc, entry, first, view, 1, &arg, 1, &t);
-      mlirValueReplaceAllUsesExcept(arg, mlirOperationGetResult(call, 0), 1, &call);
-    }
-  }
-  if (rc) return rc;
+  if (k && (rc = vxl__rebuild_memref_args(rw, entry, nin, loc)) != 0) return rc;
 
   return vxl__rewrite_body(rw, ff, k);
 }

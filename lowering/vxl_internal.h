@@ -333,13 +333,15 @@ int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const cha
 
 /* Stages 4-9: kernels first .. first + count - 1 of top (and everything
  * else of its gpu.modules), copied into a new module lowered to the LLVM
- * dialect; top is not changed.  Returns 0 with *out_module (caller
- * destroys), *kinfo (malloc(), *nkernels entries, in source order), or
- * -EINVAL (diagnostics in d) / -ENOMEM. */
+ * dialect; top is not changed.  opts are resolved (vxl__resolved: the
+ * driver resolves them once), prelude the device-ABI helpers for them
+ * (vxl__prelude_of).  Returns 0 with *out_module (caller destroys), *kinfo
+ * (malloc(), *nkernels entries, in source order), or -EINVAL (diagnostics
+ * in d) / -ENOMEM. */
 int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t first, uint32_t count,
-                               const char *source_name, const vxl_options *opts, LLVMContextRef lctx,
-                               LLVMTargetDataRef td, vxl__diags *d, MlirModule *out_module,
-                               vxl__kernel_info **kinfo, uint32_t *nkernels);
+                               const char *source_name, const vxl_options *opts, MlirModule prelude,
+                               LLVMContextRef lctx, LLVMTargetDataRef td, vxl__diags *d,
+                               MlirModule *out_module, vxl__kernel_info **kinfo, uint32_t *nkernels);
 
 /* Uniformity analysis and vx_split/vx_join/vx_pred insertion on one
  * func.func (vxl_divergence.c); rewrites divergent scf.index_switch and
@@ -366,7 +368,7 @@ int vxl__check_module_targets(MlirOperation gm, const vxl_options *opts, vxl__di
 
 /* The options a compile runs with: opts with each 0 that means "the
  * default" replaced by that default (warp_size, vortex_abi, xlen, and
- * opt_level capped at 3). */
+ * opt_level capped at 3).  vxl_util.c: every file may call it. */
 vxl_options vxl__resolved(const vxl_options *opts);
 
 /* The code generation of register width xlen (32 or 64), created on first

@@ -452,15 +452,9 @@ static int vxl__drop_unused(vxl__rw *rw, vxl__ops *funcs) {
   return funcs->oom ? -ENOMEM : 0;
 }
 
-/* Stage 6: the Vortex device-ABI helpers (vxl_prelude.h), copied in. */
-static int vxl__add_prelude(vxl_compiler *c, MlirModule mod, const vxl_options *opts, vxl__diags *d) {
-  vxl_options o = vxl__resolved(opts);
-  MlirModule prelude = vxl__prelude_of(c, &o);
-  if (mlirModuleIsNull(prelude)) {
-    vxl__diag_add(d, "%s: error: internal: the device-ABI helpers of Vortex %u on RV%u do not parse",
-                  d->source_name, o.vortex_abi, o.xlen);
-    return -EINVAL;
-  }
+/* Stage 6: the Vortex device-ABI helpers (vxl_prelude.h, parsed by the
+ * driver for the compile's options), copied in. */
+static int vxl__add_prelude(MlirModule mod, MlirModule prelude) {
   MlirBlock mbody = mlirModuleGetBody(mod);
   for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(prelude)); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
@@ -608,18 +602,15 @@ int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const cha
 }
 
 int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t first, uint32_t count,
-                               const char *source_name, const vxl_options *opts, LLVMContextRef lctx,
-                               LLVMTargetDataRef td, vxl__diags *d, MlirModule *out_module,
-                               vxl__kernel_info **kinfo_out, uint32_t *nkernels_out) {
+                               const char *source_name, const vxl_options *opts, MlirModule prelude,
+                               LLVMContextRef lctx, LLVMTargetDataRef td, vxl__diags *d,
+                               MlirModule *out_module, vxl__kernel_info **kinfo_out, uint32_t *nkernels_out) {
   MlirContext ctx = c->ctx;
   int rc;
   MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
   vxl__rw rw = {.c = c, .mod = mod, .d = d, .lctx = lctx, .td = td, .xlen = opts->xlen == 64 ? 64 : 32};
-  rw.sg = (vxl__subgroups){.ctx = ctx,
-                           .mod = mod,
-                           .d = d,
-                           .warp_size = opts->warp_size ? opts->warp_size : VXL_DEFAULT_WARP_SIZE,
-                           .shuffle_insns = opts->shuffle_insns};
+  rw.sg = (vxl__subgroups){
+      .ctx = ctx, .mod = mod, .d = d, .warp_size = opts->warp_size, .shuffle_insns = opts->shuffle_insns};
   vxl__ops funcs = {0};
   uint32_t total = 0;
   rc = 0;
@@ -631,7 +622,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
   uint32_t nkernels = first >= total ? 0 : total - first < count ? total - first : count;
   if (rc == 0) rc = vxl__check_supported(&rw, mlirModuleGetOperation(mod)); /* 5 */
   if (rc == 0) rc = vxl__drop_unused(&rw, &funcs);                          /* 5b */
-  if (rc == 0) rc = vxl__add_prelude(c, mod, opts, d);                      /* 6 */
+  if (rc == 0) rc = vxl__add_prelude(mod, prelude);                         /* 6 */
   /* 7: memory placement, then each gpu.func to a func.func */
   if (rc == 0) rc = vxl__place_workgroup_globals(&rw);
   vxl__kernel_info *kinfo = NULL;
@@ -654,8 +645,7 @@ int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t firs
     rc = vxl__add_constant_i32(ctx, mlirModuleGetBody(mod), VXL_SCRATCH_SYMBOL, VXL_SCRATCH_BYTES_PER_THREAD);
   if (rc == 0) vxl__strip_address_spaces(mlirModuleGetOperation(mod));
   if (rw.tr.ptr) mlirTypeToLLVMIRTranslatorDestroy(rw.tr);
-  if (rc == 0)
-    rc = vxl__divergence(c, mod, kinfo, nkernels, source_name, vxl__resolved(opts).vortex_abi, d); /* 8 */
+  if (rc == 0) rc = vxl__divergence(c, mod, kinfo, nkernels, source_name, opts->vortex_abi, d); /* 8 */
   if (rc == 0) vxl__prune_prelude(mod);
   if (rc == 0) rc = vxl__to_llvm_dialect(c, &rw, source_name); /* 9 */
   if (rc) {

@@ -39,9 +39,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 extern "C" {
-#include "vxc.h"
-#include "vxp.h"
-#include "vxp_entry.h"
+#include "client/vxc.h"
+#include "protocol/vxp.h"
+#include "protocol/vxp_entry.h"
 }
 
 namespace vortexd {

@@ -294,6 +294,99 @@ static char *vxl__shuffle_insn_text(MlirType t, const char *T, int f) {
   return n < 0 ? NULL : s;
 }
 
+/* The move of a shuffle helper's value %v (of type t, T its text) from
+ * lane %src: Vortex's shuffle instruction (sg->shuffle_insns; mode picks
+ * its variant), or through the block's scratch memory.  malloc(); NULL
+ * when out of memory. */
+static char *vxl__shuffle_move(const vxl__subgroups *sg, MlirType t, const char *T, const char *mode) {
+  char *move = NULL;
+  if (sg->shuffle_insns) {
+    /* Vortex's instruction: b = offset, c = clamp (last lane taking part),
+     * segment mask 0; an out-of-range source gives the own value */
+    int f = strcmp(mode, "up") == 0 ? 4 : strcmp(mode, "down") == 0 ? 5 : strcmp(mode, "xor") == 0 ? 6 : 7;
+    char *insn = vxl__shuffle_insn_text(mlirTypeIsAIndex(t) ? mlirIntegerTypeGet(sg->ctx, 32) : t, T, f);
+    if (!insn || asprintf(&move,
+                          "  %%one = arith.constant 1 : i32\n"
+                          "  %%six = arith.constant 6 : i32\n"
+                          "  %%m63 = arith.constant 63 : i32\n"
+                          "  %%clamp = arith.subi %%lim, %%one : i32\n"
+                          "  %%cs = arith.shli %%clamp, %%six : i32\n"
+                          "  %%b = arith.andi %s, %%m63 : i32\n" /* idx: the source lane itself */
+                          "  %%bc = arith.ori %%cs, %%b : i32\n"
+                          "%s",
+                          f == 7 ? "%src" : "%off", insn) < 0)
+      move = NULL;
+    free(insn);
+  } else if (asprintf(&move,
+                      "  %%from = arith.addi %%base, %%src : i32\n"
+                      "  %%slot = arith.select %%valid, %%from, %%lin : i32\n"
+                      "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
+                      "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                      "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
+                      "  func.call @__vxl_fence() : () -> ()\n"
+                      "  %%q = llvm.getelementptr %%sb[%%slot] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+                      "  %%x = llvm.load volatile %%q : !llvm.ptr -> %s\n"
+                      "  func.call @__vxl_fence() : () -> ()\n",
+                      T, T) < 0) {
+    move = NULL;
+  }
+  return move;
+}
+
+/* A shuffle helper's signature text: its parameters, its results, what it
+ * returns, the text before its source lane (pre), and, when not NULL, the
+ * source lane's own text (src). */
+typedef struct {
+  char params[96], results[64], ret[96], pre[512];
+  const char *src;
+} vxl__shuffle_sig;
+
+/* The signature of a shuffle helper of value type T for mode (a gpu.rotate
+ * with roff and rwidth, a gpu.subgroup_broadcast, else a gpu.shuffle):
+ * pre holds a rotation's source lane or a broadcast's width.  Returns how
+ * many operands the helper takes. */
+static intptr_t vxl__shuffle_signature(const vxl__subgroups *sg, const char *T, const char *mode, int rotate,
+                                       int broadcast, int64_t roff, int64_t rwidth, vxl__shuffle_sig *sig) {
+  intptr_t nargs = 3;
+  sig->src = NULL;
+  sig->pre[0] = '\0';
+  if (rotate) { /* offset and width are the op's constants; valid: lane < width */
+    nargs = 1;
+    snprintf(sig->params, sizeof sig->params, "%%v: %s", T);
+    snprintf(sig->results, sizeof sig->results, "(%s, i1)", T);
+    snprintf(sig->ret, sizeof sig->ret, "%%x, %%rvalid : %s, i1", T);
+    snprintf(sig->pre, sizeof sig->pre,
+             "  %%off = arith.constant %lld : i32\n"
+             "  %%width = arith.constant %lld : i32\n"
+             "  %%r1 = arith.constant 1 : i32\n"
+             "  %%wm1 = arith.subi %%width, %%r1 : i32\n"
+             "  %%ra = arith.addi %%lane, %%off : i32\n"
+             "  %%rb = arith.andi %%ra, %%wm1 : i32\n"
+             "  %%all = arith.constant -1 : i32\n"
+             "  %%nm = arith.xori %%wm1, %%all : i32\n"
+             "  %%rc = arith.andi %%lane, %%nm : i32\n"
+             "  %%rs = arith.addi %%rb, %%rc : i32\n"
+             "  %%rvalid = arith.cmpi ult, %%lane, %%width : i32\n",
+             (long long)roff, (long long)rwidth);
+  } else if (broadcast) { /* one result: the value of the source lane, the whole warp taking part */
+    int first = strcmp(mode, "first_active_lane") == 0;
+    nargs = first ? 1 : 2;
+    snprintf(sig->params, sizeof sig->params, first ? "%%v: %s" : "%%v: %s, %%off: i32", T);
+    snprintf(sig->results, sizeof sig->results, "%s", T);
+    snprintf(sig->ret, sizeof sig->ret, "%%x : %s", T);
+    snprintf(sig->pre, sizeof sig->pre, "  %%width = arith.constant %u : i32\n%s", sg->warp_size,
+             first ? "  %mask = func.call @__vxl_active_threads() : () -> i32\n"
+                     "  %bit = \"llvm.intr.cttz\"(%mask) <{is_zero_poison = false}> : (i32) -> i32\n"
+                   : "");
+    if (first) sig->src = "arith.addi %bit, %zero : i32";
+  } else {
+    snprintf(sig->params, sizeof sig->params, "%%v: %s, %%off: i32, %%width: i32", T);
+    snprintf(sig->results, sizeof sig->results, "(%s, i1)", T);
+    snprintf(sig->ret, sizeof sig->ret, "%%x, %%valid : %s, i1", T);
+  }
+  return nargs;
+}
+
 /* gpu.shuffle, gpu.rotate (its offset and width constants) and
  * gpu.subgroup_broadcast (its lane operand, or the first active lane) as
  * one helper each: the source lane, then the move. */
@@ -334,78 +427,17 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
     free(ts);
     return -EINVAL;
   }
-  char *T = mlirTypeIsAIndex(t) ? strdup("i32") : vxl__type_str(t), *text = NULL, *move = NULL;
+  char *T = mlirTypeIsAIndex(t) ? strdup("i32") : vxl__type_str(t), *text = NULL;
   if (!T) return -ENOMEM;
-  if (sg->shuffle_insns) {
-    /* Vortex's instruction: b = offset, c = clamp (last lane taking part),
-     * segment mask 0; an out-of-range source gives the own value */
-    int f = strcmp(mode, "up") == 0 ? 4 : strcmp(mode, "down") == 0 ? 5 : strcmp(mode, "xor") == 0 ? 6 : 7;
-    char *insn = vxl__shuffle_insn_text(mlirTypeIsAIndex(t) ? mlirIntegerTypeGet(sg->ctx, 32) : t, T, f);
-    if (!insn || asprintf(&move,
-                          "  %%one = arith.constant 1 : i32\n"
-                          "  %%six = arith.constant 6 : i32\n"
-                          "  %%m63 = arith.constant 63 : i32\n"
-                          "  %%clamp = arith.subi %%lim, %%one : i32\n"
-                          "  %%cs = arith.shli %%clamp, %%six : i32\n"
-                          "  %%b = arith.andi %s, %%m63 : i32\n" /* idx: the source lane itself */
-                          "  %%bc = arith.ori %%cs, %%b : i32\n"
-                          "%s",
-                          f == 7 ? "%src" : "%off", insn) < 0)
-      move = NULL;
-    free(insn);
-  } else if (asprintf(&move,
-                      "  %%from = arith.addi %%base, %%src : i32\n"
-                      "  %%slot = arith.select %%valid, %%from, %%lin : i32\n"
-                      "  %%sb = func.call @__vxl_scratch_base() : () -> !llvm.ptr\n"
-                      "  %%p = llvm.getelementptr %%sb[%%lin] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
-                      "  llvm.store volatile %%v, %%p : %s, !llvm.ptr\n"
-                      "  func.call @__vxl_fence() : () -> ()\n"
-                      "  %%q = llvm.getelementptr %%sb[%%slot] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
-                      "  %%x = llvm.load volatile %%q : !llvm.ptr -> %s\n"
-                      "  func.call @__vxl_fence() : () -> ()\n",
-                      T, T) < 0) {
-    move = NULL;
-  }
-  char name[48], params[96], results[64], ret[96], pre[512] = "";
+  char *move = vxl__shuffle_move(sg, t, T, mode);
+  char name[48];
   /* a shuffle's or rotation's value differs from lane to lane (the
    * divergence analysis reads the name: VXL_LANE_HELPER); a broadcast's
    * is the warp's one value */
   snprintf(name, sizeof name, "%s%u", broadcast ? "__vxl_bcast" : VXL_LANE_HELPER "_shfl", sg->helpers++);
-  intptr_t nargs = 3;
-  if (rotate) { /* offset and width are the op's constants; valid: lane < width */
-    nargs = 1;
-    snprintf(params, sizeof params, "%%v: %s", T);
-    snprintf(results, sizeof results, "(%s, i1)", T);
-    snprintf(ret, sizeof ret, "%%x, %%rvalid : %s, i1", T);
-    snprintf(pre, sizeof pre,
-             "  %%off = arith.constant %lld : i32\n"
-             "  %%width = arith.constant %lld : i32\n"
-             "  %%r1 = arith.constant 1 : i32\n"
-             "  %%wm1 = arith.subi %%width, %%r1 : i32\n"
-             "  %%ra = arith.addi %%lane, %%off : i32\n"
-             "  %%rb = arith.andi %%ra, %%wm1 : i32\n"
-             "  %%all = arith.constant -1 : i32\n"
-             "  %%nm = arith.xori %%wm1, %%all : i32\n"
-             "  %%rc = arith.andi %%lane, %%nm : i32\n"
-             "  %%rs = arith.addi %%rb, %%rc : i32\n"
-             "  %%rvalid = arith.cmpi ult, %%lane, %%width : i32\n",
-             (long long)roff, (long long)rwidth);
-  } else if (broadcast) { /* one result: the value of the source lane, the whole warp taking part */
-    int first = strcmp(mode, "first_active_lane") == 0;
-    nargs = first ? 1 : 2;
-    snprintf(params, sizeof params, first ? "%%v: %s" : "%%v: %s, %%off: i32", T);
-    snprintf(results, sizeof results, "%s", T);
-    snprintf(ret, sizeof ret, "%%x : %s", T);
-    snprintf(pre, sizeof pre, "  %%width = arith.constant %u : i32\n%s", sg->warp_size,
-             first ? "  %mask = func.call @__vxl_active_threads() : () -> i32\n"
-                     "  %bit = \"llvm.intr.cttz\"(%mask) <{is_zero_poison = false}> : (i32) -> i32\n"
-                   : "");
-    if (first) src = "arith.addi %bit, %zero : i32";
-  } else {
-    snprintf(params, sizeof params, "%%v: %s, %%off: i32, %%width: i32", T);
-    snprintf(results, sizeof results, "(%s, i1)", T);
-    snprintf(ret, sizeof ret, "%%x, %%valid : %s, i1", T);
-  }
+  vxl__shuffle_sig sig;
+  intptr_t nargs = vxl__shuffle_signature(sg, T, mode, rotate, broadcast, roff, rwidth, &sig);
+  if (sig.src) src = sig.src;
   /* source lane and validity, then the move (%x) */
   int n = move ? asprintf(&text,
                           "module {\n" VXL__SG_DECLS "func.func private @%s(%s) -> %s {\n"
@@ -424,7 +456,7 @@ static int vxl__lower_shuffle(vxl__subgroups *sg, MlirOperation op) {
                           "%s"
                           "  return %s\n"
                           "}\n}\n",
-                          name, params, results, sg->warp_size, pre, src, move, ret)
+                          name, sig.params, sig.results, sg->warp_size, sig.pre, src, move, sig.ret)
                : -1;
   free(move);
   free(T);

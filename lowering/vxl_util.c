@@ -262,3 +262,12 @@ void vxl__memref_host_info(MlirType t, uint32_t *rank, uint32_t *elem_size) {
                : mlirTypeIsAFloat(el)   ? (mlirFloatTypeGetWidth(el) + 7) / 8
                                         : 0;
 }
+
+vxl_options vxl__resolved(const vxl_options *opts) {
+  vxl_options o = *opts;
+  if (o.opt_level > 3) o.opt_level = 3;
+  if (o.warp_size == 0) o.warp_size = VXL_DEFAULT_WARP_SIZE;
+  if (o.vortex_abi == 0) o.vortex_abi = VXL_DEFAULT_VORTEX_ABI;
+  if (o.xlen == 0) o.xlen = VXL_DEFAULT_XLEN;
+  return o;
+}

@@ -334,6 +334,25 @@ static void vxp__pack_entry_info(msgpack_packer *pk, const vxp_entry_info *e) {
     vxp__str(pk, e->kernel_names[i] ? e->kernel_names[i] : "");
 }
 
+/* The fields of an explain reply (docs/PROTOCOL.md). */
+static void vxp__pack_explain(msgpack_packer *pk, const vxp_response *r) {
+  if (r->key) vxp__kv_str(pk, "key", r->key);
+  vxp__kv_bool(pk, "cached", r->cached);
+  if (r->key_inputs) vxp__kv_str(pk, "inputs", r->key_inputs);
+  vxp__kv_u64(pk, "lines", r->source_lines);
+  vxp__str(pk, "candidates");
+  msgpack_pack_array(pk, r->ncandidates);
+  for (uint32_t i = 0; i < r->ncandidates; i++) {
+    const vxp_explain_candidate *e = &r->candidates[i];
+    msgpack_pack_map(pk, 4 + (e->inputs != NULL));
+    vxp__kv_str(pk, "key", e->key ? e->key : "");
+    vxp__kv_u64(pk, "used", e->used_s);
+    if (e->inputs) vxp__kv_str(pk, "inputs", e->inputs);
+    vxp__kv_u64(pk, "first_line", e->first_line);
+    vxp__kv_u64(pk, "lines", e->lines);
+  }
+}
+
 int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_len) {
   msgpack_sbuffer sb;
   msgpack_packer pk;
@@ -381,23 +400,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
     if (r->op == VXP_OP_COMPILE && r->line_hashes)
       vxp__kv_bin(&pk, "line_hashes", r->line_hashes, r->line_hashes_size);
   }
-  if (r->op == VXP_OP_EXPLAIN) {
-    if (r->key) vxp__kv_str(&pk, "key", r->key);
-    vxp__kv_bool(&pk, "cached", r->cached);
-    if (r->key_inputs) vxp__kv_str(&pk, "inputs", r->key_inputs);
-    vxp__kv_u64(&pk, "lines", r->source_lines);
-    vxp__str(&pk, "candidates");
-    msgpack_pack_array(&pk, r->ncandidates);
-    for (uint32_t i = 0; i < r->ncandidates; i++) {
-      const vxp_explain_candidate *e = &r->candidates[i];
-      msgpack_pack_map(&pk, 4 + (e->inputs != NULL));
-      vxp__kv_str(&pk, "key", e->key ? e->key : "");
-      vxp__kv_u64(&pk, "used", e->used_s);
-      if (e->inputs) vxp__kv_str(&pk, "inputs", e->inputs);
-      vxp__kv_u64(&pk, "first_line", e->first_line);
-      vxp__kv_u64(&pk, "lines", e->lines);
-    }
-  }
+  if (r->op == VXP_OP_EXPLAIN) vxp__pack_explain(&pk, r);
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
 #define VXP__ONE(name, kind, what) +1
@@ -797,32 +800,59 @@ int vxp_kernel_meta_decode(const uint8_t *buf, size_t len, vxp_kernel *k) {
   return rc;
 }
 
+/* Which keys a request's map held that some op requires. */
+typedef struct {
+  bool id, op, proto, src, key, max;
+} vxp__seen;
+
+/* Whether decoded request r is whole: only fields of its op (groups: the
+ * field groups its map held, as vxp_request_decode numbers them) and every
+ * field its op requires.  VXP_OK, VXP_EUNKNOWNKEY, VXP_EMISSING, VXP_ETYPE. */
+static int vxp__request_whole(const vxp_request *r, unsigned groups, const vxp__seen *seen) {
+  unsigned allowed = r->op == VXP_OP_HELLO     ? 1u
+                     : r->op == VXP_OP_COMPILE ? 2u | 64u
+                     : r->op == VXP_OP_HOST    ? 2u | 8u
+                     : r->op == VXP_OP_EXPLAIN ? 2u
+                     : r->op == VXP_OP_FETCH   ? 4u | 64u
+                     : r->op == VXP_OP_REMOVE  ? 64u
+                     : r->op == VXP_OP_PRUNE   ? 16u
+                     : r->op == VXP_OP_LIST    ? 32u
+                                               : 0u;
+  if (groups & ~allowed) return VXP_EUNKNOWNKEY;
+  if (!seen->id || !seen->op || (r->op == VXP_OP_HELLO && !seen->proto)) return VXP_EMISSING;
+  if ((r->op == VXP_OP_COMPILE || r->op == VXP_OP_HOST || r->op == VXP_OP_EXPLAIN) && !seen->src)
+    return VXP_EMISSING;
+  if ((r->op == VXP_OP_FETCH || r->op == VXP_OP_REMOVE) && !seen->key) return VXP_EMISSING;
+  if (r->op == VXP_OP_REMOVE && !vxp_key_prefix_valid(r->key, 64)) return VXP_ETYPE;
+  if (r->op == VXP_OP_PRUNE && !seen->max) return VXP_EMISSING;
+  return VXP_OK;
+}
+
 int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
   memset(r, 0, sizeof *r);
   r->opt_level = 2;
   msgpack_unpacked u;
   int rc = vxp__unpack(payload, len, &u);
-  bool have_id = false, have_op = false, have_proto = false, have_src = false, have_key = false,
-       have_max = false;
+  vxp__seen seen = {0};
   /* which op's fields the map holds: 1 hello, 2 compile/host, 4 fetch,
    * 8 host only, 16 prune; a field of another op is refused as unknown */
   unsigned groups = 0;
   const msgpack_object_map *m = &u.data.via.map;
   /* the id first, so that any later error can still be answered by id */
   for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++)
-    if (vxp__key(&m->ptr[i].key, "id") && vxp__u64(&m->ptr[i].val, &r->id) == VXP_OK) have_id = true;
+    if (vxp__key(&m->ptr[i].key, "id") && vxp__u64(&m->ptr[i].val, &r->id) == VXP_OK) seen.id = true;
   for (uint32_t i = 0; rc == VXP_OK && i < m->size; i++) {
     const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
     if (vxp__key(k, "id"))
       rc = vxp__u64(v, &r->id);
     else if (vxp__key(k, "op"))
-      rc = vxp__op(v, &r->op), have_op = true;
+      rc = vxp__op(v, &r->op), seen.op = true;
     else if (vxp__key(k, "proto"))
-      rc = vxp__u32(v, &r->proto_version), have_proto = true;
+      rc = vxp__u32(v, &r->proto_version), seen.proto = true;
     else if (vxp__key(k, "client"))
       rc = vxp__strdup(v, &r->client), groups |= 1;
     else if (vxp__key(k, "source"))
-      rc = vxp__bindup(v, &r->source, &r->source_len), have_src = true, groups |= 2;
+      rc = vxp__bindup(v, &r->source, &r->source_len), seen.src = true, groups |= 2;
     else if (vxp__key(k, "source_name"))
       rc = vxp__strdup(v, &r->source_name), groups |= 2;
     else if (vxp__key(k, "opt_level")) {
@@ -852,11 +882,11 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__u32(v, &r->xlen), groups |= 2;
       if (rc == VXP_OK && r->xlen != 32 && r->xlen != 64) rc = VXP_ETYPE;
     } else if (vxp__key(k, "key"))
-      rc = vxp__strdup(v, &r->key), have_key = true, groups |= 64;
+      rc = vxp__strdup(v, &r->key), seen.key = true, groups |= 64;
     else if (vxp__key(k, "kernel"))
       rc = vxp__strdup(v, &r->kernel), groups |= 4;
     else if (vxp__key(k, "max_size"))
-      rc = vxp__u64(v, &r->max_size), have_max = true, groups |= 16;
+      rc = vxp__u64(v, &r->max_size), seen.max = true, groups |= 16;
     else if (vxp__key(k, "prefix")) {
       rc = vxp__strdup(v, &r->prefix), groups |= 32;
       if (rc == VXP_OK && !vxp_key_prefix_valid(r->prefix, 0)) rc = VXP_ETYPE;
@@ -866,37 +896,12 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
     } else
       rc = VXP_EUNKNOWNKEY;
   }
-  if (rc == VXP_OK) {
-    unsigned allowed = r->op == VXP_OP_HELLO     ? 1u
-                       : r->op == VXP_OP_COMPILE ? 2u | 64u
-                       : r->op == VXP_OP_HOST    ? 2u | 8u
-                       : r->op == VXP_OP_EXPLAIN ? 2u
-                       : r->op == VXP_OP_FETCH   ? 4u | 64u
-                       : r->op == VXP_OP_REMOVE  ? 64u
-                       : r->op == VXP_OP_PRUNE   ? 16u
-                       : r->op == VXP_OP_LIST    ? 32u
-                                                 : 0u;
-    if (groups & ~allowed) rc = VXP_EUNKNOWNKEY;
-  }
-  if (rc == VXP_OK) {
-    if (!have_id || !have_op)
-      rc = VXP_EMISSING;
-    else if (r->op == VXP_OP_HELLO && !have_proto)
-      rc = VXP_EMISSING;
-    else if ((r->op == VXP_OP_COMPILE || r->op == VXP_OP_HOST || r->op == VXP_OP_EXPLAIN) && !have_src)
-      rc = VXP_EMISSING;
-    else if ((r->op == VXP_OP_FETCH || r->op == VXP_OP_REMOVE) && !have_key)
-      rc = VXP_EMISSING;
-    else if (r->op == VXP_OP_REMOVE && !vxp_key_prefix_valid(r->key, 64))
-      rc = VXP_ETYPE;
-    else if (r->op == VXP_OP_PRUNE && !have_max)
-      rc = VXP_EMISSING;
-  }
+  if (rc == VXP_OK) rc = vxp__request_whole(r, groups, &seen);
   msgpack_unpacked_destroy(&u);
   if (rc) {
     uint64_t id = r->id;
     vxp_request_clear(r);
-    if (have_id) r->id = id;
+    if (seen.id) r->id = id;
   }
   return rc;
 }
@@ -1004,6 +1009,32 @@ int vxp_frame_set_id(uint8_t *frame, size_t len, uint64_t id) {
   return VXP_OK;
 }
 
+/* Decodes array v, of at most max elements, into *out (calloc(), elem
+ * bytes each; refused when already set: a key twice), each element by fn;
+ * *n counts the elements decoded so far, so that a failure part way is
+ * cleared with the rest. */
+static int vxp__decode_array(const msgpack_object *v, uint32_t max, size_t elem, void **out, uint32_t *n,
+                             int (*fn)(const msgpack_object *o, void *dst)) {
+  if (v->type != MSGPACK_OBJECT_ARRAY) return VXP_ETYPE;
+  if (v->via.array.size > max || *out) return VXP_EFORMAT;
+  *out = calloc(v->via.array.size ? v->via.array.size : 1, elem);
+  if (!*out) return VXP_ENOMEM;
+  int rc = VXP_OK;
+  for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
+    *n = j + 1;
+    rc = fn(&v->via.array.ptr[j], (char *)*out + j * elem);
+  }
+  return rc;
+}
+
+static int vxp__decode_candidate_any(const msgpack_object *o, void *dst) {
+  return vxp__decode_candidate(o, dst);
+}
+static int vxp__decode_entry_info_any(const msgpack_object *o, void *dst) {
+  return vxp__decode_entry_info(o, dst);
+}
+static int vxp__strdup_any(const msgpack_object *o, void *dst) { return vxp__strdup(o, dst); }
+
 int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
   memset(r, 0, sizeof *r);
   msgpack_unpacked u;
@@ -1068,61 +1099,15 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
     } else if (vxp__key(k, "lines")) {
       rc = vxp__u64(v, &r->source_lines);
       if (rc == VXP_OK && r->source_lines > VXP_MAX_SOURCE_LINES) rc = VXP_EFORMAT;
-    } else if (vxp__key(k, "candidates")) {
-      if (v->type != MSGPACK_OBJECT_ARRAY) {
-        rc = VXP_ETYPE;
-        break;
-      }
-      if (v->via.array.size > VXP_MAX_EXPLAIN_CANDIDATES || r->candidates) {
-        rc = VXP_EFORMAT;
-        break;
-      }
-      r->candidates = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->candidates);
-      if (!r->candidates) {
-        rc = VXP_ENOMEM;
-        break;
-      }
-      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
-        r->ncandidates = j + 1;
-        rc = vxp__decode_candidate(&v->via.array.ptr[j], &r->candidates[j]);
-      }
-    } else if (vxp__key(k, "entries")) {
-      if (v->type != MSGPACK_OBJECT_ARRAY) {
-        rc = VXP_ETYPE;
-        break;
-      }
-      if (v->via.array.size > VXP_MAX_LIST_ENTRIES || r->entries) {
-        rc = VXP_EFORMAT;
-        break;
-      }
-      r->entries = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->entries);
-      if (!r->entries) {
-        rc = VXP_ENOMEM;
-        break;
-      }
-      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
-        r->nentries = j + 1;
-        rc = vxp__decode_entry_info(&v->via.array.ptr[j], &r->entries[j]);
-      }
-    } else if (vxp__key(k, "diags")) {
-      if (v->type != MSGPACK_OBJECT_ARRAY) {
-        rc = VXP_ETYPE;
-        break;
-      }
-      if (r->diags) {
-        rc = VXP_EFORMAT;
-        break;
-      }
-      r->diags = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *r->diags);
-      if (!r->diags) {
-        rc = VXP_ENOMEM;
-        break;
-      }
-      for (uint32_t j = 0; j < v->via.array.size && rc == VXP_OK; j++) {
-        r->ndiags = j + 1;
-        rc = vxp__strdup(&v->via.array.ptr[j], &r->diags[j]);
-      }
-    }
+    } else if (vxp__key(k, "candidates"))
+      rc = vxp__decode_array(v, VXP_MAX_EXPLAIN_CANDIDATES, sizeof *r->candidates, (void **)&r->candidates,
+                             &r->ncandidates, vxp__decode_candidate_any);
+    else if (vxp__key(k, "entries"))
+      rc = vxp__decode_array(v, VXP_MAX_LIST_ENTRIES, sizeof *r->entries, (void **)&r->entries, &r->nentries,
+                             vxp__decode_entry_info_any);
+    else if (vxp__key(k, "diags"))
+      rc =
+          vxp__decode_array(v, UINT32_MAX, sizeof *r->diags, (void **)&r->diags, &r->ndiags, vxp__strdup_any);
     /* unknown keys: ignored in responses (see the file comment) */
   }
   if (rc == VXP_OK && (!have_id || !have_status)) rc = VXP_EMISSING;

@@ -125,28 +125,9 @@ static bool vxp__url_has_password(const char *url) {
   return at && memchr(a, ':', (size_t)(at - a)) != NULL;
 }
 
-int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
-  /* not a memset of the whole: text[] stays untouched until used */
-  for (int k = 0; k < VXP_CONF_COUNT; k++) {
-    cfg->value[k] = vxp__conf_defaults[k];
-    cfg->origin[k] = VXP_FROM_DEFAULT;
-  }
-  cfg->file_found = 0;
-  cfg->file[0] = '\0';
-  cfg->text_used = 0;
-  /* the file's own place: $VORTEXD_CONFIG, else the XDG config home */
-  const char *env = getenv("VORTEXD_CONFIG"), *home = getenv("HOME");
-  int n;
-  if (env && *env)
-    n = snprintf(cfg->file, sizeof cfg->file, "%s", env);
-  else if ((env = getenv("XDG_CONFIG_HOME")) && *env)
-    n = snprintf(cfg->file, sizeof cfg->file, "%s/vortexd/vortexd.conf", env);
-  else
-    n = snprintf(cfg->file, sizeof cfg->file, "%s/.config/vortexd/vortexd.conf", home && *home ? home : "/");
-  if (n < 0 || (size_t)n >= sizeof cfg->file) {
-    snprintf(err, errcap, "configuration file path too long");
-    return -EINVAL;
-  }
+/* Reads cfg->file into cfg, when it is there and trusted (vxp_paths.h):
+ * 0 (also when there is none), or a negative errno with err set. */
+static int vxp__config_read_file(vxp_config *cfg, char *err, size_t errcap) {
   /* read only if nobody else can have written it (vxp_paths.h) */
   char why[4400];
   int fd = vxp_trusted_file_open(cfg->file, why, sizeof why);
@@ -202,6 +183,13 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
     snprintf(err, errcap, "%s", fd < 0 ? why : "cannot read the configuration file: out of memory");
     return fd == -EPERM || fd == -EINVAL ? fd : -EIO;
   }
+  return 0;
+}
+
+/* The environment's values over cfg's, then the derived defaults (the
+ * socket and cache paths both sides derive alike): 0 or a negative errno
+ * with err set. */
+static int vxp__config_read_env(vxp_config *cfg, char *err, size_t errcap) {
   for (int k = 0; k < VXP_CONF_COUNT; k++) {
     const char *v = getenv(vxp__conf_envs[k]);
     if (v && *v) {
@@ -234,6 +222,33 @@ int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
     }
   }
   return 0;
+}
+
+int vxp_config_load(vxp_config *cfg, char *err, size_t errcap) {
+  /* not a memset of the whole: text[] stays untouched until used */
+  for (int k = 0; k < VXP_CONF_COUNT; k++) {
+    cfg->value[k] = vxp__conf_defaults[k];
+    cfg->origin[k] = VXP_FROM_DEFAULT;
+  }
+  cfg->file_found = 0;
+  cfg->file[0] = '\0';
+  cfg->text_used = 0;
+  /* the file's own place: $VORTEXD_CONFIG, else the XDG config home */
+  const char *env = getenv("VORTEXD_CONFIG"), *home = getenv("HOME");
+  int n;
+  if (env && *env)
+    n = snprintf(cfg->file, sizeof cfg->file, "%s", env);
+  else if ((env = getenv("XDG_CONFIG_HOME")) && *env)
+    n = snprintf(cfg->file, sizeof cfg->file, "%s/vortexd/vortexd.conf", env);
+  else
+    n = snprintf(cfg->file, sizeof cfg->file, "%s/.config/vortexd/vortexd.conf", home && *home ? home : "/");
+  if (n < 0 || (size_t)n >= sizeof cfg->file) {
+    snprintf(err, errcap, "configuration file path too long");
+    return -EINVAL;
+  }
+  int rc = vxp__config_read_file(cfg, err, errcap);
+  if (rc == 0) rc = vxp__config_read_env(cfg, err, errcap);
+  return rc;
 }
 
 int vxp_config_uint(const char *s, uint64_t *out) {

@@ -50,9 +50,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-build() { # build DIR [cmake args...]
+# build DIR [cmake args...]: optimized with debug info, and with assertions:
+# RelWithDebInfo's flags without its -DNDEBUG, so that every assert() and
+# vxd_fails_assert the tests reach is checked in this build too, not only
+# in the sanitizer build
+build() {
   local dir=$1; shift
   cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVORTEXD_WERROR=ON \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g" \
     -DVORTEXD_CORPUS_DIR="$corpus" -DVORTEXD_VORTEX_UPSTREAM_DIR="$upstream" "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
 }

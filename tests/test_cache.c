@@ -14,9 +14,9 @@
 
 #include <openssl/evp.h>
 
-#include "vxk.h"
-#include "vxk_entry.h"
-#include "vxk_remote.h"
+#include "cache/vxk.h"
+#include "cache/vxk_entry.h"
+#include "cache/vxk_remote.h"
 #include "vxt.h"
 
 static char dir[64];

@@ -21,10 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vxc.h"
-#include "vxd_wire.h"
-#include "vxl.h"
-#include "vxr_vxbin.h"
+#include "client/vxc.h"
+#include "daemon/vxd_wire.h"
+#include "lowering/vxl.h"
+#include "runtime/mgpu/vxr_vxbin.h"
 #include "vxt.h"
 #include "vxt_device.h"
 #include "vxt_lowering.h"

@@ -17,10 +17,10 @@
 
 #include <jansson.h>
 
-#include "vxc.h"
-#include "vxk.h"
-#include "vxk_entry.h"
-#include "vxp_entry.h"
+#include "cache/vxk.h"
+#include "cache/vxk_entry.h"
+#include "client/vxc.h"
+#include "protocol/vxp_entry.h"
 #include "vxt.h"
 
 #define KERNELS VXT_KERNELS_DIR "/"

@@ -28,8 +28,8 @@
 
 #include <sqlite3.h>
 
-#include "vxc.h"
-#include "vxp_entry.h"
+#include "client/vxc.h"
+#include "protocol/vxp_entry.h"
 #include "vxt.h"
 
 static char root[128];
@@ -154,6 +154,13 @@ Test(hardening, a_regular_file_at_the_socket_path_is_never_removed) {
   free(kept);
 }
 
+/* A test that acts as another user (nobody) or gives a file to one needs
+ * root: anywhere else it is skipped, saying so (the CI runs as root). */
+static void need_root(void) {
+  if (geteuid() != 0)
+    cr_skip_test("needs root to act as another user (nobody); run the suite as root, as CI does");
+}
+
 /* Forks a child that becomes "nobody" and runs fn(arg) there; returns its
  * exit status. */
 static int as_nobody(int (*fn)(const char *), const char *arg) {
@@ -191,6 +198,7 @@ static int try_stats(const char *sock) {
 }
 
 Test(hardening, another_uid_is_refused_by_peer_credentials) {
+  need_root();
   vxt_daemon d = {0};
   snprintf(d.dir, sizeof d.dir, "%.100s/d", root);
   cr_assert_eq(mkdir(d.dir, 0700), 0);
@@ -238,6 +246,7 @@ static int fake_daemon(const char *sock) {
 }
 
 Test(hardening, a_daemon_of_another_uid_is_not_trusted_by_the_client) {
+  need_root();
   /* a directory another user pre-created where vxc looks for its daemon */
   char dir[256], sock[300];
   snprintf(dir, sizeof dir, "%s/planted", root);
@@ -268,6 +277,7 @@ Test(hardening, a_daemon_of_another_uid_is_not_trusted_by_the_client) {
  * service) only for a socket that is really there: a symbolic link in it
  * to another user's socket is not. */
 Test(hardening, a_link_in_a_root_directory_to_another_users_socket_is_not_trusted) {
+  need_root();
   char dir[256], sock[300], sysdir[256], link[300];
   snprintf(dir, sizeof dir, "%s/planted", root);
   cr_assert_eq(mkdir(dir, 0777), 0);
@@ -601,6 +611,7 @@ Test(hardening, an_unusable_cache_directory_means_serving_without_a_cache) {
  * planted entries, served as this user's own.  The daemon serves without
  * it, says why, and takes it up once it is mended, without a restart. */
 Test(hardening, a_cache_another_user_could_write_is_refused_until_mended) {
+  need_root();
   vxt_daemon d = {0};
   start_in(&d, "trust", NULL);
   cr_assert_eq(compile_cached(&d), 0);
@@ -1079,6 +1090,7 @@ Test(hardening, a_configuration_file_with_a_password_others_can_read_is_refused)
 /* The configuration file decides where the cache and socket are: it is
  * read only if nobody else could have written it, and never waited on. */
 Test(hardening, a_configuration_file_another_user_could_write_is_refused) {
+  need_root();
   char conf[256];
   snprintf(conf, sizeof conf, "%s/vortexd.conf", root);
   FILE *f = fopen(conf, "w");
@@ -1167,6 +1179,9 @@ static int others_served(const char *sock) {
   return ok;
 }
 
+/* others_served, as a vxt_wait_until condition (arg: the socket path). */
+static int serves(void *sock) { return others_served(sock); }
+
 /* Resident memory of pid in KiB. */
 static long rss_kib(pid_t pid) {
   char path[64], line[256];
@@ -1196,8 +1211,7 @@ Test(hardening, connections_over_the_limit_are_answered_and_closed) {
   cr_assert_eq(recv(extra, &b, 1, 0), 0, "and closed");
   close(extra);
   close(fds[0]);
-  usleep(100000);
-  cr_assert(others_served(d.sock), "a freed slot serves again");
+  cr_assert(vxt_wait_until(serves, (void *)d.sock, 60000), "a freed slot serves again");
   for (int i = 1; i < 4; i++)
     close(fds[i]);
   cr_assert_eq(vxt_daemon_stop(&d), 0);
@@ -1478,6 +1492,30 @@ Test(hardening, kill_9_under_concurrent_stores_keeps_every_written_entry_whole) 
 
 /* ---- systemd: readiness, watchdog and stopping, over a real notify socket ---- */
 
+/* What a daemon told its notify socket so far. */
+typedef struct {
+  int fd;
+  int ready, pings, stopping; /* pings: before STOPPING=1 */
+} notices;
+
+/* Reads every datagram waiting on n->fd into n's counts. */
+static void read_notices(notices *n) {
+  char msg[512];
+  ssize_t len;
+  while ((len = recv(n->fd, msg, sizeof msg - 1, MSG_DONTWAIT)) > 0) {
+    msg[len] = '\0';
+    if (strstr(msg, "READY=1")) n->ready++;
+    if (strstr(msg, "WATCHDOG=1")) n->pings += !n->stopping;
+    if (strstr(msg, "STOPPING=1")) n->stopping++;
+  }
+}
+
+/* vxt_wait_until condition: three watchdog pings seen (arg: notices). */
+static int three_pings(void *arg) {
+  read_notices(arg);
+  return ((notices *)arg)->pings >= 3;
+}
+
 Test(hardening, notifies_ready_watchdog_and_stopping_to_systemd) {
   char nsock[100];
   snprintf(nsock, sizeof nsock, "%.80s/notify.sock", root);
@@ -1491,18 +1529,13 @@ Test(hardening, notifies_ready_watchdog_and_stopping_to_systemd) {
   start_in(&d, "notify", NULL);
   unsetenv("NOTIFY_SOCKET");
   unsetenv("WATCHDOG_USEC");
-  usleep(450000);
+  /* three pings while serving, however long a loaded machine takes for them */
+  notices seen = {.fd = fd};
+  cr_assert(vxt_wait_until(three_pings, &seen, 60000), "pings while serving: %d", seen.pings);
   cr_assert_eq(vxt_daemon_stop(&d), 0);
-  int ready = 0, pings = 0, stopping = 0;
-  char msg[512];
-  ssize_t n;
-  while ((n = recv(fd, msg, sizeof msg - 1, MSG_DONTWAIT)) > 0) {
-    msg[n] = '\0';
-    if (strstr(msg, "READY=1")) ready++;
-    if (strstr(msg, "WATCHDOG=1")) pings += !stopping;
-    if (strstr(msg, "STOPPING=1")) stopping++;
-  }
+  read_notices(&seen);
   close(fd);
+  int ready = seen.ready, pings = seen.pings, stopping = seen.stopping;
   cr_assert_eq(ready, 1);
   cr_assert_geq(pings, 3, "pings while serving: %d", pings);
   cr_assert_eq(stopping, 1);
@@ -1712,11 +1745,9 @@ Test(hardening, failures_show_at_log_level_warning) {
   int fds[100], n = 0;
   for (int i = 0; i < 100; i++)
     if ((fds[n] = raw_connect(sock)) >= 0) n++;
-  usleep(300000);
   for (int i = 0; i < n; i++)
     close(fds[i]);
-  usleep(300000);
-  cr_assert(others_served(sock), "serving again once descriptors are free");
+  cr_assert(vxt_wait_until(serves, (void *)sock, 60000), "serving again once descriptors are free");
   kill(pid, SIGTERM);
   waitpid(pid, NULL, 0);
   size_t len;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vxl.h"
-#include "vxp.h"
+#include "lowering/vxl.h"
+#include "protocol/vxp.h"
 #include "vxt.h"
 #include "vxt_lowering.h"
 

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vxd_pieces.h"
-#include "vxl.h"
+#include "daemon/vxd_pieces.h"
+#include "lowering/vxl.h"
 #include "vxt.h"
 
 static vxl_compiler *cc;

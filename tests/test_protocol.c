@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vxp.h"
-#include "vxp_config.h"
-#include "vxp_entry.h"
+#include "protocol/vxp.h"
+#include "protocol/vxp_config.h"
+#include "protocol/vxp_entry.h"
 #include "vxt.h"
 
 static vxp_kernel make_kernel(void) {

@@ -27,10 +27,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "vxc.h"
-#include "vxk.h"
-#include "vxk_entry.h"
-#include "vxk_remote.h"
+#include "cache/vxk.h"
+#include "cache/vxk_entry.h"
+#include "cache/vxk_remote.h"
+#include "client/vxc.h"
 #include "vxt.h"
 
 static char root[128]; /* this test's directory: redis socket, daemons */

@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vxc.h"
+#include "client/vxc.h"
 #include "vxt.h"
 
 /* The ABI, as MLIR's runtime wrappers declare it. */

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "vxs.h"
+#include "runtime/simt/vxs.h"
 #include "vxt.h"
 
 #define ARGS 0x40000000u

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vxr_vxbin.h"
+#include "runtime/mgpu/vxr_vxbin.h"
 #include "vxt.h"
 
 /* One daemon per target, each with upstream's SDK of its XLEN. */

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vxr_vxbin.h"
-#include "vxs.h"
+#include "runtime/mgpu/vxr_vxbin.h"
+#include "runtime/simt/vxs.h"
 
 typedef struct buffer {
   uint64_t addr; /* device address (XLEN bits) */

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vxc.h"
-#include "vxd_wire.h"
-#include "vxr_vxbin.h"
+#include "client/vxc.h"
+#include "daemon/vxd_wire.h"
+#include "runtime/mgpu/vxr_vxbin.h"
 #include "vxt.h"
 #include "vxt_device.h"
 

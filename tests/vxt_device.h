@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vxl.h"
-#include "vxp.h"
-#include "vxs.h"
+#include "lowering/vxl.h"
+#include "protocol/vxp.h"
+#include "runtime/simt/vxs.h"
 
 /* Device global memory base the tests place their buffers at. */
 #define VXT_MEM_BASE 0x40000000u

@@ -4,7 +4,7 @@
 #ifndef VXT_LOWERING_H
 #define VXT_LOWERING_H
 
-#include "vxl.h"
+#include "lowering/vxl.h"
 
 /* Reads path and compiles it with c and opts into *res (caller clears it).
  * Returns -1 when the file cannot be read (*res untouched), else what

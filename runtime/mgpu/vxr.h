@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vxp.h"
+#include "protocol/vxp.h"
 
 /* Device address of the arena's first byte on the emulated device. */
 #define VXR_DEVICE_BASE 0x40000000u

@@ -24,9 +24,9 @@
 
 #include <dlfcn.h>
 
+#include "runtime/simt/vxs.h"
 #include "vxr.h"
 #include "vxr_vxbin.h"
-#include "vxs.h"
 
 /* The directory of the device's startup objects and link script:
  * $VORTEXD_DEVICE_DIR; else, installed, LIBDIR/vortexd/device beside this

@@ -44,12 +44,12 @@
 
 #include <openssl/evp.h>
 
+#include "cache/vxk.h"
+#include "cache/vxk_entry.h"
+#include "client/vxc.h"
+#include "protocol/vxp_config.h"
+#include "protocol/vxp_entry.h"
 #include "vortexd_runtime.h" /* what this file defines, as programs see it */
-#include "vxc.h"
-#include "vxk.h"
-#include "vxk_entry.h"
-#include "vxp_config.h"
-#include "vxp_entry.h"
 #include "vxr.h"
 
 #define VXR_ARENA_DEFAULT (64u << 20)

@@ -290,6 +290,24 @@ static int vxr__fd_above(int fd, int min) {
   return moved;
 }
 
+/* A pipe whose two ends are close-on-exec descriptors at least min (see
+ * vxr__fd_above): *rd and *wr, or both -1 and a negative errno, no
+ * descriptor left open. */
+static int vxr__pipe_above(int min, int *rd, int *wr) {
+  int p[2];
+  *rd = *wr = -1;
+  if (pipe(p) != 0) return -errno;
+  *rd = vxr__fd_above(p[0], min);
+  int e = errno;
+  *wr = vxr__fd_above(p[1], min); /* closes p[1] whatever became of p[0] */
+  if (*rd >= 0 && *wr >= 0) return 0;
+  if (*wr < 0) e = errno;
+  if (*rd >= 0) close(*rd);
+  if (*wr >= 0) close(*wr);
+  *rd = *wr = -1;
+  return -e;
+}
+
 /* Starts `lld pre... /dev/fd/3 .. /dev/fd/(3+n-1) post... -o -`: n inputs
  * from pipes (given by vxr_rlink_finish), the output and the diagnostics
  * (stderr) on pipes, stdin /dev/null.  0 and *out, or a negative errno
@@ -314,19 +332,10 @@ static int vxr__lld_start(const char *lld, const char *const *pre, int npre, uin
   l->out = l->diag = -1;
   for (uint32_t i = 0; i < n; i++)
     l->in[i] = child_in[i] = -1;
-  for (uint32_t i = 0; i < n && rc == 0; i++) {
-    int p[2];
-    if (pipe(p) != 0 || (child_in[i] = vxr__fd_above(p[0], high)) < 0 ||
-        (l->in[i] = vxr__fd_above(p[1], high)) < 0)
-      rc = -errno;
-  }
-  int p[2];
-  if (rc == 0 && (pipe(p) != 0 || (l->out = vxr__fd_above(p[0], high)) < 0 ||
-                  (child_out = vxr__fd_above(p[1], high)) < 0))
-    rc = -errno;
-  if (rc == 0 && (pipe(p) != 0 || (l->diag = vxr__fd_above(p[0], high)) < 0 ||
-                  (child_diag = vxr__fd_above(p[1], high)) < 0))
-    rc = -errno;
+  for (uint32_t i = 0; i < n && rc == 0; i++)
+    rc = vxr__pipe_above(high, &child_in[i], &l->in[i]);
+  if (rc == 0) rc = vxr__pipe_above(high, &l->out, &child_out);
+  if (rc == 0) rc = vxr__pipe_above(high, &l->diag, &child_diag);
   posix_spawn_file_actions_t fa;
   if (rc == 0 && posix_spawn_file_actions_init(&fa) == 0) {
     int a = 0;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vxk_entry.h"
+#include "cache/vxk_entry.h"
 
 /* The key the seed entry (fuzz_seeds) was written under. */
 static const char key[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";

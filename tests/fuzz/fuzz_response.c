@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vxc.h"
+#include "client/vxc.h"
 
 static uint8_t values_area[VXP_MAX_BUFFER_SIZE]; /* any argument fits */
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vxk_entry.h"
-#include "vxp.h"
+#include "cache/vxk_entry.h"
+#include "protocol/vxp.h"
 
 static void put(const char *dir, const char *name, const uint8_t *frame, size_t len) {
   char path[4096];
