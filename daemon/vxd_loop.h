@@ -14,6 +14,7 @@
  *   vxd_log.c       log lines and the clock
  *   vxd_store.c, vxd_remote.c  the cache's writes and the shared level,
  *                   on threads of their own
+ *   vxd_qthread.c   the queue thread both run on
  *
  * Each file calls only files below it in this list (vxd_conn.c hands
  * payloads up through vxd_server.on_payload), so there is no circle;

@@ -11,10 +11,11 @@
  * is a fork of the daemon that serves with its copy-on-write copy of that
  * compiler.  A worker is ready in about a millisecond, warm, where
  * executing a new program would map LLVM and MLIR and run their static
- * constructors again (over ten milliseconds).  The fork happens on the loop thread with the store
- * and remote threads parked (vxd_store_pause: its queue written, waiting on a
- * condition, holding no lock), so the child inherits no lock taken
- * mid-operation; it closes every inherited descriptor, uses only the
+ * constructors again (over ten milliseconds).  The fork happens on the
+ * loop thread with the store thread and the shared level's reader and
+ * writer parked, all three the same way (vxd_qthread_pause: the queue run,
+ * the thread waiting on its condition holding no lock), so the child
+ * inherits no lock taken mid-operation; it closes every inherited descriptor, uses only the
  * compiler and its pipes, and ends with _exit.  Workers are reaped on
  * SIGCHLD.
  * Loop thread only.

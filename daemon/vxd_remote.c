@@ -18,8 +18,10 @@
  * are dropped.  The first attempt after the period reconnects.  Going down
  * and coming back are logged once each.
  *
- * THREAD NOTES: vxd_remote_* run on the loop thread; queues, link states
- * and counters are shared under mu; a connection belongs to its thread.
+ * THREAD NOTES: vxd_remote_* run on the loop thread; the two queues are
+ * vxd_qthreads'; link states, counters and answers are shared under mu
+ * (taken before a queue's own lock, never after); a connection belongs to
+ * its thread.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +33,7 @@
 #include "cache/vxk_entry.h"
 #include "cache/vxk_remote.h"
 #include "vxd_loop.h"
+#include "vxd_qthread.h"
 
 #define VXD__BATCH 64            /* lookups read in one exchange */
 #define VXD__MAX_LOOKUPS 4096    /* lookups waiting; more are refused */
@@ -40,19 +43,20 @@
 #define VXD__MAX_VALUE ((uint64_t)VXP_MAX_FRAME_DEFAULT)
 
 typedef struct vxd__lookup {
+  vxd_qitem queued; /* first: what the reader's queue holds */
   char key[VXK_KEY_HEX + 1];
   vxd_remote_done_fn done;
   void *ud;
   int hit; /* entry holds a value that passed its checks */
   vxk_entry entry;
-  struct vxd__lookup *next;
+  struct vxd__lookup *next; /* on the answered list (under mu) */
 } vxd__lookup;
 
 typedef struct vxd__write {
+  vxd_qitem queued; /* first: what the writer's queue holds */
   char key[VXK_KEY_HEX + 1];
   uint8_t *entry; /* the encoded entry, as stored locally; owned here */
   uint64_t bytes; /* its size, counted against the queue bound */
-  struct vxd__write *next;
 } vxd__write;
 
 typedef struct vxd__note {
@@ -82,16 +86,11 @@ struct vxd_remote {
   void *log_ud;
 
   uv_mutex_t mu;
-  uv_cond_t read_cv, write_cv, idle_cv;
-  uv_thread_t reader, writer;
+  vxd_qthread *reader, *writer; /* their threads and queues */
   int stopping;
-  int rd_parked, wr_parked;   /* waiting on their condition, holding no lock */
   uint64_t close_deadline_ms; /* writes queued past this when stopping are dropped */
-  vxd__lookup *lookups, *lookups_tail, *answered;
-  unsigned nlookups;
-  vxd__write *writes, *writes_tail;
-  uint64_t queued_bytes;
-  int writing;
+  vxd__lookup *answered;
+  uint64_t queued_bytes; /* of the writes queued or being written */
   vxd__note *events, *events_tail;
   vxd__link rd, wr;
   vxd_counts counts;           /* l2_* since the last vxd_remote_take_counts */
@@ -163,149 +162,121 @@ static void vxd__drop_conn(vxd__link *l) {
   l->conn = NULL;
 }
 
-static void vxd__reader(void *arg) {
-  vxd_remote *rm = arg;
-  uv_mutex_lock(&rm->mu);
-  for (;;) {
-    while (!rm->lookups && !rm->stopping) {
-      rm->rd_parked = 1;
-      uv_cond_broadcast(&rm->idle_cv);
-      uv_cond_wait(&rm->read_cv, &rm->mu);
-      rm->rd_parked = 0;
-    }
-    if (!rm->lookups) break;
-    vxd__lookup *batch[VXD__BATCH];
-    size_t n = 0;
-    while (rm->lookups && n < VXD__BATCH) {
-      batch[n++] = rm->lookups;
-      rm->lookups = rm->lookups->next;
-      rm->nlookups--;
-    }
-    if (!rm->lookups) rm->lookups_tail = NULL;
-    uv_mutex_unlock(&rm->mu);
-
-    const char *keys[VXD__BATCH];
-    vxk_remote_value vals[VXD__BATCH];
-    for (size_t i = 0; i < n; i++)
-      keys[i] = batch[i]->key;
-    char err[256] = "";
-    int rc = vxd__connect(rm, &rm->rd, err, sizeof err);
-    if (rc == VXK_OK) rc = vxk_remote_get(rm->rd.conn, keys, n, vals, err, sizeof err);
-    if (rc != VXK_OK) vxd__drop_conn(&rm->rd);
-    uint64_t down_bytes = 0, misses = 0, corrupt = 0, errors = 0, rejected = 0;
-    for (size_t i = 0; rc == VXK_OK && i < n; i++) {
-      vxd__lookup *lk = batch[i];
-      down_bytes += vals[i].size;
-      if (vals[i].rc == VXK_ENOTFOUND) {
-        misses++;
-      } else if (vals[i].rc != VXK_OK) {
-        errors++;
-      } else {
-        /* whole, signed when required, and with records every client takes:
-         * nothing else enters the local cache */
-        int drc = vxk_entry_check_records(lk->key, vals[i].value, vals[i].size, rm->cfg->remote_trust);
-        lk->hit = drc == VXK_OK;
-        if (lk->hit) { /* the bytes themselves, moved: no compile time known */
-          lk->entry = (vxk_entry){.data = vals[i].value, .size = vals[i].size};
-          vals[i].value = NULL;
-        }
-        errors += drc != VXK_OK;
-        corrupt += drc == VXK_ECORRUPT;
-        rejected += drc == VXK_EREJECTED;
+/* The reader thread: one pipelined exchange for n (at most VXD__BATCH)
+ * lookups, each value checked, the answers handed to the loop. */
+static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
+  vxd_remote *rm = ud;
+  vxd__lookup *batch[VXD__BATCH];
+  const char *keys[VXD__BATCH];
+  vxk_remote_value vals[VXD__BATCH];
+  n = 0;
+  for (vxd_qitem *it = items; it && n < VXD__BATCH; it = it->next) {
+    batch[n] = (vxd__lookup *)it;
+    keys[n] = batch[n]->key;
+    n++;
+  }
+  char err[256] = "";
+  int rc = vxd__connect(rm, &rm->rd, err, sizeof err);
+  if (rc == VXK_OK) rc = vxk_remote_get(rm->rd.conn, keys, n, vals, err, sizeof err);
+  if (rc != VXK_OK) vxd__drop_conn(&rm->rd);
+  uint64_t down_bytes = 0, misses = 0, corrupt = 0, errors = 0, rejected = 0;
+  for (size_t i = 0; rc == VXK_OK && i < n; i++) {
+    vxd__lookup *lk = batch[i];
+    down_bytes += vals[i].size;
+    if (vals[i].rc == VXK_ENOTFOUND) {
+      misses++;
+    } else if (vals[i].rc != VXK_OK) {
+      errors++;
+    } else {
+      /* whole, signed when required, and with records every client takes:
+       * nothing else enters the local cache */
+      int drc = vxk_entry_check_records(lk->key, vals[i].value, vals[i].size, rm->cfg->remote_trust);
+      lk->hit = drc == VXK_OK;
+      if (lk->hit) { /* the bytes themselves, moved: no compile time known */
+        lk->entry = (vxk_entry){.data = vals[i].value, .size = vals[i].size};
+        vals[i].value = NULL;
       }
-      free(vals[i].value);
+      errors += drc != VXK_OK;
+      corrupt += drc == VXK_ECORRUPT;
+      rejected += drc == VXK_EREJECTED;
     }
+    free(vals[i].value);
+  }
 
-    uv_mutex_lock(&rm->mu);
-    if (rc != VXK_OK) {
-      vxd__count_failure(rm, rc);
-      vxd__link_failed(rm, &rm->rd, err);
-      /* the lookups still queued would wait for the same failure */
-      while (rm->lookups && rm->rd.down) {
-        vxd__lookup *lk = rm->lookups;
-        rm->lookups = lk->next;
-        rm->nlookups--;
+  uv_mutex_lock(&rm->mu);
+  if (rc != VXK_OK) {
+    vxd__count_failure(rm, rc);
+    vxd__link_failed(rm, &rm->rd, err);
+    /* the lookups still queued would wait for the same failure */
+    if (rm->rd.down)
+      for (vxd_qitem *it = vxd_qthread_take_all(rm->reader), *next; it; it = next) {
+        next = it->next;
+        vxd__lookup *lk = (vxd__lookup *)it;
         lk->next = rm->answered;
         rm->answered = lk;
       }
-      if (!rm->lookups) rm->lookups_tail = NULL;
-    } else {
-      vxd__link_ok(rm, &rm->rd);
-      /* hits are counted by the loop, per request answered */
-      rm->counts.l2_misses += (int64_t)misses;
-      rm->counts.l2_errors += (int64_t)errors;
-      rm->counts.l2_corrupt += (int64_t)corrupt;
-      rm->counts.l2_rejected += (int64_t)rejected;
-      if (rejected && vxd__ms() - rm->rejected_logged_ms >= 1000) { /* at most a line a second */
-        rm->rejected_logged_ms = vxd__ms();
-        vxd__post(rm, VXD_LOG_WARNING,
-                  "remote storage %s: %llu value(s) refused: not signed by a key of remote_trusted_keys "
-                  "(compiled here instead)",
-                  rm->shown, (unsigned long long)rejected);
-      }
-      rm->counts.l2_bytes_down += (int64_t)down_bytes;
-      if (corrupt)
-        vxd__post(rm, VXD_LOG_WARNING,
-                  "remote storage %s: %llu value(s) failed their checksum; not used, compiled again",
-                  rm->shown, (unsigned long long)corrupt);
+  } else {
+    vxd__link_ok(rm, &rm->rd);
+    /* hits are counted by the loop, per request answered */
+    rm->counts.l2_misses += (int64_t)misses;
+    rm->counts.l2_errors += (int64_t)errors;
+    rm->counts.l2_corrupt += (int64_t)corrupt;
+    rm->counts.l2_rejected += (int64_t)rejected;
+    if (rejected && vxd__ms() - rm->rejected_logged_ms >= 1000) { /* at most a line a second */
+      rm->rejected_logged_ms = vxd__ms();
+      vxd__post(rm, VXD_LOG_WARNING,
+                "remote storage %s: %llu value(s) refused: not signed by a key of remote_trusted_keys "
+                "(compiled here instead)",
+                rm->shown, (unsigned long long)rejected);
     }
-    for (size_t i = 0; i < n; i++) {
-      batch[i]->next = rm->answered;
-      rm->answered = batch[i];
-    }
-    uv_async_send(&rm->async);
+    rm->counts.l2_bytes_down += (int64_t)down_bytes;
+    if (corrupt)
+      vxd__post(rm, VXD_LOG_WARNING,
+                "remote storage %s: %llu value(s) failed their checksum; not used, compiled again", rm->shown,
+                (unsigned long long)corrupt);
   }
+  for (size_t i = 0; i < n; i++) {
+    batch[i]->next = rm->answered;
+    rm->answered = batch[i];
+  }
+  uv_async_send(&rm->async);
   uv_mutex_unlock(&rm->mu);
-  vxd__drop_conn(&rm->rd);
 }
 
-static void vxd__writer(void *arg) {
-  vxd_remote *rm = arg;
+/* The writer thread: one entry written, or dropped when late (stopping,
+ * past the deadline) or while writes are down. */
+static void vxd__write_one(void *ud, vxd_qitem *it, unsigned n) {
+  vxd_remote *rm = ud;
+  (void)n; /* one at a time */
+  vxd__write *w = (vxd__write *)it;
   uv_mutex_lock(&rm->mu);
-  for (;;) {
-    while (!rm->writes && !rm->stopping) {
-      rm->wr_parked = 1;
-      uv_cond_broadcast(&rm->idle_cv);
-      uv_cond_wait(&rm->write_cv, &rm->mu);
-      rm->wr_parked = 0;
-    }
-    vxd__write *w = rm->writes;
-    if (!w) break;
-    rm->writes = w->next;
-    if (!rm->writes) rm->writes_tail = NULL;
-    int late = rm->stopping && vxd__ms() > rm->close_deadline_ms;
-    if (late || (rm->wr.down && vxd__ms() < rm->wr.retry_ms)) {
-      rm->counts.l2_dropped++;
-      rm->queued_bytes -= w->bytes;
-      vxd__write_free(w);
-      uv_cond_broadcast(&rm->idle_cv);
-      continue;
-    }
-    rm->writing = 1;
-    uv_mutex_unlock(&rm->mu);
-
-    char err[256] = "";
-    int rc = vxd__connect(rm, &rm->wr, err, sizeof err);
-    if (rc == VXK_OK) rc = vxk_remote_set(rm->wr.conn, w->key, w->entry, (size_t)w->bytes, err, sizeof err);
-    if (rc != VXK_OK) vxd__drop_conn(&rm->wr);
-
-    uv_mutex_lock(&rm->mu);
-    rm->writing = 0;
+  int late = rm->stopping && vxd__ms() > rm->close_deadline_ms;
+  if (late || (rm->wr.down && vxd__ms() < rm->wr.retry_ms)) {
+    rm->counts.l2_dropped++;
     rm->queued_bytes -= w->bytes;
-    if (rc == VXK_OK) {
-      vxd__link_ok(rm, &rm->wr);
-      rm->counts.l2_writes++;
-      rm->counts.l2_bytes_up += (int64_t)w->bytes;
-    } else {
-      vxd__count_failure(rm, rc);
-      vxd__link_failed(rm, &rm->wr, err);
-    }
+    uv_mutex_unlock(&rm->mu);
     vxd__write_free(w);
-    uv_cond_broadcast(&rm->idle_cv);
+    return;
   }
-  uv_cond_broadcast(&rm->idle_cv);
   uv_mutex_unlock(&rm->mu);
-  vxd__drop_conn(&rm->wr);
+
+  char err[256] = "";
+  int rc = vxd__connect(rm, &rm->wr, err, sizeof err);
+  if (rc == VXK_OK) rc = vxk_remote_set(rm->wr.conn, w->key, w->entry, (size_t)w->bytes, err, sizeof err);
+  if (rc != VXK_OK) vxd__drop_conn(&rm->wr);
+
+  uv_mutex_lock(&rm->mu);
+  rm->queued_bytes -= w->bytes;
+  if (rc == VXK_OK) {
+    vxd__link_ok(rm, &rm->wr);
+    rm->counts.l2_writes++;
+    rm->counts.l2_bytes_up += (int64_t)w->bytes;
+  } else {
+    vxd__count_failure(rm, rc);
+    vxd__link_failed(rm, &rm->wr, err);
+  }
+  uv_mutex_unlock(&rm->mu);
+  vxd__write_free(w);
 }
 
 /* Loop thread: logs queued events, runs the callbacks of answered lookups. */
@@ -371,21 +342,12 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
   rm->rd.name = "reads";
   rm->wr.name = "writes";
   uv_mutex_init(&rm->mu);
-  uv_cond_init(&rm->read_cv);
-  uv_cond_init(&rm->write_cv);
-  uv_cond_init(&rm->idle_cv);
   uv_async_init(loop, &rm->async, vxd__remote_async_cb);
   rm->async.data = rm;
-  int started = uv_thread_create(&rm->reader, vxd__reader, rm) == 0;
-  if (started && uv_thread_create(&rm->writer, vxd__writer, rm) != 0) {
-    uv_mutex_lock(&rm->mu);
-    rm->stopping = 1;
-    uv_cond_broadcast(&rm->read_cv);
-    uv_mutex_unlock(&rm->mu);
-    uv_thread_join(&rm->reader);
-    started = 0;
-  }
-  if (!started) {
+  if (vxd_qthread_create(&rm->reader, vxd__read_batch, rm, VXD__BATCH, 0) != 0 ||
+      vxd_qthread_create(&rm->writer, vxd__write_one, rm, 1, 0) != 0) {
+    vxd_qthread_close(rm->reader); /* nothing queued yet */
+    uv_mutex_destroy(&rm->mu);
     snprintf(err, errcap, "cannot start the remote storage's threads");
     uv_close((uv_handle_t *)&rm->async, vxd__remote_closed_cb);
     return -EAGAIN;
@@ -401,17 +363,9 @@ int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, 
   lk->done = done;
   lk->ud = ud;
   uv_mutex_lock(&rm->mu);
-  int refuse =
-      rm->stopping || rm->nlookups >= VXD__MAX_LOOKUPS || (rm->rd.down && vxd__ms() < rm->rd.retry_ms);
-  if (!refuse) {
-    if (rm->lookups_tail)
-      rm->lookups_tail->next = lk;
-    else
-      rm->lookups = lk;
-    rm->lookups_tail = lk;
-    rm->nlookups++;
-    uv_cond_signal(&rm->read_cv);
-  }
+  int refuse = rm->stopping || vxd_qthread_queued(rm->reader) >= VXD__MAX_LOOKUPS ||
+               (rm->rd.down && vxd__ms() < rm->rd.retry_ms);
+  if (!refuse) vxd_qthread_push(rm->reader, &lk->queued);
   uv_mutex_unlock(&rm->mu);
   if (refuse) free(lk);
   return refuse ? -EAGAIN : 0;
@@ -427,13 +381,8 @@ void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *entry, size_t size
               !(rm->wr.down && vxd__ms() < rm->wr.retry_ms);
   if (queue) {
     *w = e;
-    if (rm->writes_tail)
-      rm->writes_tail->next = w;
-    else
-      rm->writes = w;
-    rm->writes_tail = w;
     rm->queued_bytes += e.bytes;
-    uv_cond_signal(&rm->write_cv);
+    vxd_qthread_push(rm->writer, &w->queued);
   } else if (!read_only) {
     rm->counts.l2_dropped++;
   }
@@ -453,23 +402,17 @@ void vxd_remote_take_counts(vxd_remote *rm, vxd_counts *delta) {
   uv_mutex_unlock(&rm->mu);
 }
 
-void vxd_remote_drain(vxd_remote *rm, unsigned timeout_ms) {
-  uint64_t deadline = uv_hrtime() + (uint64_t)timeout_ms * 1000000u;
-  uv_mutex_lock(&rm->mu);
-  while (rm->writes || rm->writing) {
-    uint64_t now = uv_hrtime();
-    if (now >= deadline || uv_cond_timedwait(&rm->idle_cv, &rm->mu, deadline - now) != 0) break;
-  }
-  uv_mutex_unlock(&rm->mu);
-}
+void vxd_remote_drain(vxd_remote *rm, unsigned timeout_ms) { vxd_qthread_wait_idle(rm->writer, timeout_ms); }
 
 void vxd_remote_pause(vxd_remote *rm) {
-  uv_mutex_lock(&rm->mu);
-  while (!rm->rd_parked || !rm->wr_parked)
-    uv_cond_wait(&rm->idle_cv, &rm->mu);
+  vxd_qthread_pause(rm->reader);
+  vxd_qthread_pause(rm->writer);
 }
 
-void vxd_remote_resume(vxd_remote *rm) { uv_mutex_unlock(&rm->mu); }
+void vxd_remote_resume(vxd_remote *rm) {
+  vxd_qthread_resume(rm->writer);
+  vxd_qthread_resume(rm->reader);
+}
 
 void vxd_remote_describe(vxd_remote *rm, char *out, size_t cap) {
   uv_mutex_lock(&rm->mu);
@@ -491,15 +434,12 @@ void vxd_remote_close(vxd_remote *rm) {
   uv_mutex_lock(&rm->mu);
   rm->stopping = 1;
   rm->close_deadline_ms = vxd__ms() + VXD_REMOTE_STOP_MS;
-  uv_cond_broadcast(&rm->read_cv);
-  uv_cond_broadcast(&rm->write_cv);
   uv_mutex_unlock(&rm->mu);
-  uv_thread_join(&rm->reader); /* lookups queued are answered first */
-  uv_thread_join(&rm->writer);
+  vxd_qthread_close(rm->reader); /* lookups queued are answered first */
+  vxd_qthread_close(rm->writer); /* writes past the deadline are dropped */
+  vxd__drop_conn(&rm->rd);       /* their threads have ended */
+  vxd__drop_conn(&rm->wr);
   vxd__remote_reap(rm);
-  uv_cond_destroy(&rm->read_cv);
-  uv_cond_destroy(&rm->write_cv);
-  uv_cond_destroy(&rm->idle_cv);
   uv_mutex_destroy(&rm->mu);
   uv_close((uv_handle_t *)&rm->async, vxd__remote_closed_cb);
 }

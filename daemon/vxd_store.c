@@ -13,21 +13,18 @@
  * hit (vxd_store_pending).
  *
  * THREAD NOTES: vxd_store_* are called on the loop thread only; the queue is
- * shared with the store thread under a mutex; a job's data is immutable from
- * queueing until the loop frees it after completion.
+ * a vxd_qthread's, the list of finished jobs is under done_mu; a job's data
+ * is immutable from queueing until the loop frees it after completion.
  */
-#define _GNU_SOURCE /* syscall */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <uv.h>
 
 #include "cache/vxk.h"
 #include "vxd.h"
+#include "vxd_qthread.h"
 
 typedef enum {
   VXD__STORE_PUT,
@@ -39,6 +36,7 @@ typedef enum {
 } vxd__store_kind;
 
 struct vxd_pending {
+  vxd_qitem queued; /* first: a job is what the store's queue holds */
   vxd__store_kind kind;
   /* put */
   char key[VXK_KEY_HEX + 1];
@@ -70,23 +68,17 @@ struct vxd_pending {
   /* written by the store thread, read by the loop after completion */
   int rc;
   char err[256];
-  struct vxd_pending *next_queued; /* under the mutex */
-  struct vxd_pending *next_done;   /* under the mutex */
+  struct vxd_pending *next_done;   /* under done_mu */
   struct vxd_pending *prev, *next; /* loop-side pending list */
 };
 
 struct vxd_store {
   uv_loop_t *loop;
   vxk_cache *cache; /* the store thread's handle */
-  uv_thread_t thread;
-  uv_mutex_t mu;
-  uv_cond_t cv;      /* work queued, or stopping */
-  uv_cond_t idle_cv; /* the queue ran empty */
-  int running;       /* a job is being written */
-  int parked;        /* the thread waits on cv (so holds no other lock) */
+  vxd_qthread *q;   /* the store thread and its queue */
+  uv_mutex_t done_mu;
   uv_async_t done_async;
-  vxd_pending *queue_head, *queue_tail, *done;
-  int stopping;
+  vxd_pending *done;    /* finished, for the loop to reap (under done_mu) */
   vxd_pending *pending; /* loop side: queued or running, not yet reaped */
   void (*log)(void *ud, const char *msg);
   void *log_ud;
@@ -244,54 +236,32 @@ static void vxd__store_run(vxd_store *st, vxd_pending *p) {
   if (p->rc != VXK_OK) snprintf(p->err, sizeof p->err, "%s", vxk_errmsg(st->cache));
 }
 
-static void vxd__store_thread(void *arg) {
-  vxd_store *st = arg;
-  /* below the loop thread: with few cores, a long flush of LRU times must
-   * not delay the hits the loop answers (Linux: nice is per thread) */
-  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-  uv_mutex_lock(&st->mu);
-  for (;;) {
-    while (!st->queue_head && !st->stopping) {
-      st->parked = 1;
-      uv_cond_broadcast(&st->idle_cv);
-      uv_cond_wait(&st->cv, &st->mu);
-      st->parked = 0;
-    }
-    vxd_pending *p = st->queue_head;
-    if (!p) break; /* stopping and drained */
-    st->queue_head = p->next_queued;
-    if (!st->queue_head) st->queue_tail = NULL;
-    st->running = 1;
-    uv_mutex_unlock(&st->mu);
-    /* Another process holding the database's lock makes each job wait the
-     * busy timeout: after one job gave up, the jobs of the next second do
-     * not wait at all, so that the queue, and the stats and admin requests
-     * waiting behind it, drain in seconds (their entries go uncached). */
-    uint64_t now_ms = uv_hrtime() / 1000000u;
-    vxk_set_busy_timeout(st->cache, now_ms < st->busy_until_ms ? 0 : VXK_BUSY_TIMEOUT_MS);
-    vxd__store_run(st, p);
-    if (p->rc == VXK_EBUSY) st->busy_until_ms = uv_hrtime() / 1000000u + 1000u;
-    uv_mutex_lock(&st->mu);
-    st->running = 0;
-    p->next_done = st->done;
-    st->done = p;
-    uv_async_send(&st->done_async);
-  }
-  uv_cond_broadcast(&st->idle_cv);
-  uv_mutex_unlock(&st->mu);
+/* The store thread: runs one job (vxd_qthread's run), then hands it to
+ * the loop to reap. */
+static void vxd__store_run_queued(void *ud, vxd_qitem *it, unsigned n) {
+  vxd_store *st = ud;
+  (void)n; /* one at a time */
+  vxd_pending *p = (vxd_pending *)it;
+  /* Another process holding the database's lock makes each job wait the
+   * busy timeout: after one job gave up, the jobs of the next second do
+   * not wait at all, so that the queue, and the stats and admin requests
+   * waiting behind it, drain in seconds (their entries go uncached). */
+  uint64_t now_ms = uv_hrtime() / 1000000u;
+  vxk_set_busy_timeout(st->cache, now_ms < st->busy_until_ms ? 0 : VXK_BUSY_TIMEOUT_MS);
+  vxd__store_run(st, p);
+  if (p->rc == VXK_EBUSY) st->busy_until_ms = uv_hrtime() / 1000000u + 1000u;
+  uv_mutex_lock(&st->done_mu);
+  p->next_done = st->done;
+  st->done = p;
+  uv_mutex_unlock(&st->done_mu);
+  uv_async_send(&st->done_async);
 }
 
-void vxd_store_pause(vxd_store *st) {
-  uv_mutex_lock(&st->mu);
-  /* parked, not only idle: a thread still starting up may hold its
-   * allocator's locks (a sanitizer's do) */
-  while (st->queue_head || st->running || !st->parked)
-    uv_cond_wait(&st->idle_cv, &st->mu);
-  /* the thread now waits on cv, inside uv_cond_wait, and cannot take mu
-   * back before vxd_store_resume: it holds no lock of any library */
-}
+/* Parked: its queue written, the thread waiting for work holding no lock
+ * (vxd_qthread_pause). */
+void vxd_store_pause(vxd_store *st) { vxd_qthread_pause(st->q); }
 
-void vxd_store_resume(vxd_store *st) { uv_mutex_unlock(&st->mu); }
+void vxd_store_resume(vxd_store *st) { vxd_qthread_resume(st->q); }
 
 void vxd_store_drain(vxd_store *st) {
   vxd_store_pause(st); /* parked implies drained */
@@ -299,10 +269,10 @@ void vxd_store_drain(vxd_store *st) {
 }
 
 void vxd_store_reap(vxd_store *st) {
-  uv_mutex_lock(&st->mu);
+  uv_mutex_lock(&st->done_mu);
   vxd_pending *done = st->done;
   st->done = NULL;
-  uv_mutex_unlock(&st->mu);
+  uv_mutex_unlock(&st->done_mu);
   while (done) {
     vxd_pending *p = done;
     done = p->next_done;
@@ -360,17 +330,15 @@ int vxd_store_open(uv_loop_t *loop, const char *cache_dir, uint64_t max_bytes, u
     return rc;
   }
   vxk_set_lru_resolution(st->cache, lru_resolution_us);
-  uv_mutex_init(&st->mu);
-  uv_cond_init(&st->cv);
-  uv_cond_init(&st->idle_cv);
+  uv_mutex_init(&st->done_mu);
   uv_async_init(loop, &st->done_async, vxd__store_done_cb);
   st->done_async.data = st;
-  if (uv_thread_create(&st->thread, vxd__store_thread, st) != 0) {
+  /* below the loop thread: with few cores, a long flush of LRU times must
+   * not delay the hits the loop answers */
+  if (vxd_qthread_create(&st->q, vxd__store_run_queued, st, 1, 10) != 0) {
     snprintf(err, errcap, "cannot start the store thread");
     uv_close((uv_handle_t *)&st->done_async, NULL);
-    uv_cond_destroy(&st->cv);
-    uv_cond_destroy(&st->idle_cv);
-    uv_mutex_destroy(&st->mu);
+    uv_mutex_destroy(&st->done_mu);
     vxk_close(st->cache);
     free(st);
     return -EAGAIN;
@@ -384,14 +352,7 @@ static void vxd__store_queue(vxd_store *st, vxd_pending *p) {
   p->next = st->pending;
   if (st->pending) st->pending->prev = p;
   st->pending = p;
-  uv_mutex_lock(&st->mu);
-  if (st->queue_tail)
-    st->queue_tail->next_queued = p;
-  else
-    st->queue_head = p;
-  st->queue_tail = p;
-  uv_cond_signal(&st->cv);
-  uv_mutex_unlock(&st->mu);
+  vxd_qthread_push(st->q, &p->queued);
 }
 
 int vxd_store_drop(vxd_store *st, const char *key) {
@@ -530,15 +491,10 @@ static void vxd__store_closed_cb(uv_handle_t *h) { free(h->data); }
 
 void vxd_store_close(vxd_store *st) {
   if (!st) return;
-  uv_mutex_lock(&st->mu);
-  st->stopping = 1;
-  uv_cond_signal(&st->cv);
-  uv_mutex_unlock(&st->mu);
-  uv_thread_join(&st->thread); /* the queue is drained first */
+  vxd_qthread_close(st->q); /* the queue is drained first */
+  st->q = NULL;
   vxd_store_reap(st);
-  uv_cond_destroy(&st->cv);
-  uv_cond_destroy(&st->idle_cv);
-  uv_mutex_destroy(&st->mu);
+  uv_mutex_destroy(&st->done_mu);
   vxk_close(st->cache);
   st->cache = NULL;
   uv_close((uv_handle_t *)&st->done_async, vxd__store_closed_cb); /* frees st */
