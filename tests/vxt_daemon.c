@@ -94,7 +94,16 @@ int vxt_daemon_wait(const char *sock, pid_t pid) {
       vxc_close(c);
       if (answered) return 0;
     }
-    if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) { /* say how, for the test's log */
+      if (WIFSIGNALED(st))
+        fprintf(stderr, "vxt: vortexd (pid %d) for %s died of signal %d while starting\n", (int)pid, sock,
+                WTERMSIG(st));
+      else
+        fprintf(stderr, "vxt: vortexd (pid %d) for %s exited with status %d while starting\n", (int)pid, sock,
+                WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+      return -1;
+    }
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
