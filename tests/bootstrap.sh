@@ -112,6 +112,13 @@ test)
     build "$root/build-asan" -DVORTEXD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       LSAN_OPTIONS=suppressions="$root/tests/lsan.supp" check "$root/build-asan"
+    # Criterion cannot run under ThreadSanitizer: the daemon's threads are
+    # driven from outside instead (tests/tsan.sh)
+    echo "bootstrap: ThreadSanitizer build of the daemon"
+    cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DVORTEXD_TSAN=ON -DVORTEXD_WERROR=ON \
+      -DVORTEXD_TESTS=OFF >/dev/null
+    cmake --build "$root/build-tsan" -j "$jobs" --target vortexd vxc
+    bash "$root/tests/tsan.sh" "$root/build-tsan"
   fi
   ;;
 check)
