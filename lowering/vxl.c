@@ -578,6 +578,39 @@ int vxl_options_check(const vxl_options *opts, const char *source_name, vxl_resu
   return rc;
 }
 
+/* Translates mod (the LLVM dialect) into *lm, an LLVM module in lctx for
+ * the RISC-V target of register width xlen, with the data layout td and
+ * DWARF 5 line tables.  0, or -EINVAL with a diagnostic. */
+static int vxl__translate(MlirModule mod, LLVMContextRef lctx, LLVMTargetDataRef td, uint32_t xlen,
+                          const char *source_name, vxl__diags *d, LLVMModuleRef *lm) {
+  *lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(mod), lctx);
+  if (!*lm) {
+    vxl__diag_add(d, "%s: error: translation to LLVM IR failed", source_name);
+    return -EINVAL;
+  }
+  LLVMSetTarget(*lm, vxl__targets[xlen == 64].triple);
+  /* the translation sets "Debug Info Version"; the DWARF version is ours */
+  LLVMTypeRef i32t = LLVMInt32TypeInContext(lctx);
+  LLVMAddModuleFlag(*lm, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
+                    LLVMValueAsMetadata(LLVMConstInt(i32t, 5, 0)));
+  char *dl = LLVMCopyStringRepOfTargetData(td);
+  LLVMSetDataLayout(*lm, dl);
+  LLVMDisposeMessage(dl);
+  return 0;
+}
+
+/* mod as text into *ir (malloc()).  0 or -ENOMEM. */
+static int vxl__print_ir(MlirModule mod, char **ir) {
+  vxl__buf b = {0};
+  mlirOperationPrint(mlirModuleGetOperation(mod), vxl__buf_append, &b);
+  if (b.oom) {
+    free(b.p);
+    return -ENOMEM;
+  }
+  *ir = b.p;
+  return 0;
+}
+
 /* Compiles kernels first .. first + count - 1 of s into res: with
  * want_ir, only as far as the lowered MLIR (res->lowered_ir, no object),
  * else into the piece's object. */
@@ -628,35 +661,13 @@ static int vxl__compile_range(vxl_compiler *c, const vxl_source *s, uint32_t fir
                                   &kinfo, &nk);
   if (rc) goto done;
 
-  lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(mod), lctx);
-  if (!lm) {
-    vxl__diag_add(&d, "%s: error: translation to LLVM IR failed", source_name);
-    rc = -EINVAL;
-    goto done;
-  }
-  LLVMSetTarget(lm, vxl__targets[opts->xlen == 64].triple);
-  /* the translation sets "Debug Info Version"; the DWARF version is ours */
-  LLVMTypeRef i32t = LLVMInt32TypeInContext(lctx);
-  LLVMAddModuleFlag(lm, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
-                    LLVMValueAsMetadata(LLVMConstInt(i32t, 5, 0)));
-  char *dl = LLVMCopyStringRepOfTargetData(td);
-  LLVMSetDataLayout(lm, dl);
-  LLVMDisposeMessage(dl);
-
+  if ((rc = vxl__translate(mod, lctx, td, opts->xlen, source_name, &d, &lm)) != 0) goto done;
   rc = vxl__kernel_records(lm, td, kinfo, nk, first, opts, &d, res);
   if (rc) goto done;
 
-  if (want_ir) {
-    /* only the printed IR shows the attribute: not built otherwise */
+  if (want_ir) { /* only the printed IR shows the attribute: not built otherwise */
     vxl__attach_metadata(mod, res->kernels, nk);
-    vxl__buf ir = {0};
-    mlirOperationPrint(mlirModuleGetOperation(mod), vxl__buf_append, &ir);
-    if (ir.oom) {
-      free(ir.p);
-      rc = -ENOMEM;
-      goto done;
-    }
-    res->lowered_ir = ir.p;
+    rc = vxl__print_ir(mod, &res->lowered_ir);
     goto done;
   }
   /* The MLIR module is done with: freeing it before LLVM's pipeline keeps

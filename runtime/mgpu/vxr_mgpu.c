@@ -658,22 +658,17 @@ static void vxr__sync_regions(int to_device) {
   }
 }
 
-void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ, intptr_t blockX,
-                      intptr_t blockY, intptr_t blockZ, int32_t smem, void *stream, void **params,
-                      void **extra, size_t paramsCount) {
-  (void)stream, (void)extra;
-  vxr_function *f = function;
-  if (!f) return;
-  pthread_mutex_lock(&vxr.mu);
-  const vxp_kernel *k = &f->m->r.kernels[f->kernel];
-  char err[4096] = "";
-  vxr__args_match(f, k, err, sizeof err); /* nothing is read from the host unless it matches */
-  const void **values = calloc(k->nargs ? k->nargs : 1, sizeof *values);
-  /* device addresses, as wide as a register of the kernel's target can
-   * hold (vxc_pack_args copies the record's size: 4 or 8 bytes) */
-  uint64_t *addrs = calloc(k->nargs ? k->nargs : 1, sizeof *addrs);
+/* The launch's argument values in values (one per argument of k: the
+ * host's scalar in place, a pointer's device address in addrs), read
+ * from the paramsCount launch parameters (a memref: its descriptor's
+ * fields); host memory the program never registered is mirrored for this
+ * launch.  Returns how many parameters it read (short when the program
+ * passed too few), with a message in err for an address the device cannot
+ * see.  Under vxr.mu. */
+static size_t vxr__collect_args(const vxp_kernel *k, void **params, size_t paramsCount, const void **values,
+                                uint64_t *addrs, char *err, size_t errcap) {
   size_t p = 0;
-  for (uint32_t i = 0; values && addrs && !err[0] && i < k->nargs; i++) {
+  for (uint32_t i = 0; !err[0] && i < k->nargs; i++) {
     const vxp_arg *a = &k->args[i];
     if (a->kind == VXP_ARG_POINTER) {
       size_t used = a->elem_size ? 3 + 2 * (size_t)a->rank : 1;
@@ -702,7 +697,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
           free(reg);
       }
       if (!addrs[i])
-        snprintf(err, sizeof err,
+        snprintf(err, errcap,
                  "argument %u of kernel %s points to memory the device cannot see (allocate it with "
                  "gpu.alloc or register it with gpu.host_register)",
                  i, k->name);
@@ -713,6 +708,37 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
       values[i] = params[p++]; /* host and RISC-V are little-endian: the low bytes */
     }
   }
+  return p;
+}
+
+/* Frees the mirrors of host memory made for one launch only. Under vxr.mu. */
+static void vxr__drop_launch_mirrors(void) {
+  for (vxr_region **pp = &vxr.regions; *pp;) {
+    vxr_region *r = *pp;
+    if (r->launch_only) {
+      *pp = r->next;
+      vxr__free(r->mirror, (uint32_t)r->size);
+      free(r);
+    } else
+      pp = &r->next;
+  }
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ, intptr_t blockX,
+                      intptr_t blockY, intptr_t blockZ, int32_t smem, void *stream, void **params,
+                      void **extra, size_t paramsCount) {
+  (void)stream, (void)extra;
+  vxr_function *f = function;
+  if (!f) return;
+  pthread_mutex_lock(&vxr.mu);
+  const vxp_kernel *k = &f->m->r.kernels[f->kernel];
+  char err[4096] = "";
+  vxr__args_match(f, k, err, sizeof err); /* nothing is read from the host unless it matches */
+  const void **values = calloc(k->nargs ? k->nargs : 1, sizeof *values);
+  /* device addresses, as wide as a register of the kernel's target can
+   * hold (vxc_pack_args copies the record's size: 4 or 8 bytes) */
+  uint64_t *addrs = calloc(k->nargs ? k->nargs : 1, sizeof *addrs);
+  size_t p = values && addrs ? vxr__collect_args(k, params, paramsCount, values, addrs, err, sizeof err) : 0;
   if (!err[0] && p != paramsCount)
     snprintf(err, sizeof err, "kernel %s takes %zu launch parameters, the program passed %zu", k->name, p,
              paramsCount);
@@ -769,15 +795,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t g
     if (vxr.backend->run(vxr.backend, &l, err, sizeof err) == 0) vxr__sync_regions(0);
   }
   if (argbuf >= 0) vxr__free((uint32_t)argbuf, bytes);
-  for (vxr_region **pp = &vxr.regions; *pp;) { /* this launch's own mirrors */
-    vxr_region *r = *pp;
-    if (r->launch_only) {
-      *pp = r->next;
-      vxr__free(r->mirror, (uint32_t)r->size);
-      free(r);
-    } else
-      pp = &r->next;
-  }
+  vxr__drop_launch_mirrors(); /* this launch's own */
   free(values);
   free(addrs);
   pthread_mutex_unlock(&vxr.mu);
