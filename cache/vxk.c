@@ -1231,39 +1231,16 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out) {
   while (sqlite3_step(st) == SQLITE_ROW) {
     const char *n = (const char *)sqlite3_column_text(st, 0);
     uint64_t v = (uint64_t)sqlite3_column_int64(st, 1);
-    if (strcmp(n, "hits") == 0)
-      out->hits = v;
-    else if (strcmp(n, "misses") == 0)
-      out->misses = v;
-    else if (strcmp(n, "compile_errors") == 0)
-      out->compile_errors = v;
-    else if (strcmp(n, "joined") == 0)
-      out->joined = v;
-    else if (strcmp(n, "evictions") == 0)
-      out->evictions = v;
-    else if (strcmp(n, "corrupt") == 0)
-      out->corrupt = v;
-    else if (strcmp(n, "saved_us") == 0)
-      out->saved_us = v;
-    else if (strncmp(n, "l2_", 3) == 0) {
-      static const struct {
-        const char *name;
-        size_t off;
-      } l2[] = {
-          {"l2_hits", offsetof(vxk_stats, l2_hits)},
-          {"l2_misses", offsetof(vxk_stats, l2_misses)},
-          {"l2_errors", offsetof(vxk_stats, l2_errors)},
-          {"l2_timeouts", offsetof(vxk_stats, l2_timeouts)},
-          {"l2_corrupt", offsetof(vxk_stats, l2_corrupt)},
-          {"l2_rejected", offsetof(vxk_stats, l2_rejected)},
-          {"l2_writes", offsetof(vxk_stats, l2_writes)},
-          {"l2_dropped", offsetof(vxk_stats, l2_dropped)},
-          {"l2_bytes_down", offsetof(vxk_stats, l2_bytes_down)},
-          {"l2_bytes_up", offsetof(vxk_stats, l2_bytes_up)},
-      };
-      for (size_t i = 0; i < sizeof l2 / sizeof *l2; i++)
-        if (strcmp(n, l2[i].name) == 0) memcpy((char *)out + l2[i].off, &v, sizeof v);
-    }
+    static const struct {
+      const char *name;
+      size_t off;
+    } fields[] = {
+#define VXK__COUNTER(name) {#name, offsetof(vxk_stats, name)},
+        VXP_PERSISTENT_COUNTERS(VXK__COUNTER)
+#undef VXK__COUNTER
+    };
+    for (size_t i = 0; n && i < sizeof fields / sizeof *fields; i++)
+      if (strcmp(n, fields[i].name) == 0) memcpy((char *)out + fields[i].off, &v, sizeof v);
   }
   sqlite3_finalize(st);
   return VXK_OK;

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "protocol/vxp.h" /* VXP_PERSISTENT_COUNTERS */
+
 /* Hex digits in a key (SHA-256). */
 #define VXK_KEY_HEX 64
 /* Default size limit of a cache directory (bytes of encoded entries). */
@@ -61,22 +63,16 @@ typedef struct {
 } vxk_entry;
 
 typedef struct {
-  uint64_t entries; /* entries stored */
-  uint64_t bytes;   /* encoded entry bytes stored */
-  uint64_t hits;    /* persistent counters (survive restarts) */
-  uint64_t misses;
-  uint64_t compile_errors;
-  uint64_t joined; /* compile requests answered by another's compile in flight */
-  uint64_t evictions;
-  uint64_t corrupt;   /* entries dropped because they failed their checksum */
-  uint64_t saved_us;  /* compile time the hits saved since the counters were
-                         zeroed: the "saved_us" counter, to which whoever
-                         serves a hit adds its entry's compile_us */
+  uint64_t entries;   /* entries stored */
+  uint64_t bytes;     /* encoded entry bytes stored */
   uint64_t max_bytes; /* the size limit in force */
-  /* the remote level's persistent counters (vxk_remote.h), kept here:
-   * "l2_hits", "l2_misses", ... as vxk_counter_add names them */
-  uint64_t l2_hits, l2_misses, l2_errors, l2_timeouts, l2_corrupt, l2_rejected, l2_writes, l2_dropped,
-      l2_bytes_down, l2_bytes_up;
+  /* the persistent counters (survive restarts), the remote level's l2_*
+   * (vxk_remote.h) among them; saved_us: compile time the hits saved since
+   * the counters were zeroed, to which whoever serves a hit adds its
+   * entry's compile_us */
+#define VXK__STATS_FIELD(name) uint64_t name;
+  VXP_PERSISTENT_COUNTERS(VXK__STATS_FIELD)
+#undef VXK__STATS_FIELD
 } vxk_stats;
 
 /* Opens (creating as needed, mode 0700) the directory dir and its cache.db,
@@ -333,8 +329,8 @@ void vxk_touches_clear(vxk_touches *t);
  * and a cache of entries read again and again writes almost nothing. */
 void vxk_set_lru_resolution(vxk_cache *c, uint64_t us);
 
-/* Adds delta to a persistent counter: "hits", "misses", "compile_errors",
- * "corrupt", "saved_us", or one of the remote level's "l2_*" (vxk_stats). */
+/* Adds delta to a persistent counter, one named in VXP_PERSISTENT_COUNTERS
+ * ("hits", "misses", ..., "saved_us", the remote level's "l2_*"). */
 int vxk_counter_add(vxk_cache *c, const char *name, int64_t delta);
 
 /* Adds deltas[i] to counter names[i], for i < n (zero deltas skipped), in

@@ -76,26 +76,9 @@ typedef struct {
 
 /* The persistent counters, by their names in the cache (vxk_counter_add):
  * what the loop counts and hands to the store thread every second. */
-/* clang-format off: one counter per line (clang-format 14 keeps re-wrapping
- * a list of invocations) */
-#define VXD_COUNTERS(X)                                                                                      \
-  X(hits)                                                                                                    \
-  X(misses)                                                                                                  \
-  X(compile_errors)                                                                                          \
-  X(joined)                                                                                                  \
-  X(saved_us)                                                                                                \
-  X(corrupt)                                                                                                 \
-  X(l2_hits)                                                                                                 \
-  X(l2_misses)                                                                                               \
-  X(l2_errors)                                                                                               \
-  X(l2_timeouts)                                                                                             \
-  X(l2_corrupt)                                                                                              \
-  X(l2_rejected)                                                                                             \
-  X(l2_writes)                                                                                               \
-  X(l2_dropped)                                                                                              \
-  X(l2_bytes_down)                                                                                           \
-  X(l2_bytes_up)
-/* clang-format on */
+/* The counts the daemon gathers and hands to the cache: its persistent
+ * counters (VXP_PERSISTENT_COUNTERS; evictions the store counts itself). */
+#define VXD_COUNTERS(X) VXP_PERSISTENT_COUNTERS(X)
 
 typedef struct {
 #define VXD__COUNT_FIELD(name) int64_t name;

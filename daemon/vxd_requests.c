@@ -67,26 +67,7 @@ static void vxd__on_stats(vxd_conn *c, const vxp_request *req) {
 #undef VXD__ADD_PENDING
   vxp_response r = {.id = req->id, .op = VXP_OP_STATS, .status = VXP_STATUS_OK};
   /* the counters the cache keeps (vxk_stats), under the same names */
-#define VXD__FROM_CACHE(X)                                                                                   \
-  X(hits)                                                                                                    \
-  X(misses)                                                                                                  \
-  X(compile_errors)                                                                                          \
-  X(joined)                                                                                                  \
-  X(entries)                                                                                                 \
-  X(bytes)                                                                                                   \
-  X(corrupt)                                                                                                 \
-  X(evictions)                                                                                               \
-  X(max_bytes)                                                                                               \
-  X(l2_hits)                                                                                                 \
-  X(l2_misses)                                                                                               \
-  X(l2_errors)                                                                                               \
-  X(l2_timeouts)                                                                                             \
-  X(l2_corrupt)                                                                                              \
-  X(l2_rejected)                                                                                             \
-  X(l2_writes)                                                                                               \
-  X(l2_dropped)                                                                                              \
-  X(l2_bytes_down)                                                                                           \
-  X(l2_bytes_up)
+#define VXD__FROM_CACHE(X) X(entries) X(bytes) X(max_bytes) VXP_PERSISTENT_REPORTED(X)
 #define VXD__COPY(name) r.stats.name = ks.name;
   VXD__FROM_CACHE(VXD__COPY)
 #undef VXD__COPY

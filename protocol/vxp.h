@@ -366,6 +366,31 @@ typedef struct {
   { 5000u, 10000u, 25000u, 50000u, 100000u, 250000u, 500000u, 1000000u, 2500000u, 10000000u }
 #define VXP_COMPILE_BUCKETS 11u
 
+/* The counters the cache keeps across restarts (its counters table, under
+ * these names), X(name): the one list the cache's stats struct, its
+ * reader, the daemon's pending counts and its stats reply are made from.
+ * Each is also a field of vxp_stats under the same name (the reply copies
+ * them by name: a counter missing there does not compile), but saved_us,
+ * which the reply gives in milliseconds (saved_ms). */
+#define VXP_PERSISTENT_REPORTED(X)                                                                           \
+  X(hits)                                                                                                    \
+  X(misses)                                                                                                  \
+  X(compile_errors)                                                                                          \
+  X(joined)                                                                                                  \
+  X(corrupt)                                                                                                 \
+  X(evictions)                                                                                               \
+  X(l2_hits)                                                                                                 \
+  X(l2_misses)                                                                                               \
+  X(l2_errors)                                                                                               \
+  X(l2_timeouts)                                                                                             \
+  X(l2_corrupt)                                                                                              \
+  X(l2_rejected)                                                                                             \
+  X(l2_writes)                                                                                               \
+  X(l2_dropped)                                                                                              \
+  X(l2_bytes_down)                                                                                           \
+  X(l2_bytes_up)
+#define VXP_PERSISTENT_COUNTERS(X) VXP_PERSISTENT_REPORTED(X) X(saved_us)
+
 /* The daemon's counters (stats), persistent ones surviving restarts: each
  * a uint64_t field of vxp_stats and a key of the stats map of the same
  * name, X(name, kind, what).  The struct, its encoding and decoding, and
