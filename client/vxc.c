@@ -473,19 +473,26 @@ int vxc_stats_log_read(const char *path, vxc_log_stats *out) {
   return rc;
 }
 
+/* A request of op (compile, host or explain) for source (len bytes) named
+ * source_name with opts (NULL: vxc_compile's defaults). */
+static vxp_request vxc__source_request(vxp_op op, const void *source, size_t len, const char *source_name,
+                                       const vxc_compile_options *opts) {
+  return (vxp_request){.op = op,
+                       .source = (uint8_t *)source,
+                       .source_len = len,
+                       .source_name = (char *)source_name,
+                       .opt_level = opts ? opts->opt_level : 2,
+                       .warp_size = opts ? opts->warp_size : 0,
+                       .shuffle_insns = opts && opts->shuffle_insns,
+                       .vortex_abi = opts ? opts->vortex_abi : 0,
+                       .xlen = opts ? opts->xlen : 0};
+}
+
 int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp) {
-  vxp_request r = {.op = VXP_OP_COMPILE,
-                   .source = (uint8_t *)source,
-                   .source_len = len,
-                   .source_name = (char *)source_name,
-                   .opt_level = opts ? opts->opt_level : 2,
-                   .emit_ir = opts && opts->emit_ir,
-                   .warp_size = opts ? opts->warp_size : 0,
-                   .shuffle_insns = opts && opts->shuffle_insns,
-                   .vortex_abi = opts ? opts->vortex_abi : 0,
-                   .xlen = opts ? opts->xlen : 0,
-                   .cache = opts ? opts->cache : VXP_CACHE_USE};
+  vxp_request r = vxc__source_request(VXP_OP_COMPILE, source, len, source_name, opts);
+  r.emit_ir = opts && opts->emit_ir;
+  r.cache = opts ? opts->cache : VXP_CACHE_USE;
   int rc = vxc__roundtrip(c, &r, resp);
   const char *log = getenv("VORTEXD_STATS_LOG");
   if (log && *log) /* best effort: a log that cannot be written never fails the compile */
@@ -495,15 +502,7 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
 
 int vxc_explain(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp) {
-  vxp_request r = {.op = VXP_OP_EXPLAIN,
-                   .source = (uint8_t *)source,
-                   .source_len = len,
-                   .source_name = (char *)source_name,
-                   .opt_level = opts ? opts->opt_level : 2,
-                   .warp_size = opts ? opts->warp_size : 0,
-                   .shuffle_insns = opts && opts->shuffle_insns,
-                   .vortex_abi = opts ? opts->vortex_abi : 0,
-                   .xlen = opts ? opts->xlen : 0};
+  vxp_request r = vxc__source_request(VXP_OP_EXPLAIN, source, len, source_name, opts);
   return vxc__roundtrip(c, &r, resp);
 }
 
@@ -514,17 +513,9 @@ int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *sour
 
 int vxc_lower_host_with(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
                         const vxc_compile_options *opts, vxp_response *resp) {
-  vxp_request r = {.op = VXP_OP_HOST,
-                   .host_object = host_object != 0,
-                   .source = (uint8_t *)source,
-                   .source_len = len,
-                   .source_name = (char *)source_name,
-                   .opt_level = opts ? opts->opt_level : 2,
-                   .warp_size = opts ? opts->warp_size : 0,
-                   .shuffle_insns = opts && opts->shuffle_insns,
-                   .vortex_abi = opts ? opts->vortex_abi : 0,
-                   .xlen = opts ? opts->xlen : 0,
-                   .cache = opts ? opts->cache : VXP_CACHE_USE};
+  vxp_request r = vxc__source_request(VXP_OP_HOST, source, len, source_name, opts);
+  r.host_object = host_object != 0;
+  r.cache = opts ? opts->cache : VXP_CACHE_USE;
   return vxc__roundtrip(c, &r, resp);
 }
 
