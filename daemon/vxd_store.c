@@ -16,6 +16,7 @@
  * a vxd_qthread's, the list of finished jobs is under done_mu; a job's data
  * is immutable from queueing until the loop frees it after completion.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,8 +89,8 @@ struct vxd_store {
   void *damaged_ud;
   vxd_store_counts_fn counts_done; /* vxd_store_on_counts */
   void *counts_ud;
-  uint64_t busy_until_ms; /* store thread: jobs before this do not wait for
-                             a lock (uv_hrtime milliseconds) */
+  bool contended; /* store thread: the last job found the database locked
+                     by another process (until a job gets through) */
 };
 
 static void vxd__pending_free(vxd_pending *p) {
@@ -127,6 +128,11 @@ static unsigned vxd__inputs_distance(const char *a, const char *b) {
 /* Entries of the source name an explanation looks at: the latest this
  * many, of which it answers with the VXD_EXPLAIN_CANDIDATES closest. */
 #define VXD__EXPLAIN_SCAN 32u
+
+/* How long each store job waits for another process's lock once one job
+ * found the database locked (milliseconds; the first waits
+ * VXK_BUSY_TIMEOUT_MS). */
+#define VXD_STORE_CONTENDED_WAIT_MS 100u
 
 /* Explains one compile (vxd_store_explain) on the store thread's handle:
  * of the latest VXD__EXPLAIN_SCAN entries of the source name, the closest
@@ -242,14 +248,18 @@ static void vxd__store_run_queued(void *ud, vxd_qitem *it, unsigned n) {
   vxd_store *st = ud;
   (void)n; /* one at a time */
   vxd_pending *p = (vxd_pending *)it;
-  /* Another process holding the database's lock makes each job wait the
-   * busy timeout: after one job gave up, the jobs of the next second do
-   * not wait at all, so that the queue, and the stats and admin requests
-   * waiting behind it, drain in seconds (their entries go uncached). */
-  uint64_t now_ms = uv_hrtime() / 1000000u;
-  vxk_set_busy_timeout(st->cache, now_ms < st->busy_until_ms ? 0 : VXK_BUSY_TIMEOUT_MS);
+  /* Another process holding the database's lock would make each job wait
+   * the whole busy timeout. After one job gave up, the next ones wait only
+   * VXD_STORE_CONTENDED_WAIT_MS each, until one gets through: the queue,
+   * and the stats and admin requests behind it, drain at that pace however
+   * slowly jobs arrive (their entries go uncached), and the first job after
+   * the lock is released writes again. */
+  vxk_set_busy_timeout(st->cache, st->contended ? VXD_STORE_CONTENDED_WAIT_MS : VXK_BUSY_TIMEOUT_MS);
   vxd__store_run(st, p);
-  if (p->rc == VXK_EBUSY) st->busy_until_ms = uv_hrtime() / 1000000u + 1000u;
+  if (p->rc == VXK_EBUSY)
+    st->contended = true;
+  else if (p->rc == VXK_OK && p->kind != VXD__STORE_EXPLAIN) /* a write went through */
+    st->contended = false;
   uv_mutex_lock(&st->done_mu);
   p->next_done = st->done;
   st->done = p;

@@ -812,47 +812,56 @@ Test(hardening, an_unreadable_database_at_start_is_logged_and_counted) {
 }
 
 /* Another process holding the database's write lock: compiles go on
- * (their entries uncached), and stats and admin commands answer within
- * seconds instead of each queued write waiting out its busy timeout. */
-Test(hardening, a_foreign_lock_on_the_database_keeps_admin_commands_bounded) {
+ * (their entries uncached), an admin write says why it failed, stats and
+ * verify answer while the lock is still held, and the first writes after
+ * it is released are kept. (How fast the queue drains is a figure in
+ * docs/cache.md, not a timed assertion.) */
+Test(hardening, a_foreign_lock_on_the_database_keeps_the_daemon_answering) {
   vxt_daemon d = {0};
   start_logged(&d, "locked-db");
   cr_assert_eq(compile_all(&d), 0);
   cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
   char path[300];
   snprintf(path, sizeof path, "%s/cache.db", d.cache);
-  int ready[2];
+  int ready[2], release[2];
   cr_assert_eq(pipe(ready), 0);
+  cr_assert_eq(pipe(release), 0);
   pid_t holder = fork();
   cr_assert_geq(holder, 0);
   if (holder == 0) {
+    close(ready[0]);
+    close(release[1]);
     sqlite3 *db = NULL;
     if (sqlite3_open(path, &db) != SQLITE_OK ||
         sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
       _exit(1);
     if (write(ready[1], "x", 1) != 1) _exit(2);
-    sleep(60);
+    char r;
+    while (read(release[0], &r, 1) < 0 && errno == EINTR) {
+    } /* held until the test closes its end */
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db);
     _exit(0);
   }
+  close(ready[1]);
+  close(release[0]);
   char c;
   cr_assert_eq(read(ready[0], &c, 1), 1, "the lock is held");
   close(ready[0]);
-  close(ready[1]);
   /* an admin write, then twenty new entries' writes queued behind the lock */
-  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s zero-stats", VXT_VXC, d.sock);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s zero-stats 2>&1; echo rc=$?", VXT_VXC, d.sock);
   vxt_run(cmd, out, sizeof out);
+  cr_assert(strstr(out, "database is locked") && !strstr(out, "rc=0"), "the admin write says why: %s", out);
   cr_assert_eq(compile_all_with(&d, "--warp-size 8"), 0, "compiles are answered: %s", out);
   cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
   snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify 2>&1; echo rc=$?", VXT_VXC, d.sock);
   vxt_run(cmd, out, sizeof out);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-  cr_assert_lt(secs, 40.0, "zero-stats, 20 compiles, stats and verify answered in %.1f s (the lock: 60 s)",
-               secs);
-  kill(holder, SIGKILL);
-  waitpid(holder, NULL, 0);
+  cr_assert(strstr(out, "rc="), "verify answered: %s", out);
+  cr_assert_eq(waitpid(holder, NULL, WNOHANG), 0, "all of it answered while the lock was held");
+  close(release[1]);
+  int status = -1;
+  cr_assert_eq(waitpid(holder, &status, 0), holder);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the holder held the lock (status %d)", status);
   /* the lock gone, new entries are written again */
   cr_assert_eq(compile_all_with(&d, "--warp-size 16"), 0);
   cr_assert_eq(stats_when_answered(&d), 0, "%s", out);
