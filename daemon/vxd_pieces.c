@@ -129,7 +129,8 @@ typedef struct {
   atomic_uint next; /* the next piece to take */
   vxl_result *pieces;
   atomic_int oom;
-  atomic_uint helped; /* pieces the helpers compiled */
+  atomic_uint helped;   /* pieces the helpers compiled */
+  atomic_uint *started; /* the crew's count of pieces helpers took (or NULL) */
   vxd_cores *cores;
   unsigned slot;
 } vxd__module;
@@ -147,12 +148,15 @@ struct vxd_crew {
   vxd__helper helpers[VXD_MAX_HELPERS];
   unsigned max; /* helpers at most */
   unsigned last_helped;
+  atomic_uint started; /* pieces its helpers took, in all its compiles */
 };
 
 vxd_crew *vxd_crew_create(vxd_cores *cores, unsigned slot, unsigned max_helpers) {
   vxd_crew *w = calloc(1, sizeof *w);
-  if (w)
+  if (w) {
     w->cores = cores, w->slot = slot, w->max = max_helpers < VXD_MAX_HELPERS ? max_helpers : VXD_MAX_HELPERS;
+    atomic_init(&w->started, 0);
+  }
   return w;
 }
 
@@ -173,6 +177,7 @@ static unsigned vxd__take_pieces(vxd__module *m, vxl_compiler *c, const vxl_sour
     if (stop_when_short && vxd__spare(m->cores) < 0) break;
     unsigned i = atomic_fetch_add(&m->next, 1);
     if (i >= n) break;
+    if (stop_when_short && m->started) atomic_fetch_add(m->started, 1);
     if (vxl_compile_piece(c, s, i, m->opts, &m->pieces[i]) == -ENOMEM) atomic_store(&m->oom, 1);
     done++;
   }
@@ -222,6 +227,8 @@ static unsigned vxd__start_helpers(vxd_crew *w, vxd__module *m, unsigned first, 
 
 unsigned vxd_crew_last_helped(const vxd_crew *w) { return w->last_helped; }
 
+unsigned vxd_crew_pieces_started(vxd_crew *w) { return atomic_load(&w->started); }
+
 int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t len, const char *source_name,
                      const vxl_options *opts, vxl_result *res) {
   if (w) w->last_helped = 0;
@@ -232,6 +239,7 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
                    .source_name = source_name,
                    .opts = opts,
                    .cores = w ? w->cores : NULL,
+                   .started = w ? &w->started : NULL,
                    .slot = w ? w->slot : 0};
   atomic_init(&m.next, 0);
   atomic_init(&m.oom, 0);

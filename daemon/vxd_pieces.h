@@ -52,6 +52,12 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
 /* Pieces w's helper threads compiled in its last vxd_crew_compile. */
 unsigned vxd_crew_last_helped(const vxd_crew *w);
 
+/* Pieces w's helper threads have taken, in all of w's compiles so far:
+ * each counted as it starts, so that the difference over a compile that
+ * is still running is what its helpers took up to now.  Any thread (an
+ * atomic read); what a test watches a loan with. */
+unsigned vxd_crew_pieces_started(vxd_crew *w);
+
 /* Links a module's pieces: vxl_merge_fn over `ld.lld -r`.  Any thread. */
 int vxd_merge_pieces(void *ud, uint32_t n, const uint8_t *const *objects, const size_t *sizes, uint8_t **out,
                      size_t *out_size, char *err, size_t errcap);

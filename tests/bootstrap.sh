@@ -117,7 +117,7 @@ test)
     echo "bootstrap: ThreadSanitizer build of the daemon"
     cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DVORTEXD_TSAN=ON -DVORTEXD_WERROR=ON \
       -DVORTEXD_TESTS=OFF >/dev/null
-    cmake --build "$root/build-tsan" -j "$jobs" --target vortexd vxc
+    cmake --build "$root/build-tsan" -j "$jobs" --target vortexd vxc tsan_pieces
     bash "$root/tests/tsan.sh" "$root/build-tsan"
   fi
   ;;

@@ -609,6 +609,17 @@ static int worker_pids(pid_t *out, int cap) {
   return n;
 }
 
+/* Whether the daemon (through vxc_conn *) counts one worker restart and
+ * runs two workers again. */
+static int restarted_once(void *c) {
+  vxp_response s;
+  cr_assert_eq(vxc_stats(c, &s), 0);
+  uint64_t restarts = s.stats.worker_restarts;
+  vxp_response_clear(&s);
+  pid_t pids[8];
+  return restarts == 1 && worker_pids(pids, 8) == 2;
+}
+
 Test(e2e, a_crashed_worker_is_restarted) {
   pid_t pids[8];
   int n = worker_pids(pids, 8);
@@ -618,15 +629,7 @@ Test(e2e, a_crashed_worker_is_restarted) {
   vxc_conn *c = conn();
   compile_twice(c, KERNELS "block_reduce.mlir", 1);
   compile_twice(c, KERNELS "dynamic_shared.mlir", 1);
-  vxp_response s;
-  for (int i = 0; i < 300; i++) { /* the restart shows up within the respawn delay */
-    cr_assert_eq(vxc_stats(c, &s), 0);
-    uint64_t restarts = s.stats.worker_restarts;
-    vxp_response_clear(&s);
-    if (restarts == 1 && worker_pids(pids, 8) == 2) break;
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
+  cr_assert(vxt_wait_until(restarted_once, c, 60000), "the restart is counted");
   cr_assert_eq(worker_pids(pids, 8), 2, "the pool is back to two workers");
   vxc_close(c);
 }

@@ -233,16 +233,20 @@ Test(hardening, another_uid_is_refused_by_peer_credentials) {
   cr_assert_eq(vxt_daemon_stop(&g), 0);
 }
 
-/* Listens on sock as a fake daemon that answers nothing, for a few
- * seconds. */
+static int path_exists(void *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Listens on sock as a fake daemon that answers nothing, until killed. */
 static int fake_daemon(const char *sock) {
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
   if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || chmod(sock, 0666) != 0 || listen(fd, 8) != 0)
     return 1;
-  sleep(4);
-  return 0;
+  for (;;)
+    pause();
 }
 
 Test(hardening, a_daemon_of_another_uid_is_not_trusted_by_the_client) {
@@ -259,10 +263,11 @@ Test(hardening, a_daemon_of_another_uid_is_not_trusted_by_the_client) {
   snprintf(sock, sizeof sock, "%s/vortexd.sock", dir);
   pid_t pid = fork();
   cr_assert_geq(pid, 0);
-  if (pid == 0) _exit(as_nobody(fake_daemon, sock));
-  struct stat st;
-  for (int i = 0; i < 300 && stat(sock, &st) != 0; i++)
-    usleep(10000);
+  if (pid == 0) { /* killed below: as nobody in this process, not a child of it */
+    if (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) _exit(90);
+    _exit(fake_daemon(sock));
+  }
+  cr_assert(vxt_wait_until(path_exists, sock, 60000), "the fake daemon listens");
   vxc_conn *c = NULL;
   cr_assert_eq(vxc_connect(sock, &c), -EACCES, "the client refuses a daemon running as another uid");
   snprintf(cmd, sizeof cmd, "%s --socket %s stats 2>&1; echo rc=$?", VXT_VXC, sock);
@@ -293,10 +298,11 @@ Test(hardening, a_link_in_a_root_directory_to_another_users_socket_is_not_truste
   cr_assert_eq(symlink(sock, link), 0);
   pid_t pid = fork();
   cr_assert_geq(pid, 0);
-  if (pid == 0) _exit(as_nobody(fake_daemon, sock));
-  struct stat st;
-  for (int i = 0; i < 300 && stat(sock, &st) != 0; i++)
-    usleep(10000);
+  if (pid == 0) { /* killed below: as nobody in this process, not a child of it */
+    if (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) _exit(90);
+    _exit(fake_daemon(sock));
+  }
+  cr_assert(vxt_wait_until(path_exists, sock, 60000), "the fake daemon listens");
   vxc_conn *c = NULL;
   cr_assert_eq(vxc_connect(link, &c), -EACCES, "another uid's daemon behind a link is refused");
   snprintf(cmd, sizeof cmd, "%s --socket %s stats 2>&1; echo rc=$?", VXT_VXC, link);
@@ -898,8 +904,7 @@ static pid_t answer_once(const char *sock, const vxp_response *reply) {
     if (vxp_response_encode(&r, &frame, &flen) != VXP_OK ||
         send(fd, frame, flen, MSG_NOSIGNAL) != (ssize_t)flen)
       _exit(3);
-    usleep(200000);
-    _exit(0);
+    _exit(0); /* the reply stays readable after the close; then EOF */
   }
   close(lfd);
   return pid;
@@ -1281,9 +1286,19 @@ static void flood_without_reading(const char *sock, const char *src, size_t len)
   _exit(0);
 }
 
+static int flood_paused(void *d) { return log_count(d, "reply bytes unread; pausing it") > 0; }
+
 Test(hardening, a_client_that_never_reads_cannot_grow_the_daemon) {
-  vxt_daemon d;
-  start_in(&d, "flood", "--max-unsent=1M");
+  vxt_daemon d = {0};
+  snprintf(d.dir, sizeof d.dir, "%.100s/flood", root);
+  cr_assert_eq(mkdir(d.dir, 0700), 0);
+  snprintf(d.sock, sizeof d.sock, "%s/vortexd.sock", d.dir);
+  snprintf(d.cache, sizeof d.cache, "%s/cache", d.dir);
+  char log[300];
+  snprintf(log, sizeof log, "%s/log", d.dir);
+  const char *const args[] = {"--max-unsent=1M", "--log-level=debug", NULL};
+  d.pid = vxt_daemon_start_logged(d.sock, d.cache, log, 0, NULL, args);
+  cr_assert_gt(d.pid, 0, "vortexd did not start (see %s)", log);
   size_t len;
   char *src = vxt_read_file(POLYGEIST_STYLE, &len);
   cr_assert_not_null(src);
@@ -1293,7 +1308,8 @@ Test(hardening, a_client_that_never_reads_cannot_grow_the_daemon) {
   pid_t kid = fork();
   cr_assert_geq(kid, 0);
   if (kid == 0) flood_without_reading(d.sock, src, len);
-  sleep(3);
+  /* measured once the daemon stopped reading the flood: its ceiling */
+  cr_assert(vxt_wait_until(flood_paused, &d, 60000), "the daemon stops reading a client that never reads");
   long during = rss_kib(d.pid);
   int served = others_served(d.sock);
   kill(kid, SIGKILL);
@@ -1331,6 +1347,30 @@ static void kill_workers_forever(pid_t daemon_pid) {
   }
 }
 
+/* Whether every child of the daemon (vxt_daemon *) is a live worker
+ * waiting for work, and there are as many as it runs (2, vxt_daemon_start's
+ * default): the restarts after a crash are done. */
+static int workers_settled(void *arg) {
+  const vxt_daemon *d = arg;
+  char path[96], stat_path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)d->pid, (int)d->pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int pid, live = 0, others = 0;
+  while (fscanf(f, "%d", &pid) == 1) {
+    snprintf(stat_path, sizeof stat_path, "/proc/%d/stat", pid);
+    FILE *sf = fopen(stat_path, "r");
+    const char *paren = sf && fgets(line, sizeof line, sf) ? strrchr(line, ')') : NULL;
+    if (paren && paren[1] == ' ' && paren[2] == 'S')
+      live++;
+    else
+      others++;
+    if (sf) fclose(sf);
+  }
+  fclose(f);
+  return live == 2 && others == 0;
+}
+
 Test(hardening, an_input_that_crashes_workers_is_answered_at_once_afterwards) {
   vxt_daemon d;
   start_in(&d, "crash", NULL);
@@ -1363,7 +1403,7 @@ Test(hardening, an_input_that_crashes_workers_is_answered_at_once_afterwards) {
   cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
   cr_assert_not_null(strstr(r.message, "crashed twice"), "%s", r.message);
   vxp_response_clear(&r);
-  usleep(200000); /* the workers come back */
+  cr_assert(vxt_wait_until(workers_settled, &d, 60000), "the killed workers are replaced");
   cr_assert_eq(vxc_stats(c, &r), 0);
   uint64_t restarts = r.stats.worker_restarts;
   vxp_response_clear(&r);
@@ -1392,6 +1432,38 @@ Test(hardening, an_input_that_crashes_workers_is_answered_at_once_afterwards) {
 }
 
 /* ---- crash consistency ---- */
+
+/* The worker processes of a daemon, by pid. */
+typedef struct {
+  int n;
+  pid_t pid[16];
+} worker_pids;
+
+static void list_workers(pid_t daemon_pid, worker_pids *w) {
+  char path[96];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)daemon_pid, (int)daemon_pid);
+  FILE *f = fopen(path, "r");
+  int pid;
+  while (f && w->n < 16 && fscanf(f, "%d", &pid) == 1)
+    w->pid[w->n++] = pid;
+  if (f) fclose(f);
+}
+
+/* Whether none of the workers (worker_pids *) runs any more: each gone
+ * or a zombie (its new parent may be slow to reap it, or never do). */
+static int workers_gone(void *arg) {
+  const worker_pids *w = arg;
+  char path[64], line[256];
+  for (int i = 0; i < w->n; i++) {
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)w->pid[i]);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    const char *paren = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+    fclose(f);
+    if (paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X') return 0;
+  }
+  return 1;
+}
 
 /* A small kernel whose constant makes its source (and key) differ. */
 static char *variant(int i, size_t *len) {
@@ -1457,13 +1529,15 @@ static void kill9_round(int round, useconds_t delay_us) {
       _exit(0);
     }
   }
-  usleep(delay_us);
+  usleep(delay_us); /* where the kill lands: a point in the stores, not a barrier */
+  worker_pids workers = {0};
+  list_workers(d.pid, &workers);
   cr_assert_eq(kill(d.pid, SIGKILL), 0);
   waitpid(d.pid, NULL, 0);
   d.pid = 0;
   for (int k = 0; k < CLIENTS; k++)
     waitpid(kids[k], NULL, 0);
-  usleep(100000); /* orphaned workers see EOF and exit */
+  cr_assert(vxt_wait_until(workers_gone, &workers, 60000), "orphaned workers see EOF and exit");
   /* restarted on the same cache: nothing moved aside, nothing damaged */
   cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
   char aside[300];
@@ -1639,7 +1713,7 @@ Test(hardening, an_llvm_fatal_error_is_a_clean_internal_answer) {
   cr_assert_str_eq(r.message,
                    "the compiler hit a fatal error: Cannot select: intrinsic %llvm.x86.sse2.pause");
   vxp_response_clear(&r);
-  usleep(100000);
+  cr_assert(vxt_wait_until(workers_settled, &d, 60000), "the ended worker is replaced");
   cr_assert_eq(vxc_compile(c, src, sizeof src - 1, "fatal.mlir", NULL, &r), 0);
   cr_assert_eq(r.status, VXP_STATUS_INTERNAL);
   cr_assert_not_null(strstr(r.message, "fatal error: Cannot select"), "%s", r.message);

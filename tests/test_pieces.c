@@ -141,12 +141,21 @@ typedef struct {
   size_t len;
   vxl_result res;
   int rc;
+  int done;      /* set (atomically) once the compile returned */
+  unsigned base; /* vxd_crew_pieces_started before it began */
 } compile_job;
 
 static void *compile_on_thread(void *arg) {
   compile_job *j = arg;
   j->rc = vxd_crew_compile(j->crew, j->c, j->src, j->len, "many.mlir", &o2, &j->res);
+  __atomic_store_n(&j->done, 1, __ATOMIC_SEQ_CST);
   return NULL;
+}
+
+/* Whether j's crew has a helper's piece under way, or j is done. */
+static int helper_took_a_piece(void *arg) {
+  compile_job *j = arg;
+  return vxd_crew_pieces_started(j->crew) > j->base || __atomic_load_n(&j->done, __ATOMIC_SEQ_CST);
 }
 
 Test(pieces, a_helper_gives_its_core_back_when_work_arrives_for_it) {
@@ -156,26 +165,39 @@ Test(pieces, a_helper_gives_its_core_back_when_work_arrives_for_it) {
   vxd_cores_set_idle(cores, 0);
   cr_assert_eq(vxl_compile(cc, src, len, "many.mlir", &o2, &alone), 0);
   cr_assert(alone.ok);
-  /* one idle worker's core lent; then a job goes to that worker (idle 0):
-   * the helper stops before its next piece (each takes tens of ms) */
-  vxd_cores_set_idle(cores, 1);
-  compile_job j = {.c = cc, .crew = crew, .src = src, .len = len};
-  pthread_t t;
-  cr_assert_eq(pthread_create(&t, NULL, compile_on_thread, &j), 0);
-  usleep(20 * 1000);
-  vxd_cores_set_idle(cores, 0);
-  pthread_join(t, NULL);
-  cr_assert_eq(j.rc, 0);
-  cr_assert_leq(vxd_crew_last_helped(crew), 2,
-                "the helper compiled %u of 10 pieces after its core was wanted", vxd_crew_last_helped(crew));
-  assert_same_result(&alone, &j.res, 320);
+  /* one idle worker's core lent; once the helper has taken a piece, a job
+   * goes to that worker (idle 0): the helper stops before its next one.
+   * The worker's own thread may finish all ten before the helper has
+   * parsed the source; such a round shows nothing and is run again. */
+  int observed = 0;
+  for (int round = 0; round < 5 && !observed; round++) {
+    vxd_cores_set_idle(cores, 1);
+    compile_job j = {.c = cc, .crew = crew, .src = src, .len = len};
+    j.base = vxd_crew_pieces_started(crew);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, compile_on_thread, &j), 0);
+    vxt_wait_until(helper_took_a_piece, &j, 120000);
+    int running = !__atomic_load_n(&j.done, __ATOMIC_SEQ_CST);
+    vxd_cores_set_idle(cores, 0);
+    unsigned taken = vxd_crew_pieces_started(crew) - j.base;
+    pthread_join(t, NULL);
+    cr_assert_eq(j.rc, 0);
+    observed = running && taken > 0;
+    /* the helper may have passed its check of the cores, not yet taken the
+     * piece, when they were wanted: one more */
+    cr_assert_leq(vxd_crew_last_helped(crew), taken + 1,
+                  "the helper compiled %u of 10 pieces, %u taken before its core was wanted",
+                  vxd_crew_last_helped(crew), taken);
+    assert_same_result(&alone, &j.res, 320);
+    vxl_result_clear(&j.res);
+  }
+  cr_assert(observed, "in 5 rounds, a helper took a piece while the compile ran");
   /* the loan ended: with the core idle again, a helper can borrow it */
   vxd_cores_set_idle(cores, 1);
   vxl_result again;
   cr_assert_eq(vxd_crew_compile(crew, cc, src, len, "many.mlir", &o2, &again), 0);
-  cr_assert_geq(vxd_crew_last_helped(crew), 3);
+  cr_assert_geq(vxd_crew_last_helped(crew), 1);
   vxl_result_clear(&alone);
-  vxl_result_clear(&j.res);
   vxl_result_clear(&again);
   free(src);
 }

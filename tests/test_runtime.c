@@ -1595,6 +1595,28 @@ Test(runtime, vxc_compile_writes_the_module_image_beside_the_object) {
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
 }
 
+/* A compile of saxpy as the runtime's module, polled until its key is
+ * (same) or is not (!same) key: how a test waits for the daemon to notice
+ * a changed SDK (on its one-second tick). The last reply is in *r. */
+typedef struct {
+  vxc_conn *c;
+  const char *key;
+  int same;
+  vxp_response *r;
+  int failed; /* set when a compile was not answered */
+} sdk_poll;
+
+static int sdk_key_changed(void *arg) {
+  sdk_poll *p = arg;
+  vxp_response_clear(p->r);
+  if (vxc_compile(p->c, saxpy, saxpy_len, VXP_DEVICE_MODULE_NAME, NULL, p->r) != 0) {
+    p->failed = 1;
+    return 1;
+  }
+  if (p->r->status != VXP_STATUS_OK) return 1; /* the caller's assertions say what */
+  return (strcmp(p->r->key, p->key) == 0) == p->same;
+}
+
 Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
   /* the daemon has the SDK, the runtime does not: the image comes from vortexd */
   char sdk[256];
@@ -1628,8 +1650,8 @@ Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
            "cp -L %s/link.ld %s && rm %s/link.ld && cp %s %s/link.ld && echo '/* v2 */' >> %s/link.ld", sdk,
            saved, sdk, saved, sdk, sdk);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  usleep(1500 * 1000);
-  cr_assert_eq(vxc_compile(c, saxpy, saxpy_len, VXP_DEVICE_MODULE_NAME, NULL, &r), 0);
+  sdk_poll poll = {c, key, 0, &r, 0};
+  cr_assert(vxt_wait_until(sdk_key_changed, &poll, 60000) && !poll.failed, "the changed SDK noticed");
   cr_assert_eq(r.status, VXP_STATUS_OK, "%s", r.message ? r.message : "");
   cr_assert_not(r.cached, "another SDK: compiled and linked again");
   cr_assert_str_neq(r.key, key);
@@ -1638,8 +1660,8 @@ Test(runtime, vortexd_links_and_caches_vxbin_images_with_an_sdk) {
   /* ... and the same contents again, as another file, the old key */
   snprintf(cmd, sizeof cmd, "cp %s %s/link.ld.new && mv %s/link.ld.new %s/link.ld", saved, sdk, sdk, sdk);
   cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  usleep(1500 * 1000);
-  cr_assert_eq(vxc_compile(c, saxpy, saxpy_len, VXP_DEVICE_MODULE_NAME, NULL, &r), 0);
+  poll.same = 1;
+  cr_assert(vxt_wait_until(sdk_key_changed, &poll, 60000) && !poll.failed, "the SDK's change back noticed");
   cr_assert(r.cached, "the first SDK's contents: its entry");
   cr_assert_str_eq(r.key, key);
   vxp_response_clear(&r);

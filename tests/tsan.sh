@@ -7,10 +7,11 @@
 # outside: a private redis-server as the shared level, distinct kernels
 # compiled at once (misses, joined requests, then hits), a module of 96
 # kernels, explain, stats, list, verify, a second daemon reading what the
-# first shared, and stops.  Not covered: the helper threads that compile a
-# module's pieces (piece_helpers 0 here): they start in a worker forked
-# from a process with threads, which ThreadSanitizer cannot follow ("dup
-# thread with used id").  It fails when the daemon or a worker reports a race
+# first shared, and stops.  The helper threads that compile a module's
+# pieces run with piece_helpers 0 here: they start in a worker forked from
+# a process with threads, which ThreadSanitizer cannot follow ("dup thread
+# with used id"); tests/tsan_pieces.c drives them in a process that never
+# forks instead.  It fails when the daemon or a worker reports a race
 # (halt_on_error: the report, then exit 66) or the daemon does not exit 0.
 #   bash tests/tsan.sh BUILD_DIR   (a build with -DVORTEXD_TSAN=ON)
 set -euo pipefail
@@ -103,5 +104,7 @@ wait "$daemon" || st=$?
 daemon=
 [ "$st" -eq 0 ] || fail "vortexd exited with status $st"
 if grep -q "ThreadSanitizer" "$work/daemon.log"; then fail "ThreadSanitizer reported:"; fi
+# the piece helpers, in a process that never forks (tests/tsan_pieces.c)
+"$build/tests/tsan_pieces" 2>"$work/pieces.log" || { cat "$work/pieces.log" >&2; fail "tsan_pieces failed"; }
 echo "tsan: 2 daemons, $(grep -o '"misses":[0-9]*' "$work/stats.json" | head -1 | cut -d: -f2) misses," \
-  "joined and hit requests, shared-level reads and writes, a 96-kernel module: no race reported"
+  "joined and hit requests, shared-level reads and writes, a 96-kernel module, piece helpers: no race reported"

@@ -115,7 +115,7 @@ int vxt_daemon_stop(vxt_daemon *d);
  * -2 when it could not be started. */
 int vxt_run(const char *cmd, char *out, size_t cap);
 
-/* Polls until cond(arg) returns nonzero, every 10 ms, for at most
+/* (vxt_wait.c) Polls until cond(arg) returns nonzero, every 10 ms, for at most
  * timeout_ms: what a test waits with for something another process does
  * (never a sleep of a guessed length).  Returns 1 when cond held, 0 when
  * time ran out (the caller's assertion then says what did not happen).
