@@ -214,8 +214,64 @@ static void vxk__redis_key(const vxk_remote *r, const char *key, char out[VXK_RE
   snprintf(out, VXK_REMOTE_PREFIX_MAX + 80, "%s:v%u:%s", r->prefix, VXK_REMOTE_FORMAT, key);
 }
 
-int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
-                   size_t errcap) {
+/* "<prefix>:lease:<key>" into out. */
+static void vxk__lease_key(const vxk_remote *r, const char *key, char out[VXK_REMOTE_PREFIX_MAX + 80]) {
+  snprintf(out, VXK_REMOTE_PREFIX_MAX + 80, "%s:lease:%s", r->prefix, key);
+}
+
+/* The value (KEYS[1], its first ARGV[3] + 1 bytes) when it is there, else
+ * the lease (KEYS[2]) for ARGV[1] for ARGV[2] ms when nobody holds it, in
+ * one atomic step: {1, value}, {2} (taken) or {3} (held by another). */
+static const char vxk__get_or_lease[] =
+    "local v = redis.call('GETRANGE', KEYS[1], 0, ARGV[3]) "
+    "if #v > 0 then return {1, v} end "
+    "if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2} end "
+    "return {3}";
+
+/* Renews (ARGV[2] > 0) or deletes the lease KEYS[1] while ARGV[1] holds it. */
+static const char vxk__lease_update[] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+                                        "if ARGV[2] == '0' then return redis.call('DEL', KEYS[1]) end "
+                                        "return redis.call('PEXPIRE', KEYS[1], ARGV[2])";
+
+/* Appends the command that reads key (with a lease when want). */
+static int vxk__append_get(vxk_remote *r, const char *key, const vxk_remote_lease *lease, int want,
+                           const char *end) {
+  char rk[VXK_REMOTE_PREFIX_MAX + 80];
+  vxk__redis_key(r, key, rk);
+  if (!want) {
+    const char *argv[4] = {"GETRANGE", rk, "0", end};
+    size_t lens[4] = {8, strlen(rk), 1, strlen(end)};
+    return redisAppendCommandArgv(r->ctx, 4, argv, lens);
+  }
+  char lk[VXK_REMOTE_PREFIX_MAX + 80], ms[16];
+  vxk__lease_key(r, key, lk);
+  snprintf(ms, sizeof ms, "%u", lease->ms);
+  const char *argv[8] = {"EVAL", vxk__get_or_lease, "2", rk, lk, lease->owner, ms, end};
+  size_t lens[8] = {4,          sizeof vxk__get_or_lease - 1, 1,          strlen(rk),
+                    strlen(lk), strlen(lease->owner),         strlen(ms), strlen(end)};
+  return redisAppendCommandArgv(r->ctx, 8, argv, lens);
+}
+
+/* What a get-or-lease reply says, into *v; the value itself (a string
+ * reply) is left in *str. */
+static void vxk__lease_reply(const redisReply *reply, vxk_remote_value *v, const redisReply **str) {
+  *str = NULL;
+  v->rc = VXK_EIO;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
+      reply->element[0]->type != REDIS_REPLY_INTEGER)
+    return;
+  long long what = reply->element[0]->integer;
+  if (what == 1 && reply->elements == 2) {
+    *str = reply->element[1];
+    v->rc = VXK_OK;
+  } else if (what == 2 || what == 3) {
+    v->rc = VXK_ENOTFOUND;
+    v->lease = what == 2 ? VXK_LEASE_TAKEN : VXK_LEASE_OTHER;
+  }
+}
+
+int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, const vxk_remote_lease *lease,
+                   vxk_remote_value *out, char *err, size_t errcap) {
   memset(out, 0, n * sizeof *out);
   if (n > 256) {
     snprintf(err, errcap, "too many keys");
@@ -230,33 +286,35 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_
    * huge value costs no more than that to refuse */
   char end[24];
   snprintf(end, sizeof end, "%llu", (unsigned long long)r->max_value);
-  for (size_t i = 0; i < n; i++) {
-    char rk[VXK_REMOTE_PREFIX_MAX + 80];
-    vxk__redis_key(r, keys[i], rk);
-    const char *argv[4] = {"GETRANGE", rk, "0", end};
-    size_t lens[4] = {8, strlen(rk), 1, strlen(end)};
-    if (redisAppendCommandArgv(r->ctx, 4, argv, lens) != REDIS_OK)
+  for (size_t i = 0; i < n; i++)
+    if (vxk__append_get(r, keys[i], lease, lease && lease->want[i], end) != REDIS_OK)
       return vxk__fail(r, VXK_ENOMEM, err, errcap, "get", "out of memory");
-  }
   int rc = vxk__flush(r, deadline, err, errcap);
   uint64_t kept = 0; /* value bytes held: at most twice max_value */
   for (size_t i = 0; i < n && rc == VXK_OK; i++) {
     redisReply *reply = NULL;
     rc = vxk__reply(r, deadline, r->max_value + 4096, &reply, err, errcap);
     if (rc != VXK_OK) break;
-    if (reply->type == REDIS_REPLY_STRING && reply->len == 0) {
+    const redisReply *str = reply;
+    if (lease && lease->want[i]) {
+      vxk__lease_reply(reply, &out[i], &str);
+    } else if (reply->type == REDIS_REPLY_STRING && reply->len == 0) {
       out[i].rc = VXK_ENOTFOUND; /* GETRANGE of a missing key: "" */
-    } else if (reply->type != REDIS_REPLY_STRING || (uint64_t)reply->len > r->max_value ||
-               kept + reply->len > 2 * r->max_value) {
+      str = NULL;
+    }
+    if (!str) {
+      /* a miss, or a lease reply that was not a value */
+    } else if (str->type != REDIS_REPLY_STRING || (uint64_t)str->len > r->max_value ||
+               kept + str->len > 2 * r->max_value) {
       /* another type under our key, too large, or more than the batch may
        * hold at once: the caller compiles that one */
       out[i].rc = VXK_EIO;
     } else {
-      kept += reply->len;
-      out[i].value = malloc(reply->len);
-      out[i].size = reply->len;
+      kept += str->len;
+      out[i].value = malloc(str->len ? str->len : 1);
+      out[i].size = str->len;
       out[i].rc = out[i].value ? VXK_OK : VXK_ENOMEM;
-      if (out[i].value) memcpy(out[i].value, reply->str, reply->len);
+      if (out[i].value) memcpy(out[i].value, str->str, str->len);
     }
     freeReplyObject(reply);
   }
@@ -265,6 +323,43 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_
       free(out[i].value);
       out[i] = (vxk_remote_value){.rc = rc};
     }
+  return rc;
+}
+
+int vxk_remote_lease_update(vxk_remote *r, const char *const *keys, size_t n, const char *owner, unsigned ms,
+                            char *err, size_t errcap) {
+  if (n > 256) {
+    snprintf(err, errcap, "too many keys");
+    return VXK_EINVAL;
+  }
+  if (!r->ctx) {
+    snprintf(err, errcap, "not connected");
+    return VXK_EIO;
+  }
+  uint64_t deadline = vxk__now_ms() + r->op_ms;
+  char msbuf[16];
+  snprintf(msbuf, sizeof msbuf, "%u", ms);
+  for (size_t i = 0; i < n; i++) {
+    char lk[VXK_REMOTE_PREFIX_MAX + 80];
+    vxk__lease_key(r, keys[i], lk);
+    const char *argv[6] = {"EVAL", vxk__lease_update, "1", lk, owner, msbuf};
+    size_t lens[6] = {4, sizeof vxk__lease_update - 1, 1, strlen(lk), strlen(owner), strlen(msbuf)};
+    if (redisAppendCommandArgv(r->ctx, 6, argv, lens) != REDIS_OK)
+      return vxk__fail(r, VXK_ENOMEM, err, errcap, "lease", "out of memory");
+  }
+  int rc = vxk__flush(r, deadline, err, errcap);
+  for (size_t i = 0; i < n && rc == VXK_OK; i++) {
+    redisReply *reply = NULL;
+    rc = vxk__reply(r, deadline, 1u << 16, &reply, err, errcap);
+    if (rc != VXK_OK) break;
+    if (reply->type == REDIS_REPLY_ERROR) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "%.*s", (int)(reply->len < 200 ? reply->len : 200), reply->str);
+      freeReplyObject(reply);
+      return vxk__fail(r, VXK_EIO, err, errcap, "lease", msg);
+    }
+    freeReplyObject(reply);
+  }
   return rc;
 }
 

@@ -64,20 +64,50 @@ int vxk_remote_prefix_valid(const char *prefix);
 int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, size_t errcap);
 void vxk_remote_close(vxk_remote *r);
 
+/* What a lookup that asked for a lease got (vxk_remote_value.lease). */
+enum {
+  VXK_LEASE_NONE = 0,  /* not asked, or the value was there */
+  VXK_LEASE_TAKEN = 1, /* a miss, and the lease is the caller's now: it compiles */
+  VXK_LEASE_OTHER = 2, /* a miss, and another owner holds the lease: its compile runs */
+};
+
 /* One value read back by vxk_remote_get. */
 typedef struct {
   int rc;         /* 0, VXK_ENOTFOUND, VXK_EIO (reply too large or not a string) */
   uint8_t *value; /* rc 0: malloc(), caller frees */
   size_t size;    /* bytes */
+  int lease;      /* rc VXK_ENOTFOUND with a lease asked for: VXK_LEASE_* */
 } vxk_remote_value;
+
+/* Leases on keys being compiled, so that a farm compiles each key once: a
+ * lease is a Redis key "<prefix>:lease:<cache key>" holding its owner's
+ * name, set only when absent (SET NX PX) and living ms milliseconds unless
+ * renewed.  A lookup that asks for one reads the value and, on a miss,
+ * takes the lease in the same atomic step (a Lua script: the value cannot
+ * appear between the two), so exactly one of the daemons that miss at
+ * once gets VXK_LEASE_TAKEN. */
+typedef struct {
+  const char *owner;         /* this daemon's name for its leases (at most 128 bytes) */
+  unsigned ms;               /* a lease's life, milliseconds */
+  const unsigned char *want; /* want[i] != 0: key i takes a lease on a miss */
+} vxk_remote_lease;
 
 /* Reads the values of n cache keys in one pipelined exchange (n <= 256),
  * filling out[0..n); the values kept total at most twice max_value bytes
- * (the ones past that are VXK_EIO).  Returns 0 when the exchange completed (each out[i].rc
- * says what its key gave), else VXK_ETIMEDOUT / VXK_EIO / VXK_ENOMEM for
- * all of them (values already read are freed), message in err. */
-int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
-                   size_t errcap);
+ * (the ones past that are VXK_EIO).  With lease (may be NULL), the keys it
+ * wants take a lease on a miss (out[i].lease).  Returns 0 when the
+ * exchange completed (each out[i].rc says what its key gave), else
+ * VXK_ETIMEDOUT / VXK_EIO / VXK_ENOMEM for all of them (values already
+ * read are freed), message in err. */
+int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, const vxk_remote_lease *lease,
+                   vxk_remote_value *out, char *err, size_t errcap);
+
+/* Renews (ms > 0: for ms milliseconds more) or releases (ms == 0) the
+ * leases of n cache keys (n <= 256) in one pipelined exchange, each only
+ * while owner still holds it (a lease that expired and was taken by
+ * another is left to it).  Returns 0, VXK_ETIMEDOUT, VXK_EIO, VXK_ENOMEM. */
+int vxk_remote_lease_update(vxk_remote *r, const char *const *keys, size_t n, const char *owner, unsigned ms,
+                            char *err, size_t errcap);
 
 /* Writes value (size bytes) under key, replacing what is there, with the
  * configured expiry.  Returns 0, VXK_ETIMEDOUT, VXK_EIO, VXK_ENOMEM. */

@@ -890,13 +890,15 @@ static void print_stats(const vxp_stats *s, const char *server, const char *sock
         "remote storage    %s\n"
         "  L1 hits         %llu\n  L2 hits         %llu\n  L2 misses       %llu\n"
         "  L2 errors       %llu (corrupt values %llu, unsigned or untrusted %llu)\n  L2 timeouts     %llu\n"
-        "  L2 writes       %llu (dropped %llu)\n  L2 bytes        %llu down, %llu up\n",
+        "  L2 writes       %llu (dropped %llu)\n  L2 bytes        %llu down, %llu up\n"
+        "  L2 leases       %llu (waits %llu, expired %llu)\n",
         shown(s->remote), (unsigned long long)(s->hits >= s->l2_hits ? s->hits - s->l2_hits : 0),
         (unsigned long long)s->l2_hits, (unsigned long long)s->l2_misses, (unsigned long long)s->l2_errors,
         (unsigned long long)s->l2_corrupt, (unsigned long long)s->l2_rejected,
         (unsigned long long)s->l2_timeouts, (unsigned long long)s->l2_writes,
         (unsigned long long)s->l2_dropped, (unsigned long long)s->l2_bytes_down,
-        (unsigned long long)s->l2_bytes_up);
+        (unsigned long long)s->l2_bytes_up, (unsigned long long)s->l2_leases,
+        (unsigned long long)s->l2_lease_waits, (unsigned long long)s->l2_lease_expired);
   else
     printf("remote storage    none\n");
 }

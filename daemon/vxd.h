@@ -69,6 +69,7 @@ typedef struct {
   unsigned remote_ttl_s;       /* expiry of written values; 0 = none */
   unsigned remote_connect_ms;  /* connection deadline (milliseconds) */
   unsigned remote_timeout_ms;  /* deadline of one read or write (milliseconds) */
+  unsigned remote_lease_ms;    /* life of a compile's lease unless renewed (milliseconds); 0 = none */
   uint64_t remote_write_queue; /* bytes of writes queued at most; more are dropped */
   vxk_signer *remote_signer;   /* signs what is written there (NULL: unsigned) */
   vxk_trust *remote_trust;     /* NULL, or only values one of these keys signed are used */
@@ -349,8 +350,10 @@ typedef struct vxd_remote vxd_remote;
  * trust; compile_us 0: not known), which the callee may move out of (the
  * caller clears what is left), or NULL when there was none to use (a miss,
  * a failure, a damaged or untrusted value: each counted where it
- * happened). */
-typedef void (*vxd_remote_done_fn)(void *ud, const char *key, vxk_entry *e);
+ * happened).  leased: a miss whose lease this daemon now holds (the farm
+ * waits for its compile): the caller compiles and then calls
+ * vxd_remote_put (a value) or vxd_remote_lease_end. */
+typedef void (*vxd_remote_done_fn)(void *ud, const char *key, vxk_entry *e, int leased);
 
 /* Starts the remote level's reader and writer threads for cfg (remote_on
  * set; copied), without connecting yet (the first lookup or write does).
@@ -362,10 +365,22 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
                     vxd_remote **out, char *err, size_t errcap);
 
 /* Queues a lookup of key; done(ud, ...) runs later on the loop thread.
- * Returns 0 when queued, or -EAGAIN when the storage is backing off after
- * a failure or too many lookups are waiting (the caller goes on without
- * it: a compile, not a wait), -ENOMEM.  Loop thread. */
-int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, void *ud);
+ * lease (a compile's lookup, with remote_lease set and not read-only): a
+ * miss takes the key's lease for this daemon, and a key another daemon
+ * holds the lease on is waited for (its value, or its lease's end, or
+ * job_timeout) before done runs.  Returns 0 when queued, or -EAGAIN when
+ * the storage is backing off after a failure or too many lookups are
+ * waiting (the caller goes on without it: a compile, not a wait),
+ * -ENOMEM.  Loop thread. */
+int vxd_remote_lookup(vxd_remote *rm, const char *key, int lease, vxd_remote_done_fn done, void *ud);
+
+/* The compile of a key whose lease this daemon holds has ended.
+ * will_share: its entry goes to the store, whose written hook calls
+ * vxd_remote_put, which writes the value and then releases the lease
+ * (until then it is no longer renewed, so it expires if the put never
+ * comes); else the lease is released now, and a daemon waiting for it
+ * compiles.  Loop thread. */
+void vxd_remote_lease_end(vxd_remote *rm, const char *key, int will_share);
 
 /* Queues writing the encoded entry (size bytes, owned from then on, as
  * the store's written hook hands it over) to the storage under key, and

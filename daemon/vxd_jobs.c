@@ -30,6 +30,8 @@ static vxd_conn *vxd__waiter_conn(vxd_server *s, const vxd_waiter *w) {
 }
 
 void vxd__job_free(vxd_server *s, vxd_job *j) {
+  /* the farm waits on this daemon's lease: shared, or handed on */
+  if (j->leased && s->remote) vxd_remote_lease_end(s->remote, j->key, j->shared);
   while (j->waiters) {
     vxd_waiter *w = j->waiters;
     j->waiters = w->next;
@@ -219,8 +221,10 @@ void vxd__job_done(vxd_server *s, vxd_job *j, vxp_response *r) {
   vxd__answer(s, j, r);
   r->key_inputs = inputs, r->line_hashes = lines, r->line_hashes_size = lines_size;
   /* then stored: the entry's bytes, as the worker encoded them, move on */
-  if (j->op == VXP_OP_COMPILE && r->status == VXP_STATUS_OK && r->entry && !j->bypass)
+  if (j->op == VXP_OP_COMPILE && r->status == VXP_STATUS_OK && r->entry && !j->bypass) {
+    j->shared = s->store != NULL; /* the store's written hook shares it */
     vxd__cache_put(s, j, r, us);
+  }
   vxd__job_free(s, j);
 }
 

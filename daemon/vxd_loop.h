@@ -83,6 +83,8 @@ typedef struct vxd_job {
   char source_name[VXL_DEBUG_FILE_MAX + 1];
   char target[VXP_TARGET_NAME_MAX]; /* what it compiles for (the debug log) */
   vxd_waiter *waiters;
+  int leased;           /* this daemon holds the key's lease in the shared level */
+  int shared;           /* its entry went to the store (which shares it) */
   struct vxd_job *next; /* on one of vxd_jobs' lists */
 } vxd_job;
 

@@ -154,6 +154,9 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   cfg->remote_connect_ms = (unsigned)v;
   if (vxd__num(pc, VXP_CONF_remote_timeout, 0, 1, 60000, &v)) return 78;
   cfg->remote_timeout_ms = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_remote_lease, 0, 0, 600000, &v)) return 78;
+  if (v && v < 100) return vxd__bad(pc, VXP_CONF_remote_lease, "0 (no leases) or from 100 to 600000");
+  cfg->remote_lease_ms = (unsigned)v;
   if (vxd__num(pc, VXP_CONF_remote_write_queue, 1, 0, UINT64_MAX, &cfg->remote_write_queue)) return 78;
   const char *signing = pc->value[VXP_CONF_remote_signing_key],
              *trusted = pc->value[VXP_CONF_remote_trusted_keys];

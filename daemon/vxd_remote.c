@@ -12,6 +12,17 @@
  * bytes; past the bound a write is dropped and counted.  Each thread has
  * its own connection, so a slow write never delays a lookup.
  *
+ * Leases (remote_lease > 0, not read-only): a compile's lookup that misses
+ * takes a lease on its key in the same atomic step (vxk_remote_get), so
+ * that one daemon of the farm compiles it.  The leaseholder's loop renews
+ * its leases every third of their life while the compile runs (the
+ * writer thread sends the renewals), and releases one after writing its
+ * value, or at once when there is none to write.  A lookup that finds the
+ * key leased by another daemon is parked on the waiting list and asked
+ * again from the loop's timer (10 ms, doubling to 200 ms) until the value
+ * is there (a hit), the lease is gone (it takes it and compiles: the
+ * holder died or failed) or job_timeout has passed (it compiles).
+ *
  * A failure (refused, timed out, garbage) closes that thread's connection
  * and marks its side down for a backoff period (1 s, doubling to 60 s):
  * meanwhile lookups are refused at once (the daemon compiles) and writes
@@ -27,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -41,23 +53,44 @@
 #define VXD__BACKOFF_MAX_MS 60000
 /* The largest value read: an entry is bounded by what a worker may send. */
 #define VXD__MAX_VALUE ((uint64_t)VXP_MAX_FRAME_DEFAULT)
+#define VXD__TICK_MS 10      /* the timer's period while leases are waited on or held */
+#define VXD__POLL_MIN_MS 10  /* first wait before asking for a leased key again */
+#define VXD__POLL_MAX_MS 200 /* the longest wait between two asks */
+#define VXD__MAX_HELD 256    /* leases renewed in one exchange */
 
 typedef struct vxd__lookup {
   vxd_qitem queued; /* first: what the reader's queue holds */
   char key[VXK_KEY_HEX + 1];
   vxd_remote_done_fn done;
   void *ud;
-  int hit; /* entry holds a value that passed its checks */
+  int want_lease; /* take a lease on a miss (a compile's lookup) */
+  int hit;        /* entry holds a value that passed its checks */
+  int leased;     /* a miss whose lease this daemon took: it compiles */
   vxk_entry entry;
-  struct vxd__lookup *next; /* on the answered list (under mu) */
+  /* waiting for another daemon's leased compile (reader thread and loop, under mu) */
+  uint64_t wait_start_ms, next_ask_ms;
+  unsigned poll_ms;
+  struct vxd__lookup *next; /* on the answered or the waiting list (under mu) */
 } vxd__lookup;
 
 typedef struct vxd__write {
   vxd_qitem queued; /* first: what the writer's queue holds */
   char key[VXK_KEY_HEX + 1];
-  uint8_t *entry; /* the encoded entry, as stored locally; owned here */
+  uint8_t *entry; /* the encoded entry, as stored locally; owned here (NULL: a lease update) */
   uint64_t bytes; /* its size, counted against the queue bound */
+  int release;    /* then release this daemon's lease on key */
+  unsigned renew; /* a lease update: renew for this many ms (0: release) */
+  unsigned nkeys; /* a lease update: of these keys */
+  char (*keys)[VXK_KEY_HEX + 1];
 } vxd__write;
+
+/* A lease this daemon holds (loop thread only). */
+typedef struct vxd__held {
+  char key[VXK_KEY_HEX + 1];
+  int compiled;       /* the compile ended: no renewal; released by the put */
+  uint64_t expiry_ms; /* compiled: forgotten after this (the lease has expired) */
+  struct vxd__held *next;
+} vxd__held;
 
 typedef struct vxd__note {
   int level;
@@ -95,12 +128,23 @@ struct vxd_remote {
   vxd__link rd, wr;
   vxd_counts counts;           /* l2_* since the last vxd_remote_take_counts */
   uint64_t rejected_logged_ms; /* reader: when refused values were last logged */
+  /* leases */
+  unsigned lease_ms;    /* 0: none taken or waited for */
+  uint64_t max_wait_ms; /* the longest wait for another daemon's compile */
+  char owner[160];      /* this daemon's name on its leases: host:pid:random */
+  vxd__lookup *waiting; /* under mu: lookups of keys others hold leases on */
+  vxd__held *held;      /* loop thread */
+  uint64_t renew_ms;    /* loop thread: when the held leases are renewed next */
+  uv_timer_t timer;     /* loop thread: asks again, renews */
+  int timer_on;         /* loop thread */
+  int open_handles;     /* loop thread: freed when both handles are closed */
 };
 
 static uint64_t vxd__ms(void) { return uv_hrtime() / 1000000u; }
 
 static void vxd__write_free(vxd__write *w) {
   free(w->entry);
+  free(w->keys);
   free(w);
 }
 
@@ -168,23 +212,47 @@ static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
   vxd_remote *rm = ud;
   vxd__lookup *batch[VXD__BATCH];
   const char *keys[VXD__BATCH];
+  unsigned char want[VXD__BATCH];
+  unsigned char parked[VXD__BATCH] = {0};
   vxk_remote_value vals[VXD__BATCH];
   n = 0;
   for (vxd_qitem *it = items; it && n < VXD__BATCH; it = it->next) {
     batch[n] = (vxd__lookup *)it;
     keys[n] = batch[n]->key;
+    want[n] = batch[n]->want_lease && rm->lease_ms;
     n++;
   }
+  vxk_remote_lease lease = {.owner = rm->owner, .ms = rm->lease_ms, .want = want};
   char err[256] = "";
   int rc = vxd__connect(rm, &rm->rd, err, sizeof err);
-  if (rc == VXK_OK) rc = vxk_remote_get(rm->rd.conn, keys, n, vals, err, sizeof err);
+  if (rc == VXK_OK)
+    rc = vxk_remote_get(rm->rd.conn, keys, n, rm->lease_ms ? &lease : NULL, vals, err, sizeof err);
   if (rc != VXK_OK) vxd__drop_conn(&rm->rd);
   uint64_t down_bytes = 0, misses = 0, corrupt = 0, errors = 0, rejected = 0;
+  uint64_t leases = 0, waits = 0, expired = 0, now = vxd__ms();
   for (size_t i = 0; rc == VXK_OK && i < n; i++) {
     vxd__lookup *lk = batch[i];
     down_bytes += vals[i].size;
-    if (vals[i].rc == VXK_ENOTFOUND) {
+    if (vals[i].rc == VXK_ENOTFOUND && vals[i].lease == VXK_LEASE_OTHER) {
+      /* another daemon compiles it: ask again later, up to max_wait_ms */
+      if (!lk->wait_start_ms) {
+        lk->wait_start_ms = now;
+        lk->poll_ms = VXD__POLL_MIN_MS;
+        waits++;
+      } else {
+        lk->poll_ms = lk->poll_ms * 2 > VXD__POLL_MAX_MS ? VXD__POLL_MAX_MS : lk->poll_ms * 2;
+      }
+      parked[i] = now - lk->wait_start_ms < rm->max_wait_ms;
+      lk->next_ask_ms = now + lk->poll_ms;
+      if (!parked[i]) { /* waited long enough: compiled here */
+        misses++;
+        expired++;
+      }
+    } else if (vals[i].rc == VXK_ENOTFOUND) {
       misses++;
+      lk->leased = vals[i].lease == VXK_LEASE_TAKEN;
+      leases += (uint64_t)lk->leased;
+      expired += lk->wait_start_ms != 0; /* waited, and the value never came */
     } else if (vals[i].rc != VXK_OK) {
       errors++;
     } else {
@@ -230,17 +298,30 @@ static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
                 rm->shown, (unsigned long long)rejected);
     }
     rm->counts.l2_bytes_down += (int64_t)down_bytes;
+    rm->counts.l2_leases += (int64_t)leases;
+    rm->counts.l2_lease_waits += (int64_t)waits;
+    rm->counts.l2_lease_expired += (int64_t)expired;
     if (corrupt)
       vxd__post(rm, VXD_LOG_WARNING,
                 "remote storage %s: %llu value(s) failed their checksum; not used, compiled again", rm->shown,
                 (unsigned long long)corrupt);
   }
   for (size_t i = 0; i < n; i++) {
-    batch[i]->next = rm->answered;
-    rm->answered = batch[i];
+    vxd__lookup **list = parked[i] ? &rm->waiting : &rm->answered;
+    batch[i]->next = *list;
+    *list = batch[i];
   }
-  uv_async_send(&rm->async);
+  uv_async_send(&rm->async); /* also: the loop starts its timer for the parked */
   uv_mutex_unlock(&rm->mu);
+}
+
+/* The writer thread: renews or releases the leases of a lease update. */
+static int vxd__lease_update_all(vxd_remote *rm, const vxd__write *w, char *err, size_t errcap) {
+  const char *keys[VXD__MAX_HELD];
+  unsigned n = w->nkeys < VXD__MAX_HELD ? w->nkeys : VXD__MAX_HELD;
+  for (unsigned i = 0; i < n; i++)
+    keys[i] = w->keys[i];
+  return vxk_remote_lease_update(rm->wr.conn, keys, n, rm->owner, w->renew, err, errcap);
 }
 
 /* The writer thread: one entry written, or dropped when late (stopping,
@@ -252,7 +333,7 @@ static void vxd__write_one(void *ud, vxd_qitem *it, unsigned n) {
   uv_mutex_lock(&rm->mu);
   int late = rm->stopping && vxd__ms() > rm->close_deadline_ms;
   if (late || (rm->wr.down && vxd__ms() < rm->wr.retry_ms)) {
-    rm->counts.l2_dropped++;
+    rm->counts.l2_dropped += w->entry != NULL; /* a lease not renewed or released expires */
     rm->queued_bytes -= w->bytes;
     uv_mutex_unlock(&rm->mu);
     vxd__write_free(w);
@@ -262,14 +343,20 @@ static void vxd__write_one(void *ud, vxd_qitem *it, unsigned n) {
 
   char err[256] = "";
   int rc = vxd__connect(rm, &rm->wr, err, sizeof err);
-  if (rc == VXK_OK) rc = vxk_remote_set(rm->wr.conn, w->key, w->entry, (size_t)w->bytes, err, sizeof err);
+  if (rc == VXK_OK && w->entry)
+    rc = vxk_remote_set(rm->wr.conn, w->key, w->entry, (size_t)w->bytes, err, sizeof err);
+  /* the value first: a daemon waiting on the lease finds it when the lease goes */
+  const char *one = w->key;
+  if (rc == VXK_OK && (w->release || !w->entry))
+    rc = w->entry ? vxk_remote_lease_update(rm->wr.conn, &one, 1, rm->owner, 0, err, sizeof err)
+                  : vxd__lease_update_all(rm, w, err, sizeof err);
   if (rc != VXK_OK) vxd__drop_conn(&rm->wr);
 
   uv_mutex_lock(&rm->mu);
   rm->queued_bytes -= w->bytes;
   if (rc == VXK_OK) {
     vxd__link_ok(rm, &rm->wr);
-    rm->counts.l2_writes++;
+    rm->counts.l2_writes += w->entry != NULL;
     rm->counts.l2_bytes_up += (int64_t)w->bytes;
   } else {
     vxd__count_failure(rm, rc);
@@ -278,6 +365,9 @@ static void vxd__write_one(void *ud, vxd_qitem *it, unsigned n) {
   uv_mutex_unlock(&rm->mu);
   vxd__write_free(w);
 }
+
+static void vxd__hold(vxd_remote *rm, const char *key);
+static void vxd__timer_update(vxd_remote *rm);
 
 /* Loop thread: logs queued events, runs the callbacks of answered lookups. */
 static void vxd__remote_reap(vxd_remote *rm) {
@@ -304,15 +394,140 @@ static void vxd__remote_reap(vxd_remote *rm) {
   while (rev) {
     vxd__lookup *lk = rev;
     rev = lk->next;
-    lk->done(lk->ud, lk->key, lk->hit ? &lk->entry : NULL);
+    if (lk->leased && !rm->stopping) vxd__hold(rm, lk->key);
+    lk->done(lk->ud, lk->key, lk->hit ? &lk->entry : NULL, lk->leased);
     vxk_entry_clear(&lk->entry);
     free(lk);
   }
+  vxd__timer_update(rm);
 }
 
 static void vxd__remote_async_cb(uv_async_t *a) { vxd__remote_reap(a->data); }
 
-static void vxd__remote_closed_cb(uv_handle_t *h) { free(h->data); }
+static void vxd__remote_closed_cb(uv_handle_t *h) {
+  vxd_remote *rm = h->data;
+  if (--rm->open_handles == 0) free(rm);
+}
+
+/* Queues a lease update of keys (n of them; renew ms, 0: release) for the
+ * writer thread; not when writes are down (the leases expire). */
+static void vxd__queue_lease_update(vxd_remote *rm, char (*keys)[VXK_KEY_HEX + 1], unsigned n,
+                                    unsigned renew) {
+  vxd__write *w = calloc(1, sizeof *w);
+  if (!w) {
+    free(keys);
+    return;
+  }
+  w->keys = keys, w->nkeys = n, w->renew = renew;
+  uv_mutex_lock(&rm->mu);
+  int queue = !rm->stopping && !(rm->wr.down && vxd__ms() < rm->wr.retry_ms);
+  if (queue) vxd_qthread_push(rm->writer, &w->queued);
+  uv_mutex_unlock(&rm->mu);
+  if (!queue) vxd__write_free(w);
+}
+
+/* The loop's timer: parked lookups due are asked again (answered as misses
+ * while reads are down), the leases of running compiles renewed, the ones
+ * of compiles whose value never came forgotten once expired. */
+static void vxd__remote_tick(uv_timer_t *t) {
+  vxd_remote *rm = t->data;
+  uint64_t now = vxd__ms();
+  uv_mutex_lock(&rm->mu);
+  int reads_down = rm->rd.down && now < rm->rd.retry_ms;
+  for (vxd__lookup **pp = &rm->waiting; *pp;) {
+    vxd__lookup *lk = *pp;
+    if (!rm->stopping && !reads_down && now < lk->next_ask_ms) {
+      pp = &lk->next;
+      continue;
+    }
+    *pp = lk->next;
+    lk->next = NULL;
+    if (rm->stopping || reads_down) {
+      lk->next = rm->answered; /* compiled here */
+      rm->answered = lk;
+      uv_async_send(&rm->async);
+    } else {
+      vxd_qthread_push(rm->reader, &lk->queued);
+    }
+  }
+  uv_mutex_unlock(&rm->mu);
+  unsigned n = 0;
+  for (vxd__held **pp = &rm->held; *pp;) {
+    vxd__held *h = *pp;
+    if (h->compiled && now >= h->expiry_ms) {
+      *pp = h->next;
+      free(h);
+      continue;
+    }
+    n += !h->compiled;
+    pp = &h->next;
+  }
+  if (n && now >= rm->renew_ms) {
+    rm->renew_ms = now + rm->lease_ms / 3;
+    char(*keys)[VXK_KEY_HEX + 1] = calloc(n < VXD__MAX_HELD ? n : VXD__MAX_HELD, sizeof *keys);
+    unsigned k = 0;
+    for (vxd__held *h = rm->held; keys && h && k < VXD__MAX_HELD; h = h->next)
+      if (!h->compiled) memcpy(keys[k++], h->key, sizeof keys[k - 1]);
+    if (keys) vxd__queue_lease_update(rm, keys, k, rm->lease_ms);
+  }
+  vxd__timer_update(rm);
+}
+
+/* Runs the timer while lookups wait or leases are held; stops it after. */
+static void vxd__timer_update(vxd_remote *rm) {
+  uv_mutex_lock(&rm->mu);
+  int busy = rm->waiting != NULL;
+  uv_mutex_unlock(&rm->mu);
+  busy = busy || rm->held;
+  if (busy && !rm->timer_on && !rm->stopping) {
+    uv_timer_start(&rm->timer, vxd__remote_tick, VXD__TICK_MS, VXD__TICK_MS);
+    rm->timer_on = 1;
+  } else if (!busy && rm->timer_on) {
+    uv_timer_stop(&rm->timer);
+    rm->timer_on = 0;
+  }
+}
+
+/* A lease this daemon just took on key: renewed from now on. */
+static void vxd__hold(vxd_remote *rm, const char *key) {
+  vxd__held *h = calloc(1, sizeof *h);
+  if (!h) return; /* not renewed: it expires, another daemon may compile too */
+  snprintf(h->key, sizeof h->key, "%s", key);
+  h->next = rm->held;
+  rm->held = h;
+  if (!rm->renew_ms || rm->renew_ms > vxd__ms() + rm->lease_ms / 3)
+    rm->renew_ms = vxd__ms() + rm->lease_ms / 3;
+}
+
+/* The held lease on key, unlinked from the list (caller frees), or NULL. */
+static vxd__held *vxd__unhold(vxd_remote *rm, const char *key) {
+  for (vxd__held **pp = &rm->held; *pp; pp = &(*pp)->next)
+    if (strcmp((*pp)->key, key) == 0) {
+      vxd__held *h = *pp;
+      *pp = h->next;
+      return h;
+    }
+  return NULL;
+}
+
+void vxd_remote_lease_end(vxd_remote *rm, const char *key, int will_share) {
+  if (will_share) { /* released by the put that follows; until then not renewed */
+    for (vxd__held *h = rm->held; h; h = h->next)
+      if (strcmp(h->key, key) == 0 && !h->compiled) {
+        h->compiled = 1;
+        h->expiry_ms = vxd__ms() + rm->lease_ms;
+        return;
+      }
+    return;
+  }
+  vxd__held *h = vxd__unhold(rm, key);
+  if (!h) return;
+  free(h);
+  char(*keys)[VXK_KEY_HEX + 1] = calloc(1, sizeof *keys);
+  if (!keys) return;
+  snprintf(keys[0], sizeof keys[0], "%s", key);
+  vxd__queue_lease_update(rm, keys, 1, 0);
+}
 
 int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, int, const char *), void *ud,
                     vxd_remote **out, char *err, size_t errcap) {
@@ -341,25 +556,39 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
   vxp_remote_url_show(u, rm->shown, sizeof rm->shown);
   rm->rd.name = "reads";
   rm->wr.name = "writes";
+  /* a read-only daemon writes no lease (and no value a waiter could get) */
+  rm->lease_ms = cfg->remote_read_only ? 0 : cfg->remote_lease_ms;
+  rm->max_wait_ms = (cfg->job_timeout_s ? cfg->job_timeout_s : 600u) * 1000ull;
+  char host[64] = "", rnd[8] = {0};
+  gethostname(host, sizeof host - 1);
+  uv_random(NULL, NULL, rnd, sizeof rnd, 0, NULL); /* on failure, zeros: host and pid still differ */
+  snprintf(rm->owner, sizeof rm->owner, "%.63s:%ld:%02x%02x%02x%02x%02x%02x%02x%02x", host, (long)getpid(),
+           (uint8_t)rnd[0], (uint8_t)rnd[1], (uint8_t)rnd[2], (uint8_t)rnd[3], (uint8_t)rnd[4],
+           (uint8_t)rnd[5], (uint8_t)rnd[6], (uint8_t)rnd[7]);
   uv_mutex_init(&rm->mu);
   uv_async_init(loop, &rm->async, vxd__remote_async_cb);
   rm->async.data = rm;
+  uv_timer_init(loop, &rm->timer);
+  rm->timer.data = rm;
+  rm->open_handles = 2;
   if (vxd_qthread_create(&rm->reader, vxd__read_batch, rm, VXD__BATCH, 0) != 0 ||
       vxd_qthread_create(&rm->writer, vxd__write_one, rm, 1, 0) != 0) {
     vxd_qthread_close(rm->reader); /* nothing queued yet */
     uv_mutex_destroy(&rm->mu);
     snprintf(err, errcap, "cannot start the remote storage's threads");
     uv_close((uv_handle_t *)&rm->async, vxd__remote_closed_cb);
+    uv_close((uv_handle_t *)&rm->timer, vxd__remote_closed_cb);
     return -EAGAIN;
   }
   *out = rm;
   return 0;
 }
 
-int vxd_remote_lookup(vxd_remote *rm, const char *key, vxd_remote_done_fn done, void *ud) {
+int vxd_remote_lookup(vxd_remote *rm, const char *key, int lease, vxd_remote_done_fn done, void *ud) {
   vxd__lookup *lk = calloc(1, sizeof *lk);
   if (!lk) return -ENOMEM;
   snprintf(lk->key, sizeof lk->key, "%s", key);
+  lk->want_lease = lease;
   lk->done = done;
   lk->ud = ud;
   uv_mutex_lock(&rm->mu);
@@ -376,6 +605,9 @@ void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *entry, size_t size
   snprintf(e.key, sizeof e.key, "%s", key);
   int read_only = rm->cfg->remote_read_only;
   vxd__write *w = read_only ? NULL : malloc(sizeof *w);
+  vxd__held *h = vxd__unhold(rm, key);
+  e.release = h != NULL; /* after the value: who waits on it finds it */
+  free(h);
   uv_mutex_lock(&rm->mu);
   int queue = w && !rm->stopping && rm->queued_bytes + e.bytes <= rm->cfg->remote_write_queue &&
               !(rm->wr.down && vxd__ms() < rm->wr.retry_ms);
@@ -390,6 +622,13 @@ void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *entry, size_t size
   if (!queue) {
     free(e.entry);
     free(w);
+    if (e.release) { /* not written: the lease goes now, another daemon compiles */
+      char(*keys)[VXK_KEY_HEX + 1] = calloc(1, sizeof *keys);
+      if (keys) {
+        snprintf(keys[0], sizeof keys[0], "%s", key);
+        vxd__queue_lease_update(rm, keys, 1, 0);
+      }
+    }
   }
 }
 
@@ -434,6 +673,34 @@ void vxd_remote_close(vxd_remote *rm) {
   uv_mutex_lock(&rm->mu);
   rm->stopping = 1;
   rm->close_deadline_ms = vxd__ms() + VXD_REMOTE_STOP_MS;
+  /* the lookups waiting for another daemon's compile are compiled here */
+  for (vxd__lookup *lk = rm->waiting, *next; lk; lk = next) {
+    next = lk->next;
+    lk->next = rm->answered;
+    rm->answered = lk;
+  }
+  rm->waiting = NULL;
+  uv_mutex_unlock(&rm->mu);
+  /* the leases held are released (the compiles end with the daemon) */
+  unsigned n = 0;
+  for (vxd__held *h = rm->held; h; h = h->next)
+    n++;
+  char(*keys)[VXK_KEY_HEX + 1] = n ? calloc(n < VXD__MAX_HELD ? n : VXD__MAX_HELD, sizeof *keys) : NULL;
+  unsigned k = 0;
+  while (rm->held) {
+    vxd__held *h = rm->held;
+    rm->held = h->next;
+    if (keys && k < VXD__MAX_HELD) memcpy(keys[k++], h->key, sizeof h->key);
+    free(h);
+  }
+  vxd__write *rel = keys ? calloc(1, sizeof *rel) : NULL;
+  uv_mutex_lock(&rm->mu);
+  if (rel) {
+    rel->keys = keys, rel->nkeys = k;
+    vxd_qthread_push(rm->writer, &rel->queued);
+  } else {
+    free(keys);
+  }
   uv_mutex_unlock(&rm->mu);
   vxd_qthread_close(rm->reader); /* lookups queued are answered first */
   vxd_qthread_close(rm->writer); /* writes past the deadline are dropped */
@@ -441,5 +708,7 @@ void vxd_remote_close(vxd_remote *rm) {
   vxd__drop_conn(&rm->wr);
   vxd__remote_reap(rm);
   uv_mutex_destroy(&rm->mu);
+  if (rm->timer_on) uv_timer_stop(&rm->timer);
   uv_close((uv_handle_t *)&rm->async, vxd__remote_closed_cb);
+  uv_close((uv_handle_t *)&rm->timer, vxd__remote_closed_cb);
 }

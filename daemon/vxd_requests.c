@@ -313,7 +313,8 @@ typedef struct {
   uint64_t conn_id, req_id;
 } vxd__fetch_wait;
 
-static void vxd__fetch_remote_done(void *ud, const char *key, vxk_entry *e) {
+static void vxd__fetch_remote_done(void *ud, const char *key, vxk_entry *e, int leased) {
+  (void)leased; /* a fetch never asks for a lease */
   vxd__fetch_wait *fw = ud;
   vxd_server *s = fw->srv;
   vxd_conn *c = s->stopping ? NULL : vxd__conn_find(s, fw->conn_id);
@@ -341,7 +342,7 @@ static void vxd__on_fetch(vxd_conn *c, const vxp_request *req) {
     vxd__fetch_wait *fw = calloc(1, sizeof *fw);
     if (fw) {
       *fw = (vxd__fetch_wait){s, c->id, req->id};
-      if (vxd_remote_lookup(s->remote, req->key, vxd__fetch_remote_done, fw) == 0) return;
+      if (vxd_remote_lookup(s->remote, req->key, 0, vxd__fetch_remote_done, fw) == 0) return;
       free(fw);
     }
   }
@@ -356,10 +357,14 @@ static int vxd__key(const vxd_server *s, const vxp_request *req, char key[VXK_KE
 
 /* The remote level answered a compile's lookup of key (ud: the server):
  * a hit answers every waiter from it, anything else compiles. */
-static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e) {
+static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, int leased) {
   vxd_server *s = ud;
   vxd_job *j = vxd__job_take_remote(s, key);
-  if (!j) return;
+  if (!j) {
+    if (leased && s->remote) vxd_remote_lease_end(s->remote, key, 0);
+    return;
+  }
+  j->leased = leased;
   if (s->stopping) {
     vxd__job_free(s, j);
     return;
@@ -521,7 +526,7 @@ static void vxd__on_compile(vxd_conn *c, const vxp_request *req) {
   /* not in the local cache: the shared level next, when it is there and
    * answering (else compile now) */
   if (shareable && use_cache && s->remote &&
-      vxd_remote_lookup(s->remote, key, vxd__compile_remote_done, s) == 0) {
+      vxd_remote_lookup(s->remote, key, 1, vxd__compile_remote_done, s) == 0) {
     vxd__job_await_remote(s, j);
     return;
   }

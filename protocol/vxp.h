@@ -388,7 +388,10 @@ typedef struct {
   X(l2_writes)                                                                                               \
   X(l2_dropped)                                                                                              \
   X(l2_bytes_down)                                                                                           \
-  X(l2_bytes_up)
+  X(l2_bytes_up)                                                                                             \
+  X(l2_leases)                                                                                               \
+  X(l2_lease_waits)                                                                                          \
+  X(l2_lease_expired)
 #define VXP_PERSISTENT_COUNTERS(X) VXP_PERSISTENT_REPORTED(X) X(saved_us)
 
 /* The daemon's counters (stats), persistent ones surviving restarts: each
@@ -428,6 +431,10 @@ typedef struct {
   X(l2_dropped, COUNTER, "writes dropped: queue full or storage down")                                       \
   X(l2_bytes_down, COUNTER, "value bytes read from it")                                                      \
   X(l2_bytes_up, COUNTER, "value bytes written to it")                                                       \
+  X(l2_leases, COUNTER, "compiles leased there: this daemon compiled the key for the farm")                  \
+  X(l2_lease_waits, COUNTER, "lookups that waited for a key another daemon had leased")                      \
+  X(l2_lease_expired, COUNTER,                                                                               \
+    "waits that ended without the value (its leaseholder died or failed): compiled here")                    \
   X(compile_sum_us, TIME, "the time the compiles of compile_buckets took together (microseconds)")
 
 typedef struct {

@@ -339,7 +339,8 @@ static vxp__kind vxp__kind_of(vxp_conf_key k) {
   case VXP_CONF_lru_resolution:
   case VXP_CONF_remote_ttl:
   case VXP_CONF_remote_connect_timeout:
-  case VXP_CONF_remote_timeout: return VXP__UINT;
+  case VXP_CONF_remote_timeout:
+  case VXP_CONF_remote_lease: return VXP__UINT;
   case VXP_CONF_remote_read_only: return VXP__BOOL;
   case VXP_CONF_log_level: return VXP__LEVEL;
   case VXP_CONF_target: return VXP__TARGET;

@@ -61,6 +61,9 @@
     "milliseconds a connection to the remote storage may take")                                              \
   X(remote_timeout, "VORTEXD_REMOTE_TIMEOUT", "250",                                                         \
     "milliseconds a remote read or write may take; then the daemon goes on without it for a while")          \
+  X(remote_lease, "VORTEXD_REMOTE_LEASE", "5000",                                                            \
+    "milliseconds a lease on a key being compiled lives unless renewed, so the farm compiles it once "       \
+    "(0 = no leases)")                                                                                       \
   X(remote_write_queue, "VORTEXD_REMOTE_WRITE_QUEUE", "64M",                                                 \
     "bytes of entries waiting to be written to the remote storage; entries past that are dropped")           \
   X(remote_signing_key, "VORTEXD_REMOTE_SIGNING_KEY", "",                                                    \

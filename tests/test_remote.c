@@ -486,7 +486,11 @@ static int written_again(void *arg) {
   compile_n(p->d, p->n++, &r);
   vxp_response_clear(&r);
   (void)stats_of(p->d); /* waits for the write */
-  return redis_int(p->rd, "DBSIZE", NULL) >= 1;
+  /* values, not the leases taken meanwhile */
+  redisReply *keys = redis_cmd(p->rd, "KEYS vortexd:v%d:*", VXK_REMOTE_FORMAT);
+  size_t n = keys->type == REDIS_REPLY_ARRAY ? keys->elements : 0;
+  freeReplyObject(keys);
+  return n >= 1;
 }
 
 Test(remote, redis_killed_mid_run_compiles_go_on_logged_once_and_it_reconnects) {
@@ -1118,4 +1122,192 @@ Test(remote, a_bad_signing_or_trusted_key_file_stops_the_daemon_at_start) {
   cr_assert_not_null(strstr(out, "remote_trusted_keys = '"), "%s", out);
   cr_assert_not_null(strstr(out, "no Ed25519 public key"), "%s", out);
   cr_assert_null(strstr(out, "rc=0"), "%s", out);
+}
+
+/* ---- leases: a farm compiles each key once ---- */
+
+/* The cache key of kernel n as d compiles it (compiled through a daemon
+ * of its own without remote storage: nothing shared). */
+static void key_of_kernel(int n, char key[65]) {
+  daemon_t k;
+  daemon_start(&k, "keyer", NULL);
+  vxp_response r;
+  compile_n(&k, n, &r);
+  snprintf(key, 65, "%s", r.key);
+  vxp_response_clear(&r);
+  daemon_stop(&k);
+}
+
+/* A child that compiles kernel n through d once the byte on go arrives;
+ * exits 0 when it got an object. */
+static pid_t compile_when_told(const daemon_t *d, int n, int go) {
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    char b;
+    if (read(go, &b, 1) != 1) _exit(3);
+    size_t len;
+    char *src = kernel_source(n, &len);
+    vxc_conn *c = NULL;
+    vxp_response r;
+    if (vxc_connect(d->sock, &c) != 0 || vxc_compile(c, src, len, "k.mlir", NULL, &r) != 0) _exit(2);
+    _exit(r.status == VXP_STATUS_OK && r.object_size > 0 ? 0 : 1);
+  }
+  child_started(pid);
+  return pid;
+}
+
+/* Whether the daemon (daemon_t *) has a lookup waiting on a lease. */
+static int lease_waited(void *d) { return stats_of(d).l2_lease_waits >= 1; }
+
+static int exit_status(pid_t pid) {
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+Test(remote, two_daemons_asked_for_one_key_at_once_compile_it_once) {
+  redis rd;
+  redis_start(&rd);
+  use_redis(&rd);
+  daemon_t a, b;
+  daemon_start(&a, "a", url_env);
+  daemon_start(&b, "b", url_env);
+  for (int n = 0; n < 5; n++) { /* five keys, each asked of both daemons at once */
+    int go[2];
+    cr_assert_eq(pipe(go), 0);
+    pid_t pa = compile_when_told(&a, 500 + n, go[0]), pb = compile_when_told(&b, 500 + n, go[0]);
+    cr_assert_eq(write(go[1], "xx", 2), 2);
+    cr_assert_eq(exit_status(pa), 0);
+    cr_assert_eq(exit_status(pb), 0);
+    close(go[0]);
+    close(go[1]);
+  }
+  vxp_stats sa = stats_of(&a), sb = stats_of(&b);
+  cr_assert_eq(sa.misses + sb.misses, 5, "compiled once per key across the farm (%llu + %llu)",
+               (unsigned long long)sa.misses, (unsigned long long)sb.misses);
+  cr_assert_eq(sa.l2_leases + sb.l2_leases, 5, "one lease per key");
+  cr_assert_eq(sa.l2_hits + sb.l2_hits, 5, "the other daemon read each");
+  cr_assert_eq(sa.l2_lease_expired + sb.l2_lease_expired, 0);
+  /* every lease released once its value was written */
+  redisReply *keys = redis_cmd(&rd, "KEYS vortexd:lease:*");
+  cr_assert_eq(keys->elements, 0, "no lease left behind");
+  freeReplyObject(keys);
+  daemon_stop(&a);
+  daemon_stop(&b);
+  redis_kill(&rd);
+}
+
+/* A lease nobody renews is a leaseholder that died mid-compile: the
+ * daemon that wants the key waits for it to expire, then compiles. */
+Test(remote, a_dead_leaseholder_costs_one_lease_time_then_the_other_compiles) {
+  char key[65];
+  key_of_kernel(600, key);
+  redis rd;
+  redis_start(&rd);
+  use_redis(&rd);
+  redisReply *set = redis_cmd(&rd, "SET vortexd:lease:%s dead-host:1:00 PX 1500", key);
+  cr_assert_eq(set->type, REDIS_REPLY_STATUS);
+  freeReplyObject(set);
+  daemon_t b;
+  daemon_start(&b, "b", url_env);
+  vxp_response r;
+  compile_n(&b, 600, &r);
+  cr_assert_str_eq(r.key, key);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&b);
+  cr_assert_eq(s.l2_lease_waits, 1, "it waited for the leaseholder");
+  cr_assert_eq(s.l2_lease_expired, 1, "the lease ended without a value");
+  cr_assert_eq(s.l2_leases, 1, "then it took the lease");
+  cr_assert_eq(s.misses, 1, "and compiled");
+  cr_assert_eq(redis_int(&rd, "EXISTS vortexd:lease:%s", key), 0, "released after its value was written");
+  daemon_stop(&b);
+  redis_kill(&rd);
+}
+
+/* The leaseholder alive: the waiter gets its value (an L2 hit, no compile
+ * of its own) as soon as it is written. */
+Test(remote, a_waiter_is_answered_by_the_leaseholders_value) {
+  char key[65];
+  key_of_kernel(601, key);
+  redis rd;
+  redis_start(&rd);
+  use_redis(&rd);
+  redisReply *set = redis_cmd(&rd, "SET vortexd:lease:%s other:1:00 PX 60000", key);
+  freeReplyObject(set);
+  daemon_t a, b;
+  daemon_start(&b, "b", url_env);
+  int go[2];
+  cr_assert_eq(pipe(go), 0);
+  pid_t pb = compile_when_told(&b, 601, go[0]);
+  cr_assert_eq(write(go[1], "x", 1), 1);
+  cr_assert(vxt_wait_until(lease_waited, &b, 60000), "b waits for the lease");
+  /* the "other" daemon compiles it (no lease of its own) and writes it */
+  static const char *const no_lease[] = {env_url, "VORTEXD_REMOTE_LEASE=0", NULL};
+  daemon_start(&a, "a", no_lease);
+  vxp_response r;
+  compile_n(&a, 601, &r);
+  vxp_response_clear(&r);
+  (void)stats_of(&a); /* its write is done */
+  cr_assert_eq(exit_status(pb), 0, "b answered");
+  vxp_stats s = stats_of(&b);
+  cr_assert_eq(s.misses, 0, "b compiled nothing");
+  cr_assert_eq(s.l2_hits, 1);
+  cr_assert_eq(s.l2_lease_waits, 1);
+  cr_assert_eq(s.l2_lease_expired, 0);
+  close(go[0]);
+  close(go[1]);
+  daemon_stop(&a);
+  daemon_stop(&b);
+  redis_kill(&rd);
+}
+
+/* Redis gone while a daemon waits on a lease: it compiles itself. */
+Test(remote, redis_stopped_mid_lease_the_waiter_compiles) {
+  char key[65];
+  key_of_kernel(602, key);
+  redis rd;
+  redis_start(&rd);
+  use_redis(&rd);
+  redisReply *set = redis_cmd(&rd, "SET vortexd:lease:%s other:1:00 PX 60000", key);
+  freeReplyObject(set);
+  daemon_t b;
+  daemon_start(&b, "b", url_env);
+  int go[2];
+  cr_assert_eq(pipe(go), 0);
+  pid_t pb = compile_when_told(&b, 602, go[0]);
+  cr_assert_eq(write(go[1], "x", 1), 1);
+  cr_assert(vxt_wait_until(lease_waited, &b, 60000), "b waits for the lease");
+  redis_kill(&rd);
+  cr_assert_eq(exit_status(pb), 0, "b compiled it itself");
+  vxp_stats s = stats_of(&b);
+  cr_assert_eq(s.misses, 1);
+  cr_assert_geq(s.l2_errors + s.l2_timeouts, 1, "the lost storage counted");
+  close(go[0]);
+  close(go[1]);
+  daemon_stop(&b);
+}
+
+/* A compile that fails releases its lease at once: nobody waits for a
+ * value that will never come. */
+Test(remote, a_failed_compile_releases_its_lease) {
+  redis rd;
+  daemon_t a;
+  redis_and_daemon(&rd, &a, "a");
+  static const char bad[] = "module {\n  gpu.module @m {\n    gpu.func @k() kernel {\n      %x = "
+                            "arith.constant 1 : i32\n      gpu.return %x : i32\n    }\n  }\n}\n";
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(a.sock, &c), 0);
+  vxp_response r;
+  cr_assert_eq(vxc_compile(c, bad, sizeof bad - 1, "bad.mlir", NULL, &r), 0);
+  cr_assert_eq(r.status, VXP_STATUS_COMPILE_ERROR);
+  vxp_response_clear(&r);
+  vxc_close(c);
+  vxp_stats s = stats_of(&a); /* the release is written before stats answers */
+  cr_assert_eq(s.l2_leases, 1);
+  redisReply *keys = redis_cmd(&rd, "KEYS vortexd:lease:*");
+  cr_assert_eq(keys->elements, 0, "released");
+  freeReplyObject(keys);
+  daemon_stop(&a);
+  redis_kill(&rd);
 }
