@@ -1311,3 +1311,59 @@ Test(remote, a_failed_compile_releases_its_lease) {
   daemon_stop(&a);
   redis_kill(&rd);
 }
+
+/* Whether redis (redis *) holds a lease. */
+static int a_lease_exists(void *rd) {
+  redisReply *keys = redis_cmd(rd, "KEYS vortexd:lease:*");
+  size_t n = keys->type == REDIS_REPLY_ARRAY ? keys->elements : 0;
+  freeReplyObject(keys);
+  return n > 0;
+}
+
+/* A child that compiles src (len bytes) through d as many.mlir. */
+static pid_t compile_source_in_child(const daemon_t *d, const char *src, size_t len) {
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    vxc_conn *c = NULL;
+    vxp_response r;
+    if (vxc_connect(d->sock, &c) != 0 || vxc_compile(c, src, len, "many.mlir", NULL, &r) != 0) _exit(2);
+    _exit(r.status == VXP_STATUS_OK ? 0 : 1);
+  }
+  child_started(pid);
+  return pid;
+}
+
+/* The real thing: the leaseholder's daemon killed while it compiles a
+ * large module; the other daemon, asked for the same module, waits out
+ * the lease nobody renews any more, then compiles it. */
+Test(remote, the_leaseholder_killed_mid_compile_the_other_finishes_after_the_lease) {
+  redis rd;
+  redis_start(&rd);
+  use_redis(&rd);
+  static const char *const short_lease[] = {env_url, "VORTEXD_REMOTE_LEASE=3000", NULL};
+  daemon_t a, b;
+  daemon_start(&a, "a", short_lease);
+  daemon_start(&b, "b", short_lease);
+  size_t len;
+  char *src = vxt_many_kernels(200, &len); /* compiles for a second or more */
+  cr_assert_not_null(src);
+  pid_t pa = compile_source_in_child(&a, src, len);
+  cr_assert(vxt_wait_until(a_lease_exists, &rd, 60000), "a takes the lease");
+  kill(a.pid, SIGKILL);
+  waitpid(a.pid, NULL, 0);
+  a.pid = 0;
+  cr_assert_neq(exit_status(pa), 0, "a's client lost its daemon");
+  redisReply *values = redis_cmd(&rd, "KEYS vortexd:v%d:*", VXK_REMOTE_FORMAT);
+  cr_assert_eq(values->elements, 0, "a was killed before it wrote the value");
+  freeReplyObject(values);
+  pid_t pb = compile_source_in_child(&b, src, len);
+  cr_assert_eq(exit_status(pb), 0, "b compiled it");
+  vxp_stats s = stats_of(&b);
+  cr_assert_eq(s.l2_lease_waits, 1, "b waited for a's lease");
+  cr_assert_eq(s.l2_lease_expired, 1, "which ended without a value");
+  cr_assert_eq(s.misses, 1, "then b compiled");
+  free(src);
+  daemon_stop(&b);
+  redis_kill(&rd);
+}
