@@ -17,10 +17,12 @@
 #include <hiredis/hiredis.h>
 
 #include "protocol/vxp.h"
+#include "vxk_http.h"
 #include "vxk_remote.h"
 #include "vxk_sign.h"
 
 struct vxk_remote {
+  vxk_http *http;    /* an HTTP(S) storage: everything goes there */
   redisContext *ctx; /* NULL once closed after a failure */
   /* hiredis's reply constructors, and ours: the same but for arrays, whose
    * declared size hiredis would allocate before a single element arrived */
@@ -141,6 +143,8 @@ static void *vxk__create_array(const redisReadTask *task, int elements) {
   return r->hiredis_fn->createArray(task, elements);
 }
 
+int vxk_remote_global_init(void) { return vxk_http_global_init(); }
+
 int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, size_t errcap) {
   *out = NULL;
   if (!vxk_remote_prefix_valid(cfg->prefix)) {
@@ -151,6 +155,24 @@ int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, s
   if (!r) {
     snprintf(err, errcap, "out of memory");
     return VXK_ENOMEM;
+  }
+  if (cfg->http) {
+    vxk_http_config hc = {.base = cfg->base,
+                          .prefix = cfg->prefix,
+                          .format = VXK_REMOTE_FORMAT,
+                          .ca_file = cfg->ca_file,
+                          .userpwd = cfg->userpwd,
+                          .bearer = cfg->bearer,
+                          .connect_ms = cfg->connect_ms,
+                          .op_ms = cfg->op_ms,
+                          .max_value = cfg->max_value};
+    int hrc = vxk_http_open(&hc, &r->http, err, errcap);
+    if (hrc != VXK_OK) {
+      free(r);
+      return hrc;
+    }
+    *out = r;
+    return VXK_OK;
   }
   r->op_ms = cfg->op_ms ? cfg->op_ms : 1;
   r->max_value = cfg->max_value;
@@ -205,6 +227,7 @@ int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, s
 
 void vxk_remote_close(vxk_remote *r) {
   if (!r) return;
+  vxk_http_close(r->http);
   if (r->ctx) redisFree(r->ctx);
   free(r);
 }
@@ -277,6 +300,7 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, const vxk_r
     snprintf(err, errcap, "too many keys");
     return VXK_EINVAL;
   }
+  if (r->http) return vxk_http_get(r->http, keys, n, out, err, errcap); /* no leases there */
   if (!r->ctx) {
     snprintf(err, errcap, "not connected");
     return VXK_EIO;
@@ -328,6 +352,7 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, const vxk_r
 
 int vxk_remote_lease_update(vxk_remote *r, const char *const *keys, size_t n, const char *owner, unsigned ms,
                             char *err, size_t errcap) {
+  if (r->http) return VXK_OK; /* none taken there */
   if (n > 256) {
     snprintf(err, errcap, "too many keys");
     return VXK_EINVAL;
@@ -365,6 +390,7 @@ int vxk_remote_lease_update(vxk_remote *r, const char *const *keys, size_t n, co
 
 int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, char *err,
                    size_t errcap) {
+  if (r->http) return vxk_http_put(r->http, key, value, size, err, errcap);
   char rk[VXK_REMOTE_PREFIX_MAX + 80], ttl[24];
   vxk__redis_key(r, key, rk);
   snprintf(ttl, sizeof ttl, "%u", r->ttl_s);

@@ -1,6 +1,7 @@
 /*
- * vxk_remote.h - the cache's second level: entries in a Redis server shared
- * by several daemons (a build farm), through hiredis.
+ * vxk_remote.h - the cache's second level: entries in a Redis server, or
+ * an HTTP(S) server (vxk_http.h), shared by several daemons (a build
+ * farm), through hiredis or libcurl.
  *
  * A value in Redis is one encoded entry, the same bytes the worker wrote
  * and the local cache stores (protocol/vxp_entry.h).  Its Redis key is
@@ -38,7 +39,15 @@
 enum { VXK_ETIMEDOUT = -ETIMEDOUT }; /* a deadline passed; the connection is closed */
 
 typedef struct {
-  /* where: a Unix socket when path[0], else host:port */
+  /* an HTTP(S) server (vxk_http.c): base and ca_file say
+   * where, userpwd or bearer how; the Redis fields are unused, and leases
+   * are not kept */
+  int http;
+  const char *base;    /* http(s)://HOST:PORT[/PATH] */
+  const char *ca_file; /* NULL or "": the system's CAs */
+  const char *userpwd; /* "USER:PASSWORD": basic authentication, or NULL */
+  const char *bearer;  /* a bearer token, or NULL */
+  /* Redis, where: a Unix socket when path[0], else host:port */
   const char *host;
   unsigned port;
   const char *path;
@@ -57,10 +66,14 @@ typedef struct vxk_remote vxk_remote;
 /* True when prefix may name a namespace (see vxk_remote_config). */
 int vxk_remote_prefix_valid(const char *prefix);
 
+/* libcurl's process-wide set-up, for HTTP storage: once, before threads
+ * open one.  Returns 0 or VXK_EIO. */
+int vxk_remote_global_init(void);
+
 /* Connects to the server cfg names (copied), authenticates and selects the
- * database.  Returns 0 and *out (caller closes it), VXK_ETIMEDOUT, VXK_EIO
- * (refused, AUTH or SELECT failed), VXK_ENOMEM, VXK_EINVAL (bad prefix),
- * with a message in err (errcap bytes; never the password). */
+ * database (Redis; an HTTP storage connects at its first exchange).  Returns 0 and *out (caller closes it),
+ * VXK_ETIMEDOUT, VXK_EIO (refused, AUTH or SELECT failed), VXK_ENOMEM, VXK_EINVAL (bad prefix), with a
+ * message in err (errcap bytes; never the password). */
 int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, size_t errcap);
 void vxk_remote_close(vxk_remote *r);
 

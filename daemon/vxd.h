@@ -71,8 +71,10 @@ typedef struct {
   unsigned remote_timeout_ms;  /* deadline of one read or write (milliseconds) */
   unsigned remote_lease_ms;    /* life of a compile's lease unless renewed (milliseconds); 0 = none */
   uint64_t remote_write_queue; /* bytes of writes queued at most; more are dropped */
-  vxk_signer *remote_signer;   /* signs what is written there (NULL: unsigned) */
-  vxk_trust *remote_trust;     /* NULL, or only values one of these keys signed are used */
+  vxp_remote_credentials remote_credentials; /* HTTP(S) storage: basic or bearer (none: both "") */
+  char remote_ca_file[4096];                 /* HTTP(S) storage: CA certificates; "" = the system's */
+  vxk_signer *remote_signer;                 /* signs what is written there (NULL: unsigned) */
+  vxk_trust *remote_trust;                   /* NULL, or only values one of these keys signed are used */
 } vxd_config;
 
 /* The persistent counters, by their names in the cache (vxk_counter_add):

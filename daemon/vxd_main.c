@@ -154,6 +154,15 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   cfg->remote_connect_ms = (unsigned)v;
   if (vxd__num(pc, VXP_CONF_remote_timeout, 0, 1, 60000, &v)) return 78;
   cfg->remote_timeout_ms = (unsigned)v;
+  const char *creds = pc->value[VXP_CONF_remote_credentials], *ca = pc->value[VXP_CONF_remote_ca_file];
+  char cerr[4400];
+  if (creds[0] && vxp_remote_credentials_load(creds, &cfg->remote_credentials, cerr, sizeof cerr) != 0)
+    return vxd__bad(pc, VXP_CONF_remote_credentials, cerr);
+  if (strlen(ca) >= sizeof cfg->remote_ca_file) return vxd__bad(pc, VXP_CONF_remote_ca_file, "path too long");
+  memcpy(cfg->remote_ca_file, ca, strlen(ca) + 1);
+  if ((creds[0] || ca[0]) && cfg->remote_on && cfg->remote.kind != VXP_REMOTE_HTTP)
+    return vxd__bad(pc, creds[0] ? VXP_CONF_remote_credentials : VXP_CONF_remote_ca_file,
+                    "only an http:// or https:// remote_storage takes it (Redis: the URL's password)");
   if (vxd__num(pc, VXP_CONF_remote_lease, 0, 0, 600000, &v)) return 78;
   if (v && v < 100) return vxd__bad(pc, VXP_CONF_remote_lease, "0 (no leases) or from 100 to 600000");
   cfg->remote_lease_ms = (unsigned)v;

@@ -542,7 +542,12 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
   rm->log = log;
   rm->log_ud = ud;
   const vxp_remote_url *u = &cfg->remote;
-  rm->kcfg = (vxk_remote_config){.host = u->host,
+  rm->kcfg = (vxk_remote_config){.http = u->kind == VXP_REMOTE_HTTP,
+                                 .base = u->base,
+                                 .ca_file = cfg->remote_ca_file,
+                                 .userpwd = cfg->remote_credentials.userpwd,
+                                 .bearer = cfg->remote_credentials.bearer,
+                                 .host = u->host,
                                  .port = u->port,
                                  .path = u->is_unix ? u->path : "",
                                  .user = u->user,
@@ -556,8 +561,14 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
   vxp_remote_url_show(u, rm->shown, sizeof rm->shown);
   rm->rd.name = "reads";
   rm->wr.name = "writes";
-  /* a read-only daemon writes no lease (and no value a waiter could get) */
-  rm->lease_ms = cfg->remote_read_only ? 0 : cfg->remote_lease_ms;
+  /* a read-only daemon writes no lease (and no value a waiter could get);
+   * an HTTP storage has no atomic create-if-absent every server keeps */
+  rm->lease_ms = cfg->remote_read_only || u->kind == VXP_REMOTE_HTTP ? 0 : cfg->remote_lease_ms;
+  if (vxk_remote_global_init() != VXK_OK) {
+    snprintf(err, errcap, "cannot initialize libcurl");
+    free(rm);
+    return -EIO;
+  }
   rm->max_wait_ms = (cfg->job_timeout_s ? cfg->job_timeout_s : 600u) * 1000ull;
   char host[64] = "", rnd[8] = {0};
   gethostname(host, sizeof host - 1);

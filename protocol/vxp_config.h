@@ -50,7 +50,8 @@
     "device a compile request that names none is for: vortex2-rv32, vortex2-rv64, vortex3-rv32 or "          \
     "vortex3-rv64")                                                                                          \
   X(remote_storage, "VORTEXD_REMOTE_STORAGE", "",                                                            \
-    "shared second-level cache: redis://[USER:PASSWORD@]HOST[:PORT][/DB] or redis+unix:///PATH[?db=N]")      \
+    "shared second-level cache: redis://[USER:PASSWORD@]HOST[:PORT][/DB], redis+unix:///PATH[?db=N] or "     \
+    "http[s]://HOST[:PORT][/PATH]")                                                                          \
   X(remote_read_only, "VORTEXD_REMOTE_READ_ONLY", "false",                                                   \
     "read the remote storage, never write to it (true or false)")                                            \
   X(remote_prefix, "VORTEXD_REMOTE_PREFIX", "vortexd",                                                       \
@@ -64,6 +65,10 @@
   X(remote_lease, "VORTEXD_REMOTE_LEASE", "5000",                                                            \
     "milliseconds a lease on a key being compiled lives unless renewed, so the farm compiles it once "       \
     "(0 = no leases)")                                                                                       \
+  X(remote_credentials, "VORTEXD_REMOTE_CREDENTIALS", "",                                                    \
+    "file (mode 0600) with the HTTP storage's credentials: `basic USER:PASSWORD` or `bearer TOKEN`")         \
+  X(remote_ca_file, "VORTEXD_REMOTE_CA_FILE", "",                                                            \
+    "CA certificates (PEM) an https storage's certificate is verified against (default: the system's)")      \
   X(remote_write_queue, "VORTEXD_REMOTE_WRITE_QUEUE", "64M",                                                 \
     "bytes of entries waiting to be written to the remote storage; entries past that are dropped")           \
   X(remote_signing_key, "VORTEXD_REMOTE_SIGNING_KEY", "",                                                    \
@@ -142,8 +147,15 @@ int vxp_config_uint(const char *s, uint64_t *out);
  * 0 and *out, or -EINVAL. */
 int vxp_config_bool(const char *s, int *out);
 
-/* Where a remote storage (Redis) is, as remote_storage names it. */
+/* The kinds of remote storage. */
+typedef enum { VXP_REMOTE_REDIS = 0, VXP_REMOTE_HTTP = 1 } vxp_remote_kind;
+
+/* Where a remote storage (Redis, or an HTTP(S) server) is, as
+ * remote_storage names it. */
 typedef struct {
+  vxp_remote_kind kind;
+  int tls;            /* https */
+  char base[1400];    /* http(s): the URL entries go under, without a trailing '/' */
   int is_unix;        /* redis+unix: path set, host/port unused */
   char host[256];     /* name or address (IPv6 without brackets) */
   unsigned port;      /* default 6379 */
@@ -156,11 +168,28 @@ typedef struct {
 /* Parses remote_storage (RFC 3986, with uriparser):
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
  *   redis+unix://[[USER]:PASSWORD@]/PATH[?db=DB]   (also redis+unix:/PATH)
+ *   http://HOST[:PORT][/PATH]   https://HOST[:PORT][/PATH]
  * user and password are percent-decoded.  The same URL syntax as ccache's
  * and sccache's Redis backends, less their attributes (here separate keys).
+ * An HTTP URL carries no user information (credentials are read from
+ * remote_credentials, a file only its owner can read), query or fragment.
  * Returns 0 and *out, or -EINVAL with a message in err (errcap bytes)
  * that never contains the password.  Any thread. */
 int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t errcap);
+
+/* The credentials of an HTTP(S) storage, read from remote_credentials. */
+typedef struct {
+  char userpwd[512]; /* "USER:PASSWORD" (basic), or "" */
+  char bearer[2048]; /* a bearer token, or "" */
+} vxp_remote_credentials;
+
+/* Reads the credentials file path: one line, `basic USER:PASSWORD` or
+ * `bearer TOKEN` (a trailing newline allowed), from a file only its owner
+ * (the effective uid or root) can read or write, as ssh wants a private
+ * key (vxp_trusted_file_open's checks, plus no read access for group or
+ * others).  Returns 0 and *out, or -EPERM / -EINVAL / -ENOENT / -EIO with
+ * a message in err that never contains the secret.  Any thread. */
+int vxp_remote_credentials_load(const char *path, vxp_remote_credentials *out, char *err, size_t errcap);
 
 /* Writes u as a URL with the password replaced by "***" (for logs, stats
  * and `vxc config`) into out (cap bytes, truncated, NUL-terminated). */

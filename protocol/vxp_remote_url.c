@@ -11,9 +11,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <uriparser/Uri.h>
 
 #include "vxp_config.h"
+#include "vxp_paths.h"
 
 /* Copies a text range into out (cap bytes), percent-decoded when unescape.
  * Returns 0 or -EINVAL when it does not fit. */
@@ -34,6 +38,49 @@ static int vxp__small_uint(const char *s, unsigned max, unsigned *out) {
   return 0;
 }
 
+/* An http(s) URL into out: host, port (80 or 443 by default), the base
+ * URL rebuilt from its parts (scheme lower case, the path as written).
+ * 0, or -EINVAL with err set. */
+static int vxp__http_url(const UriUriA *u, int tls, vxp_remote_url *out, char *err, size_t errcap) {
+  out->kind = VXP_REMOTE_HTTP;
+  out->tls = tls;
+  out->port = tls ? 443 : 80;
+  char text[512];
+  if (u->userInfo.first) {
+    snprintf(err, errcap, "no user information in an http(s) URL: put credentials in remote_credentials");
+    return -EINVAL;
+  }
+  if (u->query.first || u->fragment.first) {
+    snprintf(err, errcap, "an http(s) storage URL takes no query or fragment");
+    return -EINVAL;
+  }
+  if (vxp__range(&u->hostText, 0, out->host, sizeof out->host) != 0 || !out->host[0]) {
+    snprintf(err, errcap, "no host (http[s]://HOST[:PORT][/PATH])");
+    return -EINVAL;
+  }
+  if (u->portText.first && u->portText.first != u->portText.afterLast &&
+      (vxp__range(&u->portText, 0, text, sizeof text) != 0 || vxp__small_uint(text, 65535, &out->port) != 0 ||
+       out->port == 0)) {
+    snprintf(err, errcap, "port must be a number from 1 to 65535");
+    return -EINVAL;
+  }
+  /* the path as written (still percent-encoded), segments joined with '/' */
+  char path[1024] = "";
+  size_t pn = 0;
+  for (const UriPathSegmentA *seg = u->pathHead; seg; seg = seg->next) {
+    char part[512];
+    if (vxp__range(&seg->text, 0, part, sizeof part) != 0 || pn + strlen(part) + 2 >= sizeof path) {
+      snprintf(err, errcap, "path too long");
+      return -EINVAL;
+    }
+    if (part[0]) pn += (size_t)snprintf(path + pn, sizeof path - pn, "/%s", part);
+  }
+  int v6 = strchr(out->host, ':') != NULL;
+  snprintf(out->base, sizeof out->base, "%s://%s%s%s:%u%s", tls ? "https" : "http", v6 ? "[" : "", out->host,
+           v6 ? "]" : "", out->port, path);
+  return 0;
+}
+
 int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   out->port = 6379;
@@ -48,8 +95,15 @@ int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t
   int rc = -EINVAL;
   char scheme[16], text[512];
   if (vxp__range(&u.scheme, 0, scheme, sizeof scheme) != 0 ||
-      (strcasecmp(scheme, "redis") != 0 && strcasecmp(scheme, "redis+unix") != 0)) {
-    snprintf(err, errcap, "unsupported scheme (redis:// or redis+unix:// only; no TLS: use a local proxy)");
+      (strcasecmp(scheme, "redis") != 0 && strcasecmp(scheme, "redis+unix") != 0 &&
+       strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0)) {
+    snprintf(err, errcap,
+             "unsupported scheme (redis://, redis+unix://, http:// or https://; Redis over TLS: use https "
+             "storage or a local proxy)");
+    goto out;
+  }
+  if (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0) {
+    rc = vxp__http_url(&u, strcasecmp(scheme, "https") == 0, out, err, errcap);
     goto out;
   }
   out->is_unix = strcasecmp(scheme, "redis+unix") == 0;
@@ -134,6 +188,10 @@ out:
 }
 
 void vxp_remote_url_show(const vxp_remote_url *u, char *out, size_t cap) {
+  if (u->kind == VXP_REMOTE_HTTP) { /* never with credentials */
+    snprintf(out, cap, "%s", u->base);
+    return;
+  }
   char auth[300] = "";
   if (u->password[0]) snprintf(auth, sizeof auth, "%s:***@", u->user);
   if (u->is_unix)
@@ -141,4 +199,42 @@ void vxp_remote_url_show(const vxp_remote_url *u, char *out, size_t cap) {
   else
     snprintf(out, cap, "redis://%s%s%s%s:%u/%u", auth, strchr(u->host, ':') ? "[" : "", u->host,
              strchr(u->host, ':') ? "]" : "", u->port, u->db);
+}
+
+int vxp_remote_credentials_load(const char *path, vxp_remote_credentials *out, char *err, size_t errcap) {
+  memset(out, 0, sizeof *out);
+  int fd = vxp_trusted_file_open(path, err, errcap);
+  if (fd < 0) return fd;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (st.st_mode & 077)) {
+    snprintf(err, errcap, "%s holds credentials but others may read it (mode %03o): fix with `chmod 600 %s`",
+             path, (unsigned)(st.st_mode & 07777), path);
+    close(fd);
+    return -EPERM;
+  }
+  char text[2200];
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n < 0 || (size_t)n >= sizeof text - 1) {
+    snprintf(err, errcap, "%s: %s", path, n < 0 ? "cannot read it" : "longer than one line of credentials");
+    return n < 0 ? -EIO : -EINVAL;
+  }
+  text[n] = '\0';
+  if (n && text[n - 1] == '\n') text[--n] = '\0';
+  if (n && text[n - 1] == '\r') text[--n] = '\0';
+  int rc = 0;
+  if (strchr(text, '\n') || strchr(text, '\r')) {
+    snprintf(err, errcap, "%s: more than one line", path);
+    rc = -EINVAL;
+  } else if (strncasecmp(text, "basic ", 6) == 0 && strchr(text + 6, ':') &&
+             strlen(text + 6) < sizeof out->userpwd) {
+    memcpy(out->userpwd, text + 6, strlen(text + 6) + 1); /* length checked */
+  } else if (strncasecmp(text, "bearer ", 7) == 0 && text[7] && strlen(text + 7) < sizeof out->bearer) {
+    memcpy(out->bearer, text + 7, strlen(text + 7) + 1); /* length checked */
+  } else {
+    snprintf(err, errcap, "%s: expected one line `basic USER:PASSWORD` or `bearer TOKEN`", path);
+    rc = -EINVAL;
+  }
+  explicit_bzero(text, sizeof text);
+  return rc;
 }

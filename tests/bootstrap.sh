@@ -30,6 +30,7 @@ pkgs=(build-essential cmake pkg-config
       libzstd-dev  # LLVM's compression, for the daemon linked with LLVM's static archives
       libhiredis-dev liburiparser-dev  # the shared second cache level (Redis) and its URL
       redis-server  # test_remote starts its own on a private socket
+      libcurl4-openssl-dev nginx openssl  # the HTTP(S) shared level; test_remote runs nginx (WebDAV, TLS)
       systemd  # systemd-analyze checks the installed units
       scdoc man-db groff-base  # the man pages: built with scdoc, checked with man --warnings
       ninja-build  # the install test builds a project of kernels with ninja

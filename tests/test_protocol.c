@@ -1032,7 +1032,24 @@ Test(config, remote_storage_urls_parse_as_ccache_and_sccache_write_them) {
   vxp_remote_url_show(&u, shown, sizeof shown);
   cr_assert_str_eq(shown, "redis+unix://farm:***@/run/redis/redis.sock?db=1");
   /* refused, each with a message that does not echo the password */
-  const char *bad[] = {"http://host",       "redis://",         "redis://host:0",   "redis://host:99999",
+  /* an HTTP(S) storage: the base URL rebuilt, default ports, no user information */
+  cr_assert_eq(vxp_remote_url_parse("https://cache.example/a/b", &u, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(u.kind, VXP_REMOTE_HTTP);
+  cr_assert_eq(u.tls, 1);
+  cr_assert_str_eq(u.base, "https://cache.example:443/a/b");
+  cr_assert_eq(vxp_remote_url_parse("http://[::1]:8080", &u, err, sizeof err), 0, "%s", err);
+  cr_assert_str_eq(u.base, "http://[::1]:8080");
+  vxp_remote_url_show(&u, shown, sizeof shown);
+  cr_assert_str_eq(shown, "http://[::1]:8080");
+  const char *bad_http[] = {"https://u:hunter2@host/x", "http://host/x?y=1", "http://host#f", "http://:80/x",
+                            "ftp://host/x"};
+  for (size_t i = 0; i < sizeof bad_http / sizeof *bad_http; i++) {
+    err[0] = 0;
+    cr_assert_eq(vxp_remote_url_parse(bad_http[i], &u, err, sizeof err), -EINVAL, "%s", bad_http[i]);
+    cr_assert_neq(err[0], 0, "%s has a message", bad_http[i]);
+    cr_assert_null(strstr(err, "hunter2"), "%s", err);
+  }
+  const char *bad[] = {"gopher://host",     "redis://",         "redis://host:0",   "redis://host:99999",
                        "redis://host/abc",  "redis://host?x=1", "redis+unix://",    "redis+unix://host/x",
                        "redis://user@host", "redis://host/1#f", "not a url at all", ""};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

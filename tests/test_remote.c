@@ -1367,3 +1367,307 @@ Test(remote, the_leaseholder_killed_mid_compile_the_other_finishes_after_the_lea
   daemon_stop(&b);
   redis_kill(&rd);
 }
+
+/* ---- the HTTP(S) level: nginx with WebDAV over TLS, and bad servers ---- */
+
+typedef struct {
+  pid_t pid;
+  int port;
+  char dir[300];
+} nginx_t;
+
+static int port_open(void *arg) {
+  int port = *(int *)arg;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {
+      .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+/* Whether nginx (nginx_t *) listens, or has exited (then the caller's
+ * assertion fails). */
+static int nginx_up(void *arg) {
+  nginx_t *n = arg;
+  return port_open(&n->port) || waitpid(n->pid, NULL, WNOHANG) == n->pid;
+}
+
+/* Runs nginx on 127.0.0.1 with TLS (a CA and a certificate made here with
+ * openssl) and the server block docs/cache.md gives, its paths replaced:
+ * PUT needs the user farm with the password secret. */
+static void nginx_start(nginx_t *n) {
+  snprintf(n->dir, sizeof n->dir, "%s/nginx", root);
+  n->port = free_port();
+  char cmd[8192], out[2048];
+  snprintf(
+      cmd, sizeof cmd,
+      "set -e; cd %s; mkdir -p -m 700 %s; cd %s; mkdir www tmp;"
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem"
+      " -days 2 -subj /CN=vxt-ca 2>/dev/null;"
+      "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key -out srv.csr"
+      " -subj /CN=127.0.0.1 2>/dev/null;"
+      "printf 'subjectAltName=IP:127.0.0.1\\n' > ext;"
+      "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2"
+      " -extfile ext 2>/dev/null;"
+      "printf 'farm:%%s\\n' \"$(openssl passwd -apr1 secret)\" > htpasswd;"
+      "sed -n '/# vortexd-nginx-begin/,/# vortexd-nginx-end/p' %s/cache.md |"
+      " sed -e 's#listen 443 ssl#listen 127.0.0.1:%d ssl#' -e 's#/etc/nginx/vortexd-cache.pem#%s/srv.pem#'"
+      " -e 's#/etc/nginx/vortexd-cache.key#%s/srv.key#' -e 's#/srv/vortexd-cache#%s/www#'"
+      " -e 's#/etc/nginx/vortexd-cache.htpasswd#%s/htpasswd#' > server.conf;"
+      "grep -q dav_methods server.conf;"
+      "printf '%%bworker_processes 1;\\npid %s/nginx.pid;\\nevents { worker_connections 64; }\\n"
+      "http {\\n access_log off;\\n client_body_temp_path %s/tmp/body;\\n proxy_temp_path %s/tmp/proxy;\\n"
+      " fastcgi_temp_path %s/tmp/fcgi;\\n uwsgi_temp_path %s/tmp/uwsgi;\\n scgi_temp_path %s/tmp/scgi;\\n"
+      " include %s/server.conf;\\n}\\n' '%s' > nginx.conf",
+      root, n->dir, n->dir, VXT_DOCS_DIR, n->port, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir, n->dir,
+      n->dir, n->dir, n->dir, n->dir, geteuid() == 0 ? "user root;\\n" : "");
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "nginx set up: %s", out);
+  n->pid = fork();
+  cr_assert_geq(n->pid, 0);
+  if (n->pid == 0) {
+    char conf[400], err[400];
+    snprintf(conf, sizeof conf, "%s/nginx.conf", n->dir);
+    snprintf(err, sizeof err, "%s/error.log", n->dir);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execlp("nginx", "nginx", "-p", n->dir, "-e", err, "-c", conf, "-g", "daemon off;", (char *)NULL);
+    _exit(127);
+  }
+  child_started(n->pid);
+  cr_assert(vxt_wait_until(nginx_up, n, 60000) && port_open(&n->port),
+            "nginx listens (installed? tests/bootstrap.sh does; see %s)", n->dir);
+}
+
+static void nginx_stop(nginx_t *n) {
+  if (n->pid <= 0) return;
+  kill(n->pid, SIGQUIT);
+  waitpid(n->pid, NULL, 0);
+  n->pid = 0;
+}
+
+static char http_env[4][600];
+static const char *const http_env_list[] = {http_env[0], http_env[1], http_env[2], http_env[3], NULL};
+
+/* Points http_env_list at n's https URL with its CA; with credentials
+ * (a file of mode 0600 holding them), else none. */
+static void use_nginx(const nginx_t *n, const char *credentials) {
+  snprintf(http_env[0], sizeof http_env[0], "VORTEXD_REMOTE_STORAGE=https://127.0.0.1:%d/cache", n->port);
+  snprintf(http_env[1], sizeof http_env[1], "VORTEXD_REMOTE_CA_FILE=%s/ca.pem", n->dir);
+  char path[400] = "";
+  if (credentials) {
+    snprintf(path, sizeof path, "%s/credentials-%d", root, (int)strlen(credentials));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, credentials, strlen(credentials)), (ssize_t)strlen(credentials));
+    close(fd);
+  }
+  snprintf(http_env[2], sizeof http_env[2], "VORTEXD_REMOTE_CREDENTIALS=%s", path);
+  snprintf(http_env[3], sizeof http_env[3], "VORTEXD_REMOTE_TIMEOUT=5000");
+}
+
+Test(remote, two_daemons_share_entries_through_nginx_webdav_over_tls) {
+  nginx_t n;
+  nginx_start(&n);
+  use_nginx(&n, "basic farm:secret\n");
+  daemon_t a, b, c;
+  daemon_start(&a, "a", http_env_list);
+  vxp_response r;
+  compile_n(&a, 700, &r);
+  cr_assert_not(r.cached);
+  char key[65];
+  snprintf(key, sizeof key, "%s", r.key);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&a); /* waits for the PUT */
+  cr_assert_eq(s.l2_writes, 1, "written: %s", s.remote);
+  cr_assert_eq(s.l2_errors + s.l2_timeouts, 0, "%s", s.remote);
+  cr_assert_not_null(strstr(s.remote, "https://127.0.0.1:"), "%s", s.remote);
+  char path[600];
+  snprintf(path, sizeof path, "%s/www/cache/vortexd/v%d/%s", n.dir, VXK_REMOTE_FORMAT, key);
+  struct stat st;
+  cr_assert_eq(stat(path, &st), 0, "the value is the resource <URL>/<prefix>/v<format>/<key>");
+  /* another machine reads it: an L2 hit, nothing compiled */
+  daemon_start(&b, "b", http_env_list);
+  compile_n(&b, 700, &r);
+  cr_assert(r.cached, "served from the HTTPS level");
+  vxp_response_clear(&r);
+  s = stats_of(&b);
+  cr_assert_eq(s.l2_hits, 1);
+  cr_assert_eq(s.misses, 0);
+  /* without credentials, reads work and writes are refused by nginx (401), counted */
+  use_nginx(&n, NULL);
+  daemon_start(&c, "c", http_env_list);
+  compile_n(&c, 701, &r);
+  cr_assert_eq(r.status, VXP_STATUS_OK);
+  vxp_response_clear(&r);
+  s = stats_of(&c);
+  cr_assert_eq(s.l2_writes, 0);
+  cr_assert_geq(s.l2_errors, 1, "the refused PUT counted");
+  cr_assert_not_null(strstr(s.remote, "401"), "%s", s.remote);
+  daemon_stop(&a);
+  daemon_stop(&b);
+  daemon_stop(&c);
+  nginx_stop(&n);
+}
+
+Test(remote, an_https_server_whose_certificate_does_not_verify_is_not_used) {
+  nginx_t n;
+  nginx_start(&n);
+  use_nginx(&n, "basic farm:secret\n");
+  snprintf(http_env[1], sizeof http_env[1], "VORTEXD_REMOTE_CA_FILE=/etc/ssl/certs/ca-certificates.crt");
+  daemon_t a;
+  daemon_start(&a, "a", http_env_list);
+  vxp_response r;
+  compile_n(&a, 702, &r); /* compiled all the same */
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&a);
+  cr_assert_eq(s.l2_hits + s.l2_writes, 0);
+  cr_assert_geq(s.l2_errors, 1);
+  cr_assert_not_null(strstr(s.remote, "certificate"), "%s", s.remote);
+  daemon_stop(&a);
+  nginx_stop(&n);
+}
+
+Test(remote, a_forged_value_on_the_http_level_is_refused_and_replaced) {
+  char key[65];
+  key_of_kernel(703, key);
+  nginx_t n;
+  nginx_start(&n);
+  use_nginx(&n, "basic farm:secret\n");
+  char cmd[1200], out[256];
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s/www/cache/vortexd/v%d && head -c 3000 /dev/urandom > %s/www/cache/vortexd/v%d/%s",
+           n.dir, VXK_REMOTE_FORMAT, n.dir, VXK_REMOTE_FORMAT, key);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0);
+  daemon_t a;
+  daemon_start(&a, "a", http_env_list);
+  vxp_response r;
+  compile_n(&a, 703, &r);
+  cr_assert_not(r.cached, "not served");
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&a);
+  cr_assert_eq(s.misses, 1, "compiled here");
+  cr_assert_geq(s.l2_errors, 1, "the forged value counted");
+  cr_assert_eq(s.l2_writes, 1, "and replaced by this compile's");
+  daemon_stop(&a);
+  nginx_stop(&n);
+}
+
+/* An HTTP "server" on a TCP port: mode 0 answers nothing, 1 garbage, 2
+ * "500", 3 "404" to every request (keeping the connection). */
+typedef struct {
+  int fd, port, mode;
+} fake_http;
+
+static void *fake_http_conn(void *arg) {
+  fake_http *f = ((void **)arg)[0];
+  int c = (int)(intptr_t)((void **)arg)[1];
+  free(arg);
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(c, buf, sizeof buf)) > 0) {
+    if (!memmem(buf, (size_t)n, "\r\n\r\n", 4) && f->mode != 0) continue; /* a body: more to read */
+    const char *reply = f->mode == 1   ? "HTTP/9 !!! garbage\r\n\x01\x02\r\n\r\n"
+                        : f->mode == 2 ? "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
+                        : f->mode == 3 ? "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+                                       : NULL;
+    if (reply) (void)!write(c, reply, strlen(reply));
+  }
+  close(c);
+  return NULL;
+}
+
+static void *fake_http_serve(void *arg) {
+  fake_http *f = arg;
+  for (;;) {
+    int c = accept(f->fd, NULL, NULL);
+    if (c < 0) return NULL;
+    void **a = malloc(2 * sizeof *a);
+    a[0] = f, a[1] = (void *)(intptr_t)c;
+    pthread_t t;
+    pthread_create(&t, NULL, fake_http_conn, a);
+    pthread_detach(t);
+  }
+}
+
+static void fake_http_start(fake_http *f, int mode) {
+  f->mode = mode;
+  f->fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t al = sizeof a;
+  cr_assert_eq(bind(f->fd, (struct sockaddr *)&a, sizeof a), 0);
+  cr_assert_eq(listen(f->fd, 64), 0);
+  cr_assert_eq(getsockname(f->fd, (struct sockaddr *)&a, &al), 0);
+  f->port = ntohs(a.sin_port);
+  pthread_t t;
+  pthread_create(&t, NULL, fake_http_serve, f);
+  pthread_detach(t);
+}
+
+Test(remote, an_http_server_down_slow_failing_or_garbage_never_fails_a_compile) {
+  static fake_http servers[4];
+  const char *what[] = {"silent", "garbage", "500", "404"};
+  for (int mode = 0; mode < 4; mode++) {
+    fake_http_start(&servers[mode], mode);
+    char url[200], name[16];
+    snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=http://127.0.0.1:%d/c", servers[mode].port);
+    const char *const env[] = {url, "VORTEXD_REMOTE_TIMEOUT=300", NULL};
+    snprintf(name, sizeof name, "m%d", mode);
+    daemon_t d;
+    daemon_start(&d, name, env);
+    vxp_response r;
+    compile_n(&d, 710 + mode, &r); /* compile_n asserts it succeeded */
+    vxp_response_clear(&r);
+    vxp_stats s = stats_of(&d);
+    cr_assert_eq(s.misses, 1, "%s: compiled", what[mode]);
+    if (mode == 0)
+      cr_assert_geq(s.l2_timeouts, 1, "%s: counted as a timeout (%s)", what[mode], s.remote);
+    else if (mode == 3)
+      cr_assert_eq(s.l2_misses, 1, "%s: a miss", what[mode]);
+    else
+      cr_assert_geq(s.l2_errors, 1, "%s: counted as an error (%s)", what[mode], s.remote);
+    if (mode == 3) cr_assert_geq(s.l2_errors, 1, "404 to the PUT: an error (%s)", s.remote);
+    daemon_stop(&d);
+  }
+  /* and a server that is not there at all */
+  char url[200];
+  snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=http://127.0.0.1:%d/c", free_port());
+  const char *const env[] = {url, NULL};
+  daemon_t d;
+  daemon_start(&d, "down", env);
+  vxp_response r;
+  compile_n(&d, 720, &r);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&d);
+  cr_assert_geq(s.l2_errors, 1, "%s", s.remote);
+  cr_assert_not_null(strstr(s.remote, "down"), "%s", s.remote);
+  daemon_stop(&d);
+}
+
+Test(remote, credentials_others_can_read_or_in_the_url_stop_the_daemon_at_start) {
+  char path[300], cmd[1600], out[1200];
+  snprintf(path, sizeof path, "%s/creds", root);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, "basic farm:secret\n", 18), 18);
+  close(fd);
+  cr_assert_eq(chmod(path, 0644), 0);
+  snprintf(cmd, sizeof cmd,
+           "VORTEXD_REMOTE_STORAGE=https://127.0.0.1:1/c VORTEXD_REMOTE_CREDENTIALS=%s %s --socket %s/s.sock "
+           "--cache-dir %s/c 2>&1; echo rc=$?",
+           path, VXT_VORTEXD, root, root);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "remote_credentials"), "%s", out);
+  cr_assert_not_null(strstr(out, "chmod 600"), "%s", out);
+  cr_assert_null(strstr(out, "secret"), "never shown: %s", out);
+  cr_assert_null(strstr(out, "rc=0"), "%s", out);
+  snprintf(cmd, sizeof cmd,
+           "VORTEXD_REMOTE_STORAGE=https://farm:secret@127.0.0.1:1/c %s --socket %s/s.sock --cache-dir %s/c "
+           "2>&1; echo rc=$?",
+           VXT_VORTEXD, root, root);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "remote_credentials"), "a URL with a password is refused: %s", out);
+  cr_assert_null(strstr(out, "secret"), "never shown: %s", out);
+  cr_assert_null(strstr(out, "rc=0"), "%s", out);
+}
