@@ -120,7 +120,7 @@ static int latency(int k, const char *a, const char *b) {
     l1[i] = compile(cb, i, &cached);
   vxp_stats sb = stats(b);
   report("miss (compiled, then shared)", miss, k);
-  report("L2 hit (Redis, copied to L1)", l2, k);
+  report("L2 hit (shared level, copied to L1)", l2, k);
   report("L1 hit (local SQLite)", l1, k);
   printf("B: misses %llu, L2 hits %llu, L1 hits %llu\n", (unsigned long long)sb.misses,
          (unsigned long long)sb.l2_hits, (unsigned long long)(sb.hits - sb.l2_hits));
