@@ -310,37 +310,50 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, const vxk_r
    * huge value costs no more than that to refuse */
   char end[24];
   snprintf(end, sizeof end, "%llu", (unsigned long long)r->max_value);
-  for (size_t i = 0; i < n; i++)
-    if (vxk__append_get(r, keys[i], lease, lease && lease->want[i], end) != REDIS_OK)
-      return vxk__fail(r, VXK_ENOMEM, err, errcap, "get", "out of memory");
-  int rc = vxk__flush(r, deadline, err, errcap);
+  /* Two rounds: every key's GETRANGE, then, for the misses that want a
+   * lease, the script that reads again and takes the lease in one atomic
+   * step (a value written meanwhile is read, not compiled again).  A hit
+   * costs a plain GETRANGE; a miss one more round trip before its compile. */
+  unsigned char again[256] = {0};
+  size_t nagain = 0;
   uint64_t kept = 0; /* value bytes held: at most twice max_value */
-  for (size_t i = 0; i < n && rc == VXK_OK; i++) {
-    redisReply *reply = NULL;
-    rc = vxk__reply(r, deadline, r->max_value + 4096, &reply, err, errcap);
-    if (rc != VXK_OK) break;
-    const redisReply *str = reply;
-    if (lease && lease->want[i]) {
-      vxk__lease_reply(reply, &out[i], &str);
-    } else if (reply->type == REDIS_REPLY_STRING && reply->len == 0) {
-      out[i].rc = VXK_ENOTFOUND; /* GETRANGE of a missing key: "" */
-      str = NULL;
+  int rc = VXK_OK;
+  for (int round = 0; round < 2 && rc == VXK_OK; round++) {
+    if (round == 1 && !nagain) break;
+    for (size_t i = 0; i < n; i++)
+      if ((round == 0 || again[i]) && vxk__append_get(r, keys[i], lease, round == 1, end) != REDIS_OK)
+        return vxk__fail(r, VXK_ENOMEM, err, errcap, "get", "out of memory");
+    rc = vxk__flush(r, deadline, err, errcap);
+    for (size_t i = 0; i < n && rc == VXK_OK; i++) {
+      if (round == 1 && !again[i]) continue;
+      redisReply *reply = NULL;
+      rc = vxk__reply(r, deadline, r->max_value + 4096, &reply, err, errcap);
+      if (rc != VXK_OK) break;
+      const redisReply *str = reply;
+      if (round == 1) {
+        vxk__lease_reply(reply, &out[i], &str);
+      } else if (reply->type == REDIS_REPLY_STRING && reply->len == 0) {
+        out[i].rc = VXK_ENOTFOUND; /* GETRANGE of a missing key: "" */
+        str = NULL;
+        again[i] = lease && lease->want[i];
+        nagain += again[i];
+      }
+      if (!str) {
+        /* a miss, or a lease reply that was not a value */
+      } else if (str->type != REDIS_REPLY_STRING || (uint64_t)str->len > r->max_value ||
+                 kept + str->len > 2 * r->max_value) {
+        /* another type under our key, too large, or more than the batch may
+         * hold at once: the caller compiles that one */
+        out[i].rc = VXK_EIO;
+      } else {
+        kept += str->len;
+        out[i].value = malloc(str->len ? str->len : 1);
+        out[i].size = str->len;
+        out[i].rc = out[i].value ? VXK_OK : VXK_ENOMEM;
+        if (out[i].value) memcpy(out[i].value, str->str, str->len);
+      }
+      freeReplyObject(reply);
     }
-    if (!str) {
-      /* a miss, or a lease reply that was not a value */
-    } else if (str->type != REDIS_REPLY_STRING || (uint64_t)str->len > r->max_value ||
-               kept + str->len > 2 * r->max_value) {
-      /* another type under our key, too large, or more than the batch may
-       * hold at once: the caller compiles that one */
-      out[i].rc = VXK_EIO;
-    } else {
-      kept += str->len;
-      out[i].value = malloc(str->len ? str->len : 1);
-      out[i].size = str->len;
-      out[i].rc = out[i].value ? VXK_OK : VXK_ENOMEM;
-      if (out[i].value) memcpy(out[i].value, str->str, str->len);
-    }
-    freeReplyObject(reply);
   }
   if (rc != VXK_OK)
     for (size_t i = 0; i < n; i++) {

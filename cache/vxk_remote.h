@@ -95,10 +95,11 @@ typedef struct {
 /* Leases on keys being compiled, so that a farm compiles each key once: a
  * lease is a Redis key "<prefix>:lease:<cache key>" holding its owner's
  * name, set only when absent (SET NX PX) and living ms milliseconds unless
- * renewed.  A lookup that asks for one reads the value and, on a miss,
- * takes the lease in the same atomic step (a Lua script: the value cannot
- * appear between the two), so exactly one of the daemons that miss at
- * once gets VXK_LEASE_TAKEN. */
+ * renewed.  A lookup that asks for one reads the value (GETRANGE, as any
+ * lookup) and, on a miss, runs a Lua script that reads it again and takes
+ * the lease in one atomic step (a value written in between is returned,
+ * not compiled again), so exactly one of the daemons that miss at once
+ * gets VXK_LEASE_TAKEN, and a hit costs no more than without leases. */
 typedef struct {
   const char *owner;         /* this daemon's name for its leases (at most 128 bytes) */
   unsigned ms;               /* a lease's life, milliseconds */

@@ -19,7 +19,7 @@
  * writer thread sends the renewals), and releases one after writing its
  * value, or at once when there is none to write.  A lookup that finds the
  * key leased by another daemon is parked on the waiting list and asked
- * again from the loop's timer (10 ms, doubling to 200 ms) until the value
+ * again from the loop's timer (after 2 ms, doubling to 200 ms) until the value
  * is there (a hit), the lease is gone (it takes it and compiles: the
  * holder died or failed) or job_timeout has passed (it compiles).
  *
@@ -53,8 +53,7 @@
 #define VXD__BACKOFF_MAX_MS 60000
 /* The largest value read: an entry is bounded by what a worker may send. */
 #define VXD__MAX_VALUE ((uint64_t)VXP_MAX_FRAME_DEFAULT)
-#define VXD__TICK_MS 10      /* the timer's period while leases are waited on or held */
-#define VXD__POLL_MIN_MS 10  /* first wait before asking for a leased key again */
+#define VXD__POLL_MIN_MS 2   /* first wait before asking for a leased key again */
 #define VXD__POLL_MAX_MS 200 /* the longest wait between two asks */
 #define VXD__MAX_HELD 256    /* leases renewed in one exchange */
 
@@ -473,18 +472,23 @@ static void vxd__remote_tick(uv_timer_t *t) {
   vxd__timer_update(rm);
 }
 
-/* Runs the timer while lookups wait or leases are held; stops it after. */
+/* Sets the timer for the earliest of: a parked lookup's next ask, the
+ * held leases' renewal, a compiled lease's expiry; stops it when none. */
 static void vxd__timer_update(vxd_remote *rm) {
+  uint64_t due = UINT64_MAX;
   uv_mutex_lock(&rm->mu);
-  int busy = rm->waiting != NULL;
+  for (const vxd__lookup *lk = rm->waiting; lk; lk = lk->next)
+    if (lk->next_ask_ms < due) due = lk->next_ask_ms;
   uv_mutex_unlock(&rm->mu);
-  busy = busy || rm->held;
-  if (busy && !rm->timer_on && !rm->stopping) {
-    uv_timer_start(&rm->timer, vxd__remote_tick, VXD__TICK_MS, VXD__TICK_MS);
-    rm->timer_on = 1;
-  } else if (!busy && rm->timer_on) {
-    uv_timer_stop(&rm->timer);
-    rm->timer_on = 0;
+  for (const vxd__held *h = rm->held; h; h = h->next) {
+    uint64_t at = h->compiled ? h->expiry_ms : rm->renew_ms;
+    if (at < due) due = at;
+  }
+  if (rm->timer_on) uv_timer_stop(&rm->timer);
+  rm->timer_on = due != UINT64_MAX && !rm->stopping;
+  if (rm->timer_on) { /* one shot, at the earliest thing due */
+    uint64_t now = vxd__ms();
+    uv_timer_start(&rm->timer, vxd__remote_tick, due > now ? due - now : 0, 0);
   }
 }
 
