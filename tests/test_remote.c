@@ -1555,9 +1555,11 @@ Test(remote, a_forged_value_on_the_http_level_is_refused_and_replaced) {
 }
 
 /* An HTTP "server" on a TCP port: mode 0 answers nothing, 1 garbage, 2
- * "500", 3 "404" to every request (keeping the connection). */
+ * "500", 3 "404" to every request (keeping the connection); it counts the
+ * requests that carried "Authorization: Bearer sekrit". */
 typedef struct {
   int fd, port, mode;
+  int bearer_seen; /* atomically */
 } fake_http;
 
 static void *fake_http_conn(void *arg) {
@@ -1567,6 +1569,8 @@ static void *fake_http_conn(void *arg) {
   char buf[65536];
   ssize_t n;
   while ((n = read(c, buf, sizeof buf)) > 0) {
+    if (memmem(buf, (size_t)n, "Authorization: Bearer sekrit\r\n", 30))
+      __atomic_add_fetch(&f->bearer_seen, 1, __ATOMIC_SEQ_CST);
     if (!memmem(buf, (size_t)n, "\r\n\r\n", 4) && f->mode != 0) continue; /* a body: more to read */
     const char *reply = f->mode == 1   ? "HTTP/9 !!! garbage\r\n\x01\x02\r\n\r\n"
                         : f->mode == 2 ? "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
@@ -1670,4 +1674,27 @@ Test(remote, credentials_others_can_read_or_in_the_url_stop_the_daemon_at_start)
   cr_assert_not_null(strstr(out, "remote_credentials"), "a URL with a password is refused: %s", out);
   cr_assert_null(strstr(out, "secret"), "never shown: %s", out);
   cr_assert_null(strstr(out, "rc=0"), "%s", out);
+}
+
+Test(remote, a_bearer_token_from_the_credentials_file_is_sent) {
+  static fake_http server;
+  fake_http_start(&server, 3);
+  char path[300], url[200], creds[400];
+  snprintf(path, sizeof path, "%s/bearer-token", root);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, "bearer sekrit\n", 14), 14);
+  close(fd);
+  snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=http://127.0.0.1:%d/c", server.port);
+  snprintf(creds, sizeof creds, "VORTEXD_REMOTE_CREDENTIALS=%s", path);
+  const char *const env[] = {url, creds, NULL};
+  daemon_t d;
+  daemon_start(&d, "bearer", env);
+  vxp_response r;
+  compile_n(&d, 730, &r);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&d); /* the GET (404: a miss) and the PUT (404: an error) done */
+  cr_assert_eq(s.l2_misses, 1);
+  cr_assert_geq(__atomic_load_n(&server.bearer_seen, __ATOMIC_SEQ_CST), 2, "GET and PUT carried the token");
+  daemon_stop(&d);
 }
