@@ -1198,17 +1198,24 @@ Test(remote, two_daemons_asked_for_one_key_at_once_compile_it_once) {
   redis_kill(&rd);
 }
 
+/* Starts a Redis (url_env pointed at it) in which kernel n's key (into
+ * key) is leased by another owner for px ms: what a daemon compiling it
+ * elsewhere, or one that died doing so, leaves there. */
+static void redis_with_planted_lease(redis *rd, int n, unsigned px, char key[65]) {
+  key_of_kernel(n, key);
+  redis_start(rd);
+  use_redis(rd);
+  redisReply *set = redis_cmd(rd, "SET vortexd:lease:%s other-host:1:00 PX %u", key, px);
+  cr_assert_eq(set->type, REDIS_REPLY_STATUS);
+  freeReplyObject(set);
+}
+
 /* A lease nobody renews is a leaseholder that died mid-compile: the
  * daemon that wants the key waits for it to expire, then compiles. */
 Test(remote, a_dead_leaseholder_costs_one_lease_time_then_the_other_compiles) {
   char key[65];
-  key_of_kernel(600, key);
   redis rd;
-  redis_start(&rd);
-  use_redis(&rd);
-  redisReply *set = redis_cmd(&rd, "SET vortexd:lease:%s dead-host:1:00 PX 1500", key);
-  cr_assert_eq(set->type, REDIS_REPLY_STATUS);
-  freeReplyObject(set);
+  redis_with_planted_lease(&rd, 600, 1500, key);
   daemon_t b;
   daemon_start(&b, "b", url_env);
   vxp_response r;
@@ -1229,12 +1236,8 @@ Test(remote, a_dead_leaseholder_costs_one_lease_time_then_the_other_compiles) {
  * of its own) as soon as it is written. */
 Test(remote, a_waiter_is_answered_by_the_leaseholders_value) {
   char key[65];
-  key_of_kernel(601, key);
   redis rd;
-  redis_start(&rd);
-  use_redis(&rd);
-  redisReply *set = redis_cmd(&rd, "SET vortexd:lease:%s other:1:00 PX 60000", key);
-  freeReplyObject(set);
+  redis_with_planted_lease(&rd, 601, 60000, key);
   daemon_t a, b;
   daemon_start(&b, "b", url_env);
   int go[2];
@@ -1265,12 +1268,8 @@ Test(remote, a_waiter_is_answered_by_the_leaseholders_value) {
 /* Redis gone while a daemon waits on a lease: it compiles itself. */
 Test(remote, redis_stopped_mid_lease_the_waiter_compiles) {
   char key[65];
-  key_of_kernel(602, key);
   redis rd;
-  redis_start(&rd);
-  use_redis(&rd);
-  redisReply *set = redis_cmd(&rd, "SET vortexd:lease:%s other:1:00 PX 60000", key);
-  freeReplyObject(set);
+  redis_with_planted_lease(&rd, 602, 60000, key);
   daemon_t b;
   daemon_start(&b, "b", url_env);
   int go[2];
