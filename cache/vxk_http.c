@@ -195,10 +195,36 @@ static size_t vxk__discard(char *data, size_t size, size_t nmemb, void *ud) {
   return size * nmemb;
 }
 
-int vxk_http_put(vxk_http *h, const char *key, const uint8_t *value, size_t size, char *err, size_t errcap) {
+/* HEAD of url: *status, or a failure. */
+static int vxk__http_head(vxk_http *h, const char *url, long *status, char *err, size_t errcap) {
+  h->curl_err[0] = '\0';
+  curl_easy_setopt(h->curl, CURLOPT_URL, url);
+  curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, vxk__discard); /* no stale body buffer */
+  curl_easy_setopt(h->curl, CURLOPT_NOBODY, 1L);
+  CURLcode cc = curl_easy_perform(h->curl);
+  curl_easy_setopt(h->curl, CURLOPT_NOBODY, 0L);
+  if (cc != CURLE_OK) return vxk__curl_failed(h, cc, "HEAD", err, errcap);
+  curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, status);
+  return VXK_OK;
+}
+
+int vxk_http_put(vxk_http *h, const char *key, const uint8_t *value, size_t size, int replace, int *written,
+                 char *err, size_t errcap) {
+  *written = 0;
   char url[1800];
   snprintf(url, sizeof url, "%s/%s", h->base, key);
-  if (vxk__http_deadline(h, vxk__http_now_ms() + h->op_ms) != VXK_OK) return VXK_ETIMEDOUT;
+  uint64_t deadline = vxk__http_now_ms() + h->op_ms;
+  if (vxk__http_deadline(h, deadline) != VXK_OK) return VXK_ETIMEDOUT;
+  if (!replace) {
+    long status = 0;
+    int rc = vxk__http_head(h, url, &status, err, errcap);
+    if (rc != VXK_OK) return rc;
+    if (status == 200) return VXK_OK; /* there already */
+    if (vxk__http_deadline(h, deadline) != VXK_OK) {
+      snprintf(err, errcap, "PUT: timed out");
+      return VXK_ETIMEDOUT;
+    }
+  }
   vxk__upload u = {value, size, 0};
   h->curl_err[0] = '\0';
   curl_easy_setopt(h->curl, CURLOPT_URL, url);
@@ -216,5 +242,6 @@ int vxk_http_put(vxk_http *h, const char *key, const uint8_t *value, size_t size
     snprintf(err, errcap, "PUT: HTTP status %ld", status);
     return VXK_EIO;
   }
+  *written = 1;
   return VXK_OK;
 }

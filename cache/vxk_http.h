@@ -43,7 +43,11 @@ void vxk_http_close(vxk_http *h);
 int vxk_http_get(vxk_http *h, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
                  size_t errcap);
 
-/* PUTs value (size bytes) as key's resource: 0, VXK_ETIMEDOUT, VXK_EIO. */
-int vxk_http_put(vxk_http *h, const char *key, const uint8_t *value, size_t size, char *err, size_t errcap);
+/* PUTs value (size bytes) as key's resource: 0, VXK_ETIMEDOUT, VXK_EIO.
+ * Unless replace, a HEAD first: when the server already has the resource
+ * (200), nothing is sent and *written is 0 (another daemon wrote the same
+ * entry: its bytes depend on the key alone). */
+int vxk_http_put(vxk_http *h, const char *key, const uint8_t *value, size_t size, int replace, int *written,
+                 char *err, size_t errcap);
 
 #endif /* VXK_HTTP_H */

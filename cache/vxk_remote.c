@@ -401,9 +401,11 @@ int vxk_remote_lease_update(vxk_remote *r, const char *const *keys, size_t n, co
   return rc;
 }
 
-int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, char *err,
-                   size_t errcap) {
-  if (r->http) return vxk_http_put(r->http, key, value, size, err, errcap);
+int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, int replace,
+                   int *written, char *err, size_t errcap) {
+  *written = 0;
+  if (r->http) return vxk_http_put(r->http, key, value, size, replace, written, err, errcap);
+  *written = 1; /* counted as sent; a failure says otherwise */
   char rk[VXK_REMOTE_PREFIX_MAX + 80], ttl[24];
   vxk__redis_key(r, key, rk);
   snprintf(ttl, sizeof ttl, "%u", r->ttl_s);

@@ -123,9 +123,12 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, const vxk_r
 int vxk_remote_lease_update(vxk_remote *r, const char *const *keys, size_t n, const char *owner, unsigned ms,
                             char *err, size_t errcap);
 
-/* Writes value (size bytes) under key, replacing what is there, with the
- * configured expiry.  Returns 0, VXK_ETIMEDOUT, VXK_EIO, VXK_ENOMEM. */
-int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, char *err,
-                   size_t errcap);
+/* Writes value (size bytes) under key, with the configured expiry
+ * (Redis: replacing what is there).  An HTTP storage asks first (HEAD)
+ * unless replace, and sends nothing when the value is there already:
+ * *written says whether it was sent.  Returns 0, VXK_ETIMEDOUT, VXK_EIO,
+ * VXK_ENOMEM. */
+int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, int replace,
+                   int *written, char *err, size_t errcap);
 
 #endif /* VXK_REMOTE_H */

@@ -56,6 +56,7 @@
 #define VXD__POLL_MIN_MS 2   /* first wait before asking for a leased key again */
 #define VXD__POLL_MAX_MS 200 /* the longest wait between two asks */
 #define VXD__MAX_HELD 256    /* leases renewed in one exchange */
+#define VXD__REFUSED_KEYS 64 /* refused values remembered for their replacement */
 
 typedef struct vxd__lookup {
   vxd_qitem queued; /* first: what the reader's queue holds */
@@ -78,6 +79,7 @@ typedef struct vxd__write {
   uint8_t *entry; /* the encoded entry, as stored locally; owned here (NULL: a lease update) */
   uint64_t bytes; /* its size, counted against the queue bound */
   int release;    /* then release this daemon's lease on key */
+  int replace;    /* the value there was refused: write over it (no HEAD first) */
   unsigned renew; /* a lease update: renew for this many ms (0: release) */
   unsigned nkeys; /* a lease update: of these keys */
   char (*keys)[VXK_KEY_HEX + 1];
@@ -127,6 +129,10 @@ struct vxd_remote {
   vxd__link rd, wr;
   vxd_counts counts;           /* l2_* since the last vxd_remote_take_counts */
   uint64_t rejected_logged_ms; /* reader: when refused values were last logged */
+  /* keys whose value there was refused lately (under mu): a ring the
+   * writes look in, so that a value that is there but bad is replaced */
+  char refused[VXD__REFUSED_KEYS][VXK_KEY_HEX + 1];
+  unsigned refused_next;
   /* leases */
   unsigned lease_ms;    /* 0: none taken or waited for */
   uint64_t max_wait_ms; /* the longest wait for another daemon's compile */
@@ -212,7 +218,7 @@ static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
   vxd__lookup *batch[VXD__BATCH];
   const char *keys[VXD__BATCH];
   unsigned char want[VXD__BATCH];
-  unsigned char parked[VXD__BATCH] = {0};
+  unsigned char parked[VXD__BATCH] = {0}, refused[VXD__BATCH] = {0};
   vxk_remote_value vals[VXD__BATCH];
   n = 0;
   for (vxd_qitem *it = items; it && n < VXD__BATCH; it = it->next) {
@@ -254,6 +260,7 @@ static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
       expired += lk->wait_start_ms != 0; /* waited, and the value never came */
     } else if (vals[i].rc != VXK_OK) {
       errors++;
+      refused[i] = 1; /* not a value this daemon can use: write over it */
     } else {
       /* whole, signed when required, and with records every client takes:
        * nothing else enters the local cache */
@@ -266,6 +273,7 @@ static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
       errors += drc != VXK_OK;
       corrupt += drc == VXK_ECORRUPT;
       rejected += drc == VXK_EREJECTED;
+      refused[i] = drc != VXK_OK;
     }
     free(vals[i].value);
   }
@@ -284,6 +292,11 @@ static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
       }
   } else {
     vxd__link_ok(rm, &rm->rd);
+    for (size_t i = 0; i < n; i++)
+      if (refused[i]) {
+        memcpy(rm->refused[rm->refused_next], batch[i]->key, sizeof batch[i]->key);
+        rm->refused_next = (rm->refused_next + 1) % VXD__REFUSED_KEYS;
+      }
     /* hits are counted by the loop, per request answered */
     rm->counts.l2_misses += (int64_t)misses;
     rm->counts.l2_errors += (int64_t)errors;
@@ -342,8 +355,10 @@ static void vxd__write_one(void *ud, vxd_qitem *it, unsigned n) {
 
   char err[256] = "";
   int rc = vxd__connect(rm, &rm->wr, err, sizeof err);
+  int written = 0;
   if (rc == VXK_OK && w->entry)
-    rc = vxk_remote_set(rm->wr.conn, w->key, w->entry, (size_t)w->bytes, err, sizeof err);
+    rc = vxk_remote_set(rm->wr.conn, w->key, w->entry, (size_t)w->bytes, w->replace, &written, err,
+                        sizeof err);
   /* the value first: a daemon waiting on the lease finds it when the lease goes */
   const char *one = w->key;
   if (rc == VXK_OK && (w->release || !w->entry))
@@ -355,8 +370,8 @@ static void vxd__write_one(void *ud, vxd_qitem *it, unsigned n) {
   rm->queued_bytes -= w->bytes;
   if (rc == VXK_OK) {
     vxd__link_ok(rm, &rm->wr);
-    rm->counts.l2_writes += w->entry != NULL;
-    rm->counts.l2_bytes_up += (int64_t)w->bytes;
+    rm->counts.l2_writes += written; /* not when the value was there already (HTTP) */
+    rm->counts.l2_bytes_up += written ? (int64_t)w->bytes : 0;
   } else {
     vxd__count_failure(rm, rc);
     vxd__link_failed(rm, &rm->wr, err);
@@ -624,6 +639,11 @@ void vxd_remote_put(vxd_remote *rm, const char *key, uint8_t *entry, size_t size
   e.release = h != NULL; /* after the value: who waits on it finds it */
   free(h);
   uv_mutex_lock(&rm->mu);
+  for (unsigned i = 0; i < VXD__REFUSED_KEYS; i++)
+    if (strcmp(rm->refused[i], key) == 0) {
+      e.replace = 1;
+      rm->refused[i][0] = '\0';
+    }
   int queue = w && !rm->stopping && rm->queued_bytes + e.bytes <= rm->cfg->remote_write_queue &&
               !(rm->wr.down && vxd__ms() < rm->wr.retry_ms);
   if (queue) {

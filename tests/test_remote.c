@@ -1554,11 +1554,12 @@ Test(remote, a_forged_value_on_the_http_level_is_refused_and_replaced) {
 }
 
 /* An HTTP "server" on a TCP port: mode 0 answers nothing, 1 garbage, 2
- * "500", 3 "404" to every request (keeping the connection); it counts the
- * requests that carried "Authorization: Bearer sekrit". */
+ * "500", 3 "404" to every request (keeping the connection), 4 "404" to a
+ * GET and "200" to a HEAD (a value written since the lookup); it counts
+ * the requests that carried "Authorization: Bearer sekrit", and the PUTs. */
 typedef struct {
   int fd, port, mode;
-  int bearer_seen; /* atomically */
+  int bearer_seen, puts_seen; /* atomically */
 } fake_http;
 
 static void *fake_http_conn(void *arg) {
@@ -1571,9 +1572,13 @@ static void *fake_http_conn(void *arg) {
     if (memmem(buf, (size_t)n, "Authorization: Bearer sekrit\r\n", 30))
       __atomic_add_fetch(&f->bearer_seen, 1, __ATOMIC_SEQ_CST);
     if (!memmem(buf, (size_t)n, "\r\n\r\n", 4) && f->mode != 0) continue; /* a body: more to read */
+    if (n >= 4 && memcmp(buf, "PUT ", 4) == 0) __atomic_add_fetch(&f->puts_seen, 1, __ATOMIC_SEQ_CST);
+    int head = n >= 5 && memcmp(buf, "HEAD ", 5) == 0;
     const char *reply = f->mode == 1   ? "HTTP/9 !!! garbage\r\n\x01\x02\r\n\r\n"
                         : f->mode == 2 ? "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
-                        : f->mode == 3 ? "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+                        : f->mode == 3 || (f->mode == 4 && !head)
+                            ? "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+                        : f->mode == 4 ? "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
                                        : NULL;
     if (reply) (void)!write(c, reply, strlen(reply));
   }
@@ -1695,5 +1700,28 @@ Test(remote, a_bearer_token_from_the_credentials_file_is_sent) {
   vxp_stats s = stats_of(&d); /* the GET (404: a miss) and the PUT (404: an error) done */
   cr_assert_eq(s.l2_misses, 1);
   cr_assert_geq(__atomic_load_n(&server.bearer_seen, __ATOMIC_SEQ_CST), 2, "GET and PUT carried the token");
+  daemon_stop(&d);
+}
+
+/* Without leases, two daemons of an HTTP farm may compile the same key;
+ * the second asks (HEAD) before it sends and sends nothing when the value
+ * is there. (A value that was refused is written over: the forged-value
+ * test above.) */
+Test(remote, a_value_already_on_the_http_level_is_not_sent_again) {
+  static fake_http server;
+  fake_http_start(&server, 4);
+  char url[200];
+  snprintf(url, sizeof url, "VORTEXD_REMOTE_STORAGE=http://127.0.0.1:%d/c", server.port);
+  const char *const env[] = {url, NULL};
+  daemon_t d;
+  daemon_start(&d, "head", env);
+  vxp_response r;
+  compile_n(&d, 740, &r);
+  vxp_response_clear(&r);
+  vxp_stats s = stats_of(&d); /* the write's turn is done */
+  cr_assert_eq(s.l2_misses, 1);
+  cr_assert_eq(s.l2_errors + s.l2_timeouts, 0, "%s", s.remote);
+  cr_assert_eq(s.l2_writes, 0, "not written: there already");
+  cr_assert_eq(__atomic_load_n(&server.puts_seen, __ATOMIC_SEQ_CST), 0, "no PUT sent");
   daemon_stop(&d);
 }
