@@ -1446,8 +1446,9 @@ static void nginx_stop(nginx_t *n) {
   n->pid = 0;
 }
 
-static char http_env[4][600];
-static const char *const http_env_list[] = {http_env[0], http_env[1], http_env[2], http_env[3], NULL};
+static char http_env[5][600];
+static const char *const http_env_list[] = {http_env[0], http_env[1], http_env[2],
+                                            http_env[3], http_env[4], NULL};
 
 /* Points http_env_list at n's https URL with its CA; with credentials
  * (a file of mode 0600 holding them), else none. */
@@ -1464,6 +1465,8 @@ static void use_nginx(const nginx_t *n, const char *credentials) {
   }
   snprintf(http_env[2], sizeof http_env[2], "VORTEXD_REMOTE_CREDENTIALS=%s", path);
   snprintf(http_env[3], sizeof http_env[3], "VORTEXD_REMOTE_TIMEOUT=5000");
+  /* the connection's deadline covers the TLS handshake and loading the CAs */
+  snprintf(http_env[4], sizeof http_env[4], "VORTEXD_REMOTE_CONNECT_TIMEOUT=5000");
 }
 
 Test(remote, two_daemons_share_entries_through_nginx_webdav_over_tls) {
