@@ -45,6 +45,13 @@ static void child_started(pid_t pid) {
     }
 }
 
+/* A child of children[] that a test has stopped and reaped itself: not
+ * signalled again by teardown (its pid may be another process's by then). */
+static void child_ended(pid_t pid) {
+  for (int i = 0; i < 32; i++)
+    if (children[i] == pid) children[i] = 0;
+}
+
 typedef struct {
   pid_t pid;
   char sock[256];
@@ -100,6 +107,7 @@ static void redis_kill(redis *r) {
   if (r->pid <= 0) return;
   kill(r->pid, SIGKILL);
   waitpid(r->pid, NULL, 0);
+  child_ended(r->pid);
   r->pid = 0;
 }
 
@@ -149,6 +157,7 @@ static void daemon_stop(daemon_t *d) {
   kill(d->pid, SIGTERM);
   int st = 0;
   waitpid(d->pid, &st, 0);
+  child_ended(d->pid);
   d->pid = 0;
   cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clean exit");
 }
@@ -233,9 +242,17 @@ static void setup(void) {
   cr_assert_not_null(mkdtemp(root));
 }
 
+static int child_exited(void *pid) { return waitpid(*(pid_t *)pid, NULL, WNOHANG) != 0; }
+
 static void teardown(void) {
+  /* SIGTERM first, so that nginx's master takes its workers along (a
+   * SIGKILL would leave them running), then SIGKILL what is left */
   for (int i = 0; i < 32; i++)
-    if (children[i] > 0 && kill(children[i], SIGKILL) == 0) waitpid(children[i], NULL, 0);
+    if (children[i] > 0 && kill(children[i], SIGTERM) == 0 &&
+        !vxt_wait_until(child_exited, &children[i], 10000)) {
+      kill(children[i], SIGKILL);
+      waitpid(children[i], NULL, 0);
+    }
   char cmd[256];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   (void)!system(cmd);
@@ -1351,6 +1368,7 @@ Test(remote, the_leaseholder_killed_mid_compile_the_other_finishes_after_the_lea
   cr_assert(vxt_wait_until(a_lease_exists, &rd, 60000), "a takes the lease");
   kill(a.pid, SIGKILL);
   waitpid(a.pid, NULL, 0);
+  child_ended(a.pid);
   a.pid = 0;
   cr_assert_neq(exit_status(pa), 0, "a's client lost its daemon");
   redisReply *values = redis_cmd(&rd, "KEYS vortexd:v%d:*", VXK_REMOTE_FORMAT);
@@ -1443,6 +1461,7 @@ static void nginx_stop(nginx_t *n) {
   if (n->pid <= 0) return;
   kill(n->pid, SIGQUIT);
   waitpid(n->pid, NULL, 0);
+  child_ended(n->pid);
   n->pid = 0;
 }
 
