@@ -568,14 +568,10 @@ static const char *verify_says(const vxt_daemon *d) {
   return out;
 }
 
-/* Waits (up to 20 s: the daemon retries every 10 s) until d serves hits. */
-static int waits_for_hits(const vxt_daemon *d) {
-  for (int i = 0; i < 40; i++) {
-    if (compile_cached(d)) return 1;
-    usleep(500000);
-  }
-  return 0;
-}
+static int serves_hits(void *d) { return compile_cached(d); }
+
+/* Waits (the daemon retries every 10 s; at most 60 s) until d serves hits. */
+static int waits_for_hits(const vxt_daemon *d) { return vxt_wait_until(serves_hits, (void *)d, 60000); }
 
 Test(hardening, an_unusable_cache_directory_means_serving_without_a_cache) {
   vxt_daemon d = {0};
@@ -695,13 +691,14 @@ static int log_count(const vxt_daemon *d, const char *what) {
 
 /* `vxc stats --json` through d once it answers (up to 10 s: a damaged
  * database is replaced within a second of being found); its JSON in out. */
+static int stats_answered(void *unused) {
+  (void)unused;
+  return vxt_run(cmd, out, sizeof out) == 0;
+}
+
 static int stats_when_answered(const vxt_daemon *d) {
   snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json 2>&1", VXT_VXC, d->sock);
-  for (int i = 0; i < 50; i++) {
-    if (vxt_run(cmd, out, sizeof out) == 0) return 0;
-    usleep(200000);
-  }
-  return -1;
+  return vxt_wait_until(stats_answered, NULL, 60000) ? 0 : -1;
 }
 
 /* Compiles every kernel of tests/kernels through d, with vxc option opt
@@ -1187,8 +1184,9 @@ static int others_served(const char *sock) {
   int ok = send(fd, frame, len, MSG_NOSIGNAL) == (ssize_t)len;
   free(frame);
   vxp_response r;
-  ok = ok && read_response(fd, 2000, &r) == 0 && r.status == VXP_STATUS_OK && r.id == 99;
-  if (ok) vxp_response_clear(&r);
+  int got = ok && read_response(fd, 2000, &r) == 0;
+  ok = got && r.status == VXP_STATUS_OK && r.id == 99;
+  if (got) vxp_response_clear(&r); /* a refusal carries a message too */
   close(fd);
   return ok;
 }

@@ -54,8 +54,19 @@ static void child_ended(pid_t pid) {
 
 typedef struct {
   pid_t pid;
+  int port; /* 0: the Unix socket */
   char sock[256];
 } redis;
+
+/* Whether the redis-server (redis *) answers a connection, or has exited
+ * (then the caller's check fails). */
+static int redis_up_or_gone(void *arg) {
+  const redis *r = arg;
+  redisContext *c = r->port ? redisConnect("127.0.0.1", r->port) : redisConnectUnix(r->sock);
+  int up = c && !c->err;
+  if (c) redisFree(c);
+  return up || kill(r->pid, 0) != 0 || waitpid(r->pid, NULL, WNOHANG) != 0;
+}
 
 /* A free TCP port on 127.0.0.1 (the kernel's pick, released again). */
 static int free_port(void) {
@@ -89,16 +100,9 @@ static void redis_start_on(redis *r, int port) {
     _exit(127);
   }
   child_started(r->pid);
-  for (int i = 0; i < 500; i++) { /* up to 5 s */
-    redisContext *c = port ? redisConnect("127.0.0.1", port) : redisConnectUnix(r->sock);
-    int up = c && !c->err;
-    if (c) redisFree(c);
-    if (up) return;
-    cr_assert_eq(waitpid(r->pid, NULL, WNOHANG), 0,
-                 "redis-server exited (installed? tests/bootstrap.sh does)");
-    usleep(10000);
-  }
-  cr_assert_fail("redis-server did not start");
+  r->port = port;
+  cr_assert(vxt_wait_until(redis_up_or_gone, r, 60000) && waitpid(r->pid, NULL, WNOHANG) == 0,
+            "redis-server did not start (installed? tests/bootstrap.sh does)");
 }
 
 static void redis_start(redis *r) { redis_start_on(r, 0); }
