@@ -506,15 +506,36 @@ int vxc_explain(vxc_conn *c, const void *source, size_t len, const char *source_
   return vxc__roundtrip(c, &r, resp);
 }
 
-int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
+int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_form,
                    vxp_response *resp) {
-  return vxc_lower_host_with(c, source, len, source_name, host_object, NULL, resp);
+  return vxc_lower_host_with(c, source, len, source_name, host_form, NULL, resp);
 }
 
-int vxc_lower_host_with(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
+int vxc_lower_host_with(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_form,
                         const vxc_compile_options *opts, vxp_response *resp) {
+  if (host_form != VXC_HOST_IR && host_form != VXC_HOST_OBJECT && host_form != VXC_HOST_BITCODE) {
+    memset(resp, 0, sizeof *resp);
+    return -EINVAL;
+  }
   vxp_request r = vxc__source_request(VXP_OP_HOST, source, len, source_name, opts);
-  r.host_object = host_object != 0;
+  r.host_object = host_form == VXC_HOST_OBJECT;
+  r.host_bitcode = host_form == VXC_HOST_BITCODE;
+  r.cache = opts ? opts->cache : VXP_CACHE_USE;
+  return vxc__roundtrip(c, &r, resp);
+}
+
+int vxc_lower_host_run(vxc_conn *c, const void *source, size_t len, const char *source_name,
+                       const vxc_compile_options *opts, const char *entry, vxp_entry_result result,
+                       vxp_response *resp) {
+  size_t n = strlen(entry ? entry : "main");
+  if (n == 0 || n > VXP_MAX_ENTRY_NAME || (unsigned)result > VXP_RESULT_F32) {
+    memset(resp, 0, sizeof *resp);
+    return -EINVAL;
+  }
+  vxp_request r = vxc__source_request(VXP_OP_HOST, source, len, source_name, opts);
+  r.host_bitcode = true;
+  r.entry = (char *)(entry ? entry : "main");
+  r.entry_result = result;
   r.cache = opts ? opts->cache : VXP_CACHE_USE;
   return vxc__roundtrip(c, &r, resp);
 }

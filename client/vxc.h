@@ -100,13 +100,22 @@ int vxc_compile(vxc_conn *c, const void *source, size_t len, const char *source_
 int vxc_explain(vxc_conn *c, const void *source, size_t len, const char *source_name,
                 const vxc_compile_options *opts, vxp_response *resp);
 
+/* What vxc_lower_host returns besides the host module's text. */
+enum {
+  VXC_HOST_IR = 0,      /* the text alone (resp->host_ir) */
+  VXC_HOST_OBJECT = 1,  /* and an object file for the host, to link */
+  VXC_HOST_BITCODE = 2, /* and LLVM bitcode, for a JIT (lli-22) */
+};
+
 /* Lowers the host side of a whole GPU-dialect program (len bytes of MLIR)
  * for libvortexd_runtime: resp->host_ir is the program in the LLVM dialect,
  * its gpu.modules turned into gpu.binary ops the runtime loads through
- * vortexd (docs/PROTOCOL.md, "host"); with host_object, resp->object is
- * also that host side compiled for the host, to link into a program.
- * Returns as vxc_compile. */
-int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
+ * vortexd (docs/PROTOCOL.md, "host"); with host_form VXC_HOST_OBJECT,
+ * resp->object is also that host side compiled for the host, to link into
+ * a program; with VXC_HOST_BITCODE it is the host side as LLVM bitcode
+ * (LLVM's O0 pipeline run), what `vxc run` gives lli-22.  Returns as
+ * vxc_compile (-EINVAL for another host_form). */
+int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_form,
                    vxp_response *resp);
 
 /* vxc_lower_host with the options every module of the program is compiled
@@ -115,8 +124,21 @@ int vxc_lower_host(vxc_conn *c, const void *source, size_t len, const char *sour
  * gpu.binary's object (a "// vortexd-options:" line), and the runtime
  * sends them with every compile of that module, so that neither the
  * daemon's defaults nor another daemon's decide them at run time. */
-int vxc_lower_host_with(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_object,
+int vxc_lower_host_with(vxc_conn *c, const void *source, size_t len, const char *source_name, int host_form,
                         const vxc_compile_options *opts, vxp_response *resp);
+
+/* vxc_lower_host_with for a JIT, as `vxc run` runs a program: resp->object
+ * is the host side as LLVM bitcode with one more function, VXP_RUN_ENTRY
+ * (i32 ()), that calls entry (a function of the program without
+ * arguments; NULL: main), prints its result as mlir-runner's
+ * --entry-point-result does and returns 0; `lli-22
+ * --entry-function=` VXP_RUN_ENTRY runs it.  An entry the program does not
+ * define, or of another type, is a compile error (resp->message).
+ * Returns as vxc_compile (-EINVAL for an entry name the protocol does not
+ * take: 1..VXP_MAX_ENTRY_NAME bytes of [A-Za-z0-9_.$]). */
+int vxc_lower_host_run(vxc_conn *c, const void *source, size_t len, const char *source_name,
+                       const vxc_compile_options *opts, const char *entry, vxp_entry_result result,
+                       vxp_response *resp);
 
 /* The vortexd program vxc_connect_or_spawn starts: "vortexd" beside the
  * running program, when there is one, into buf (cap bytes); "" when there

@@ -11,10 +11,9 @@
  * error, an input that cannot be read, or not found, 2 daemon or I/O
  * failure, 64 usage, 78 configuration.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _XOPEN_SOURCE 700 /* mkstemp, strdup, readlink */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -670,24 +669,14 @@ static int temp_file(const char *stem, const void *data, size_t n, char *path, s
   return 0;
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
-
-/* Removes the directory tree at path (not following links). */
-static void remove_tree(const char *path) { nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-/* Runs argv[0] (found on PATH) with argv, VORTEXD_SOCKET set to socket
- * when not NULL and JITDUMPDIR to jitdump when not NULL, and waits for
- * it.  Returns its wait status, or -1 when it could not be started. */
-static int run_child(char *const argv[], const char *socket, const char *jitdump) {
+/* Runs argv[0] (found on PATH) with argv and VORTEXD_SOCKET set to socket
+ * when not NULL, and waits for it.  Returns its wait status, or -1 when it
+ * could not be started. */
+static int run_child(char *const argv[], const char *socket) {
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
     if (socket) setenv("VORTEXD_SOCKET", socket, 1); /* vxc is single-threaded */
-    if (jitdump) setenv("JITDUMPDIR", jitdump, 1);
     execvp(argv[0], argv);
     fprintf(stderr, "vxc: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -699,13 +688,14 @@ static int run_child(char *const argv[], const char *socket, const char *jitdump
   return st;
 }
 
-/* `vxc run`: the lowered host program through mlir-runner-22 with
- * libvortexd_runtime and MLIR's runner utilities (printMemref*), the
- * runtime pointed at the daemon vxc used.  Returns the exit status. */
-static int run_program(const vxp_response *r, const char *socket, const char *entry, const char *result,
-                       const char *const *shlibs, int nshlibs) {
+/* `vxc run`: the host side the daemon lowered, as LLVM bitcode with its
+ * entry wrapper (VXP_RUN_ENTRY), run by lli-22 ($VORTEXD_LLI) with
+ * libvortexd_runtime, MLIR's runner utilities (printMemref*) and async
+ * runtime, and shlibs loaded, the runtime pointed at the daemon vxc used.
+ * Returns the exit status. */
+static int run_program(const vxp_response *r, const char *socket, const char *const *shlibs, int nshlibs) {
   print_diagnostics(r);
-  if (r->status != VXP_STATUS_OK || !r->host_ir) {
+  if (r->status != VXP_STATUS_OK || !r->object) {
     print_status(r);
     return r->status == VXP_STATUS_COMPILE_ERROR ? 1 : 2;
   }
@@ -714,45 +704,36 @@ static int run_program(const vxp_response *r, const char *socket, const char *en
     fprintf(stderr, "vxc: libvortexd_runtime.so not found (set VORTEXD_RUNTIME_LIB)\n");
     return 2;
   }
-  /* the lowered program for mlir-runner */
   char path[4200];
-  if (temp_file("vxc-run", r->host_ir, strlen(r->host_ir), path, sizeof path) != 0) return 2;
-  const char *runner = getenv("VORTEXD_MLIR_RUNNER");
-  if (!runner || !*runner) runner = "mlir-runner-22";
+  if (temp_file("vxc-run", r->object, r->object_size, path, sizeof path) != 0) return 2;
+  const char *lli = getenv("VORTEXD_LLI");
+  if (!lli || !*lli) lli = "lli-22";
   static char libs[16 + 4][4300];
-  char *argv[40], entry_arg[300], result_arg[64];
+  char *argv[40];
   int a = 0;
-  argv[a++] = (char *)runner;
-  snprintf(result_arg, sizeof result_arg, "--entry-point-result=%s", result ? result : "void");
-  argv[a++] = result_arg;
-  if (entry) {
-    snprintf(entry_arg, sizeof entry_arg, "-e=%s", entry);
-    argv[a++] = entry_arg;
-  }
-  /* an optimization level, so that the JIT runs LLVM's coroutine lowering
-   * (async.execute becomes coroutines); -O0 as upstream's async tests */
+  argv[a++] = (char *)lli;
+  argv[a++] = (char *)"--entry-function=" VXP_RUN_ENTRY;
+  /* the host code as mlir-runner -O0 generated it: quickly */
   argv[a++] = (char *)"-O0";
-  snprintf(libs[0], sizeof libs[0], "--shared-libs=%s", rt);
-  snprintf(libs[1], sizeof libs[1], "--shared-libs=%s/libmlir_runner_utils.so", VXC_LLVM_LIBDIR);
-  snprintf(libs[2], sizeof libs[2], "--shared-libs=%s/libmlir_c_runner_utils.so", VXC_LLVM_LIBDIR);
-  /* what a host side using the async dialect calls (mlirAsyncRuntime*) */
-  snprintf(libs[3], sizeof libs[3], "--shared-libs=%s/libmlir_async_runtime.so", VXC_LLVM_LIBDIR);
+  int nlibs = 0;
+  snprintf(libs[nlibs++], sizeof libs[0], "--dlopen=%s", rt);
+  /* MLIR's runner libraries (printMemref*; mlirAsyncRuntime*, what a host
+   * side using the async dialect calls), where they are installed
+   * (libmlir-22-dev): a program that calls them without fails to link */
+  static const char *const runner_libs[] = {"libmlir_runner_utils.so", "libmlir_c_runner_utils.so",
+                                            "libmlir_async_runtime.so"};
+  for (int i = 0; i < 3; i++) {
+    char lib[4200];
+    snprintf(lib, sizeof lib, "%s/%s", VXC_LLVM_LIBDIR, runner_libs[i]);
+    if (access(lib, R_OK) == 0) snprintf(libs[nlibs++], sizeof libs[0], "--dlopen=%s", lib);
+  }
   for (int i = 0; i < nshlibs; i++)
-    snprintf(libs[4 + i], sizeof libs[4 + i], "--shared-libs=%s", shlibs[i]);
-  for (int i = 0; i < 4 + nshlibs; i++)
+    snprintf(libs[nlibs++], sizeof libs[0], "--dlopen=%s", shlibs[i]);
+  for (int i = 0; i < nlibs; i++)
     argv[a++] = libs[i];
   argv[a++] = path;
   argv[a] = NULL;
-  /* mlir-runner's JIT writes perf's jitdump files (.debug/jit/...) under
-   * $JITDUMPDIR, else the temporary directory, on every run: unless the
-   * user asked for them there, they go to a directory of this run's,
-   * removed after it */
-  char jit[4200];
-  const char *user_jit = getenv("JITDUMPDIR");
-  int own_jit = !(user_jit && *user_jit) && snprintf(jit, sizeof jit, "%s-jit", path) < (int)sizeof jit &&
-                mkdir(jit, 0700) == 0;
-  int st = run_child(argv, socket, own_jit ? jit : NULL); /* the runtime asks the daemon vxc used */
-  if (own_jit) remove_tree(jit);
+  int st = run_child(argv, socket); /* the runtime asks the daemon vxc used */
   unlink(path);
   if (st < 0) return 2;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -1015,8 +996,9 @@ static const command commands[] = {
      "            [--target TARGET] [--warp-size N] [--shuffle-insns] [--recache]",
      "Runs a whole GPU-dialect program (host main and kernels) like mlir-runner: its host side\n"
      "lowered by vortexd (the async dialect too, with MLIR's async runtime library), executed by\n"
-     "mlir-runner-22 with libvortexd_runtime, which gets each kernel from vortexd at its first launch\n"
-     "and runs it on $VORTEXD_DEVICE. -e and --entry-point-result are mlir-runner's: the function\n"
+     "lli-22 ($VORTEXD_LLI) with libvortexd_runtime, which gets each kernel from vortexd at its first\n"
+     "launch and runs it on $VORTEXD_DEVICE. What mlir-opt-22 compiled with vortexd's dialect plugin\n"
+     "runs as it is. -e and --entry-point-result are mlir-runner's: the function\n"
      "to start (default main) and what it returns (default void; a value is printed). -O, --target,\n"
      "--warp-size and --shuffle-insns: what the kernels are compiled for, as compile takes them\n"
      "(written into the program, so the runtime asks for exactly that). Temporary files go to\n"
@@ -1297,19 +1279,34 @@ static int request_failed(int rc) {
   return 2;
 }
 
+/* What send_source asks of the daemon. */
+enum { SEND_COMPILE, SEND_HOST_OBJECT, SEND_RUN };
+
+/* The --entry-point-result name as the protocol's value. */
+static vxp_entry_result entry_result_of(const char *name) {
+  return !name                  ? VXP_RESULT_VOID
+         : !strcmp(name, "i32") ? VXP_RESULT_I32
+         : !strcmp(name, "i64") ? VXP_RESULT_I64
+         : !strcmp(name, "f32") ? VXP_RESULT_F32
+                                : VXP_RESULT_VOID;
+}
+
 /* Reads the command's source (its path, or stdin for '-') and sends it:
- * a compile, or with host a host lowering (host_object: also its object).
- * *name is what diagnostics and the object call the source (--source-name,
- * else the path, else <stdin>).  Returns 0 with the reply in *r (caller
- * clears it), or the exit status after a message. */
-static int send_source(const invocation *in, vxc_conn *conn, int host, int host_object, vxp_response *r,
-                       const char **name) {
+ * a compile (SEND_COMPILE), a host lowering with the host object
+ * (SEND_HOST_OBJECT), or one with the bitcode `vxc run` runs (SEND_RUN:
+ * -e and --entry-point-result).  *name is what diagnostics and the object
+ * call the source (--source-name, else the path, else <stdin>).  Returns
+ * 0 with the reply in *r (caller clears it), or the exit status after a
+ * message. */
+static int send_source(const invocation *in, vxc_conn *conn, int what, vxp_response *r, const char **name) {
   *name = in->source_name ? in->source_name : strcmp(in->args[0], "-") ? in->args[0] : "<stdin>";
   size_t len = 0;
   char *src = read_source(in->args[0], &len);
   if (!src) return 1; /* an input that cannot be read: 1, as cc and mlir-opt */
-  int rc = host ? vxc_lower_host_with(conn, src, len, *name, host_object, &in->co, r)
-                : vxc_compile(conn, src, len, *name, &in->co, r);
+  int rc = what == SEND_HOST_OBJECT ? vxc_lower_host_with(conn, src, len, *name, VXC_HOST_OBJECT, &in->co, r)
+           : what == SEND_RUN       ? vxc_lower_host_run(conn, src, len, *name, &in->co, in->entry,
+                                                         entry_result_of(in->entry_result), r)
+                                    : vxc_compile(conn, src, len, *name, &in->co, r);
   free(sent.text);
   sent.text = src, sent.len = len, sent.name = *name; /* quoted by the diagnostics */
   return rc ? request_failed(rc) : 0;
@@ -1325,7 +1322,7 @@ static int cmd_compile(const command *cm, invocation *in, vxc_conn *conn) {
   (void)cm;
   const char *name;
   vxp_response r;
-  int status = send_source(in, conn, in->host, 1, &r, &name);
+  int status = send_source(in, conn, in->host ? SEND_HOST_OBJECT : SEND_COMPILE, &r, &name);
   if (status) return status;
   if (in->host) { /* the program's host side: FILE.host.o */
     print_diagnostics(&r);
@@ -1672,7 +1669,7 @@ static int disassemble(const uint8_t *object, size_t size) {
   const char *objdump = getenv("VORTEXD_OBJDUMP");
   if (!objdump || !*objdump) objdump = VXC_LLVM_BINDIR "/llvm-objdump";
   char *argv[] = {(char *)objdump, (char *)"-d", (char *)"-r", (char *)"--no-show-raw-insn", path, NULL};
-  int st = run_child(argv, NULL, NULL);
+  int st = run_child(argv, NULL);
   unlink(path);
   if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     fprintf(stderr, "vxc: %s failed\n", objdump);
@@ -1729,11 +1726,11 @@ static int cmd_run(const command *cm, invocation *in, vxc_conn *conn) {
   (void)cm;
   const char *name;
   vxp_response r;
-  int status = send_source(in, conn, 1, 0, &r, &name);
+  int status = send_source(in, conn, SEND_RUN, &r, &name);
   if (status) return status;
   /* the kernels are compiled by the runtime, which reads the environment */
   if (in->co.cache == VXP_CACHE_RECACHE) setenv("VORTEXD_RECACHE", "1", 1);
-  status = run_program(&r, in->socket, in->entry, in->entry_result, in->shlibs, in->nshlibs);
+  status = run_program(&r, in->socket, in->shlibs, in->nshlibs);
   vxp_response_clear(&r);
   return status;
 }

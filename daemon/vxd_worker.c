@@ -98,15 +98,24 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
   resp->diags = h.diags;
   resp->ndiags = h.ndiags;
   if (!h.ok) resp->message = strdup(rc ? "compile worker ran out of memory" : "host lowering failed");
-  if (h.ok && req->host_object) {
-    char err[512];
-    if (vxl_emit_host_object(c, h.host_ir, strlen(h.host_ir), &resp->object, &resp->object_size, err,
-                             sizeof err) != 0) {
-      resp->status = VXP_STATUS_INTERNAL;
+  if (h.ok && (req->host_object || req->host_bitcode)) {
+    char err[768];
+    vxl_run_entry run = {VXP_RUN_ENTRY, req->entry, (vxl_entry_result)req->entry_result};
+    int e = req->host_bitcode
+                ? vxl_emit_host_bitcode(c, h.host_ir, strlen(h.host_ir), req->entry ? &run : NULL,
+                                        &resp->object, &resp->object_size, err, sizeof err)
+                : vxl_emit_host_object(c, h.host_ir, strlen(h.host_ir), &resp->object, &resp->object_size,
+                                       err, sizeof err);
+    if (e) { /* an entry the program lacks is the program's error */
+      resp->status = e == -ENOENT ? VXP_STATUS_COMPILE_ERROR : VXP_STATUS_INTERNAL;
       resp->message = strdup(err);
     }
   }
 }
+
+_Static_assert(VXL_RESULT_VOID == (int)VXP_RESULT_VOID && VXL_RESULT_I32 == (int)VXP_RESULT_I32 &&
+                   VXL_RESULT_I64 == (int)VXP_RESULT_I64 && VXL_RESULT_F32 == (int)VXP_RESULT_F32,
+               "vxl_entry_result and vxp_entry_result agree value for value");
 
 /* With a Vortex SDK configured: a successful compile's module also as one
  * .vxbin image, cached with it, that runs every kernel of the module: its

@@ -9,10 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
 #include <llvm-c/ErrorHandling.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>
 #include <mlir-c/BuiltinAttributes.h>
 #include <mlir-c/BuiltinTypes.h>
@@ -916,9 +919,84 @@ void vxl_host_result_clear(vxl_host_result *res) {
   memset(res, 0, sizeof *res);
 }
 
-int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8_t **obj, size_t *size,
-                         char *err, size_t errcap) {
-  *obj = NULL;
+/* Adds to lm a function named run of type i32 () that calls entry (a
+ * function of lm without parameters, returning what result says), prints
+ * its result as mlir-runner's --entry-point-result does (llvm::outs() <<
+ * value: an integer in decimal; an f32 as %e, or nan, INF, -INF) with
+ * printf, and returns 0.  Returns 0, or -ENOENT with a message in err. */
+static int vxl__add_run_entry(LLVMModuleRef lm, const char *entry, vxl_entry_result result, const char *run,
+                              char *err, size_t errcap) {
+  static const char *const names[] = {"void", "i32", "i64", "f32"};
+  LLVMValueRef fn = LLVMGetNamedFunction(lm, entry);
+  if (!fn || LLVMIsDeclaration(fn)) {
+    snprintf(err, errcap, "the program defines no function @%s to run", entry);
+    return -ENOENT;
+  }
+  if (LLVMGetNamedFunction(lm, run) || LLVMGetNamedGlobal(lm, run)) {
+    snprintf(err, errcap, "the program defines @%s, the name vortexd's entry wrapper needs", run);
+    return -ENOENT;
+  }
+  LLVMTypeRef fty = LLVMGlobalGetValueType(fn), rty = LLVMGetReturnType(fty);
+  LLVMTypeKind k = LLVMGetTypeKind(rty);
+  int fits =
+      result == VXL_RESULT_VOID ? k == LLVMVoidTypeKind
+      : result == VXL_RESULT_F32
+          ? k == LLVMFloatTypeKind
+          : k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(rty) == (result == VXL_RESULT_I32 ? 32u : 64u);
+  if (LLVMCountParamTypes(fty) != 0 || LLVMIsFunctionVarArg(fty) || !fits) {
+    char *have = LLVMPrintTypeToString(fty);
+    snprintf(err, errcap, "@%s is %s; the function run must take no arguments and return %s", entry, have,
+             names[result]);
+    LLVMDisposeMessage(have);
+    return -ENOENT;
+  }
+  LLVMContextRef lctx = LLVMGetModuleContext(lm);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(lctx), ptr = LLVMPointerTypeInContext(lctx, 0);
+  LLVMTypeRef dbl = LLVMDoubleTypeInContext(lctx);
+  LLVMValueRef main_fn = LLVMAddFunction(lm, run, LLVMFunctionType(i32, NULL, 0, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(lctx);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(lctx, main_fn, "entry"));
+  LLVMValueRef v = LLVMBuildCall2(b, fty, fn, NULL, 0, "");
+  if (result != VXL_RESULT_VOID) {
+    LLVMTypeRef printf_ty = LLVMFunctionType(i32, &ptr, 1, 1);
+    LLVMValueRef pf = LLVMGetNamedFunction(lm, "printf");
+    if (!pf) pf = LLVMAddFunction(lm, "printf", printf_ty);
+    LLVMValueRef args[2];
+    if (result == VXL_RESULT_F32) {
+      /* llvm::write_double's spelling of the values %e spells otherwise */
+      LLVMValueRef d = LLVMBuildFPExt(b, v, dbl, "");
+      LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, d, d, "");
+      LLVMValueRef pinf = LLVMBuildFCmp(b, LLVMRealOEQ, d, LLVMConstReal(dbl, __builtin_inf()), "");
+      LLVMValueRef ninf = LLVMBuildFCmp(b, LLVMRealOEQ, d, LLVMConstReal(dbl, -__builtin_inf()), "");
+      LLVMValueRef fmt = LLVMBuildGlobalStringPtr(b, "%e\n", "");
+      fmt = LLVMBuildSelect(b, pinf, LLVMBuildGlobalStringPtr(b, "INF\n", ""), fmt, "");
+      fmt = LLVMBuildSelect(b, ninf, LLVMBuildGlobalStringPtr(b, "-INF\n", ""), fmt, "");
+      fmt = LLVMBuildSelect(b, isnan, LLVMBuildGlobalStringPtr(b, "nan\n", ""), fmt, "");
+      args[0] = fmt, args[1] = d;
+    } else {
+      args[0] = LLVMBuildGlobalStringPtr(b, result == VXL_RESULT_I32 ? "%d\n" : "%lld\n", "");
+      args[1] = v;
+    }
+    LLVMBuildCall2(b, printf_ty, pf, args, 2, "");
+  }
+  LLVMBuildRet(b, LLVMConstInt(i32, 0, 0));
+  LLVMDisposeBuilder(b);
+  return 0;
+}
+
+/* What a lowered host module becomes: an object file, or LLVM bitcode. */
+enum { VXL__HOST_OBJECT, VXL__HOST_BITCODE };
+
+/* Parses host_ir (len bytes), translates it to LLVM IR for the host (its
+ * llvm.target_triple, else LLVM's default triple, with that target's data
+ * layout), runs LLVM's O0 pipeline (which lowers the coroutines of
+ * async.execute, as a JIT's -O0 does) and writes it as what says into
+ * *out (malloc()) / *size; with run, the entry wrapper is added first
+ * (vxl__add_run_entry).  Returns 0, -EINVAL, -ENOENT (the entry) or
+ * -ENOMEM, a message in err. */
+static int vxl__emit_host(vxl_compiler *c, const char *host_ir, size_t len, int what,
+                          const vxl_run_entry *run, uint8_t **out, size_t *size, char *err, size_t errcap) {
+  *out = NULL;
   *size = 0;
   vxl__diags d = {.source_name = "<host>"};
   c->cur_diags = &d;
@@ -928,6 +1006,7 @@ int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8
   LLVMContextRef lctx = NULL;
   LLVMModuleRef lm = NULL;
   LLVMTargetMachineRef tm = NULL;
+  LLVMMemoryBufferRef mb = NULL;
   char *triple = NULL, *msg = NULL;
   if (mlirModuleIsNull(m)) {
     snprintf(err, errcap, "host module does not parse: %s", d.n ? d.v[0] : "");
@@ -957,16 +1036,31 @@ int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(lm, td);
   LLVMDisposeTargetData(td);
-  LLVMMemoryBufferRef mb = NULL;
-  if (LLVMTargetMachineEmitToMemoryBuffer(tm, lm, LLVMObjectFile, &msg, &mb)) {
+  if (run && (rc = vxl__add_run_entry(lm, run->entry ? run->entry : "main", run->result, run->name, err,
+                                      errcap)) != 0)
+    goto done;
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef perr = LLVMRunPasses(lm, "default<O0>", tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (perr) {
+    char *pm = LLVMGetErrorMessage(perr);
+    snprintf(err, errcap, "host module: LLVM's O0 pipeline failed: %s", pm);
+    LLVMDisposeErrorMessage(pm);
+    goto done;
+  }
+  if (what == VXL__HOST_BITCODE)
+    mb = LLVMWriteBitcodeToMemoryBuffer(lm);
+  else if (LLVMTargetMachineEmitToMemoryBuffer(tm, lm, LLVMObjectFile, &msg, &mb))
+    mb = NULL;
+  if (!mb) {
     snprintf(err, errcap, "host code generation failed: %s", msg ? msg : "");
     goto done;
   }
   *size = LLVMGetBufferSize(mb);
-  *obj = malloc(*size ? *size : 1);
-  if (*obj) memcpy(*obj, LLVMGetBufferStart(mb), *size);
+  *out = malloc(*size ? *size : 1);
+  if (*out) memcpy(*out, LLVMGetBufferStart(mb), *size);
   LLVMDisposeMemoryBuffer(mb);
-  rc = *obj ? 0 : -ENOMEM;
+  rc = *out ? 0 : -ENOMEM;
 done:
   for (uint32_t i = 0; i < d.n; i++)
     free(d.v[i]);
@@ -978,4 +1072,14 @@ done:
   if (lctx) LLVMContextDispose(lctx);
   if (!mlirModuleIsNull(m)) mlirModuleDestroy(m);
   return rc;
+}
+
+int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8_t **obj, size_t *size,
+                         char *err, size_t errcap) {
+  return vxl__emit_host(c, host_ir, len, VXL__HOST_OBJECT, NULL, obj, size, err, errcap);
+}
+
+int vxl_emit_host_bitcode(vxl_compiler *c, const char *host_ir, size_t len, const vxl_run_entry *run,
+                          uint8_t **bc, size_t *size, char *err, size_t errcap) {
+  return vxl__emit_host(c, host_ir, len, VXL__HOST_BITCODE, run, bc, size, err, errcap);
 }

@@ -374,7 +374,8 @@ typedef int (*vxl_module_key_fn)(void *ud, const vxl_options *opts, const char *
 typedef struct {
   int ok;
   char *host_ir;     /* the host module in the LLVM dialect, ready for
-                        mlir-runner or mlir-translate; malloc() */
+                        translation (vxl_emit_host_object or _bitcode:
+                        its #vortex.target needs this dialect); malloc() */
   uint32_t nmodules; /* gpu.modules turned into gpu.binary ops */
   uint32_t ndiags;
   char **diags; /* "file:line:col: error: message"; malloc() */
@@ -387,10 +388,9 @@ typedef struct {
  * its first launch.  Each module is compiled with opts, but for the fields
  * its own #vortex.target gives (vxl__module_target: the first of its
  * targets with opts' abi and xlen, else its first), and its object says
- * so: #gpu.object<#nvvm.target, properties = {key = "KEY", target =
- * "vortexA-rvX", warp_size = N : i32, opt_level = N : i32}, bin = "...">
- * (#nvvm.target: a GPU target stock mlir-runner-22 and mlir-translate-22
- * parse; they cannot load #vortex.target's plugin), the text preceded by a line "// vortexd-key: KEY" when
+ * so: #gpu.object<#vortex.target<abi = A, xlen = X, warp_size = N, O = N>,
+ * properties = {key = "KEY", target = "vortexA-rvX"}, bin = "..."> (as
+ * vortexd's dialect plugin labels its objects), the text preceded by a line "// vortexd-key: KEY" when
  * key_of gives one, the options line (VXL_OPTIONS_TAG), "// vortexd-module: @NAME at FILE:LINE:COL" (what a
  * failure to load it names) and the kernels' host argument lines (VXL_HOST_ARGS_TAG).  The default offloading
  * handler
@@ -405,10 +405,40 @@ void vxl_host_result_clear(vxl_host_result *res);
 /* Compiles a lowered host module (vxl_host_result.host_ir, len bytes) into
  * a relocatable, position-independent object for the host (the module's
  * llvm.target_triple, else LLVM's default triple) that links into a C or
- * C++ program with libvortexd_runtime.  Returns 0 and *obj (malloc()) /
- * *size, or -EINVAL / -ENOMEM with a message in err. */
+ * C++ program with libvortexd_runtime.  LLVM's O0 pipeline runs first, so
+ * that the coroutines of async.execute are lowered.  Returns 0 and *obj
+ * (malloc()) / *size, or -EINVAL / -ENOMEM with a message in err.  Called
+ * by the thread that owns c. */
 int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8_t **obj, size_t *size,
                          char *err, size_t errcap);
+
+/* What a JIT's entry wrapper calls and prints (mlir-runner's -e and
+ * --entry-point-result). */
+typedef enum {
+  VXL_RESULT_VOID = 0,
+  VXL_RESULT_I32 = 1,
+  VXL_RESULT_I64 = 2,
+  VXL_RESULT_F32 = 3,
+} vxl_entry_result;
+
+typedef struct {
+  const char *name;        /* the wrapper's name, a function i32 () */
+  const char *entry;       /* the function it calls (no arguments); NULL: main */
+  vxl_entry_result result; /* what entry returns, printed */
+} vxl_run_entry;
+
+/* As vxl_emit_host_object, but the host module as LLVM bitcode after the
+ * O0 pipeline: what a JIT (lli-22, as `vxc run` uses it) runs, its
+ * gpu.binary objects (#vortex.target) already embedded and loaded by its
+ * global constructors.  With run (else NULL) the module also gets
+ * run->name, a function i32 () that calls run->entry, prints its result
+ * as mlir-runner's --entry-point-result does (an integer in decimal, an f32
+ * as printf's %e, or nan, INF, -INF) and returns 0; an entry that is not
+ * defined, takes arguments or returns another type is -ENOENT.  Returns
+ * 0 and *bc (malloc()) / *size, or -ENOENT / -EINVAL / -ENOMEM with a
+ * message in err.  Called by the thread that owns c. */
+int vxl_emit_host_bitcode(vxl_compiler *c, const char *host_ir, size_t len, const vxl_run_entry *run,
+                          uint8_t **bc, size_t *size, char *err, size_t errcap);
 
 /* Routes LLVM's (and MLIR's) fatal errors - report_fatal_error, which
  * otherwise prints and aborts - to handler(reason) instead.  The handler

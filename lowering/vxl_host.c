@@ -164,17 +164,14 @@ static int vxl__module_to_binary(vxl_compiler *c, MlirOperation gm, const vxl_op
   vxl__buf_append(vxl__str("module {\n  gpu.binary @\""), &bin);
   vxl__append_escaped(&bin, name.data, name.length);
   char label[256];
-  /* labelled #nvvm.target, not #vortex.target: the host module is for
-   * stock mlir-runner-22 and mlir-translate-22, which cannot load a dialect
-   * plugin, and #nvvm.target is a GPU target every one of them parses (its
-   * offloading handler, #gpu.select_object, loads any object with
-   * mgpuModuleLoad); the properties say what the object is for */
-  snprintf(
-      label, sizeof label,
-      "\" [#gpu.object<#nvvm.target, properties = {%s%s%starget = \"vortex%u-rv%u\", warp_size = %u : i32, "
-      "opt_level = %u : i32}, bin = \"",
-      key[0] ? "key = \"" : "", key, key[0] ? "\", " : "", mo.vortex_abi, mo.xlen, mo.warp_size,
-      mo.opt_level);
+  /* the object's target is the #vortex.target it is compiled for, every
+   * field given, as vortexd's dialect plugin labels its objects; its
+   * properties carry the key and the target's name */
+  snprintf(label, sizeof label,
+           "\" [#gpu.object<#vortex.target<abi = %u, xlen = %u, warp_size = %u, O = %u>, properties = "
+           "{%s%s%starget = \"vortex%u-rv%u\"}, bin = \"",
+           mo.vortex_abi, mo.xlen, mo.warp_size, mo.opt_level, key[0] ? "key = \"" : "", key,
+           key[0] ? "\", " : "", mo.vortex_abi, mo.xlen);
   vxl__buf_append(vxl__str(label), &bin);
   char line[160];
   if (key[0]) {

@@ -40,6 +40,9 @@ const char *vxp_strerror(int err) {
 static const char *const vxp__ops[] = {NULL,    "hello", "compile", "fetch", "stats", "verify", "zero_stats",
                                        "clear", "prune", "stop",    "host",  "list",  "remove", "explain"};
 static const char *const vxp__cache_modes[] = {"use", "recache", "bypass"};
+
+/* The names of vxp_entry_result, as a request spells them. */
+static const char *const vxp__entry_results[] = {"void", "i32", "i64", "f32"};
 static const char *const vxp__statuses[] = {"ok", "compile_error", "bad_request", "not_found", "internal"};
 
 const char *vxp_op_name(vxp_op op) { return (op >= VXP_OP_HELLO && op <= VXP_OP_LAST) ? vxp__ops[op] : NULL; }
@@ -76,6 +79,7 @@ void vxp_request_clear(vxp_request *r) {
   free(r->key);
   free(r->kernel);
   free(r->prefix);
+  free(r->entry);
   memset(r, 0, sizeof *r);
 }
 
@@ -269,6 +273,8 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   case VXP_OP_HOST:
   case VXP_OP_EXPLAIN:
     n += 3 + (r->source_name != NULL) + (r->warp_size != 0) + r->shuffle_insns + r->host_object +
+         r->host_bitcode + (r->entry != NULL) +
+         (r->entry_result > VXP_RESULT_VOID && r->entry_result <= VXP_RESULT_F32) +
          (r->op == VXP_OP_COMPILE && r->key != NULL) + (r->vortex_abi != 0) + (r->xlen != 0) +
          (r->cache != VXP_CACHE_USE);
     break;
@@ -298,6 +304,10 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     if (r->vortex_abi) vxp__kv_u64(&pk, "vortex_abi", r->vortex_abi);
     if (r->xlen) vxp__kv_u64(&pk, "xlen", r->xlen);
     if (r->host_object) vxp__kv_bool(&pk, "host_object", true);
+    if (r->host_bitcode) vxp__kv_bool(&pk, "host_bitcode", true);
+    if (r->entry) vxp__kv_str(&pk, "entry", r->entry);
+    if (r->entry_result > VXP_RESULT_VOID && r->entry_result <= VXP_RESULT_F32)
+      vxp__kv_str(&pk, "entry_result", vxp__entry_results[r->entry_result]);
     if (r->op == VXP_OP_COMPILE && r->key) vxp__kv_str(&pk, "key", r->key);
     if (r->cache > VXP_CACHE_USE && r->cache <= VXP_CACHE_BYPASS)
       vxp__kv_str(&pk, "cache", vxp__cache_modes[r->cache]);
@@ -805,6 +815,14 @@ typedef struct {
   bool id, op, proto, src, key, max;
 } vxp__seen;
 
+/* Whether s is an entry name a host request may carry: 1..VXP_MAX_ENTRY_NAME
+ * bytes of [A-Za-z0-9_.$] (a symbol the host module may define). */
+static bool vxp__entry_name_valid(const char *s) {
+  size_t n = strlen(s);
+  return n && n <= VXP_MAX_ENTRY_NAME &&
+         strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.$") == n;
+}
+
 /* Whether decoded request r is whole: only fields of its op (groups: the
  * field groups its map held, as vxp_request_decode numbers them) and every
  * field its op requires.  VXP_OK, VXP_EUNKNOWNKEY, VXP_EMISSING, VXP_ETYPE. */
@@ -825,6 +843,8 @@ static int vxp__request_whole(const vxp_request *r, unsigned groups, const vxp__
   if ((r->op == VXP_OP_FETCH || r->op == VXP_OP_REMOVE) && !seen->key) return VXP_EMISSING;
   if (r->op == VXP_OP_REMOVE && !vxp_key_prefix_valid(r->key, 64)) return VXP_ETYPE;
   if (r->op == VXP_OP_PRUNE && !seen->max) return VXP_EMISSING;
+  if (r->host_object && r->host_bitcode) return VXP_ETYPE; /* one form of the host side */
+  if ((r->entry || r->entry_result != VXP_RESULT_VOID) && !r->host_bitcode) return VXP_ETYPE;
   return VXP_OK;
 }
 
@@ -864,7 +884,19 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__bool(v, &r->shuffle_insns), groups |= 2;
     else if (vxp__key(k, "host_object"))
       rc = vxp__bool(v, &r->host_object), groups |= 8;
-    else if (vxp__key(k, "cache")) {
+    else if (vxp__key(k, "host_bitcode"))
+      rc = vxp__bool(v, &r->host_bitcode), groups |= 8;
+    else if (vxp__key(k, "entry")) {
+      rc = vxp__strdup(v, &r->entry), groups |= 8;
+      if (rc == VXP_OK && !vxp__entry_name_valid(r->entry)) rc = VXP_ETYPE;
+    } else if (vxp__key(k, "entry_result")) {
+      groups |= 8;
+      rc = VXP_ETYPE;
+      for (int e = 0; e < 4; e++)
+        if (v->type == MSGPACK_OBJECT_STR && v->via.str.size == strlen(vxp__entry_results[e]) &&
+            memcmp(v->via.str.ptr, vxp__entry_results[e], v->via.str.size) == 0)
+          r->entry_result = (vxp_entry_result)e, rc = VXP_OK;
+    } else if (vxp__key(k, "cache")) {
       groups |= 2;
       rc = VXP_ETYPE;
       for (int mode = 0; mode < 3; mode++)

@@ -275,6 +275,23 @@ void vxp_target_name(uint32_t vortex_abi, uint32_t xlen, char out[VXP_TARGET_NAM
 /* Returns "hello", "compile", ... or NULL for an unknown op. */
 const char *vxp_op_name(vxp_op op);
 
+/* What a host lowering's entry wrapper expects its entry to return, and
+ * prints as mlir-runner's --entry-point-result does. */
+typedef enum {
+  VXP_RESULT_VOID = 0,
+  VXP_RESULT_I32 = 1,
+  VXP_RESULT_I64 = 2,
+  VXP_RESULT_F32 = 3,
+} vxp_entry_result;
+
+/* The function a host lowering's bitcode (host_bitcode) gets as its entry:
+ * it calls the request's entry, prints its result (an integer in decimal,
+ * an f32 as printf's %e, else nan, INF or -INF) and returns 0. */
+#define VXP_RUN_ENTRY "__vortexd_run_main"
+
+/* The longest entry name a host request may carry, in bytes. */
+#define VXP_MAX_ENTRY_NAME 255
+
 typedef struct {
   uint64_t id; /* chosen by the client, echoed in the response */
   vxp_op op;
@@ -314,7 +331,14 @@ typedef struct {
   char *prefix;   /* key prefix, 0..64 lowercase hex digits; NULL: all */
   uint32_t limit; /* entries wanted, 1..VXP_MAX_LIST_ENTRIES; 0: 100 */
   /* host */
-  bool host_object; /* also return the host side as a host object */
+  bool host_object;  /* also return the host side as a host object */
+  bool host_bitcode; /* also return the host side as LLVM bitcode (for a
+                        JIT); not with host_object */
+  /* host with host_bitcode: a function the bitcode then gets an entry
+   * wrapper (VXP_RUN_ENTRY) for, 1..VXP_MAX_ENTRY_NAME bytes of
+   * [A-Za-z0-9_.$]; NULL: no wrapper */
+  char *entry;
+  vxp_entry_result entry_result; /* what entry returns, printed */
   /* compile and host: VXP_CACHE_USE, _RECACHE or _BYPASS */
   vxp_cache_mode cache;
 } vxp_request;

@@ -44,7 +44,7 @@ grep -q '^Documentation=man:vortexd(8)' "$scratch/usr/lib/systemd/system/vortexd
 [ -z "$(find "$scratch/usr" -type f 2>/dev/null)" ] || fail "files left after purge: $(find "$scratch/usr" -type f)"
 root=$work/root
 dpkg -x "$deb" "$root"
-needs=(libuv1 libsqlite3-0 libssl3 lld-22 mlir-22-tools binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf)
+needs=(libuv1 libsqlite3-0 libssl3 lld-22 llvm-22-runtime binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf)
 # the daemon holds LLVM and MLIR (VORTEXD_STATIC_LLVM, on by default: its
 # cold start binds no symbols of theirs); libmlir-22 only when it loads it
 if [ "$llvm_link" = static-llvm ]; then

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Core.h>
+
 #include "lowering/vxl.h"
 #include "protocol/vxp.h"
 #include "vxt.h"
@@ -1090,11 +1093,11 @@ Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
   cr_assert_not_null(strstr(h.host_ir, "gpu.binary @main_kernel"), "%s", h.host_ir);
   cr_assert_not_null(strstr(h.host_ir, "// vortexd-key: aaaa"), "the module text carries its key");
   /* its properties say what it is compiled for; the options are fixed in it */
-  cr_assert_not_null(strstr(h.host_ir, "#gpu.object<#nvvm.target, properties = {key = \"aaaa"), "%s",
-                     h.host_ir);
-  cr_assert_not_null(
-      strstr(h.host_ir, "opt_level = 2 : i32, target = \"vortex2-rv32\", warp_size = 4 : i32}"), "%s",
-      h.host_ir);
+  cr_assert_not_null(strstr(h.host_ir,
+                            "#gpu.object<#vortex.target<abi = 2, xlen = 32, warp_size = 4, O = 2>, "
+                            "properties = {key = \"aaaa"),
+                     "%s", h.host_ir);
+  cr_assert_not_null(strstr(h.host_ir, "target = \"vortex2-rv32\"}, bin = \""), "%s", h.host_ir);
   cr_assert_not_null(strstr(h.host_ir, "// vortexd-options: target=vortex2-rv32 warp_size=4 opt_level=2 "
                                        "shuffle_insns=0\0A"),
                      "%s", h.host_ir);
@@ -1103,6 +1106,65 @@ Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
                      "translation: %s",
                      h.host_ir);
   cr_assert_null(strstr(h.host_ir, "gpu.launch blocks"), "outlined");
+  vxl_host_result_clear(&h);
+}
+
+/* The host side as LLVM bitcode for a JIT: the #vortex.target objects
+ * translate (the dialect is vortexd's own), and the entry wrapper calls
+ * the entry asked for, of the type asked for, or the request is refused
+ * with what is wrong. */
+Test(lowering, the_host_side_as_bitcode_gets_an_entry_wrapper) {
+  static const char src[] =
+      "func.func @main() {\n  %c1 = arith.constant 1 : index\n"
+      "  %m = memref.alloc() : memref<1xi32>\n"
+      "  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)\n"
+      "             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {\n"
+      "    %t = arith.index_cast %tx : index to i32\n    memref.store %t, %m[%tx] : memref<1xi32>\n"
+      "    gpu.terminator\n  }\n  return\n}\n"
+      "func.func @answer() -> i64 {\n  %c = arith.constant 42 : i64\n  return %c : i64\n}\n";
+  vxl_host_result h;
+  vxl_options o = {.opt_level = 2};
+  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, NULL, &h), 0);
+  cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
+  uint8_t *bc = NULL;
+  size_t n = 0;
+  char err[512] = "";
+  vxl_run_entry run = {"__run_main", "answer", VXL_RESULT_I64};
+  cr_assert_eq(vxl_emit_host_bitcode(cc, h.host_ir, strlen(h.host_ir), &run, &bc, &n, err, sizeof err), 0,
+               "%s", err);
+  cr_assert(n > 4 && memcmp(bc, "BC\xc0\xde", 4) == 0, "LLVM bitcode");
+  LLVMContextRef lctx = LLVMContextCreate();
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)bc, n, "host.bc");
+  LLVMModuleRef m = NULL;
+  cr_assert_eq(LLVMParseBitcodeInContext2(lctx, mb, &m), 0);
+  LLVMValueRef wrap = LLVMGetNamedFunction(m, "__run_main");
+  cr_assert(wrap && !LLVMIsDeclaration(wrap), "the wrapper is defined");
+  LLVMValueRef ctors = LLVMGetNamedGlobal(m, "llvm.global_ctors");
+  cr_assert_not_null(ctors, "the module's load is a global constructor");
+  LLVMDisposeModule(m);
+  LLVMContextDispose(lctx);
+  free(bc);
+  /* without a wrapper: no __run_main */
+  cr_assert_eq(vxl_emit_host_bitcode(cc, h.host_ir, strlen(h.host_ir), NULL, &bc, &n, err, sizeof err), 0);
+  cr_assert_null(memmem(bc, n, "__run_main", 10));
+  free(bc);
+  struct {
+    const char *entry;
+    vxl_entry_result result;
+    const char *says;
+  } bad[] = {
+      {"nope", VXL_RESULT_VOID, "defines no function @nope to run"},
+      {"answer", VXL_RESULT_I32, "@answer is i64 (); the function run must take no arguments and return i32"},
+      {"main", VXL_RESULT_F32, "return f32"},
+      {NULL, VXL_RESULT_I64, "@main is void (); the function run"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    vxl_run_entry r = {"__run_main", bad[i].entry, bad[i].result};
+    bc = (uint8_t *)"untouched";
+    cr_assert_eq(vxl_emit_host_bitcode(cc, h.host_ir, strlen(h.host_ir), &r, &bc, &n, err, sizeof err),
+                 -ENOENT, "%zu", i);
+    cr_assert_null(bc);
+    cr_assert_not_null(strstr(err, bad[i].says), "%s", err);
+  }
   vxl_host_result_clear(&h);
 }
 
@@ -1123,8 +1185,8 @@ Test(lowering, a_modules_own_vortex_target_decides_its_options) {
   cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, &keyed, &h), 0);
   cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
   cr_assert_not_null(
-      strstr(h.host_ir, "opt_level = 1 : i32, target = \"vortex3-rv64\", warp_size = 8 : i32}"), "%s",
-      h.host_ir);
+      strstr(h.host_ir, "#vortex.target<abi = 3, xlen = 64, warp_size = 8, O = 1>, properties = {key = "),
+      "%s", h.host_ir);
   cr_assert_not_null(strstr(h.host_ir, "target=vortex3-rv64 warp_size=8 opt_level=1"), "%s", h.host_ir);
   cr_assert_eq(keyed.warp_size, 8);
   cr_assert_eq(keyed.opt_level, 1);

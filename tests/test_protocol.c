@@ -82,6 +82,63 @@ Test(protocol, compile_request_round_trip) {
   vxp_request_clear(&out);
 }
 
+/* A host request for `vxc run`'s bitcode carries its entry and result
+ * type; the fields are refused where they mean nothing (one form of the
+ * host side at a time, an entry only with bitcode, a name that is no
+ * symbol, a result type the wrapper cannot print). */
+Test(protocol, host_bitcode_requests_carry_their_entry) {
+  vxp_request in = {.id = 7,
+                    .op = VXP_OP_HOST,
+                    .source = (uint8_t *)"module {}",
+                    .source_len = 9,
+                    .opt_level = 2,
+                    .host_bitcode = true,
+                    .entry = "answer.v2$",
+                    .entry_result = VXP_RESULT_I64};
+  vxp_request out;
+  request_round_trip(&in, &out);
+  cr_assert(out.host_bitcode);
+  cr_assert_not(out.host_object);
+  cr_assert_str_eq(out.entry, "answer.v2$");
+  cr_assert_eq(out.entry_result, VXP_RESULT_I64);
+  vxp_request_clear(&out);
+  struct {
+    bool object, bitcode;
+    const char *entry;
+    vxp_entry_result result;
+    int rc;
+  } cases[] = {
+      {false, true, NULL, VXP_RESULT_F32, VXP_OK},       {true, true, NULL, VXP_RESULT_VOID, VXP_ETYPE},
+      {true, false, "main", VXP_RESULT_VOID, VXP_ETYPE}, {false, false, NULL, VXP_RESULT_I32, VXP_ETYPE},
+      {false, true, "a b", VXP_RESULT_VOID, VXP_ETYPE},  {false, true, "", VXP_RESULT_VOID, VXP_ETYPE}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    vxp_request r = in;
+    r.host_object = cases[i].object, r.host_bitcode = cases[i].bitcode;
+    r.entry = (char *)cases[i].entry, r.entry_result = cases[i].result;
+    uint8_t *frame;
+    size_t flen;
+    uint32_t len;
+    cr_assert_eq(vxp_request_encode(&r, &frame, &flen), VXP_OK);
+    const uint8_t *p = payload_of(frame, flen, &len);
+    cr_assert_eq(vxp_request_decode(p, len, &out), cases[i].rc, "case %zu", i);
+    cr_assert_eq(out.id, 7, "case %zu: the id is kept", i);
+    vxp_request_clear(&out);
+    free(frame);
+  }
+  char long_name[VXP_MAX_ENTRY_NAME + 2];
+  memset(long_name, 'a', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+  in.entry = long_name;
+  uint8_t *frame;
+  size_t flen;
+  uint32_t len;
+  cr_assert_eq(vxp_request_encode(&in, &frame, &flen), VXP_OK);
+  const uint8_t *p = payload_of(frame, flen, &len);
+  cr_assert_eq(vxp_request_decode(p, len, &out), VXP_ETYPE, "a name over VXP_MAX_ENTRY_NAME bytes");
+  vxp_request_clear(&out);
+  free(frame);
+}
+
 Test(protocol, fetch_and_hello_round_trip) {
   vxp_request f = {.id = 7, .op = VXP_OP_FETCH, .key = "ab", .kernel = "k1"};
   vxp_request out;

@@ -773,6 +773,66 @@ Test(runtime, mlir_opt_compiles_vortex_targets_through_vortexd) {
   free(ir);
 }
 
+/* The MLIR way end to end: a whole program whose gpu.module names two
+ * #vortex.target's, compiled by stock mlir-opt-22 with the plugin
+ * (--gpu-module-to-binary), is run by `vxc run` as it is: its host side is
+ * lowered by vortexd, whose own host lowering labels objects the same way,
+ * and the first object (what #gpu.select_object takes) is launched, from
+ * the compiled entry it carries. */
+Test(runtime, vxc_run_runs_what_mlir_opt_compiled_for_vortex_targets) {
+  static const char prog[] =
+      "module attributes {gpu.container_module} {\n"
+      "  gpu.module @kernels [#vortex.target<abi = 2, xlen = 32, warp_size = 8>,\n"
+      "                       #vortex.target<abi = 3, xlen = 64>] {\n"
+      "    gpu.func @twice(%x: memref<?xi32>) kernel {\n"
+      "      %b = gpu.block_id x\n      %d = gpu.block_dim x\n      %t = gpu.thread_id x\n"
+      "      %o = arith.muli %b, %d : index\n      %i = arith.addi %o, %t : index\n"
+      "      %v = memref.load %x[%i] : memref<?xi32>\n      %w = arith.addi %v, %v : i32\n"
+      "      memref.store %w, %x[%i] : memref<?xi32>\n      gpu.return\n    }\n  }\n"
+      "  func.func private @printMemrefI32(memref<*xi32>)\n"
+      "  func.func @main() {\n"
+      "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+      "    %c3 = arith.constant 3 : index\n    %c8 = arith.constant 8 : index\n"
+      "    %c24 = arith.constant 24 : index\n"
+      "    %x = memref.alloc() : memref<24xi32>\n"
+      "    scf.for %i = %c0 to %c24 step %c1 {\n"
+      "      %v = arith.index_cast %i : index to i32\n      memref.store %v, %x[%i] : memref<24xi32>\n    }\n"
+      "    %xd = memref.cast %x : memref<24xi32> to memref<?xi32>\n"
+      "    %xu = memref.cast %x : memref<24xi32> to memref<*xi32>\n"
+      "    gpu.host_register %xu : memref<*xi32>\n"
+      "    gpu.launch_func @kernels::@twice blocks in (%c3, %c1, %c1) threads in (%c8, %c1, %c1)\n"
+      "        args(%xd : memref<?xi32>)\n"
+      "    call @printMemrefI32(%xu) : (memref<*xi32>) -> ()\n"
+      "    return\n  }\n}\n";
+  char path[256], bin_path[300], cmd[2048];
+  static char out[16384];
+  write_program("opt_then_run.mlir", prog, path, sizeof path);
+  snprintf(bin_path, sizeof bin_path, "%s.bin.mlir", path);
+  snprintf(cmd, sizeof cmd, "%s --load-dialect-plugin=%s --gpu-module-to-binary %s -o %s 2>&1", VXT_MLIR_OPT,
+           VXT_MLIR_PLUGIN, path, bin_path);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  size_t len;
+  char *ir = vxt_read_file(bin_path, &len);
+  cr_assert_not_null(ir);
+  cr_assert_not_null(strstr(ir, "#gpu.object<#vortex.target<abi = 2, xlen = 32, warp_size = 8>"), "%s", ir);
+  free(ir);
+  /* the same objects labelled as vortexd's host lowering labelled them
+   * before #vortex.target (#nvvm.target): run alike */
+  char old_path[320];
+  snprintf(old_path, sizeof old_path, "%s.nvvm.mlir", path);
+  snprintf(cmd, sizeof cmd, "sed 's/#vortex.target<[^>]*>/#nvvm.target/g' %s > %s", bin_path, old_path);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  const char *runs[] = {bin_path, old_path};
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s run %s 2>&1", VXT_VXC, d.sock, runs[i]);
+    cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s: %s", runs[i], out);
+    cr_assert_not_null(strstr(out,
+                              "[0,  2,  4,  6,  8,  10,  12,  14,  16,  18,  20,  22,  24,  26,  28,  30,  "
+                              "32,  34,  36,  38,  40,  42,  44,  46]"),
+                       "%s: %s", runs[i], out);
+  }
+}
+
 Test(runtime, vxc_run_takes_mlir_runners_entry_point_options) {
   char path[256], cmd[1024], out[8192];
   write_program("answer.mlir",
