@@ -67,6 +67,49 @@ static int vxd__num(const vxp_config *pc, vxp_conf_key k, int size, uint64_t lo,
   return 0;
 }
 
+/* The remote_* keys into cfg (the shared second cache level); 0 or 78
+ * (EX_CONFIG; reported). */
+static int vxd__remote_settings(const vxp_config *pc, vxd_config *cfg) {
+  uint64_t v;
+  const char *remote = pc->value[VXP_CONF_remote_storage];
+  char err[256];
+  cfg->remote_on = remote[0] != '\0';
+  if (cfg->remote_on && vxp_remote_url_parse(remote, &cfg->remote, err, sizeof err) != 0)
+    return vxd__bad(pc, VXP_CONF_remote_storage, err); /* err names no password */
+  if (vxp_config_bool(pc->value[VXP_CONF_remote_read_only], &cfg->remote_read_only) != 0)
+    return vxd__bad(pc, VXP_CONF_remote_read_only, "true or false");
+  const char *prefix = pc->value[VXP_CONF_remote_prefix];
+  if (!vxk_remote_prefix_valid(prefix))
+    return vxd__bad(pc, VXP_CONF_remote_prefix, "1 to 128 of [A-Za-z0-9_.:-]");
+  memcpy(cfg->remote_prefix, prefix, strlen(prefix) + 1); /* valid: at most 128 bytes */
+  if (vxd__num(pc, VXP_CONF_remote_ttl, 0, 0, 86400ull * 3650, &v)) return 78;
+  cfg->remote_ttl_s = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_remote_connect_timeout, 0, 1, 60000, &v)) return 78;
+  cfg->remote_connect_ms = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_remote_timeout, 0, 1, 60000, &v)) return 78;
+  cfg->remote_timeout_ms = (unsigned)v;
+  const char *creds = pc->value[VXP_CONF_remote_credentials], *ca = pc->value[VXP_CONF_remote_ca_file];
+  char cerr[4400];
+  if (creds[0] && vxp_remote_credentials_load(creds, &cfg->remote_credentials, cerr, sizeof cerr) != 0)
+    return vxd__bad(pc, VXP_CONF_remote_credentials, cerr);
+  if (strlen(ca) >= sizeof cfg->remote_ca_file) return vxd__bad(pc, VXP_CONF_remote_ca_file, "path too long");
+  memcpy(cfg->remote_ca_file, ca, strlen(ca) + 1);
+  if ((creds[0] || ca[0]) && cfg->remote_on && cfg->remote.kind != VXP_REMOTE_HTTP)
+    return vxd__bad(pc, creds[0] ? VXP_CONF_remote_credentials : VXP_CONF_remote_ca_file,
+                    "only an http:// or https:// remote_storage takes it (Redis: the URL's password)");
+  if (vxd__num(pc, VXP_CONF_remote_lease, 0, 0, 600000, &v)) return 78;
+  if (v && v < 100) return vxd__bad(pc, VXP_CONF_remote_lease, "0 (no leases) or from 100 to 600000");
+  cfg->remote_lease_ms = (unsigned)v;
+  if (vxd__num(pc, VXP_CONF_remote_write_queue, 1, 0, UINT64_MAX, &cfg->remote_write_queue)) return 78;
+  const char *signing = pc->value[VXP_CONF_remote_signing_key],
+             *trusted = pc->value[VXP_CONF_remote_trusted_keys];
+  if (signing[0] && vxk_signer_load(signing, &cfg->remote_signer, err, sizeof err) != VXK_OK)
+    return vxd__bad(pc, VXP_CONF_remote_signing_key, err);
+  if (trusted[0] && vxk_trust_load(trusted, &cfg->remote_trust, err, sizeof err) != VXK_OK)
+    return vxd__bad(pc, VXP_CONF_remote_trusted_keys, err);
+  return 0;
+}
+
 /* Turns the configuration into the daemon's settings; 0 or 78 (EX_CONFIG; reported). */
 static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   if (strlen(pc->value[VXP_CONF_socket]) >= sizeof cfg->socket_path)
@@ -137,43 +180,7 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
   for (int i = 0; i < 5; i++)
     if (strcasecmp(pc->value[VXP_CONF_log_level], levels[i]) == 0) cfg->log_level = 3 + i;
   if (cfg->log_level < 0) return vxd__bad(pc, VXP_CONF_log_level, "error, warning, notice, info or debug");
-  const char *remote = pc->value[VXP_CONF_remote_storage];
-  char err[256];
-  cfg->remote_on = remote[0] != '\0';
-  if (cfg->remote_on && vxp_remote_url_parse(remote, &cfg->remote, err, sizeof err) != 0)
-    return vxd__bad(pc, VXP_CONF_remote_storage, err); /* err names no password */
-  if (vxp_config_bool(pc->value[VXP_CONF_remote_read_only], &cfg->remote_read_only) != 0)
-    return vxd__bad(pc, VXP_CONF_remote_read_only, "true or false");
-  const char *prefix = pc->value[VXP_CONF_remote_prefix];
-  if (!vxk_remote_prefix_valid(prefix))
-    return vxd__bad(pc, VXP_CONF_remote_prefix, "1 to 128 of [A-Za-z0-9_.:-]");
-  memcpy(cfg->remote_prefix, prefix, strlen(prefix) + 1); /* valid: at most 128 bytes */
-  if (vxd__num(pc, VXP_CONF_remote_ttl, 0, 0, 86400ull * 3650, &v)) return 78;
-  cfg->remote_ttl_s = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_remote_connect_timeout, 0, 1, 60000, &v)) return 78;
-  cfg->remote_connect_ms = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_remote_timeout, 0, 1, 60000, &v)) return 78;
-  cfg->remote_timeout_ms = (unsigned)v;
-  const char *creds = pc->value[VXP_CONF_remote_credentials], *ca = pc->value[VXP_CONF_remote_ca_file];
-  char cerr[4400];
-  if (creds[0] && vxp_remote_credentials_load(creds, &cfg->remote_credentials, cerr, sizeof cerr) != 0)
-    return vxd__bad(pc, VXP_CONF_remote_credentials, cerr);
-  if (strlen(ca) >= sizeof cfg->remote_ca_file) return vxd__bad(pc, VXP_CONF_remote_ca_file, "path too long");
-  memcpy(cfg->remote_ca_file, ca, strlen(ca) + 1);
-  if ((creds[0] || ca[0]) && cfg->remote_on && cfg->remote.kind != VXP_REMOTE_HTTP)
-    return vxd__bad(pc, creds[0] ? VXP_CONF_remote_credentials : VXP_CONF_remote_ca_file,
-                    "only an http:// or https:// remote_storage takes it (Redis: the URL's password)");
-  if (vxd__num(pc, VXP_CONF_remote_lease, 0, 0, 600000, &v)) return 78;
-  if (v && v < 100) return vxd__bad(pc, VXP_CONF_remote_lease, "0 (no leases) or from 100 to 600000");
-  cfg->remote_lease_ms = (unsigned)v;
-  if (vxd__num(pc, VXP_CONF_remote_write_queue, 1, 0, UINT64_MAX, &cfg->remote_write_queue)) return 78;
-  const char *signing = pc->value[VXP_CONF_remote_signing_key],
-             *trusted = pc->value[VXP_CONF_remote_trusted_keys];
-  if (signing[0] && vxk_signer_load(signing, &cfg->remote_signer, err, sizeof err) != VXK_OK)
-    return vxd__bad(pc, VXP_CONF_remote_signing_key, err);
-  if (trusted[0] && vxk_trust_load(trusted, &cfg->remote_trust, err, sizeof err) != VXK_OK)
-    return vxd__bad(pc, VXP_CONF_remote_trusted_keys, err);
-  return 0;
+  return vxd__remote_settings(pc, cfg);
 }
 
 int main(int argc, char **argv) {

@@ -211,6 +211,88 @@ static void vxd__drop_conn(vxd__link *l) {
   l->conn = NULL;
 }
 
+/* What the values of one batch of lookups were, for the stats. */
+typedef struct {
+  uint64_t down_bytes, misses, corrupt, errors, rejected, leases, waits, expired;
+} vxd__read_tally;
+
+/* Sorts lookup lk by the value v the reader got for it at now (reader
+ * thread, outside mu), counting into t: a checked value becomes lk's hit
+ * (the bytes moved out of v); a miss may hold the lease; a key whose lease
+ * another daemon holds parks lk until its next ask, up to max_wait_ms
+ * (returns 1); a value this daemon cannot use sets *refused, so that its
+ * own result is written over it.  Frees what is left of v. */
+static int vxd__sort_value(vxd_remote *rm, vxd__lookup *lk, vxk_remote_value *v, uint64_t now,
+                           vxd__read_tally *t, unsigned char *refused) {
+  int parked = 0;
+  t->down_bytes += v->size;
+  if (v->rc == VXK_ENOTFOUND && v->lease == VXK_LEASE_OTHER) {
+    /* another daemon compiles it: ask again later, up to max_wait_ms */
+    if (!lk->wait_start_ms) {
+      lk->wait_start_ms = now;
+      lk->poll_ms = VXD__POLL_MIN_MS;
+      t->waits++;
+    } else {
+      lk->poll_ms = lk->poll_ms * 2 > VXD__POLL_MAX_MS ? VXD__POLL_MAX_MS : lk->poll_ms * 2;
+    }
+    parked = now - lk->wait_start_ms < rm->max_wait_ms;
+    lk->next_ask_ms = now + lk->poll_ms;
+    if (!parked) { /* waited long enough: compiled here */
+      t->misses++;
+      t->expired++;
+    }
+  } else if (v->rc == VXK_ENOTFOUND) {
+    t->misses++;
+    lk->leased = v->lease == VXK_LEASE_TAKEN;
+    t->leases += (uint64_t)lk->leased;
+    t->expired += lk->wait_start_ms != 0; /* waited, and the value never came */
+  } else if (v->rc != VXK_OK) {
+    t->errors++;
+    *refused = 1; /* not a value this daemon can use: write over it */
+  } else {
+    /* whole, signed when required, and with records every client takes:
+     * nothing else enters the local cache */
+    int drc = vxk_entry_check_records(lk->key, v->value, v->size, rm->cfg->remote_trust);
+    lk->hit = drc == VXK_OK;
+    if (lk->hit) { /* the bytes themselves, moved: no compile time known */
+      lk->entry = (vxk_entry){.data = v->value, .size = v->size};
+      v->value = NULL;
+    }
+    t->errors += drc != VXK_OK;
+    t->corrupt += drc == VXK_ECORRUPT;
+    t->rejected += drc == VXK_EREJECTED;
+    *refused = drc != VXK_OK;
+  }
+  free(v->value);
+  v->value = NULL;
+  return parked;
+}
+
+/* Adds what a batch's values were to the counters, with a log line for
+ * refused and corrupt values (under mu). */
+static void vxd__count_batch(vxd_remote *rm, const vxd__read_tally *t) {
+  /* hits are counted by the loop, per request answered */
+  rm->counts.l2_misses += (int64_t)t->misses;
+  rm->counts.l2_errors += (int64_t)t->errors;
+  rm->counts.l2_corrupt += (int64_t)t->corrupt;
+  rm->counts.l2_rejected += (int64_t)t->rejected;
+  if (t->rejected && vxd__ms() - rm->rejected_logged_ms >= 1000) { /* at most a line a second */
+    rm->rejected_logged_ms = vxd__ms();
+    vxd__post(rm, VXD_LOG_WARNING,
+              "remote storage %s: %llu value(s) refused: not signed by a key of remote_trusted_keys "
+              "(compiled here instead)",
+              rm->shown, (unsigned long long)t->rejected);
+  }
+  rm->counts.l2_bytes_down += (int64_t)t->down_bytes;
+  rm->counts.l2_leases += (int64_t)t->leases;
+  rm->counts.l2_lease_waits += (int64_t)t->waits;
+  rm->counts.l2_lease_expired += (int64_t)t->expired;
+  if (t->corrupt)
+    vxd__post(rm, VXD_LOG_WARNING,
+              "remote storage %s: %llu value(s) failed their checksum; not used, compiled again", rm->shown,
+              (unsigned long long)t->corrupt);
+}
+
 /* The reader thread: one pipelined exchange for n (at most VXD__BATCH)
  * lookups, each value checked, the answers handed to the loop. */
 static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
@@ -233,50 +315,10 @@ static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
   if (rc == VXK_OK)
     rc = vxk_remote_get(rm->rd.conn, keys, n, rm->lease_ms ? &lease : NULL, vals, err, sizeof err);
   if (rc != VXK_OK) vxd__drop_conn(&rm->rd);
-  uint64_t down_bytes = 0, misses = 0, corrupt = 0, errors = 0, rejected = 0;
-  uint64_t leases = 0, waits = 0, expired = 0, now = vxd__ms();
-  for (size_t i = 0; rc == VXK_OK && i < n; i++) {
-    vxd__lookup *lk = batch[i];
-    down_bytes += vals[i].size;
-    if (vals[i].rc == VXK_ENOTFOUND && vals[i].lease == VXK_LEASE_OTHER) {
-      /* another daemon compiles it: ask again later, up to max_wait_ms */
-      if (!lk->wait_start_ms) {
-        lk->wait_start_ms = now;
-        lk->poll_ms = VXD__POLL_MIN_MS;
-        waits++;
-      } else {
-        lk->poll_ms = lk->poll_ms * 2 > VXD__POLL_MAX_MS ? VXD__POLL_MAX_MS : lk->poll_ms * 2;
-      }
-      parked[i] = now - lk->wait_start_ms < rm->max_wait_ms;
-      lk->next_ask_ms = now + lk->poll_ms;
-      if (!parked[i]) { /* waited long enough: compiled here */
-        misses++;
-        expired++;
-      }
-    } else if (vals[i].rc == VXK_ENOTFOUND) {
-      misses++;
-      lk->leased = vals[i].lease == VXK_LEASE_TAKEN;
-      leases += (uint64_t)lk->leased;
-      expired += lk->wait_start_ms != 0; /* waited, and the value never came */
-    } else if (vals[i].rc != VXK_OK) {
-      errors++;
-      refused[i] = 1; /* not a value this daemon can use: write over it */
-    } else {
-      /* whole, signed when required, and with records every client takes:
-       * nothing else enters the local cache */
-      int drc = vxk_entry_check_records(lk->key, vals[i].value, vals[i].size, rm->cfg->remote_trust);
-      lk->hit = drc == VXK_OK;
-      if (lk->hit) { /* the bytes themselves, moved: no compile time known */
-        lk->entry = (vxk_entry){.data = vals[i].value, .size = vals[i].size};
-        vals[i].value = NULL;
-      }
-      errors += drc != VXK_OK;
-      corrupt += drc == VXK_ECORRUPT;
-      rejected += drc == VXK_EREJECTED;
-      refused[i] = drc != VXK_OK;
-    }
-    free(vals[i].value);
-  }
+  vxd__read_tally t = {0};
+  uint64_t now = vxd__ms();
+  for (size_t i = 0; rc == VXK_OK && i < n; i++)
+    parked[i] = (unsigned char)vxd__sort_value(rm, batch[i], &vals[i], now, &t, &refused[i]);
 
   uv_mutex_lock(&rm->mu);
   if (rc != VXK_OK) {
@@ -297,26 +339,7 @@ static void vxd__read_batch(void *ud, vxd_qitem *items, unsigned n) {
         memcpy(rm->refused[rm->refused_next], batch[i]->key, sizeof batch[i]->key);
         rm->refused_next = (rm->refused_next + 1) % VXD__REFUSED_KEYS;
       }
-    /* hits are counted by the loop, per request answered */
-    rm->counts.l2_misses += (int64_t)misses;
-    rm->counts.l2_errors += (int64_t)errors;
-    rm->counts.l2_corrupt += (int64_t)corrupt;
-    rm->counts.l2_rejected += (int64_t)rejected;
-    if (rejected && vxd__ms() - rm->rejected_logged_ms >= 1000) { /* at most a line a second */
-      rm->rejected_logged_ms = vxd__ms();
-      vxd__post(rm, VXD_LOG_WARNING,
-                "remote storage %s: %llu value(s) refused: not signed by a key of remote_trusted_keys "
-                "(compiled here instead)",
-                rm->shown, (unsigned long long)rejected);
-    }
-    rm->counts.l2_bytes_down += (int64_t)down_bytes;
-    rm->counts.l2_leases += (int64_t)leases;
-    rm->counts.l2_lease_waits += (int64_t)waits;
-    rm->counts.l2_lease_expired += (int64_t)expired;
-    if (corrupt)
-      vxd__post(rm, VXD_LOG_WARNING,
-                "remote storage %s: %llu value(s) failed their checksum; not used, compiled again", rm->shown,
-                (unsigned long long)corrupt);
+    vxd__count_batch(rm, &t);
   }
   for (size_t i = 0; i < n; i++) {
     vxd__lookup **list = parked[i] ? &rm->waiting : &rm->answered;

@@ -81,6 +81,95 @@ static int vxp__http_url(const UriUriA *u, int tls, vxp_remote_url *out, char *e
   return 0;
 }
 
+/* A redis URL's [USER]:PASSWORD@ into out (percent-decoded); 0 or -EINVAL
+ * with a message in err. */
+static int vxp__redis_user(const UriUriA *u, vxp_remote_url *out, char *err, size_t errcap) {
+  char text[512];
+  if (vxp__range(&u->userInfo, 0, text, sizeof text) != 0) {
+    snprintf(err, errcap, "user information too long");
+    return -EINVAL;
+  }
+  char *colon = strchr(text, ':'); /* user:password, or a password alone after ':' */
+  if (!colon) {
+    snprintf(err, errcap, "user information without a password (write [USER]:PASSWORD@)");
+    return -EINVAL;
+  }
+  *colon = '\0';
+  if (strlen(text) >= sizeof out->user || strlen(colon + 1) >= sizeof out->password) {
+    snprintf(err, errcap, "user name or password too long");
+    return -EINVAL;
+  }
+  memcpy(out->user, text, strlen(text) + 1); /* lengths checked above */
+  memcpy(out->password, colon + 1, strlen(colon + 1) + 1);
+  uriUnescapeInPlaceA(out->user);
+  uriUnescapeInPlaceA(out->password);
+  return 0;
+}
+
+/* The rest of a redis:// or redis+unix:// URL u (is_unix) after its
+ * scheme into out: user information, host and port or socket path, the
+ * database number; 0 or -EINVAL with a message in err. */
+static int vxp__redis_url(const UriUriA *u, int is_unix, vxp_remote_url *out, char *err, size_t errcap) {
+  char text[512];
+  out->is_unix = is_unix;
+  if (u->userInfo.first && vxp__redis_user(u, out, err, errcap) != 0) return -EINVAL;
+  /* the path, segments joined with '/' */
+  char path[1024] = "";
+  size_t pn = 0;
+  for (const UriPathSegmentA *seg = u->pathHead; seg; seg = seg->next) {
+    char part[512];
+    if (vxp__range(&seg->text, 1, part, sizeof part) != 0 || pn + strlen(part) + 2 >= sizeof path) {
+      snprintf(err, errcap, "path too long");
+      return -EINVAL;
+    }
+    pn += (size_t)snprintf(path + pn, sizeof path - pn, "%s%s", seg == u->pathHead ? "" : "/", part);
+  }
+  if (out->is_unix) {
+    if (u->hostText.first && u->hostText.afterLast != u->hostText.first) {
+      snprintf(err, errcap, "redis+unix takes a path, not a host (redis+unix:///PATH)");
+      return -EINVAL;
+    }
+    if (!path[0] || strlen(path) + 2 > sizeof out->path) {
+      snprintf(err, errcap, "redis+unix needs an absolute socket path of under %zu bytes",
+               sizeof out->path - 1);
+      return -EINVAL;
+    }
+    out->path[0] = '/'; /* length checked above */
+    memcpy(out->path + 1, path, strlen(path) + 1);
+    if (u->query.first) {
+      if (vxp__range(&u->query, 0, text, sizeof text) != 0 || strncmp(text, "db=", 3) != 0 ||
+          vxp__small_uint(text + 3, 1u << 20, &out->db) != 0) {
+        snprintf(err, errcap, "the query may only be db=NUMBER");
+        return -EINVAL;
+      }
+    }
+  } else {
+    if (vxp__range(&u->hostText, 1, out->host, sizeof out->host) != 0 || !out->host[0]) {
+      snprintf(err, errcap, "no host (redis://HOST[:PORT][/DB])");
+      return -EINVAL;
+    }
+    if (u->portText.first && u->portText.first != u->portText.afterLast &&
+        (vxp__range(&u->portText, 0, text, sizeof text) != 0 ||
+         vxp__small_uint(text, 65535, &out->port) != 0 || out->port == 0)) {
+      snprintf(err, errcap, "port must be a number from 1 to 65535");
+      return -EINVAL;
+    }
+    if (path[0] && vxp__small_uint(path, 1u << 20, &out->db) != 0) {
+      snprintf(err, errcap, "the path may only be a database number (redis://HOST:PORT/DB)");
+      return -EINVAL;
+    }
+    if (u->query.first) {
+      snprintf(err, errcap, "redis:// takes no query");
+      return -EINVAL;
+    }
+  }
+  if (u->fragment.first) {
+    snprintf(err, errcap, "a fragment (#...) has no meaning here");
+    return -EINVAL;
+  }
+  return 0;
+}
+
 int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t errcap) {
   memset(out, 0, sizeof *out);
   out->port = 6379;
@@ -93,7 +182,7 @@ int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t
     return -EINVAL;
   }
   int rc = -EINVAL;
-  char scheme[16], text[512];
+  char scheme[16];
   if (vxp__range(&u.scheme, 0, scheme, sizeof scheme) != 0 ||
       (strcasecmp(scheme, "redis") != 0 && strcasecmp(scheme, "redis+unix") != 0 &&
        strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0)) {
@@ -106,82 +195,7 @@ int vxp_remote_url_parse(const char *url, vxp_remote_url *out, char *err, size_t
     rc = vxp__http_url(&u, strcasecmp(scheme, "https") == 0, out, err, errcap);
     goto out;
   }
-  out->is_unix = strcasecmp(scheme, "redis+unix") == 0;
-  if (u.userInfo.first) {
-    if (vxp__range(&u.userInfo, 0, text, sizeof text) != 0) {
-      snprintf(err, errcap, "user information too long");
-      goto out;
-    }
-    char *colon = strchr(text, ':'); /* user:password, or a password alone after ':' */
-    if (!colon) {
-      snprintf(err, errcap, "user information without a password (write [USER]:PASSWORD@)");
-      goto out;
-    }
-    *colon = '\0';
-    if (strlen(text) >= sizeof out->user || strlen(colon + 1) >= sizeof out->password) {
-      snprintf(err, errcap, "user name or password too long");
-      goto out;
-    }
-    memcpy(out->user, text, strlen(text) + 1); /* lengths checked above */
-    memcpy(out->password, colon + 1, strlen(colon + 1) + 1);
-    uriUnescapeInPlaceA(out->user);
-    uriUnescapeInPlaceA(out->password);
-  }
-  /* the path, segments joined with '/' */
-  char path[1024] = "";
-  size_t pn = 0;
-  for (const UriPathSegmentA *seg = u.pathHead; seg; seg = seg->next) {
-    char part[512];
-    if (vxp__range(&seg->text, 1, part, sizeof part) != 0 || pn + strlen(part) + 2 >= sizeof path) {
-      snprintf(err, errcap, "path too long");
-      goto out;
-    }
-    pn += (size_t)snprintf(path + pn, sizeof path - pn, "%s%s", seg == u.pathHead ? "" : "/", part);
-  }
-  if (out->is_unix) {
-    if (u.hostText.first && u.hostText.afterLast != u.hostText.first) {
-      snprintf(err, errcap, "redis+unix takes a path, not a host (redis+unix:///PATH)");
-      goto out;
-    }
-    if (!path[0] || strlen(path) + 2 > sizeof out->path) {
-      snprintf(err, errcap, "redis+unix needs an absolute socket path of under %zu bytes",
-               sizeof out->path - 1);
-      goto out;
-    }
-    out->path[0] = '/'; /* length checked above */
-    memcpy(out->path + 1, path, strlen(path) + 1);
-    if (u.query.first) {
-      if (vxp__range(&u.query, 0, text, sizeof text) != 0 || strncmp(text, "db=", 3) != 0 ||
-          vxp__small_uint(text + 3, 1u << 20, &out->db) != 0) {
-        snprintf(err, errcap, "the query may only be db=NUMBER");
-        goto out;
-      }
-    }
-  } else {
-    if (vxp__range(&u.hostText, 1, out->host, sizeof out->host) != 0 || !out->host[0]) {
-      snprintf(err, errcap, "no host (redis://HOST[:PORT][/DB])");
-      goto out;
-    }
-    if (u.portText.first && u.portText.first != u.portText.afterLast &&
-        (vxp__range(&u.portText, 0, text, sizeof text) != 0 ||
-         vxp__small_uint(text, 65535, &out->port) != 0 || out->port == 0)) {
-      snprintf(err, errcap, "port must be a number from 1 to 65535");
-      goto out;
-    }
-    if (path[0] && vxp__small_uint(path, 1u << 20, &out->db) != 0) {
-      snprintf(err, errcap, "the path may only be a database number (redis://HOST:PORT/DB)");
-      goto out;
-    }
-    if (u.query.first) {
-      snprintf(err, errcap, "redis:// takes no query");
-      goto out;
-    }
-  }
-  if (u.fragment.first) {
-    snprintf(err, errcap, "a fragment (#...) has no meaning here");
-    goto out;
-  }
-  rc = 0;
+  rc = vxp__redis_url(&u, strcasecmp(scheme, "redis+unix") == 0, out, err, errcap);
 out:
   uriFreeUriMembersA(&u);
   return rc;

@@ -27,6 +27,7 @@ pkgs=(build-essential cmake pkg-config
       libclang-rt-22-dev  # libFuzzer for the fuzz targets (tests/fuzz)
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev
       libcriterion-dev procps clang-format libjansson-dev libinih-dev
+      universal-ctags  # the layering test's function lengths
       libjemalloc-dev  # the daemon's allocator
       libzstd-dev  # LLVM's compression, for the daemon linked with LLVM's static archives
       libhiredis-dev liburiparser-dev  # the shared second cache level (Redis) and its URL

@@ -13,7 +13,9 @@ and the linker saw, not from a reading of the sources:
   3. which daemon file calls which (nm of the daemon's objects): each file
      calls only files below it in daemon/vxd_loop.h's list;
   4. the lowering's driver (lowering/vxl.c) is called, never calls back:
-     no other lowering object uses a symbol vxl.c defines.
+     no other lowering object uses a symbol vxl.c defines;
+  5. no function of a module (C or C++; not tests/ or bench/) is over
+     MAX_FUNCTION_LINES lines, from universal-ctags' start and end lines.
 
     python3 tests/layering.py SOURCE_DIR BUILD_DIR
 
@@ -167,8 +169,32 @@ if os.path.exists(driver):
 else:
     problems.append(f"no object {driver}: build first")
 
+# ---- 5. function length ----
+MAX_FUNCTION_LINES = 100
+sources = sorted(f for m in MODULES for f in glob.glob(os.path.join(root, m, "*.c"))
+                 + glob.glob(os.path.join(root, m, "*.cpp")))
+try:
+    tags = subprocess.run(["ctags", "--fields=+ne", "--kinds-C=f", "--kinds-C++=f", "-o", "-"] + sources,
+                          capture_output=True, text=True, check=True).stdout
+except (OSError, subprocess.CalledProcessError) as e:
+    tags = ""
+    problems.append(f"universal-ctags did not run ({e}): function lengths unchecked")
+nfunctions = 0
+for line in tags.splitlines():
+    cols = line.split("\t")
+    fields = dict(c.split(":", 1) for c in cols[3:] if ":" in c)
+    if "line" in fields and "end" in fields:
+        nfunctions += 1
+        n = int(fields["end"]) - int(fields["line"]) + 1
+        if n > MAX_FUNCTION_LINES:
+            problems.append(f"{os.path.relpath(cols[1], root)}:{fields['line']}: {cols[0]} is {n} lines "
+                            f"(at most {MAX_FUNCTION_LINES})")
+if tags and nfunctions < 100:
+    problems.append(f"ctags found only {nfunctions} functions: its output is not what this check reads")
+
 for p in sorted(set(problems)):
     print("layering:", p, file=sys.stderr)
 if problems:
     sys.exit(1)
-print(f"layering: {len(MODULES)} modules, {len(rank)} loop files and the lowering's driver keep their layers")
+print(f"layering: {len(MODULES)} modules, {len(rank)} loop files and the lowering's driver keep their layers; "
+      f"{nfunctions} functions of at most {MAX_FUNCTION_LINES} lines")
