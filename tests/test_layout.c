@@ -1137,6 +1137,7 @@ Test(lowering, the_host_side_as_bitcode_gets_an_entry_wrapper) {
   LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)bc, n, "host.bc");
   LLVMModuleRef m = NULL;
   cr_assert_eq(LLVMParseBitcodeInContext2(lctx, mb, &m), 0);
+  LLVMDisposeMemoryBuffer(mb); /* the module does not keep it */
   LLVMValueRef wrap = LLVMGetNamedFunction(m, "__run_main");
   cr_assert(wrap && !LLVMIsDeclaration(wrap), "the wrapper is defined");
   LLVMValueRef ctors = LLVMGetNamedGlobal(m, "llvm.global_ctors");
