@@ -8,6 +8,7 @@
 #   bash tests/stress.sh [BUILD_DIR] [ROUNDS] [ctest args...]
 #     ROUNDS default 20; HOGS=N for another load; e.g.
 #     bash tests/stress.sh build 20 -R 'test_(hardening|pieces|remote|e2e)'
+#     bash tests/stress.sh build 20 -j2   (the whole suite, two tests at a time)
 # Needs stress-ng (Debian's package of that name).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
