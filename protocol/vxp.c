@@ -815,6 +815,15 @@ typedef struct {
   bool id, op, proto, src, key, max;
 } vxp__seen;
 
+/* The index of string v among names[0..n), or -1 (not a string, or none
+ * of them). */
+static int vxp__name_index(const msgpack_object *v, const char *const *names, int n) {
+  for (int i = 0; v->type == MSGPACK_OBJECT_STR && i < n; i++)
+    if (v->via.str.size == strlen(names[i]) && memcmp(v->via.str.ptr, names[i], v->via.str.size) == 0)
+      return i;
+  return -1;
+}
+
 /* Whether s is an entry name a host request may carry: 1..VXP_MAX_ENTRY_NAME
  * bytes of [A-Za-z0-9_.$] (a symbol the host module may define). */
 static bool vxp__entry_name_valid(const char *s) {
@@ -890,19 +899,13 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
       rc = vxp__strdup(v, &r->entry), groups |= 8;
       if (rc == VXP_OK && !vxp__entry_name_valid(r->entry)) rc = VXP_ETYPE;
     } else if (vxp__key(k, "entry_result")) {
-      groups |= 8;
-      rc = VXP_ETYPE;
-      for (int e = 0; e < 4; e++)
-        if (v->type == MSGPACK_OBJECT_STR && v->via.str.size == strlen(vxp__entry_results[e]) &&
-            memcmp(v->via.str.ptr, vxp__entry_results[e], v->via.str.size) == 0)
-          r->entry_result = (vxp_entry_result)e, rc = VXP_OK;
+      int e = vxp__name_index(v, vxp__entry_results, 4);
+      rc = e < 0 ? VXP_ETYPE : VXP_OK, groups |= 8;
+      if (e >= 0) r->entry_result = (vxp_entry_result)e;
     } else if (vxp__key(k, "cache")) {
-      groups |= 2;
-      rc = VXP_ETYPE;
-      for (int mode = 0; mode < 3; mode++)
-        if (v->type == MSGPACK_OBJECT_STR && v->via.str.size == strlen(vxp__cache_modes[mode]) &&
-            memcmp(v->via.str.ptr, vxp__cache_modes[mode], v->via.str.size) == 0)
-          r->cache = (vxp_cache_mode)mode, rc = VXP_OK;
+      int mode = vxp__name_index(v, vxp__cache_modes, 3);
+      rc = mode < 0 ? VXP_ETYPE : VXP_OK, groups |= 2;
+      if (mode >= 0) r->cache = (vxp_cache_mode)mode;
     } else if (vxp__key(k, "warp_size")) {
       rc = vxp__u32(v, &r->warp_size), groups |= 2;
       if (rc == VXP_OK && (r->warp_size == 0 || r->warp_size > 32 || (r->warp_size & (r->warp_size - 1))))

@@ -1077,14 +1077,18 @@ static int fixed_key(void *ud, const vxl_options *o, const char *text, size_t le
   return 0;
 }
 
+/* A host main that launches one kernel of 4 threads (gpu.launch, to be
+ * outlined) storing each thread's id. */
+#define HOST_LAUNCH_SRC                                                                                      \
+  "func.func @main() {\n  %c1 = arith.constant 1 : index\n  %c4 = arith.constant 4 : index\n"                \
+  "  %m = memref.alloc() : memref<4xi32>\n"                                                                  \
+  "  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)\n"                                \
+  "             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {\n"                             \
+  "    %t = arith.index_cast %tx : index to i32\n    memref.store %t, %m[%tx] : memref<4xi32>\n"             \
+  "    gpu.terminator\n  }\n  return\n}\n"
+
 Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
-  static const char src[] =
-      "func.func @main() {\n  %c1 = arith.constant 1 : index\n  %c4 = arith.constant 4 : index\n"
-      "  %m = memref.alloc() : memref<4xi32>\n"
-      "  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)\n"
-      "             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {\n"
-      "    %t = arith.index_cast %tx : index to i32\n    memref.store %t, %m[%tx] : memref<4xi32>\n"
-      "    gpu.terminator\n  }\n  return\n}\n";
+  static const char src[] = HOST_LAUNCH_SRC;
   vxl_host_result h;
   vxl_options o = {.opt_level = 2};
   cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, NULL, &h), 0);
@@ -1115,13 +1119,7 @@ Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
  * with what is wrong. */
 Test(lowering, the_host_side_as_bitcode_gets_an_entry_wrapper) {
   static const char src[] =
-      "func.func @main() {\n  %c1 = arith.constant 1 : index\n"
-      "  %m = memref.alloc() : memref<1xi32>\n"
-      "  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)\n"
-      "             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {\n"
-      "    %t = arith.index_cast %tx : index to i32\n    memref.store %t, %m[%tx] : memref<1xi32>\n"
-      "    gpu.terminator\n  }\n  return\n}\n"
-      "func.func @answer() -> i64 {\n  %c = arith.constant 42 : i64\n  return %c : i64\n}\n";
+      HOST_LAUNCH_SRC "func.func @answer() -> i64 {\n  %c = arith.constant 42 : i64\n  return %c : i64\n}\n";
   vxl_host_result h;
   vxl_options o = {.opt_level = 2};
   cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, NULL, &h), 0);

@@ -705,6 +705,24 @@ static size_t mlir_string_bytes(const char *s, char *out, size_t cap) {
   return n;
 }
 
+/* Writes prog as name in the suite's directory (its path into path) and
+ * compiles it with stock mlir-opt-22 and the dialect plugin
+ * (--gpu-module-to-binary) into path + ".out" (into out_path); returns that
+ * output (malloc()), failing the test when mlir-opt fails. */
+static char *plugin_compile(const char *name, const char *prog, char *path, size_t cap, char *out_path,
+                            size_t out_cap) {
+  char cmd[2048], out[4096];
+  write_program(name, prog, path, cap);
+  snprintf(out_path, out_cap, "%s.out", path);
+  snprintf(cmd, sizeof cmd, "%s --load-dialect-plugin=%s --gpu-module-to-binary %s -o %s 2>&1", VXT_MLIR_OPT,
+           VXT_MLIR_PLUGIN, path, out_path);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  size_t len;
+  char *ir = vxt_read_file(out_path, &len);
+  cr_assert_not_null(ir);
+  return ir;
+}
+
 /* Stock mlir-opt-22 with the dialect plugin: --gpu-module-to-binary turns
  * a gpu.module for two #vortex.target's into a gpu.binary of two objects,
  * compiled by vortexd (the key and target in their properties, each
@@ -722,15 +740,8 @@ Test(runtime, mlir_opt_compiles_vortex_targets_through_vortexd) {
       "      %in = arith.cmpi ult, %i, %n : index\n"
       "      scf.if %in {\n        memref.store %v, %out[%i] : memref<?xf32>\n      }\n"
       "      gpu.return\n    }\n  }\n}\n";
-  char path[256], out_path[300], cmd[2048], out[4096];
-  write_program("targets.mlir", prog, path, sizeof path);
-  snprintf(out_path, sizeof out_path, "%s.out", path);
-  snprintf(cmd, sizeof cmd, "%s --load-dialect-plugin=%s --gpu-module-to-binary %s -o %s 2>&1", VXT_MLIR_OPT,
-           VXT_MLIR_PLUGIN, path, out_path);
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  size_t len;
-  char *ir = vxt_read_file(out_path, &len);
-  cr_assert_not_null(ir);
+  char path[256], out_path[300];
+  char *ir = plugin_compile("targets.mlir", prog, path, sizeof path, out_path, sizeof out_path);
   cr_assert_not_null(strstr(ir, "gpu.binary @kernels"), "%s", ir);
   const char *targets[2] = {"vortex2-rv32", "vortex3-rv64"};
   const char *at = ir;
@@ -806,14 +817,7 @@ Test(runtime, vxc_run_runs_what_mlir_opt_compiled_for_vortex_targets) {
       "    return\n  }\n}\n";
   char path[256], bin_path[300], cmd[2048];
   static char out[16384];
-  write_program("opt_then_run.mlir", prog, path, sizeof path);
-  snprintf(bin_path, sizeof bin_path, "%s.bin.mlir", path);
-  snprintf(cmd, sizeof cmd, "%s --load-dialect-plugin=%s --gpu-module-to-binary %s -o %s 2>&1", VXT_MLIR_OPT,
-           VXT_MLIR_PLUGIN, path, bin_path);
-  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
-  size_t len;
-  char *ir = vxt_read_file(bin_path, &len);
-  cr_assert_not_null(ir);
+  char *ir = plugin_compile("opt_then_run.mlir", prog, path, sizeof path, bin_path, sizeof bin_path);
   cr_assert_not_null(strstr(ir, "#gpu.object<#vortex.target<abi = 2, xlen = 32, warp_size = 8>"), "%s", ir);
   free(ir);
   /* the same objects labelled as vortexd's host lowering labelled them
