@@ -23,13 +23,13 @@
 #include <mlir-c/Dialect/LLVM.h>
 #include <mlir-c/IR.h>
 #include <mlir-c/Pass.h>
-#include <mlir-c/RegisterEverything.h>
 #include <mlir-c/Target/LLVMIR.h>
 
 #include <llvm-c/DebugInfo.h>
 
 #include "vxl_internal.h"
 #include "vxl_prelude.h"
+#include "vxl_register.h"
 
 /* The targets Vortex builds kernels for (its sw/kernel Makefile:
  * -march=rv32imaf -mabi=ilp32f, or rv64imafd lp64d when XLEN is 64; both
@@ -176,7 +176,7 @@ static MlirModule vxl__parse_prelude(MlirContext ctx, const char *text) {
 static pthread_once_t vxl__globals_once = PTHREAD_ONCE_INIT;
 
 static void vxl__register_globals(void) {
-  mlirRegisterAllPasses();
+  vxl__register_passes();
   LLVMInitializeRISCVTargetInfo();
   LLVMInitializeRISCVTarget();
   LLVMInitializeRISCVTargetMC();
@@ -190,13 +190,12 @@ int vxl_compiler_create(vxl_compiler **out) {
   pthread_once(&vxl__globals_once, vxl__register_globals);
 
   MlirDialectRegistry reg = mlirDialectRegistryCreate();
-  mlirRegisterAllDialects(reg);
+  vxl__register_dialects(reg);
   /* Threading off: one context per worker process, which compiles one
    * module at a time; a thread pool per context would only cost memory. */
   c->ctx = mlirContextCreateWithRegistry(reg, false);
   mlirDialectRegistryDestroy(reg);
   mlirContextSetAllowUnregisteredDialects(c->ctx, true);
-  mlirRegisterAllLLVMTranslations(c->ctx);
   /* Patterns and generic op creation need the dialects loaded, not only
    * registered: an op of a registered dialect that is not loaded is
    * created as an unregistered op, which no pattern matches. */

@@ -15,7 +15,10 @@ and the linker saw, not from a reading of the sources:
   4. the lowering's driver (lowering/vxl.c) is called, never calls back:
      no other lowering object uses a symbol vxl.c defines;
   5. no function of a module (C or C++; not tests/ or bench/) is over
-     MAX_FUNCTION_LINES lines, from universal-ctags' start and end lines.
+     MAX_FUNCTION_LINES lines, from universal-ctags' start and end lines;
+  6. a vortexd linked with LLVM's static archives holds the code of no
+     LLVM target but RISC-V's (Vortex) and the host's (the host side of
+     whole programs): nm finds no other LLVMInitialize<Target>Target.
 
     python3 tests/layering.py SOURCE_DIR BUILD_DIR
 
@@ -192,9 +195,27 @@ for line in tags.splitlines():
 if tags and nfunctions < 100:
     problems.append(f"ctags found only {nfunctions} functions: its output is not what this check reads")
 
+# ---- 6. the LLVM targets in the daemon ----
+ALLOWED_TARGETS = {"RISCV", "X86"}
+daemon = os.path.join(build, "vortexd")
+cache = os.path.join(build, "CMakeCache.txt")
+static = os.path.exists(cache) and "VORTEXD_STATIC_LLVM:BOOL=ON" in open(cache).read()
+targets = set()
+if static and os.path.exists(daemon):
+    out = subprocess.run(["nm", daemon], capture_output=True, text=True).stdout
+    targets = set(re.findall(r" T LLVMInitialize(\w+?)Target$", out, re.M))
+    if "RISCV" not in targets:
+        problems.append(f"vortexd has no RISC-V target (nm found {sorted(targets)})")
+    for t in sorted(targets - ALLOWED_TARGETS):
+        problems.append(f"vortexd links LLVM's {t} target, which nothing in it uses "
+                        "(a register-everything call of MLIR or LLVM brought it in)")
+elif static:
+    problems.append(f"no {daemon}: build first")
+
 for p in sorted(set(problems)):
     print("layering:", p, file=sys.stderr)
 if problems:
     sys.exit(1)
 print(f"layering: {len(MODULES)} modules, {len(rank)} loop files and the lowering's driver keep their layers; "
-      f"{nfunctions} functions of at most {MAX_FUNCTION_LINES} lines")
+      f"{nfunctions} functions of at most {MAX_FUNCTION_LINES} lines; "
+      f"vortexd's LLVM targets: {', '.join(sorted(targets)) or 'not checked (shared LLVM)'}")

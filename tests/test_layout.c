@@ -279,6 +279,29 @@ Test(lowering, invalid_mlir_reports_file_line_col) {
   vxl_result_clear(&r);
 }
 
+/* A dialect the compiler does not register (it registers only what its
+ * pipelines lower) is refused where it is used: an op in the generic form
+ * as unsupported, one in its custom form as MLIR's parser reports it;
+ * both at the op's file:line:col. */
+Test(lowering, ops_of_dialects_not_registered_are_refused_at_their_place) {
+  vxl_result r =
+      compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: i32) kernel {\n"
+                   "      %x = \"tosa.const_shape\"() : () -> i32\n      gpu.return\n    }\n  }\n}\n");
+  cr_assert_not(r.ok);
+  cr_assert_geq(r.ndiags, 1);
+  cr_assert_not_null(strstr(r.diags[0], "t.mlir:4:12: error: unsupported: tosa.const_shape"), "%s",
+                     r.diags[0]);
+  vxl_result_clear(&r);
+  r = compile_text("module {\n  gpu.module @m {\n    gpu.func @k(%a: i32) kernel {\n"
+                   "      %x = emitc.add %a, %a : (i32, i32) -> i32\n      gpu.return\n    }\n  }\n}\n");
+  cr_assert_not(r.ok);
+  cr_assert_geq(r.ndiags, 1);
+  cr_assert_not_null(
+      strstr(r.diags[0], "t.mlir:4:12: error: Dialect `emitc' not found for custom op 'emitc.add'"), "%s",
+      r.diags[0]);
+  vxl_result_clear(&r);
+}
+
 /* A kernel storing `value` (written out as given) to o[0], with %name as
  * the SSA name of the constant. */
 static char *literal_kernel(const char *name, const char *value) {
