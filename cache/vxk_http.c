@@ -14,6 +14,11 @@
  * remote_timeout left (CURLOPT_TIMEOUT_MS), the connection's
  * remote_connect_timeout; redirects are not followed, only http and https
  * are spoken, certificates are always verified.
+ *
+ * Built as a module of its own, vortexd-http.so (the only libcurl user):
+ * libcurl and the ~35 libraries it loads cost a daemon ~4 ms at every
+ * start, so vortexd loads them only when its remote storage is HTTP(S)
+ * (vxk_remote_http_load).  The module exports VXK_HTTP_OPS_SYMBOL alone.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +37,9 @@ struct vxk_http {
   char curl_err[CURL_ERROR_SIZE];
 };
 
-int vxk_http_global_init(void) { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : VXK_EIO; }
+static int vxk_http_global_init(void) {
+  return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : VXK_EIO;
+}
 
 static uint64_t vxk__http_now_ms(void) {
   struct timespec ts;
@@ -40,7 +47,7 @@ static uint64_t vxk__http_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-int vxk_http_open(const vxk_http_config *cfg, vxk_http **out, char *err, size_t errcap) {
+static int vxk_http_open(const vxk_http_config *cfg, vxk_http **out, char *err, size_t errcap) {
   *out = NULL;
   vxk_http *h = calloc(1, sizeof *h);
   if (!h || !(h->curl = curl_easy_init())) {
@@ -74,7 +81,7 @@ int vxk_http_open(const vxk_http_config *cfg, vxk_http **out, char *err, size_t 
   return VXK_OK;
 }
 
-void vxk_http_close(vxk_http *h) {
+static void vxk_http_close(vxk_http *h) {
   if (!h) return;
   if (h->curl) curl_easy_cleanup(h->curl);
   free(h);
@@ -123,8 +130,8 @@ static int vxk__http_deadline(vxk_http *h, uint64_t deadline) {
   return VXK_OK;
 }
 
-int vxk_http_get(vxk_http *h, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
-                 size_t errcap) {
+static int vxk_http_get(vxk_http *h, const char *const *keys, size_t n, vxk_remote_value *out, char *err,
+                        size_t errcap) {
   memset(out, 0, n * sizeof *out);
   uint64_t deadline = vxk__http_now_ms() + h->op_ms, kept = 0;
   int rc = VXK_OK;
@@ -208,8 +215,8 @@ static int vxk__http_head(vxk_http *h, const char *url, long *status, char *err,
   return VXK_OK;
 }
 
-int vxk_http_put(vxk_http *h, const char *key, const uint8_t *value, size_t size, int replace, int *written,
-                 char *err, size_t errcap) {
+static int vxk_http_put(vxk_http *h, const char *key, const uint8_t *value, size_t size, int replace,
+                        int *written, char *err, size_t errcap) {
   *written = 0;
   char url[1800];
   snprintf(url, sizeof url, "%s/%s", h->base, key);
@@ -245,3 +252,12 @@ int vxk_http_put(vxk_http *h, const char *key, const uint8_t *value, size_t size
   *written = 1;
   return VXK_OK;
 }
+
+__attribute__((visibility("default"))) const vxk_http_ops vxk_http_ops_v1 = {
+    .abi = VXK_HTTP_ABI,
+    .global_init = vxk_http_global_init,
+    .open = vxk_http_open,
+    .close = vxk_http_close,
+    .get = vxk_http_get,
+    .put = vxk_http_put,
+};

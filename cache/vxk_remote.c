@@ -6,6 +6,7 @@
  * only sets SO_RCVTIMEO, which bounds each recv(), not the reply.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -22,8 +23,9 @@
 #include "vxk_sign.h"
 
 struct vxk_remote {
-  vxk_http *http;    /* an HTTP(S) storage: everything goes there */
-  redisContext *ctx; /* NULL once closed after a failure */
+  vxk_http *http;               /* an HTTP(S) storage: everything goes there */
+  const vxk_http_ops *http_ops; /* its module's calls */
+  redisContext *ctx;            /* NULL once closed after a failure */
   /* hiredis's reply constructors, and ours: the same but for arrays, whose
    * declared size hiredis would allocate before a single element arrived */
   const redisReplyObjectFunctions *hiredis_fn;
@@ -143,7 +145,30 @@ static void *vxk__create_array(const redisReadTask *task, int elements) {
   return r->hiredis_fn->createArray(task, elements);
 }
 
-int vxk_remote_global_init(void) { return vxk_http_global_init(); }
+/* The HTTP module's calls once loaded (vxk_remote_http_load, before any
+ * thread opens a storage; never unloaded). */
+static const vxk_http_ops *vxk__http_ops;
+
+int vxk_remote_http_load(const char *module, char *err, size_t errcap) {
+  if (vxk__http_ops) return VXK_OK;
+  void *h = dlopen(module, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(err, errcap, "cannot load the HTTP storage module: %s", dlerror());
+    return VXK_EIO;
+  }
+  const vxk_http_ops *ops = dlsym(h, VXK_HTTP_OPS_SYMBOL);
+  if (!ops || ops->abi != VXK_HTTP_ABI) {
+    snprintf(err, errcap, "%s is not vortexd's HTTP storage module of this version", module);
+    dlclose(h);
+    return VXK_EIO;
+  }
+  if (ops->global_init() != VXK_OK) {
+    snprintf(err, errcap, "cannot initialize libcurl");
+    return VXK_EIO; /* libcurl may keep what it set up: the module stays */
+  }
+  vxk__http_ops = ops;
+  return VXK_OK;
+}
 
 int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, size_t errcap) {
   *out = NULL;
@@ -166,7 +191,12 @@ int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, s
                           .connect_ms = cfg->connect_ms,
                           .op_ms = cfg->op_ms,
                           .max_value = cfg->max_value};
-    int hrc = vxk_http_open(&hc, &r->http, err, errcap);
+    if (!(r->http_ops = vxk__http_ops)) {
+      snprintf(err, errcap, "HTTP storage: its module is not loaded (vxk_remote_http_load)");
+      free(r);
+      return VXK_EINVAL;
+    }
+    int hrc = r->http_ops->open(&hc, &r->http, err, errcap);
     if (hrc != VXK_OK) {
       free(r);
       return hrc;
@@ -227,7 +257,7 @@ int vxk_remote_open(const vxk_remote_config *cfg, vxk_remote **out, char *err, s
 
 void vxk_remote_close(vxk_remote *r) {
   if (!r) return;
-  vxk_http_close(r->http);
+  if (r->http) r->http_ops->close(r->http);
   if (r->ctx) redisFree(r->ctx);
   free(r);
 }
@@ -300,7 +330,7 @@ int vxk_remote_get(vxk_remote *r, const char *const *keys, size_t n, const vxk_r
     snprintf(err, errcap, "too many keys");
     return VXK_EINVAL;
   }
-  if (r->http) return vxk_http_get(r->http, keys, n, out, err, errcap); /* no leases there */
+  if (r->http) return r->http_ops->get(r->http, keys, n, out, err, errcap); /* no leases there */
   if (!r->ctx) {
     snprintf(err, errcap, "not connected");
     return VXK_EIO;
@@ -404,7 +434,7 @@ int vxk_remote_lease_update(vxk_remote *r, const char *const *keys, size_t n, co
 int vxk_remote_set(vxk_remote *r, const char *key, const uint8_t *value, size_t size, int replace,
                    int *written, char *err, size_t errcap) {
   *written = 0;
-  if (r->http) return vxk_http_put(r->http, key, value, size, replace, written, err, errcap);
+  if (r->http) return r->http_ops->put(r->http, key, value, size, replace, written, err, errcap);
   *written = 1; /* counted as sent; a failure says otherwise */
   char rk[VXK_REMOTE_PREFIX_MAX + 80], ttl[24];
   vxk__redis_key(r, key, rk);

@@ -66,9 +66,13 @@ typedef struct vxk_remote vxk_remote;
 /* True when prefix may name a namespace (see vxk_remote_config). */
 int vxk_remote_prefix_valid(const char *prefix);
 
-/* libcurl's process-wide set-up, for HTTP storage: once, before threads
- * open one.  Returns 0 or VXK_EIO. */
-int vxk_remote_global_init(void);
+/* Loads the HTTP storage module (vortexd-http.so, at path module: libcurl
+ * and what it loads, which a daemon without HTTP storage never maps) and
+ * runs libcurl's process-wide set-up: once, before threads open an HTTP
+ * storage (later calls return 0 at once; vxk_remote_open refuses one
+ * before).  Returns 0, or VXK_EIO with a message in err (errcap bytes): no
+ * such module, another version's, libcurl's set-up failed. */
+int vxk_remote_http_load(const char *module, char *err, size_t errcap);
 
 /* Connects to the server cfg names (copied), authenticates and selects the
  * database (Redis; an HTTP storage connects at its first exchange).  Returns 0 and *out (caller closes it),

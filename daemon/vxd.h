@@ -52,6 +52,11 @@ typedef struct {
                                    images (cached with the object); "" = none */
   struct vxd_sdk *sdk;          /* what those images depend on, digested for the
                                    key (vxd_sdk_open); NULL without an SDK */
+  char hostcc[4096];            /* the host's code generator, vortexd-hostcc
+                                   (found at start); "" = none: host objects
+                                   and bitcode are refused */
+  char http_module[4096];       /* the HTTP storage module, vortexd-http.so
+                                   (found at start); "" = none */
   uint32_t vortex_abi, xlen;    /* the target of requests that name none
                                    (the `target` key, vxp_target_parse) */
   int verbose;

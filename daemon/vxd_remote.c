@@ -606,8 +606,12 @@ int vxd_remote_open(uv_loop_t *loop, const vxd_config *cfg, void (*log)(void *, 
   /* a read-only daemon writes no lease (and no value a waiter could get);
    * an HTTP storage has no atomic create-if-absent every server keeps */
   rm->lease_ms = cfg->remote_read_only || u->kind == VXP_REMOTE_HTTP ? 0 : cfg->remote_lease_ms;
-  if (vxk_remote_global_init() != VXK_OK) {
-    snprintf(err, errcap, "cannot initialize libcurl");
+  if (u->kind == VXP_REMOTE_HTTP && !cfg->http_module[0]) {
+    snprintf(err, errcap, "HTTP storage needs vortexd-http.so, which is not installed beside vortexd");
+    free(rm);
+    return -EIO;
+  }
+  if (u->kind == VXP_REMOTE_HTTP && vxk_remote_http_load(cfg->http_module, err, errcap) != VXK_OK) {
     free(rm);
     return -EIO;
   }

@@ -99,17 +99,27 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
   resp->ndiags = h.ndiags;
   if (!h.ok) resp->message = strdup(rc ? "compile worker ran out of memory" : "host lowering failed");
   if (h.ok && (req->host_object || req->host_bitcode)) {
-    char err[768];
+    char err[VXR_LINK_DIAG_MAX + 256];
     vxl_run_entry run = {VXP_RUN_ENTRY, req->entry, (vxl_entry_result)req->entry_result};
-    int e = req->host_bitcode
-                ? vxl_emit_host_bitcode(c, h.host_ir, strlen(h.host_ir), req->entry ? &run : NULL,
-                                        &resp->object, &resp->object_size, err, sizeof err)
-                : vxl_emit_host_object(c, h.host_ir, strlen(h.host_ir), &resp->object, &resp->object_size,
-                                       err, sizeof err);
-    if (e) { /* an entry the program lacks is the program's error */
-      resp->status = e == -ENOENT ? VXP_STATUS_COMPILE_ERROR : VXP_STATUS_INTERNAL;
-      resp->message = strdup(err);
+    uint8_t *bc = NULL;
+    size_t n = 0;
+    int e = vxl_emit_host_bitcode(c, h.host_ir, strlen(h.host_ir), req->entry ? &run : NULL, &bc, &n, err,
+                                  sizeof err);
+    /* an entry the program lacks is the program's error; the rest ours */
+    resp->status = e == -ENOENT ? VXP_STATUS_COMPILE_ERROR : VXP_STATUS_INTERNAL;
+    /* the host's target is not in vortexd: its code generator finishes it */
+    const char *emit[] = {req->host_bitcode ? "--emit=bc" : "--emit=obj"};
+    if (e == 0 && !cfg->hostcc[0]) {
+      snprintf(err, sizeof err, "the host's code generator (vortexd-hostcc) is not installed beside vortexd");
+      e = -ENOSYS;
+    } else if (e == 0) {
+      e = vxr_run_filter(cfg->hostcc, emit, 1, bc, n, &resp->object, &resp->object_size, err, sizeof err);
     }
+    free(bc);
+    if (e)
+      resp->message = strdup(err);
+    else
+      resp->status = VXP_STATUS_OK;
   }
 }
 

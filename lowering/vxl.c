@@ -983,18 +983,8 @@ static int vxl__add_run_entry(LLVMModuleRef lm, const char *entry, vxl_entry_res
   return 0;
 }
 
-/* What a lowered host module becomes: an object file, or LLVM bitcode. */
-enum { VXL__HOST_OBJECT, VXL__HOST_BITCODE };
-
-/* Parses host_ir (len bytes), translates it to LLVM IR for the host (its
- * llvm.target_triple, else LLVM's default triple, with that target's data
- * layout), runs LLVM's O0 pipeline (which lowers the coroutines of
- * async.execute, as a JIT's -O0 does) and writes it as what says into
- * *out (malloc()) / *size; with run, the entry wrapper is added first
- * (vxl__add_run_entry).  Returns 0, -EINVAL, -ENOENT (the entry) or
- * -ENOMEM, a message in err. */
-static int vxl__emit_host(vxl_compiler *c, const char *host_ir, size_t len, int what,
-                          const vxl_run_entry *run, uint8_t **out, size_t *size, char *err, size_t errcap) {
+int vxl_emit_host_bitcode(vxl_compiler *c, const char *host_ir, size_t len, const vxl_run_entry *run,
+                          uint8_t **out, size_t *size, char *err, size_t errcap) {
   *out = NULL;
   *size = 0;
   vxl__diags d = {.source_name = "<host>"};
@@ -1004,15 +994,11 @@ static int vxl__emit_host(vxl_compiler *c, const char *host_ir, size_t len, int 
   int rc = -EINVAL;
   LLVMContextRef lctx = NULL;
   LLVMModuleRef lm = NULL;
-  LLVMTargetMachineRef tm = NULL;
   LLVMMemoryBufferRef mb = NULL;
-  char *triple = NULL, *msg = NULL;
   if (mlirModuleIsNull(m)) {
     snprintf(err, errcap, "host module does not parse: %s", d.n ? d.v[0] : "");
     goto done;
   }
-  LLVMInitializeNativeTarget();
-  LLVMInitializeNativeAsmPrinter();
   lctx = LLVMContextCreate();
   c->cur_diags = &d;
   lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(m), lctx);
@@ -1021,38 +1007,12 @@ static int vxl__emit_host(vxl_compiler *c, const char *host_ir, size_t len, int 
     snprintf(err, errcap, "host module does not translate to LLVM IR: %s", d.n ? d.v[0] : "");
     goto done;
   }
-  const char *t = LLVMGetTarget(lm);
-  triple = t && *t ? strdup(t) : LLVMGetDefaultTargetTriple();
-  LLVMTargetRef target = NULL;
-  if (!triple || LLVMGetTargetFromTriple(triple, &target, &msg)) {
-    snprintf(err, errcap, "no LLVM target for the host triple %s: %s", triple ? triple : "?", msg ? msg : "");
-    goto done;
-  }
-  LLVMSetTarget(lm, triple);
-  /* position-independent: the object links into executables and libraries */
-  tm = LLVMCreateTargetMachine(target, triple, "generic", "", LLVMCodeGenLevelDefault, LLVMRelocPIC,
-                               LLVMCodeModelDefault);
-  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-  LLVMSetModuleDataLayout(lm, td);
-  LLVMDisposeTargetData(td);
   if (run && (rc = vxl__add_run_entry(lm, run->entry ? run->entry : "main", run->result, run->name, err,
                                       errcap)) != 0)
     goto done;
-  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef perr = LLVMRunPasses(lm, "default<O0>", tm, po);
-  LLVMDisposePassBuilderOptions(po);
-  if (perr) {
-    char *pm = LLVMGetErrorMessage(perr);
-    snprintf(err, errcap, "host module: LLVM's O0 pipeline failed: %s", pm);
-    LLVMDisposeErrorMessage(pm);
-    goto done;
-  }
-  if (what == VXL__HOST_BITCODE)
-    mb = LLVMWriteBitcodeToMemoryBuffer(lm);
-  else if (LLVMTargetMachineEmitToMemoryBuffer(tm, lm, LLVMObjectFile, &msg, &mb))
-    mb = NULL;
-  if (!mb) {
-    snprintf(err, errcap, "host code generation failed: %s", msg ? msg : "");
+  rc = -ENOMEM;
+  if (!(mb = LLVMWriteBitcodeToMemoryBuffer(lm))) {
+    snprintf(err, errcap, "host module: writing its bitcode failed");
     goto done;
   }
   *size = LLVMGetBufferSize(mb);
@@ -1064,21 +1024,8 @@ done:
   for (uint32_t i = 0; i < d.n; i++)
     free(d.v[i]);
   free(d.v);
-  LLVMDisposeMessage(msg);
-  free(triple);
-  if (tm) LLVMDisposeTargetMachine(tm);
   if (lm) LLVMDisposeModule(lm);
   if (lctx) LLVMContextDispose(lctx);
   if (!mlirModuleIsNull(m)) mlirModuleDestroy(m);
   return rc;
-}
-
-int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8_t **obj, size_t *size,
-                         char *err, size_t errcap) {
-  return vxl__emit_host(c, host_ir, len, VXL__HOST_OBJECT, NULL, obj, size, err, errcap);
-}
-
-int vxl_emit_host_bitcode(vxl_compiler *c, const char *host_ir, size_t len, const vxl_run_entry *run,
-                          uint8_t **bc, size_t *size, char *err, size_t errcap) {
-  return vxl__emit_host(c, host_ir, len, VXL__HOST_BITCODE, run, bc, size, err, errcap);
 }

@@ -374,7 +374,7 @@ typedef int (*vxl_module_key_fn)(void *ud, const vxl_options *opts, const char *
 typedef struct {
   int ok;
   char *host_ir;     /* the host module in the LLVM dialect, ready for
-                        translation (vxl_emit_host_object or _bitcode:
+                        translation (vxl_emit_host_bitcode:
                         its #vortex.target needs this dialect); malloc() */
   uint32_t nmodules; /* gpu.modules turned into gpu.binary ops */
   uint32_t ndiags;
@@ -402,16 +402,6 @@ int vxl_lower_host(vxl_compiler *c, const char *source, size_t len, const char *
                    const vxl_options *opts, vxl_module_key_fn key_of, void *key_ud, vxl_host_result *res);
 void vxl_host_result_clear(vxl_host_result *res);
 
-/* Compiles a lowered host module (vxl_host_result.host_ir, len bytes) into
- * a relocatable, position-independent object for the host (the module's
- * llvm.target_triple, else LLVM's default triple) that links into a C or
- * C++ program with libvortexd_runtime.  LLVM's O0 pipeline runs first, so
- * that the coroutines of async.execute are lowered.  Returns 0 and *obj
- * (malloc()) / *size, or -EINVAL / -ENOMEM with a message in err.  Called
- * by the thread that owns c. */
-int vxl_emit_host_object(vxl_compiler *c, const char *host_ir, size_t len, uint8_t **obj, size_t *size,
-                         char *err, size_t errcap);
-
 /* What a JIT's entry wrapper calls and prints (mlir-runner's -e and
  * --entry-point-result). */
 typedef enum {
@@ -427,16 +417,21 @@ typedef struct {
   vxl_entry_result result; /* what entry returns, printed */
 } vxl_run_entry;
 
-/* As vxl_emit_host_object, but the host module as LLVM bitcode after the
- * O0 pipeline: what a JIT (lli-22, as `vxc run` uses it) runs, its
- * gpu.binary objects (#vortex.target) already embedded and loaded by its
- * global constructors.  With run (else NULL) the module also gets
- * run->name, a function i32 () that calls run->entry, prints its result
- * as mlir-runner's --entry-point-result does (an integer in decimal, an f32
- * as printf's %e, or nan, INF, -INF) and returns 0; an entry that is not
- * defined, takes arguments or returns another type is -ENOENT.  Returns
- * 0 and *bc (malloc()) / *size, or -ENOENT / -EINVAL / -ENOMEM with a
- * message in err.  Called by the thread that owns c. */
+/* Translates a lowered host module (vxl_host_result.host_ir, len bytes)
+ * to LLVM IR and writes it as LLVM bitcode, its gpu.binary objects
+ * (#vortex.target) embedded and loaded by its global constructors.  Target
+ * independent: the module's llvm.target_triple if it gives one, no data
+ * layout, the coroutines of async.execute not yet lowered; the host's code
+ * generator (vortexd-hostcc, lowering/vxl_hostcc.c) finishes it into an
+ * object that links into a C or C++ program with libvortexd_runtime, or
+ * into bitcode a JIT runs (lli-22, as `vxc run` uses it).  With run (else
+ * NULL) the module also gets run->name, a function i32 () that calls
+ * run->entry, prints its result as mlir-runner's --entry-point-result does
+ * (an integer in decimal, an f32 as printf's %e, or nan, INF, -INF) and
+ * returns 0; an entry that is not defined, takes arguments or returns
+ * another type is -ENOENT.  Returns 0 and *bc (malloc()) / *size, or
+ * -ENOENT / -EINVAL / -ENOMEM with a message in err.  Called by the
+ * thread that owns c. */
 int vxl_emit_host_bitcode(vxl_compiler *c, const char *host_ir, size_t len, const vxl_run_entry *run,
                           uint8_t **bc, size_t *size, char *err, size_t errcap);
 

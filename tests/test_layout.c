@@ -7,10 +7,15 @@
 #include <string.h>
 
 #include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 
 #include "lowering/vxl.h"
 #include "protocol/vxp.h"
+#include "runtime/mgpu/vxr_vxbin.h"
 #include "vxt.h"
 #include "vxt_lowering.h"
 
@@ -1187,6 +1192,86 @@ Test(lowering, the_host_side_as_bitcode_gets_an_entry_wrapper) {
     cr_assert_null(bc);
     cr_assert_not_null(strstr(err, bad[i].says), "%s", err);
   }
+  vxl_host_result_clear(&h);
+}
+
+/* The object (or bitcode) of in-process code generation: bc given the
+ * default triple's data layout, LLVM's O0 pipeline, then a PIC object, as
+ * vortexd did before the host's target left it. */
+static void host_in_process(const uint8_t *bc, size_t n, int as_object, uint8_t **out, size_t *size) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  LLVMContextRef lctx = LLVMContextCreate();
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)bc, n, "host.bc");
+  LLVMModuleRef m = NULL;
+  cr_assert_eq(LLVMParseBitcodeInContext2(lctx, mb, &m), 0);
+  LLVMDisposeMemoryBuffer(mb);
+  char *triple = LLVMGetDefaultTargetTriple(), *msg = NULL;
+  LLVMTargetRef target;
+  cr_assert_eq(LLVMGetTargetFromTriple(triple, &target, &msg), 0);
+  LLVMSetTarget(m, triple);
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "generic", "", LLVMCodeGenLevelDefault,
+                                                    LLVMRelocPIC, LLVMCodeModelDefault);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(m, td);
+  LLVMDisposeTargetData(td);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  cr_assert_null(LLVMRunPasses(m, "default<O0>", tm, po));
+  LLVMDisposePassBuilderOptions(po);
+  if (as_object)
+    cr_assert_eq(LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMObjectFile, &msg, &mb), 0, "%s", msg);
+  else
+    mb = LLVMWriteBitcodeToMemoryBuffer(m);
+  *size = LLVMGetBufferSize(mb);
+  *out = malloc(*size);
+  memcpy(*out, LLVMGetBufferStart(mb), *size);
+  LLVMDisposeMemoryBuffer(mb);
+  LLVMDisposeTargetMachine(tm);
+  LLVMDisposeModule(m);
+  LLVMContextDispose(lctx);
+}
+
+/* The host side's last steps run in vortexd-hostcc, a program linked with
+ * the shared libLLVM (vortexd holds RISC-V's target alone): its object and
+ * its bitcode are byte for byte what the same steps give in-process, and
+ * input that is not bitcode is refused with a message. */
+Test(lowering, the_host_code_generator_gives_what_in_process_code_generation_gives) {
+  static const char src[] = HOST_LAUNCH_SRC;
+  vxl_host_result h;
+  vxl_options o = {.opt_level = 2};
+  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, NULL, &h), 0);
+  cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
+  uint8_t *bc = NULL;
+  size_t n = 0;
+  char err[2048] = "";
+  vxl_run_entry run = {"__run_main", NULL, VXL_RESULT_VOID};
+  cr_assert_eq(vxl_emit_host_bitcode(cc, h.host_ir, strlen(h.host_ir), &run, &bc, &n, err, sizeof err), 0,
+               "%s", err);
+  for (int as_object = 0; as_object < 2; as_object++) {
+    const char *emit[] = {as_object ? "--emit=obj" : "--emit=bc"};
+    uint8_t *got = NULL, *want = NULL;
+    size_t got_n = 0, want_n = 0;
+    cr_assert_eq(vxr_run_filter(VXT_HOSTCC, emit, 1, bc, n, &got, &got_n, err, sizeof err), 0, "%s", err);
+    host_in_process(bc, n, as_object, &want, &want_n);
+    cr_assert(got_n == want_n && memcmp(got, want, got_n) == 0, "%s: %zu bytes, in-process %zu", emit[0],
+              got_n, want_n);
+    cr_assert(as_object ? memcmp(got, "\177ELF", 4) == 0 : memcmp(got, "BC\xc0\xde", 4) == 0);
+    free(got);
+    free(want);
+  }
+  uint8_t *got = (uint8_t *)"untouched";
+  size_t got_n = 0;
+  const char *emit[] = {"--emit=obj"};
+  cr_assert_eq(
+      vxr_run_filter(VXT_HOSTCC, emit, 1, (const uint8_t *)"not bitcode", 11, &got, &got_n, err, sizeof err),
+      -EIO);
+  cr_assert_null(got);
+  cr_assert_not_null(strstr(err, "vortexd-hostcc failed (exit status 1)"), "%s", err);
+  cr_assert_not_null(
+      strstr(err, "vortexd-hostcc: Invalid bitcode signature\nvortexd-hostcc: /dev/fd/3: not LLVM bitcode"),
+      "%s", err);
+  free(bc);
   vxl_host_result_clear(&h);
 }
 

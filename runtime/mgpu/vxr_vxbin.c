@@ -274,6 +274,7 @@ done:
 struct vxr_rlink {
   pid_t pid;
   uint32_t n;
+  char tool[32];                    /* the program's name, as messages give it */
   int out;                          /* read end of the child's stdout */
   int diag;                         /* read end of its stderr */
   char text[VXR_LINK_DIAG_MAX + 1]; /* the first bytes it wrote there */
@@ -330,6 +331,8 @@ static int vxr__lld_start(const char *lld, const char *const *pre, int npre, uin
   int high = 3 + (int)n + 8, child_out = -1, child_diag = -1, rc = 0;
   l->n = n;
   l->out = l->diag = -1;
+  const char *base = strrchr(lld, '/');
+  snprintf(l->tool, sizeof l->tool, "%s", base ? base + 1 : lld);
   for (uint32_t i = 0; i < n; i++)
     l->in[i] = child_in[i] = -1;
   for (uint32_t i = 0; i < n && rc == 0; i++)
@@ -499,11 +502,11 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
   }
   l->pid = 0;
   if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0 && len > 0)) {
-    snprintf(err, errcap, "ld.lld failed (%s %d)%s%s", WIFSIGNALED(st) ? "signal" : "exit status",
+    snprintf(err, errcap, "%s failed (%s %d)%s%s", l->tool, WIFSIGNALED(st) ? "signal" : "exit status",
              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), l->text_len ? ":\n" : "", vxr__diag_text(l));
     rc = -EIO;
   } else if (rc != 0) {
-    snprintf(err, errcap, "feeding ld.lld -r: %s", strerror(-rc));
+    snprintf(err, errcap, "feeding %s: %s", l->tool, strerror(-rc));
   }
   if (rc == 0)
     *out = buf, *out_size = len;
@@ -520,6 +523,14 @@ int vxr_link_relocatable(const char *lld, uint32_t n, const uint8_t *const *obje
   vxr_rlink *l;
   int rc = vxr_rlink_start(lld, n, &l, err, errcap);
   return rc ? rc : vxr_rlink_finish(l, objects, sizes, out, out_size, err, errcap);
+}
+
+int vxr_run_filter(const char *prog, const char *const *args, int nargs, const uint8_t *in, size_t size,
+                   uint8_t **out, size_t *out_size, char *err, size_t errcap) {
+  vxr_rlink *l;
+  *out = NULL, *out_size = 0;
+  int rc = vxr__lld_start(prog, args, nargs, 1, NULL, 0, &l, err, errcap);
+  return rc ? rc : vxr_rlink_finish(l, &in, &size, out, out_size, err, errcap);
 }
 
 /* Runs `ld args...` with obj at /dev/fd/3 and the executable written to

@@ -80,6 +80,15 @@ int vxr_rlink_finish(vxr_rlink *l, const uint8_t *const *objects, const size_t *
 /* Stops l's ld.lld (killed and reaped) and frees l.  NULL-safe. */
 void vxr_rlink_cancel(vxr_rlink *l);
 
+/* Runs the program at prog as `prog args... /dev/fd/3 -o -`, as
+ * vxr_link_relocatable runs ld.lld: in (size bytes) on a pipe at its
+ * descriptor 3, its standard output read back (*out, malloc(), at most
+ * 1 GiB; *out_size bytes, never 0 on success), its diagnostics quoted in
+ * err on failure (up to VXR_LINK_DIAG_MAX bytes).  Returns 0, or a
+ * negative errno (-EIO: it failed or wrote nothing).  Any thread. */
+int vxr_run_filter(const char *prog, const char *const *args, int nargs, const uint8_t *in, size_t size,
+                   uint8_t **out, size_t *out_size, char *err, size_t errcap);
+
 /* Links obj (obj_size bytes) into an executable by the GNU ld at ld
  * (riscv64-unknown-elf-ld): `-m EMULATION -T script --defsym=START=entry
  * obj --start-group inputs... libc libgcc --end-group` (at most 64 inputs;
