@@ -582,7 +582,7 @@ int vxl_options_check(const vxl_options *opts, const char *source_name, vxl_resu
 
 /* Translates mod (the LLVM dialect) into *lm, an LLVM module in lctx for
  * the RISC-V target of register width xlen, with the data layout td and
- * DWARF 5 line tables.  0, or -EINVAL with a diagnostic. */
+ * DWARF 4 line tables.  0, or -EINVAL with a diagnostic. */
 static int vxl__translate(MlirModule mod, LLVMContextRef lctx, LLVMTargetDataRef td, uint32_t xlen,
                           const char *source_name, vxl__diags *d, LLVMModuleRef *lm) {
   *lm = mlirTranslateModuleToLLVMIR(mlirModuleGetOperation(mod), lctx);
@@ -591,10 +591,15 @@ static int vxl__translate(MlirModule mod, LLVMContextRef lctx, LLVMTargetDataRef
     return -EINVAL;
   }
   LLVMSetTarget(*lm, vxl__targets[xlen == 64].triple);
-  /* the translation sets "Debug Info Version"; the DWARF version is ours */
+  /* the translation sets "Debug Info Version"; the DWARF version is ours:
+   * 4, not 5, whose address pool (.debug_addr) LLVM 22 heads with the
+   * address size of the first object its process emitted (a static in
+   * AddressPool::emitHeader), so that a worker that compiled for one
+   * register width wrote the other's header wrong, and an object's bytes
+   * depended on the worker's history (docs/lowering.md) */
   LLVMTypeRef i32t = LLVMInt32TypeInContext(lctx);
   LLVMAddModuleFlag(*lm, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
-                    LLVMValueAsMetadata(LLVMConstInt(i32t, 5, 0)));
+                    LLVMValueAsMetadata(LLVMConstInt(i32t, 4, 0)));
   char *dl = LLVMCopyStringRepOfTargetData(td);
   LLVMSetDataLayout(*lm, dl);
   LLVMDisposeMessage(dl);

@@ -69,8 +69,10 @@
  *      gpu.subgroup_broadcast are lowered; kernel scalars over 64 bits
  *      are refused.
  *  14: the device-ABI helpers carry no line-table entries of their own: an
- *      inlined helper maps to the line of the gpu op it implements. */
-#define VXL_LOWERING_ABI_VERSION 14u
+ *      inlined helper maps to the line of the gpu op it implements.
+ *  15: DWARF 4 line tables (DWARF 5's address pool header depended on
+ *      the register width a worker had compiled for first). */
+#define VXL_LOWERING_ABI_VERSION 15u
 
 /* On kernel ABI 3 (Vortex 3.0), every kernel's entry is also a global
  * function symbol of this prefix and the kernel's name (its record's

@@ -9,6 +9,7 @@
 #include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/Object.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -1084,6 +1085,58 @@ Test(lowering, objects_carry_line_tables_of_the_source) {
   cr_assert_not_null(memmem(r.object, r.object_size, "private_memory.mlir", 19),
                      "the line table names the file");
   vxl_result_clear(&r);
+}
+
+/* The version of obj's line table (.debug_line's first unit), 0 without
+ * one; *addr_pool: whether it has a DWARF 5 address pool (.debug_addr). */
+static unsigned line_table_version(const uint8_t *obj, size_t size, int *addr_pool) {
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange((const char *)obj, size, "o", 0);
+  char *msg = NULL;
+  LLVMBinaryRef bin = LLVMCreateBinary(mb, NULL, &msg);
+  cr_assert_not_null(bin, "%s", msg);
+  unsigned version = 0;
+  *addr_pool = 0;
+  LLVMSectionIteratorRef it = LLVMObjectFileCopySectionIterator(bin);
+  for (; !LLVMObjectFileIsSectionIteratorAtEnd(bin, it); LLVMMoveToNextSection(it)) {
+    const char *name = LLVMGetSectionName(it);
+    if (name && strcmp(name, ".debug_addr") == 0) *addr_pool = 1;
+    if (name && strcmp(name, ".debug_line") == 0 && LLVMGetSectionSize(it) >= 6) {
+      const uint8_t *p = (const uint8_t *)LLVMGetSectionContents(it);
+      version = p[4] | p[5] << 8u; /* after the 32-bit unit length */
+    }
+  }
+  LLVMDisposeSectionIterator(it);
+  LLVMDisposeBinary(bin);
+  LLVMDisposeMemoryBuffer(mb);
+  return version;
+}
+
+/* One process compiles for both register widths, in both orders, and every
+ * object's debug information is that of its own width: DWARF 4 line
+ * tables, no DWARF 5 address pool (LLVM 22 heads one with the address
+ * size of the first object its process emitted), and the RV64 object's
+ * bytes are the same whichever width came first. */
+Test(lowering, debug_information_does_not_depend_on_what_was_compiled_before) {
+  size_t len = 0;
+  char *src = vxt_read_file(VXT_EXAMPLES_DIR "/saxpy.mlir", &len);
+  cr_assert_not_null(src);
+  vxl_options o32 = {.opt_level = 2, .vortex_abi = 2, .xlen = 32},
+              o64 = {.opt_level = 2, .vortex_abi = 2, .xlen = 64};
+  vxl_result a, b, c;
+  cr_assert_eq(vxl_compile(cc, src, len, "saxpy.mlir", &o64, &a), 0);
+  cr_assert_eq(vxl_compile(cc, src, len, "saxpy.mlir", &o32, &b), 0);
+  cr_assert_eq(vxl_compile(cc, src, len, "saxpy.mlir", &o64, &c), 0);
+  cr_assert(a.ok && b.ok && c.ok);
+  const vxl_result *all[] = {&a, &b, &c};
+  for (int i = 0; i < 3; i++) {
+    int pool = -1;
+    cr_assert_eq(line_table_version(all[i]->object, all[i]->object_size, &pool), 4, "object %d", i);
+    cr_assert_eq(pool, 0, "object %d has an address pool", i);
+  }
+  cr_assert(a.object_size == c.object_size && memcmp(a.object, c.object, a.object_size) == 0,
+            "RV64 before and after an RV32 compile");
+  vxl_result_clear(&a), vxl_result_clear(&b), vxl_result_clear(&c);
+  free(src);
 }
 
 Test(lowering, a_warp_size_that_is_not_a_power_of_two_is_refused) {
