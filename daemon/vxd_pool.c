@@ -7,11 +7,13 @@
  * crashes or exceeds the job timeout fails only the request it was
  * compiling and is restarted; a job whose worker crashed is retried once.
  * Workers are forked, not executed: before serving, the daemon creates a
- * template compiler and compiles a small kernel with it, and each worker
- * is a fork of the daemon that serves with its copy-on-write copy of that
- * compiler.  A worker is ready in about a millisecond, warm, where
- * executing a new program would map LLVM and MLIR and run their static
- * constructors again (over ten milliseconds).  The fork happens on the
+ * template compiler (its contexts, pass pipelines and RISC-V target
+ * machine), and each worker is a fork of the daemon that serves with its
+ * copy-on-write copy of that compiler.  A worker is ready in about a
+ * millisecond, where executing a new program would map LLVM and MLIR and
+ * run their static constructors again (over ten milliseconds).  The
+ * template compiles nothing before serving: a warm-up compile cost a cold
+ * `vxc compile` more CPU than it saved its worker (docs/benchmarks.md).  The fork happens on the
  * loop thread with the store thread and the shared level's reader and
  * writer parked, all three the same way (vxd_qthread_pause: the queue run,
  * the thread waiting on its condition holding no lock), so the child
@@ -194,39 +196,12 @@ static void vxd__sigchld_cb(uv_signal_t *h, int signum) {
   }
 }
 
-/* A kernel with a loop, a divergent branch, shared memory and a barrier:
- * compiled once by the template so that workers fork with LLVM's and
- * MLIR's lazily built tables already built. */
-static const char vxd__warmup_source[] =
-    "module attributes {gpu.container_module} {\n"
-    "  gpu.module @warmup {\n"
-    "    gpu.func @warmup(%n: i32, %a: memref<?xf32>) workgroup(%t: memref<64xf32, 3>) kernel {\n"
-    "      %tid = gpu.thread_id x\n"
-    "      %i = arith.index_cast %tid : index to i32\n"
-    "      %c = arith.cmpi slt, %i, %n : i32\n"
-    "      scf.if %c {\n"
-    "        %x = memref.load %a[%tid] : memref<?xf32>\n"
-    "        memref.store %x, %t[%tid] : memref<64xf32, 3>\n"
-    "      }\n"
-    "      gpu.barrier\n"
-    "      gpu.return\n"
-    "    }\n"
-    "  }\n"
-    "}\n";
-
 int vxd__pool_init(vxd_server *s) {
   int rc = vxd_compiler_new(&s->pool.template_compiler);
   if (rc != 0) {
     vxd__log_at(s, VXD_LOG_ERR, "cannot create the compiler (is LLVM's RISC-V target installed?)");
     return rc;
   }
-  vxl_options o = {.opt_level = 2};
-  vxl_result r;
-  if (vxl_compile(s->pool.template_compiler, vxd__warmup_source, sizeof vxd__warmup_source - 1, "<warm-up>",
-                  &o, &r) != 0 ||
-      !r.ok)
-    vxd__log_at(s, VXD_LOG_ERR, "the warm-up compile failed: %s", r.ndiags ? r.diags[0] : "out of memory");
-  vxl_result_clear(&r);
   s->pool.cores = vxd_cores_create(VXD_MAX_WORKERS); /* NULL: workers compile alone */
   if (!s->pool.cores)
     vxd__log_at(s, VXD_LOG_WARNING, "cannot share cores between workers: %s", strerror(errno));

@@ -1,9 +1,9 @@
 /*
  * vxd_worker.c - one compile worker process.
  *
- * Forked by the daemon from a template compiler it warmed up before
- * serving (vxd_pool.c), with its stdin/stdout on pipes: the worker starts
- * with a warm MLIR context, pass pipelines and target machine, paying
+ * Forked by the daemon from a template compiler it built before serving
+ * (vxd_pool.c), with its stdin/stdout on pipes: the worker starts with
+ * its MLIR context, pass pipelines and target machine made, paying
  * neither an exec nor the start-up of LLVM and MLIR.  Reads compile
  * requests as protocol frames from stdin, compiles each, writes one
  * response frame per request to stdout.  A crash here loses only the
