@@ -1194,6 +1194,18 @@ Test(lowering, the_host_side_becomes_runtime_calls_and_gpu_binaries) {
   vxl_host_result_clear(&h);
 }
 
+/* src's host side lowered into *h (cleared by the caller) and its bitcode,
+ * with run's wrapper, into *bc (free()) / *n. */
+static void host_bitcode(const char *src, const vxl_run_entry *run, vxl_host_result *h, uint8_t **bc,
+                         size_t *n) {
+  vxl_options o = {.opt_level = 2};
+  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, NULL, h), 0);
+  cr_assert(h->ok, "%s", h->ndiags ? h->diags[0] : "");
+  char err[512] = "";
+  cr_assert_eq(vxl_emit_host_bitcode(cc, h->host_ir, strlen(h->host_ir), run, bc, n, err, sizeof err), 0,
+               "%s", err);
+}
+
 /* The host side as LLVM bitcode for a JIT: the #vortex.target objects
  * translate (the dialect is vortexd's own), and the entry wrapper calls
  * the entry asked for, of the type asked for, or the request is refused
@@ -1202,15 +1214,11 @@ Test(lowering, the_host_side_as_bitcode_gets_an_entry_wrapper) {
   static const char src[] =
       HOST_LAUNCH_SRC "func.func @answer() -> i64 {\n  %c = arith.constant 42 : i64\n  return %c : i64\n}\n";
   vxl_host_result h;
-  vxl_options o = {.opt_level = 2};
-  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, NULL, &h), 0);
-  cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
   uint8_t *bc = NULL;
   size_t n = 0;
   char err[512] = "";
   vxl_run_entry run = {"__run_main", "answer", VXL_RESULT_I64};
-  cr_assert_eq(vxl_emit_host_bitcode(cc, h.host_ir, strlen(h.host_ir), &run, &bc, &n, err, sizeof err), 0,
-               "%s", err);
+  host_bitcode(src, &run, &h, &bc, &n);
   cr_assert(n > 4 && memcmp(bc, "BC\xc0\xde", 4) == 0, "LLVM bitcode");
   LLVMContextRef lctx = LLVMContextCreate();
   LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)bc, n, "host.bc");
@@ -1290,17 +1298,12 @@ static void host_in_process(const uint8_t *bc, size_t n, int as_object, uint8_t 
  * its bitcode are byte for byte what the same steps give in-process, and
  * input that is not bitcode is refused with a message. */
 Test(lowering, the_host_code_generator_gives_what_in_process_code_generation_gives) {
-  static const char src[] = HOST_LAUNCH_SRC;
   vxl_host_result h;
-  vxl_options o = {.opt_level = 2};
-  cr_assert_eq(vxl_lower_host(cc, src, strlen(src), "p.mlir", &o, fixed_key, NULL, &h), 0);
-  cr_assert(h.ok, "%s", h.ndiags ? h.diags[0] : "");
   uint8_t *bc = NULL;
   size_t n = 0;
   char err[2048] = "";
   vxl_run_entry run = {"__run_main", NULL, VXL_RESULT_VOID};
-  cr_assert_eq(vxl_emit_host_bitcode(cc, h.host_ir, strlen(h.host_ir), &run, &bc, &n, err, sizeof err), 0,
-               "%s", err);
+  host_bitcode(HOST_LAUNCH_SRC, &run, &h, &bc, &n);
   for (int as_object = 0; as_object < 2; as_object++) {
     const char *emit[] = {as_object ? "--emit=obj" : "--emit=bc"};
     uint8_t *got = NULL, *want = NULL;
