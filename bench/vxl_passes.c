@@ -53,7 +53,8 @@ int main(int argc, char **argv) {
       return 64;
   }
   if (first >= argc || runs < 1 || runs > 100 || level < 0 || level > 3) {
-    fprintf(stderr, "usage: %s [--llvm OPTION]... [--objects DIR] [--runs N] [--O LEVEL] FILE.mlir...\n", argv[0]);
+    fprintf(stderr, "usage: %s [--llvm OPTION]... [--objects DIR] [--runs N] [--O LEVEL] FILE.mlir...\n",
+            argv[0]);
     return 64;
   }
   LLVMParseCommandLineOptions(llvm_argc, llvm_argv, "vxl_passes");
@@ -62,7 +63,8 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     uint32_t abi, xlen;
-  } targets[] = {{"vortex2-rv32", 2, 32}, {"vortex2-rv64", 2, 64}, {"vortex3-rv32", 3, 32}, {"vortex3-rv64", 3, 64}};
+  } targets[] = {
+      {"vortex2-rv32", 2, 32}, {"vortex2-rv64", 2, 64}, {"vortex3-rv32", 3, 32}, {"vortex3-rv64", 3, 64}};
   static char src[4 << 20];
   double total = 0, *t = calloc((size_t)runs, sizeof *t);
   int compiled = 0, refused = 0;
