@@ -3,7 +3,7 @@
  * --version`, and a cold `vxc compile` end to end (the vxc that starts
  * the daemon, the daemon and its workers through to their exit).
  *
- *   vxd_startup A_DIR B_DIR FILE.mlir [PAIRS]     (default 10 pairs)
+ *   vxd_startup A_DIR B_DIR FILE.mlir [PAIRS [MISSES]]   (default 10 pairs, 0)
  *
  * A_DIR and B_DIR hold a vortexd and a vxc each (two build trees).  Each
  * pair runs A then B.  --version: the process's own user + system time
@@ -15,8 +15,11 @@
  * stop`; this process is the child subreaper, so the detached daemon is
  * reparented to it and reaped at its exit with the CPU time of the workers
  * it reaped.  CPU = that vxc's + the daemon's (the stop's own vxc is not
- * counted).  Prints min / median / max of each and of the ratios A/B
- * taken pair by pair.
+ * counted).  With MISSES, each pair also starts a daemon that compiles
+ * FILE 1 + MISSES times (each a miss): (its CPU - the single compile's) /
+ * MISSES is what a warm miss costs end to end, ld.lld or any other child
+ * process included (reaped, so counted).  Prints min / median / max of
+ * each and of the ratios A/B taken pair by pair.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -79,7 +82,8 @@ typedef struct {
 
 /* One cold compile of src (len bytes, tagged with run) by b: the vxc's
  * wall time and everyone's CPU time (ms).  0 or -1. */
-static int cold_compile(build *b, const char *src, size_t len, int run_no, double *wall, double *cpu) {
+static int cold_compile(build *b, const char *src, size_t len, int run_no, int misses, double *wall,
+                        double *cpu) {
   char dir[] = "/tmp/vxd-startup-XXXXXX";
   if (!mkdtemp(dir)) return -1;
   char sock[128], out[128], file[128];
@@ -97,6 +101,16 @@ static int cold_compile(build *b, const char *src, size_t len, int run_no, doubl
   double t0 = bench_now_us(), c1 = 0, c2 = 0;
   int rc = run(compile, &c1);
   *wall = (bench_now_us() - t0) / 1e3;
+  for (int m = 0; m < misses && rc == 0; m++) { /* a new source each time: a miss */
+    kf = fopen(file, "w");
+    if (!kf) return -1;
+    fwrite(src, 1, len, kf);
+    fprintf(kf, "\n// cold run %d, miss %d\n", run_no, m);
+    fclose(kf);
+    double c = 0;
+    rc = run(compile, &c);
+    c1 += c;
+  }
   if (run(stop, &c2) != 0) rc = -1;
   *cpu = c1 + reap_all();
   unlink(out), unlink(file), unlink(sock);
@@ -114,8 +128,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s A_DIR B_DIR FILE.mlir [PAIRS]\n", argv[0]);
     return 64;
   }
-  int pairs = argc > 4 ? atoi(argv[4]) : 10;
-  if (pairs < 1 || pairs > 1000) return 64;
+  int pairs = argc > 4 ? atoi(argv[4]) : 10, misses = argc > 5 ? atoi(argv[5]) : 0;
+  if (pairs < 1 || pairs > 1000 || misses < 0 || misses > 1000) return 64;
   static char src[1 << 20];
   size_t len = bench_read_file(argv[3], src, sizeof src);
   if (!len || prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) return 2;
@@ -125,28 +139,34 @@ int main(int argc, char **argv) {
     snprintf(b[i].vxc, sizeof b[i].vxc, "%s/vxc", b[i].dir);
     snprintf(b[i].cache, sizeof b[i].cache, "/tmp/vxd-startup-cache-XXXXXX");
     double w, c;
-    if (!mkdtemp(b[i].cache) || cold_compile(&b[i], src, len, -1, &w, &c) != 0) {
+    if (!mkdtemp(b[i].cache) || cold_compile(&b[i], src, len, -1, 0, &w, &c) != 0) {
       fprintf(stderr, "%s: the first cold compile failed\n", b[i].dir);
       return 1;
     }
   }
-  double *v[2], *cw[2], *cc[2], *rv = calloc((size_t)pairs, sizeof(double)),
-                                *rc = calloc((size_t)pairs, sizeof(double));
+  double *v[2], *cw[2], *cc[2], *cm[2], *rv = calloc((size_t)pairs, sizeof(double)),
+                                        *rc = calloc((size_t)pairs, sizeof(double)),
+                                        *rm = calloc((size_t)pairs, sizeof(double));
   for (int i = 0; i < 2; i++) {
     v[i] = calloc((size_t)pairs, sizeof(double));
     cw[i] = calloc((size_t)pairs, sizeof(double));
     cc[i] = calloc((size_t)pairs, sizeof(double));
+    cm[i] = calloc((size_t)pairs, sizeof(double));
   }
   for (int p = 0; p < pairs; p++) {
     for (int i = 0; i < 2; i++) {
       char *version[] = {b[i].vortexd, (char *)"--version", NULL};
-      if (run(version, &v[i][p]) != 0 || cold_compile(&b[i], src, len, p, &cw[i][p], &cc[i][p]) != 0) {
+      double w, many = 0;
+      if (run(version, &v[i][p]) != 0 || cold_compile(&b[i], src, len, p, 0, &cw[i][p], &cc[i][p]) != 0 ||
+          (misses && cold_compile(&b[i], src, len, p, misses, &w, &many) != 0)) {
         fprintf(stderr, "%s: run %d failed\n", b[i].dir, p);
         return 1;
       }
+      cm[i][p] = misses ? (many - cc[i][p]) / misses : 0;
     }
     rv[p] = v[0][p] / v[1][p];
     rc[p] = cc[0][p] / cc[1][p];
+    rm[p] = misses ? cm[0][p] / cm[1][p] : 0;
   }
   printf("%d pairs, A = %s, B = %s; min / median / max\n", pairs, argv[1], argv[2]);
   report("A vortexd --version CPU ms", v[0], pairs);
@@ -157,12 +177,17 @@ int main(int argc, char **argv) {
   report("A/B cold compile CPU", rc, pairs);
   report("A cold vxc compile wall ms", cw[0], pairs);
   report("B cold vxc compile wall ms", cw[1], pairs);
+  if (misses) {
+    report("A warm miss CPU ms", cm[0], pairs);
+    report("B warm miss CPU ms", cm[1], pairs);
+    report("A/B warm miss CPU", rm, pairs);
+  }
   for (int i = 0; i < 2; i++) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", b[i].cache);
     if (system(cmd) != 0) return 2;
-    free(v[i]), free(cw[i]), free(cc[i]);
+    free(v[i]), free(cw[i]), free(cc[i]), free(cm[i]);
   }
-  free(rv), free(rc);
+  free(rv), free(rc), free(rm);
   return 0;
 }

@@ -8,7 +8,9 @@
  * idle workers for helper threads, each with its own compiler (an MLIR
  * context is one thread's) and its own parse of the source; the worker
  * and its helpers take the pieces one at a time from a shared counter,
- * and the worker links them in piece order.
+ * and the worker links them in piece order, once its helpers have ended
+ * (lld's driver runs in a fork of the worker, which must then have one
+ * thread).
  *
  * Cores are lent through a page the daemon shares with its workers (made
  * before the first fork): `idle`, the number of idle workers, written by
@@ -30,7 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "runtime/mgpu/vxr_vxbin.h"
+#include "lowering/vxl_lld.h"
 #include "vxd_pieces.h"
 
 struct vxd_cores {
@@ -88,25 +90,14 @@ static void vxd__give_back(vxd_cores *k, unsigned slot) {
   (void)was;
 }
 
-/* ---- the merge: pieces linked by ld.lld -r ---- */
+/* ---- the merge: pieces linked by lld, in a fork of this process ---- */
 
-_Static_assert(VXL_MAX_PIECES <= VXR_LINK_MAX_INPUTS, "every piece of a module is one input of its link");
+_Static_assert(VXL_MAX_PIECES <= VXL_LLD_MAX_INPUTS, "every piece of a module is one input of its link");
 
 int vxd_merge_pieces(void *ud, uint32_t n, const uint8_t *const *objects, const size_t *sizes, uint8_t **out,
                      size_t *out_size, char *err, size_t errcap) {
   (void)ud;
-  return vxr_link_relocatable(VXD_LLD, n, objects, sizes, out, out_size, err, errcap);
-}
-
-/* vxl_merge_fn over a link started when the piece count was known (ud: a
- * vxr_rlink * that the merge takes and clears; NULL when it could not
- * start: a link started now). */
-static int vxd__merge_started(void *ud, uint32_t n, const uint8_t *const *objects, const size_t *sizes,
-                              uint8_t **out, size_t *out_size, char *err, size_t errcap) {
-  vxr_rlink **link = ud, *l = *link;
-  *link = NULL;
-  if (!l) return vxd_merge_pieces(NULL, n, objects, sizes, out, out_size, err, errcap);
-  return vxr_rlink_finish(l, objects, sizes, out, out_size, err, errcap);
+  return vxl_lld_link_relocatable(n, objects, sizes, out, out_size, err, errcap);
 }
 
 int vxd_compiler_new(vxl_compiler **out) {
@@ -252,12 +243,8 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
   vxl_source *s = NULL;
   int rc = vxl_source_parse(c, source, len, source_name, &s, res);
   uint32_t n = rc == 0 && res->ok ? vxl_piece_count(vxl_source_kernels(s)) : 0;
-  vxr_rlink *link = NULL;
   if (n) {
     vxl_result_clear(res);
-    /* ld.lld loads while the pieces compile */
-    char err[256];
-    if (n > 1 && vxr_rlink_start(VXD_LLD, n, &link, err, sizeof err) != 0) link = NULL;
     helpers += vxd__start_helpers(w, &m, helpers, n - 1);
   } else {
     atomic_store(&m.next, VXL_MAX_PIECES); /* refused: nothing for an early helper either */
@@ -267,8 +254,8 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
     pthread_join(w->helpers[i].thread, NULL);
   if (w) w->last_helped = atomic_load(&m.helped);
   if (n) {
-    rc = atomic_load(&m.oom) ? -ENOMEM : vxl_result_merge(m.pieces, n, vxd__merge_started, &link, res);
-    vxr_rlink_cancel(link); /* not merged: a piece failed */
+    /* the helpers have ended: this thread alone forks the link */
+    rc = atomic_load(&m.oom) ? -ENOMEM : vxl_result_merge(m.pieces, n, vxd_merge_pieces, NULL, res);
     if (rc == 0 && res->ok && opts->emit_ir && vxl_source_lowered_ir(c, s, opts, &res->lowered_ir) == -ENOMEM)
       rc = -ENOMEM;
   }

@@ -58,7 +58,10 @@ unsigned vxd_crew_last_helped(const vxd_crew *w);
  * atomic read); what a test watches a loan with. */
 unsigned vxd_crew_pieces_started(vxd_crew *w);
 
-/* Links a module's pieces: vxl_merge_fn over `ld.lld -r`.  Any thread. */
+/* Links a module's pieces: vxl_merge_fn over lld's ELF driver in a fork
+ * of this process (vxl_lld_link_relocatable: the bytes `ld.lld -r` gave).
+ * A thread whose process runs no other thread that could hold LLVM's or
+ * the allocator's locks: a worker once its helpers have ended. */
 int vxd_merge_pieces(void *ud, uint32_t n, const uint8_t *const *objects, const size_t *sizes, uint8_t **out,
                      size_t *out_size, char *err, size_t errcap);
 

@@ -23,6 +23,7 @@ upstream=${VORTEXD_VORTEX_UPSTREAM_DIR:-$root/../shared/vortex-upstream}
 # ---- dependencies: Debian 12 packages only (LLVM/MLIR 22 from bookworm-security)
 pkgs=(build-essential cmake pkg-config
       llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
+      liblld-22-dev  # lld's ELF driver, linked into vortexd for the pieces' links
       llvm-22-runtime  # lli-22, which runs `vxc run`'s programs
       libclang-rt-22-dev  # libFuzzer for the fuzz targets (tests/fuzz)
       libuv1-dev libmsgpack-dev libsqlite3-dev libssl-dev libsystemd-dev

@@ -44,7 +44,11 @@ grep -q '^Documentation=man:vortexd(8)' "$scratch/usr/lib/systemd/system/vortexd
 [ -z "$(find "$scratch/usr" -type f 2>/dev/null)" ] || fail "files left after purge: $(find "$scratch/usr" -type f)"
 root=$work/root
 dpkg -x "$deb" "$root"
-needs=(libuv1 libsqlite3-0 libssl3 lld-22 llvm-22-runtime binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf)
+# the host's code generator (libllvm22) and the HTTP storage module
+# (libcurl4) beside the daemon, where it looks for them
+[ -x "$root/usr/libexec/vortexd/vortexd-hostcc" ] || fail "no usr/libexec/vortexd/vortexd-hostcc"
+ls "$root"/usr/lib/*/vortexd/vortexd-http.so >/dev/null 2>&1 || fail "no usr/lib/*/vortexd/vortexd-http.so"
+needs=(libuv1 libsqlite3-0 libssl3 libllvm22 libcurl4 llvm-22-runtime binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf)
 # the daemon holds LLVM and MLIR (VORTEXD_STATIC_LLVM, on by default: its
 # cold start binds no symbols of theirs); libmlir-22 only when it loads it
 if [ "$llvm_link" = static-llvm ]; then

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 
 #include "daemon/vxd_pieces.h"
 #include "lowering/vxl.h"
+#include "lowering/vxl_lld.h"
+#include "runtime/mgpu/vxr_vxbin.h"
 #include "vxt.h"
 
 static vxl_compiler *cc;
@@ -108,6 +111,65 @@ Test(pieces, pieces_on_helper_threads_give_the_bytes_of_the_serial_compile) {
     vxl_result_clear(&parallel);
     free(src);
   }
+}
+
+/* vxl_merge_fn over an `ld.lld -r` process (what the daemon ran before
+ * it linked with lld in-process). */
+static int merge_by_ld_lld(void *ud, uint32_t n, const uint8_t *const *objects, const size_t *sizes,
+                           uint8_t **out, size_t *out_size, char *err, size_t errcap) {
+  (void)ud;
+  return vxr_link_relocatable(VXD_LLD, n, objects, sizes, out, out_size, err, errcap);
+}
+
+/* The daemon links a module's pieces with lld's driver in a fork of the
+ * worker, no ld.lld process: the objects are byte for byte those of
+ * `ld.lld -r` (the lld of the same LLVM, the same arguments), for 2, 5 and
+ * 9 pieces, for both register widths; and a link lld refuses fails with
+ * lld's own message. */
+Test(pieces, the_in_process_link_gives_the_bytes_of_an_ld_lld_process) {
+  vxl_compiler *by_process = NULL;
+  cr_assert_eq(vxl_compiler_create(&by_process), 0);
+  vxl_compiler_set_merge(by_process, merge_by_ld_lld, NULL);
+  static const unsigned sizes[] = {VXL_PIECE_KERNELS + 1, 150, 280};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    for (uint32_t xlen = 32; xlen <= 64; xlen += 32) {
+      unsigned n = sizes[s];
+      size_t len;
+      char *src = vxt_many_kernels(n, &len);
+      cr_assert_not_null(src);
+      vxl_options o = {.opt_level = 2, .vortex_abi = 2, .xlen = xlen};
+      vxl_result a, b;
+      cr_assert_eq(vxl_compile(cc, src, len, "many.mlir", &o, &a), 0);
+      cr_assert_eq(vxl_compile(by_process, src, len, "many.mlir", &o, &b), 0);
+      cr_assert(a.ok && b.ok, "%u kernels rv%u: %s / %s", n, xlen, a.ndiags ? a.diags[0] : "",
+                b.ndiags ? b.diags[0] : "");
+      cr_assert(a.object_size == b.object_size && memcmp(a.object, b.object, a.object_size) == 0,
+                "%u kernels rv%u: %zu bytes in-process, %zu by ld.lld", n, xlen, a.object_size,
+                b.object_size);
+      vxl_result_clear(&a);
+      vxl_result_clear(&b);
+      free(src);
+    }
+  }
+  vxl_compiler_destroy(by_process);
+  /* two objects that both define a symbol: lld's error, quoted */
+  static const char twice[] = "module { gpu.module @m { gpu.func @k() kernel { gpu.return } } }";
+  vxl_options o = {.opt_level = 2};
+  vxl_result r;
+  cr_assert_eq(vxl_compile(cc, twice, sizeof twice - 1, "t.mlir", &o, &r), 0);
+  cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
+  const uint8_t *objects[2] = {r.object, r.object};
+  const size_t osz[2] = {r.object_size, r.object_size};
+  uint8_t *out = (uint8_t *)"untouched";
+  size_t out_size = 1;
+  char err[2048];
+  cr_assert_eq(vxl_lld_link_relocatable(2, objects, osz, &out, &out_size, err, sizeof err), -EIO);
+  cr_assert_null(out);
+  cr_assert_eq(out_size, 0);
+  cr_assert_not_null(strstr(err, "lld failed (exit status 1):"), "%s", err);
+  cr_assert_not_null(strstr(err, "duplicate symbol"), "%s", err);
+  cr_assert_eq(vxl_lld_link_relocatable(0, objects, osz, &out, &out_size, err, sizeof err), -EINVAL);
+  vxl_result_clear(&r);
 }
 
 Test(pieces, no_core_is_borrowed_when_no_worker_is_idle) {
