@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,10 +45,13 @@ bool writeAll(int fd, const uint8_t *p, size_t n) {
   return true;
 }
 
-// The child: inputs at 3 .. 3 + n - 1, output and diagnostics on memory
-// files out and diag (made standard output and error), lld run, exit
-// status 0 on success.  Never returns.
-[[noreturn]] void child(uint32_t n, const uint8_t *const *objects, const size_t *sizes, int out, int diag) {
+// The child of parent: inputs at 3 .. 3 + n - 1, output and diagnostics
+// on memory files out and diag (made standard output and error), lld run,
+// exit status 0 on success.  Never returns.
+[[noreturn]] void child(pid_t parent, uint32_t n, const uint8_t *const *objects, const size_t *sizes, int out,
+                        int diag) {
+  // a worker killed meanwhile (its job's timeout) takes its link with it
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(3);
   if (dup2(out, 1) < 0 || dup2(diag, 2) < 0) _exit(3);
   std::vector<std::string> names;
   for (uint32_t i = 0; i < n; i++) {
@@ -109,8 +114,8 @@ extern "C" int vxl_lld_link_relocatable(uint32_t n, const uint8_t *const *object
     return -e;
   }
   fflush(nullptr); // nothing buffered here is written twice
-  pid_t pid = fork();
-  if (pid == 0) child(n, objects, sizes, o, d);
+  pid_t self = getpid(), pid = fork();
+  if (pid == 0) child(self, n, objects, sizes, o, d);
   int rc = 0, st = 0;
   if (pid < 0) {
     rc = -errno;
