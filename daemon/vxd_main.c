@@ -185,9 +185,9 @@ static int vxd__settings(const vxp_config *pc, vxd_config *cfg) {
 
 /* Where a file vortexd runs or loads is: under an installed vortexd's
  * directory (installed, a path relative to it, so that an installed tree
- * can move), else beside it (name; the build tree).  Into path (cap
- * bytes), or "" when neither has it. */
-static void vxd__find_beside(const char *installed, const char *name, char *path, size_t cap) {
+ * can move), else beside it (name; the build tree), with access `mode`
+ * (X_OK, R_OK).  Into path (cap bytes), or "" when neither has it. */
+static void vxd__find_beside(const char *installed, const char *name, int mode, char *path, size_t cap) {
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   path[0] = '\0';
@@ -196,8 +196,8 @@ static void vxd__find_beside(const char *installed, const char *name, char *path
   char *slash = strrchr(self, '/');
   if (!slash) return;
   *slash = '\0';
-  if (snprintf(path, cap, "%s/%s", self, installed) < (int)cap && access(path, R_OK) == 0) return;
-  if (snprintf(path, cap, "%s/%s", self, name) < (int)cap && access(path, R_OK) == 0) return;
+  if (snprintf(path, cap, "%s/%s", self, installed) < (int)cap && access(path, mode) == 0) return;
+  if (snprintf(path, cap, "%s/%s", self, name) < (int)cap && access(path, mode) == 0) return;
   path[0] = '\0';
 }
 
@@ -257,9 +257,9 @@ int main(int argc, char **argv) {
       cfg.title = argv[0];
       cfg.title_cap = (size_t)(argv[argc - 1] + strlen(argv[argc - 1]) - argv[0]) + 1;
     }
-    vxd__find_beside(VXD_BIN_TO_LIBEXEC "/vortexd/vortexd-hostcc", "vortexd-hostcc", cfg.hostcc,
+    vxd__find_beside(VXD_BIN_TO_LIBEXEC "/vortexd/vortexd-hostcc", "vortexd-hostcc", X_OK, cfg.hostcc,
                      sizeof cfg.hostcc);
-    vxd__find_beside(VXD_BIN_TO_LIB "/vortexd/vortexd-http.so", "vortexd-http.so", cfg.http_module,
+    vxd__find_beside(VXD_BIN_TO_LIB "/vortexd/vortexd-http.so", "vortexd-http.so", R_OK, cfg.http_module,
                      sizeof cfg.http_module);
     if (verbose) {
       cfg.verbose = 1;

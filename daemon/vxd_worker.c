@@ -105,8 +105,7 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
     size_t n = 0;
     int e = vxl_emit_host_bitcode(c, h.host_ir, strlen(h.host_ir), req->entry ? &run : NULL, &bc, &n, err,
                                   sizeof err);
-    /* an entry the program lacks is the program's error; the rest ours */
-    resp->status = e == -ENOENT ? VXP_STATUS_COMPILE_ERROR : VXP_STATUS_INTERNAL;
+    int program_error = e == -ENOENT; /* an entry the program lacks; the rest is ours */
     /* the host's target is not in vortexd: its code generator finishes it */
     const char *emit[] = {req->host_bitcode ? "--emit=bc" : "--emit=obj"};
     if (e == 0 && !cfg->hostcc[0]) {
@@ -116,10 +115,10 @@ static void vxd__host(vxl_compiler *c, const vxd_config *cfg, const vxp_request 
       e = vxr_run_filter(cfg->hostcc, emit, 1, bc, n, &resp->object, &resp->object_size, err, sizeof err);
     }
     free(bc);
-    if (e)
+    if (e) {
+      resp->status = program_error ? VXP_STATUS_COMPILE_ERROR : VXP_STATUS_INTERNAL;
       resp->message = strdup(err);
-    else
-      resp->status = VXP_STATUS_OK;
+    }
   }
 }
 
