@@ -732,6 +732,25 @@ int vxl_compile_piece(vxl_compiler *c, const vxl_source *s, uint32_t piece, cons
   return vxl__compile_range(c, s, first, count, opts, 0, res);
 }
 
+int vxl_piece_inputs(vxl_compiler *c, const vxl_source *s, uint32_t piece, char **out, size_t *len) {
+  *out = NULL, *len = 0;
+  uint32_t first, count;
+  vxl_piece_range(s->nkernels, piece, &first, &count);
+  if (count == 0 || s->c != c) return -EINVAL;
+  vxl__buf b = {0};
+  char head[96];
+  snprintf(head, sizeof head, "vortexd piece inputs 1: kernels=%u piece=%u first=%u count=%u\n", s->nkernels,
+           piece, first, count);
+  vxl__buf_append(mlirStringRefCreateFromCString(head), &b);
+  int rc = vxl__piece_inputs(c, s->top, first, count, &b);
+  if (rc || b.oom) {
+    free(b.p);
+    return -ENOMEM;
+  }
+  *out = b.p, *len = b.n;
+  return 0;
+}
+
 int vxl_source_lowered_ir(vxl_compiler *c, const vxl_source *s, const vxl_options *opts, char **ir) {
   vxl_result r;
   *ir = NULL;

@@ -71,8 +71,10 @@
  *  14: the device-ABI helpers carry no line-table entries of their own: an
  *      inlined helper maps to the line of the gpu op it implements.
  *  15: DWARF 4 line tables (DWARF 5's address pool header depended on
- *      the register width a worker had compiled for first). */
-#define VXL_LOWERING_ABI_VERSION 15u
+ *      the register width a worker had compiled for first).
+ *  16: pieces of at most 16 kernels (were 32): a module with one kernel
+ *      edited compiles a piece of 16 kernels again, not 32. */
+#define VXL_LOWERING_ABI_VERSION 16u
 
 /* On kernel ABI 3 (Vortex 3.0), every kernel's entry is also a global
  * function symbol of this prefix and the kernel's name (its record's
@@ -260,8 +262,12 @@ void vxl_debug_file_name(const char *source_name, char out[VXL_DEBUG_FILE_MAX + 
  * threads (each with its own compiler and its own parse of the source)
  * are the same bytes.  A piece's work is its own kernels plus the
  * functions and variables they use (upstream symbol-dce prunes the rest);
- * the parse is the only step repeated per compiler. */
-#define VXL_PIECE_KERNELS 32u
+ * the parse is the only step repeated per compiler.  16 kernels a piece:
+ * small enough that a module with one kernel edited compiles little again
+ * when its other pieces are cached (vxl_piece_inputs), large enough that
+ * a whole module costs ~6% more CPU than in pieces of 32 (256 kernels;
+ * docs/benchmarks.md). */
+#define VXL_PIECE_KERNELS 16u
 
 /* Most pieces of one module: larger modules have larger pieces. */
 #define VXL_MAX_PIECES 256u
@@ -307,6 +313,19 @@ void vxl_source_destroy(vxl_source *s);
  * vxl_compile().  c's thread only. */
 int vxl_compile_piece(vxl_compiler *c, const vxl_source *s, uint32_t piece, const vxl_options *opts,
                       vxl_result *res);
+
+/* What piece `piece` of s (parsed by c) is compiled from, as text: the
+ * kernel numbering, the attributes of the source's gpu.modules and every
+ * op of them but the other pieces' kernels, in MLIR's generic form with
+ * every location (file:line:col), in *out (malloc(), NUL-terminated, *len
+ * bytes without the NUL).  vxl_compile_piece's result for the piece is a
+ * function of this text, the options (vxl_fingerprint) and the file name
+ * the object's line tables name (vxl_debug_file_name): a piece cache keys
+ * pieces by the three.  An edit in another piece's kernel leaves the text
+ * unchanged unless it moves this piece's lines.  Returns 0, -EINVAL (no
+ * such piece, or s parsed by another compiler) or -ENOMEM.  c's thread
+ * only. */
+int vxl_piece_inputs(vxl_compiler *c, const vxl_source *s, uint32_t piece, char **out, size_t *len);
 
 /* The whole module of s lowered to the LLVM dialect, as one module (the
  * pieces' objects come from the same lowering, a piece at a time), with

@@ -331,6 +331,14 @@ int vxl__parse_checked(vxl_compiler *c, const char *source, size_t len, const ch
 int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const char *source_name, vxl__diags *d,
                       MlirOperation *top, uint32_t *nkernels);
 
+/* What stages 4-9 read of top for kernels first .. first + count - 1:
+ * the gpu.modules' attributes and the module stage 4 gathers (every op of
+ * the gpu.modules but the other kernels), printed in MLIR's generic form
+ * with every location, appended to *out.  Two pieces whose texts here are
+ * equal compile (with equal options, file name and kernel numbering) to
+ * the same bytes.  Returns 0 or -ENOMEM. */
+int vxl__piece_inputs(vxl_compiler *c, MlirOperation top, uint32_t first, uint32_t count, vxl__buf *out);
+
 /* Stages 4-9: kernels first .. first + count - 1 of top (and everything
  * else of its gpu.modules), copied into a new module lowered to the LLVM
  * dialect; top is not changed.  opts are resolved (vxl__resolved: the

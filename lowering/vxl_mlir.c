@@ -601,6 +601,48 @@ int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const cha
   return 0;
 }
 
+int vxl__piece_inputs(vxl_compiler *c, MlirOperation top, uint32_t first, uint32_t count, vxl__buf *out) {
+  MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
+  vxl__diags d = {0};
+  vxl__rw rw = {.c = c, .mod = mod, .d = &d};
+  vxl__ops funcs = {0};
+  uint32_t total = 0;
+  /* what stage 4 reads besides the ops it copies: the gpu.modules'
+   * attributes (their #vortex.target), in order */
+  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(top)));
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    if (!vxl__streq(vxl__op_name(op), "gpu.module")) continue;
+    vxl__buf_append(mlirStringRefCreateFromCString("gpu.module"), out);
+    for (intptr_t i = 0, n = mlirOperationGetNumAttributes(op); i < n; i++) {
+      MlirNamedAttribute a = mlirOperationGetAttribute(op, i);
+      MlirStringRef name = mlirIdentifierStr(a.name);
+      vxl__buf_append(mlirStringRefCreateFromCString(" "), out);
+      vxl__buf_append(name, out);
+      vxl__buf_append(mlirStringRefCreateFromCString("="), out);
+      mlirAttributePrint(a.attribute, vxl__buf_append, out);
+    }
+    vxl__buf_append(mlirStringRefCreateFromCString("\n"), out);
+  }
+  /* a refusal of stage 4 (a clash) is refused again when the piece is
+   * compiled: both ops are in the module printed below */
+  int rc = vxl__gather(&rw, top, "", first, count, &funcs, &total);
+  free(funcs.v);
+  for (uint32_t i = 0; i < d.n; i++)
+    free(d.v[i]);
+  free(d.v);
+  if (rc == -ENOMEM) {
+    mlirModuleDestroy(mod);
+    return -ENOMEM;
+  }
+  MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
+  mlirOpPrintingFlagsEnableDebugInfo(flags, true, false); /* the lines are in the object's line tables */
+  mlirOpPrintingFlagsPrintGenericOpForm(flags);           /* every attribute, no printer's choices */
+  mlirOperationPrintWithFlags(mlirModuleGetOperation(mod), flags, vxl__buf_append, out);
+  mlirOpPrintingFlagsDestroy(flags);
+  mlirModuleDestroy(mod);
+  return out->oom ? -ENOMEM : 0;
+}
+
 int vxl__lower_to_llvm_dialect(vxl_compiler *c, MlirOperation top, uint32_t first, uint32_t count,
                                const char *source_name, const vxl_options *opts, MlirModule prelude,
                                LLVMContextRef lctx, LLVMTargetDataRef td, vxl__diags *d,

@@ -996,7 +996,7 @@ Test(device, module_with_two_kernels_and_a_barrier) {
 
 Test(device, kernels_of_every_piece_of_a_large_module_run) {
   size_t len;
-  char *src = vxt_many_kernels(70, &len);
+  char *src = vxt_many_kernels(2 * VXL_PIECE_KERNELS + 6, &len); /* three pieces */
   vxl_result r;
   cr_assert_eq(compile_kept(src, len, "many.mlir", &(vxl_options){.opt_level = 2}, &r), 0);
   cr_assert(r.ok, "%s", r.ndiags ? r.diags[0] : "");
