@@ -568,6 +568,10 @@ void vxd__on_payload(vxd_conn *c, const uint8_t *p, size_t len) {
   case VXP_OP_LIST: vxd__on_list(c, &req); break;
   case VXP_OP_REMOVE: vxd__on_remove(c, &req); break;
   case VXP_OP_EXPLAIN: vxd__on_explain(c, &req); break;
+  case VXP_OP_PIECES: /* the daemon's question to its workers, never a client's */
+    vxd__send_error(c, req.id, req.op, VXP_STATUS_BAD_REQUEST,
+                    "malformed request: pieces is not a client request", 0);
+    break;
   case VXP_OP_STOP: {
     vxp_response r = {.id = req.id, .op = VXP_OP_STOP, .status = VXP_STATUS_OK};
     vxd__send(c, &r, 0); /* written at once: the socket buffer is empty */

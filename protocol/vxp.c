@@ -37,8 +37,9 @@ const char *vxp_strerror(int err) {
   }
 }
 
-static const char *const vxp__ops[] = {NULL,    "hello", "compile", "fetch", "stats", "verify", "zero_stats",
-                                       "clear", "prune", "stop",    "host",  "list",  "remove", "explain"};
+static const char *const vxp__ops[] = {NULL,     "hello",      "compile", "fetch",   "stats",
+                                       "verify", "zero_stats", "clear",   "prune",   "stop",
+                                       "host",   "list",       "remove",  "explain", "pieces"};
 static const char *const vxp__cache_modes[] = {"use", "recache", "bypass"};
 
 /* The names of vxp_entry_result, as a request spells them. */
@@ -71,6 +72,12 @@ void vxp_kernel_clear(vxp_kernel *k) {
   memset(k, 0, sizeof *k);
 }
 
+static void vxp__pieces_clear(vxp_piece *v, uint32_t n) {
+  for (uint32_t i = 0; v && i < n; i++)
+    free(v[i].entry);
+  free(v);
+}
+
 void vxp_request_clear(vxp_request *r) {
   if (!r) return;
   free(r->client);
@@ -80,6 +87,7 @@ void vxp_request_clear(vxp_request *r) {
   free(r->kernel);
   free(r->prefix);
   free(r->entry);
+  vxp__pieces_clear(r->pieces, r->npieces);
   memset(r, 0, sizeof *r);
 }
 
@@ -121,6 +129,7 @@ void vxp_response_clear(vxp_response *r) {
   }
   free(r->candidates);
   free(r->line_hashes);
+  vxp__pieces_clear(r->pieces, r->npieces);
   memset(r, 0, sizeof *r);
 }
 
@@ -174,6 +183,22 @@ static void vxp__kv_bin(msgpack_packer *pk, const char *k, const uint8_t *p, siz
   vxp__str(pk, k);
   msgpack_pack_bin(pk, n);
   msgpack_pack_bin_body(pk, p, n);
+}
+
+/* "pieces": [[key, entry or nil], ...] (vxp_piece). */
+static void vxp__kv_pieces(msgpack_packer *pk, const vxp_piece *v, uint32_t n) {
+  vxp__str(pk, "pieces");
+  msgpack_pack_array(pk, n);
+  for (uint32_t i = 0; i < n; i++) {
+    msgpack_pack_array(pk, 2);
+    vxp__str(pk, v[i].key);
+    if (v[i].entry) {
+      msgpack_pack_bin(pk, v[i].entry_size);
+      msgpack_pack_bin_body(pk, v[i].entry, v[i].entry_size);
+    } else {
+      msgpack_pack_nil(pk);
+    }
+  }
 }
 
 static void vxp__pack_kernel(msgpack_packer *pk, const vxp_kernel *k) {
@@ -282,6 +307,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
   case VXP_OP_REMOVE: n += 1; break;
   case VXP_OP_PRUNE: n += 1; break;
   case VXP_OP_LIST: n += (r->prefix != NULL) + (r->limit != 0); break;
+  case VXP_OP_PIECES: n += 1; break;
   default: break;
   }
   msgpack_pack_map(&pk, n);
@@ -322,6 +348,7 @@ int vxp_request_encode(const vxp_request *r, uint8_t **frame, size_t *frame_len)
     if (r->prefix) vxp__kv_str(&pk, "prefix", r->prefix);
     if (r->limit) vxp__kv_u64(&pk, "limit", r->limit);
     break;
+  case VXP_OP_PIECES: vxp__kv_pieces(&pk, r->pieces, r->npieces); break;
   default: break;
   }
   return vxp__frame_end(&sb, frame, frame_len);
@@ -381,6 +408,8 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
   if (r->op == VXP_OP_HOST) n += 1 + (r->host_ir != NULL) + (r->object != NULL);
   if (r->op == VXP_OP_COMPILE) n += (r->key_inputs != NULL) + (r->line_hashes != NULL);
   if (r->op == VXP_OP_EXPLAIN) n += 3 + (r->key != NULL) + (r->key_inputs != NULL);
+  bool pieces = r->op == VXP_OP_PIECES || (r->op == VXP_OP_COMPILE && r->pieces);
+  n += pieces;
   msgpack_pack_map(&pk, n);
   /* fixed-width, first: vxp_frame_set_id rewrites it in an encoded frame */
   vxp__str(&pk, "id");
@@ -411,6 +440,7 @@ int vxp_response_encode(const vxp_response *r, uint8_t **frame, size_t *frame_le
       vxp__kv_bin(&pk, "line_hashes", r->line_hashes, r->line_hashes_size);
   }
   if (r->op == VXP_OP_EXPLAIN) vxp__pack_explain(&pk, r);
+  if (pieces) vxp__kv_pieces(&pk, r->pieces, r->npieces);
   if (r->op == VXP_OP_STATS) {
     const vxp_stats *s = &r->stats;
 #define VXP__ONE(name, kind, what) +1
@@ -835,6 +865,23 @@ static bool vxp__entry_name_valid(const char *s) {
 /* Whether decoded request r is whole: only fields of its op (groups: the
  * field groups its map held, as vxp_request_decode numbers them) and every
  * field its op requires.  VXP_OK, VXP_EUNKNOWNKEY, VXP_EMISSING, VXP_ETYPE. */
+static int vxp__decode_array(const msgpack_object *v, uint32_t max, size_t elem, void **out, uint32_t *n,
+                             int (*fn)(const msgpack_object *o, void *dst));
+
+/* One [key, entry or nil] of "pieces" into the vxp_piece at dst. */
+static int vxp__decode_piece(const msgpack_object *o, void *dst) {
+  vxp_piece *p = dst;
+  if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2) return VXP_ETYPE;
+  const msgpack_object *k = &o->via.array.ptr[0], *e = &o->via.array.ptr[1];
+  if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != 64) return VXP_ETYPE;
+  memcpy(p->key, k->via.str.ptr, 64);
+  p->key[64] = '\0';
+  if (!vxp_key_prefix_valid(p->key, 64)) return VXP_ETYPE;
+  if (e->type == MSGPACK_OBJECT_NIL) return VXP_OK;
+  if (e->type != MSGPACK_OBJECT_BIN) return VXP_ETYPE;
+  return vxp__bindup(e, &p->entry, &p->entry_size);
+}
+
 static int vxp__request_whole(const vxp_request *r, unsigned groups, const vxp__seen *seen) {
   unsigned allowed = r->op == VXP_OP_HELLO     ? 1u
                      : r->op == VXP_OP_COMPILE ? 2u | 64u
@@ -844,6 +891,7 @@ static int vxp__request_whole(const vxp_request *r, unsigned groups, const vxp__
                      : r->op == VXP_OP_REMOVE  ? 64u
                      : r->op == VXP_OP_PRUNE   ? 16u
                      : r->op == VXP_OP_LIST    ? 32u
+                     : r->op == VXP_OP_PIECES  ? 128u
                                                : 0u;
   if (groups & ~allowed) return VXP_EUNKNOWNKEY;
   if (!seen->id || !seen->op || (r->op == VXP_OP_HELLO && !seen->proto)) return VXP_EMISSING;
@@ -864,7 +912,7 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
   int rc = vxp__unpack(payload, len, &u);
   vxp__seen seen = {0};
   /* which op's fields the map holds: 1 hello, 2 compile/host, 4 fetch,
-   * 8 host only, 16 prune; a field of another op is refused as unknown */
+   * 8 host only, 16 prune, 32 list, 64 key, 128 pieces; a field of another op is refused as unknown */
   unsigned groups = 0;
   const msgpack_object_map *m = &u.data.via.map;
   /* the id first, so that any later error can still be answered by id */
@@ -928,6 +976,10 @@ int vxp_request_decode(const uint8_t *payload, size_t len, vxp_request *r) {
     } else if (vxp__key(k, "limit")) {
       rc = vxp__u32(v, &r->limit), groups |= 32;
       if (rc == VXP_OK && (r->limit == 0 || r->limit > VXP_MAX_LIST_ENTRIES)) rc = VXP_ETYPE;
+    } else if (vxp__key(k, "pieces")) {
+      rc = vxp__decode_array(v, VXP_MAX_PIECES, sizeof *r->pieces, (void **)&r->pieces, &r->npieces,
+                             vxp__decode_piece),
+      groups |= 128;
     } else
       rc = VXP_EUNKNOWNKEY;
   }
@@ -1143,6 +1195,9 @@ int vxp_response_decode(const uint8_t *payload, size_t len, vxp_response *r) {
     else if (vxp__key(k, "diags"))
       rc =
           vxp__decode_array(v, UINT32_MAX, sizeof *r->diags, (void **)&r->diags, &r->ndiags, vxp__strdup_any);
+    else if (vxp__key(k, "pieces"))
+      rc = vxp__decode_array(v, VXP_MAX_PIECES, sizeof *r->pieces, (void **)&r->pieces, &r->npieces,
+                             vxp__decode_piece);
     /* unknown keys: ignored in responses (see the file comment) */
   }
   if (rc == VXP_OK && (!have_id || !have_status)) rc = VXP_EMISSING;

@@ -240,8 +240,26 @@ typedef enum {
   VXP_OP_REMOVE = 12,    /* delete one cache entry (by its key) */
   VXP_OP_EXPLAIN = 13,   /* would a compile hit; if not, how it differs from
                             the entries of the same source name */
+  VXP_OP_PIECES = 14,    /* between the daemon and its compile workers only
+                            (a client's is refused): a module's pieces by
+                            key (docs/PROTOCOL.md, "Pieces") */
 } vxp_op;
-#define VXP_OP_LAST VXP_OP_EXPLAIN
+#define VXP_OP_LAST VXP_OP_PIECES
+
+/* One piece of a module compiled in pieces, between the daemon and its
+ * compile workers: the piece's cache key and its entry (vxp_entry.h), or
+ * no entry.  A worker's pieces request asks for the keys (no entries); the
+ * daemon's answer has the same keys in the same order, each with the entry
+ * its cache holds or none; a worker's compile reply carries the pieces it
+ * compiled, for the daemon to keep. */
+typedef struct {
+  char key[65];   /* 64 lowercase hex digits and a NUL */
+  uint8_t *entry; /* malloc(); NULL: none */
+  size_t entry_size;
+} vxp_piece;
+
+/* Most pieces one message carries (a module has at most this many). */
+#define VXP_MAX_PIECES 256u
 
 /* What a compile does with the cache (request key "cache"; ccache's
  * CCACHE_RECACHE and CCACHE_DISABLE): use it (the default), compile again
@@ -341,6 +359,10 @@ typedef struct {
   vxp_entry_result entry_result; /* what entry returns, printed */
   /* compile and host: VXP_CACHE_USE, _RECACHE or _BYPASS */
   vxp_cache_mode cache;
+  /* pieces (the daemon's answer to its worker): npieces <= VXP_MAX_PIECES;
+   * malloc() */
+  vxp_piece *pieces;
+  uint32_t npieces;
 } vxp_request;
 
 typedef enum {
@@ -541,6 +563,11 @@ typedef struct {
    * the entry; never sent to a client */
   uint8_t *line_hashes;
   size_t line_hashes_size;
+  /* a worker's pieces request (keys only) and compile reply (the pieces it
+   * compiled, with their entries), to the daemon only: npieces <=
+   * VXP_MAX_PIECES; malloc() */
+  vxp_piece *pieces;
+  uint32_t npieces;
 } vxp_response;
 
 /* Checks, without building anything, that [buf, buf+len) is exactly one

@@ -643,6 +643,60 @@ Test(protocol, admin_requests_and_answers_round_trip) {
   vxp_response_clear(&out);
 }
 
+/* A worker's pieces request and the daemon's answer: keys in order,
+ * entries where there are some; bounded, keys of 64 hex digits only. */
+Test(protocol, pieces_round_trip_between_the_daemon_and_its_workers) {
+  vxp_piece ps[3];
+  memset(ps, 0, sizeof ps);
+  for (int i = 0; i < 3; i++)
+    memset(ps[i].key, "0af"[i], 64);
+  uint8_t entry[] = {1, 2, 3, 4};
+  vxp_response ask = {.id = 9, .op = VXP_OP_PIECES, .status = VXP_STATUS_OK, .pieces = ps, .npieces = 3};
+  vxp_response got;
+  response_round_trip(&ask, &got);
+  cr_assert_eq(got.op, VXP_OP_PIECES);
+  cr_assert_eq(got.npieces, 3);
+  for (int i = 0; i < 3; i++) {
+    cr_assert_str_eq(got.pieces[i].key, ps[i].key);
+    cr_assert_null(got.pieces[i].entry);
+  }
+  vxp_response_clear(&got);
+  /* a compile reply carries the pieces compiled, with their entries */
+  ps[1].entry = entry, ps[1].entry_size = sizeof entry;
+  vxp_response reply = {.id = 9, .op = VXP_OP_COMPILE, .status = VXP_STATUS_OK, .pieces = ps, .npieces = 3};
+  response_round_trip(&reply, &got);
+  cr_assert_eq(got.npieces, 3);
+  cr_assert_null(got.pieces[0].entry);
+  cr_assert_eq(got.pieces[1].entry_size, sizeof entry);
+  cr_assert_eq(memcmp(got.pieces[1].entry, entry, sizeof entry), 0);
+  vxp_response_clear(&got);
+  vxp_request answer = {.id = 9, .op = VXP_OP_PIECES, .pieces = ps, .npieces = 3}, back;
+  request_round_trip(&answer, &back);
+  cr_assert_eq(back.op, VXP_OP_PIECES);
+  cr_assert_eq(back.npieces, 3);
+  cr_assert_str_eq(back.pieces[2].key, ps[2].key);
+  cr_assert_eq(back.pieces[1].entry_size, sizeof entry);
+  vxp_request_clear(&back);
+  /* a key not of 64 lowercase hex digits is refused */
+  ps[0].key[3] = 'G';
+  uint8_t *frame;
+  size_t len;
+  cr_assert_eq(vxp_request_encode(&answer, &frame, &len), VXP_OK);
+  cr_assert_eq(vxp_request_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &back),
+               VXP_ETYPE);
+  free(frame);
+  vxp_request f2;
+  answer.npieces = VXP_MAX_PIECES + 1;
+  answer.pieces = calloc(VXP_MAX_PIECES + 1, sizeof *answer.pieces);
+  for (uint32_t i = 0; i <= VXP_MAX_PIECES; i++)
+    memset(answer.pieces[i].key, 'a', 64);
+  cr_assert_eq(vxp_request_encode(&answer, &frame, &len), VXP_OK);
+  cr_assert_eq(vxp_request_decode(frame + VXP_FRAME_HEADER_SIZE, len - VXP_FRAME_HEADER_SIZE, &f2),
+               VXP_EFORMAT, "more pieces than a module has");
+  free(frame);
+  free(answer.pieces);
+}
+
 Test(protocol, kernel_metadata_round_trip) {
   vxp_kernel k = make_kernel();
   uint8_t *buf;
