@@ -171,6 +171,13 @@ void vxd_options_from_request(const vxd_config *cfg, const vxp_request *req, vxl
 int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const uint8_t *source,
                   size_t len, char key[VXK_KEY_HEX + 1]);
 
+/* The cache key of one piece of a module (vxd_pieces.h) compiled with o
+ * from inputs (len bytes: vxl_piece_inputs) of a source named
+ * source_name: vxd_cache_key's parts, and one more that no module's key
+ * has.  Returns 0 or a VXK error.  Any thread. */
+int vxd_piece_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const char *inputs,
+                  size_t len, char key[VXK_KEY_HEX + 1]);
+
 /* Bytes of the options text an entry records (vxd_cache_origin). */
 #define VXD_OPTIONS_MAX 2048
 

@@ -2,11 +2,14 @@
  * vxd_cache.c - the loop's side of the cache: opening it (again after
  * damage, or every 10 s while it cannot be used), the store thread and the
  * shared level behind it, finished compiles and counters handed to the
- * store thread.  SQLite itself is cache/'s; the writes run on
- * vxd_store.c's thread.  Loop thread only.
+ * store thread, and the pieces of modules its workers look up and keep.
+ * SQLite itself is cache/'s; the writes run on vxd_store.c's thread.
+ * Loop thread only.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <uv.h>
@@ -23,6 +26,132 @@ void vxd__cache_put(vxd_server *s, const vxd_job *j, vxp_response *r, uint64_t c
   r->entry = NULL; /* the store's now, and what the key came from */
   r->entry_size = 0;
   r->key_inputs = NULL, r->line_hashes = NULL, r->line_hashes_size = 0;
+}
+
+/* ---- a module's pieces ---- */
+
+/* One worker's pieces request being answered: the answer, and how many
+ * lookups of the shared level it still waits for. */
+typedef struct vxd__pieces_ask {
+  vxd_server *srv;
+  vxd_worker *w; /* NULL once the worker is gone */
+  vxp_request answer;
+  uint32_t waiting;
+  struct vxd__pieces_slot {
+    struct vxd__pieces_ask *ask;
+    uint32_t i;
+  } slots[];
+} vxd__pieces_ask;
+
+typedef struct {
+  uv_write_t req;
+  uint8_t *frame;
+} vxd__pieces_write;
+
+static void vxd__pieces_written(uv_write_t *req, int status) {
+  (void)status; /* a failed write means the worker died: its exit fails the job */
+  vxd__pieces_write *pw = (vxd__pieces_write *)req;
+  free(pw->frame);
+  free(pw);
+}
+
+/* Sends ask's answer to its worker (when it is still there), then frees it. */
+static void vxd__pieces_send(vxd__pieces_ask *ask) {
+  vxd_worker *w = ask->w;
+  if (w) {
+    w->ask = NULL;
+    vxd__pieces_write *pw = calloc(1, sizeof *pw);
+    size_t len = 0;
+    int rc = pw ? vxp_request_encode(&ask->answer, &pw->frame, &len) : VXP_ENOMEM;
+    if (rc == VXP_ETOOBIG) { /* more than one frame holds: the worker compiles them all */
+      for (uint32_t i = 0; i < ask->answer.npieces; i++) {
+        free(ask->answer.pieces[i].entry);
+        ask->answer.pieces[i].entry = NULL, ask->answer.pieces[i].entry_size = 0;
+      }
+      rc = vxp_request_encode(&ask->answer, &pw->frame, &len);
+    }
+    if (rc != VXP_OK) {
+      free(pw);
+      kill(w->pid, SIGKILL); /* it waits for this answer: its job is retried */
+    } else {
+      uv_buf_t b = uv_buf_init((char *)pw->frame, (unsigned)len);
+      if (uv_write(&pw->req, (uv_stream_t *)&w->to, &b, 1, vxd__pieces_written) != 0) {
+        free(pw->frame);
+        free(pw);
+        kill(w->pid, SIGKILL);
+      }
+    }
+  }
+  vxp_request_clear(&ask->answer);
+  free(ask);
+}
+
+static void vxd__pieces_remote_done(void *ud, const char *key, vxk_entry *e, int leased) {
+  (void)key, (void)leased; /* no lease asked */
+  struct vxd__pieces_slot *slot = ud;
+  vxd__pieces_ask *ask = slot->ask;
+  vxd_server *s = ask->srv;
+  vxp_piece *p = &ask->answer.pieces[slot->i];
+  if (e && ask->w && !s->stopping) {
+    uint8_t *copy = malloc(e->size ? e->size : 1);
+    if (copy) {
+      memcpy(copy, e->data, e->size);
+      p->entry = copy, p->entry_size = e->size;
+      s->pending.l2_hits++;
+      /* kept here too, for the next compile (the file name unknown) */
+      if (s->store && vxd_store_put(s->store, p->key, e->data, e->size, 0, NULL, 0, NULL) == 0)
+        e->data = NULL;
+    }
+  }
+  if (--ask->waiting == 0) vxd__pieces_send(ask);
+}
+
+void vxd__pieces_answer(vxd_server *s, vxd_worker *w, vxp_response *r) {
+  uint32_t n = r->npieces;
+  vxd__pieces_ask *ask = calloc(1, sizeof *ask + (size_t)n * sizeof ask->slots[0]);
+  if (!ask) {
+    kill(w->pid, SIGKILL);
+    return;
+  }
+  ask->srv = s, ask->w = w;
+  ask->answer = (vxp_request){.id = r->id, .op = VXP_OP_PIECES, .pieces = r->pieces, .npieces = n};
+  r->pieces = NULL, r->npieces = 0;
+  w->ask = ask;
+  ask->waiting = 1; /* this function's own, dropped at its end */
+  for (uint32_t i = 0; i < n; i++) {
+    vxp_piece *p = &ask->answer.pieces[i];
+    free(p->entry); /* a request carries none */
+    p->entry = NULL, p->entry_size = 0;
+    vxk_entry e = {0};
+    int rc = s->cache ? vxk_get(s->cache, p->key, &e) : VXK_ENOTFOUND;
+    if (rc != VXK_OK && s->store) rc = vxd_store_pending(s->store, p->key, &e);
+    if (rc == VXK_OK) {
+      p->entry = e.data, p->entry_size = e.size;
+      if (s->cache) vxk_mark_used(s->cache, p->key);
+      continue;
+    }
+    ask->slots[i] = (struct vxd__pieces_slot){ask, i};
+    if (s->remote && vxd_remote_lookup(s->remote, p->key, 0, vxd__pieces_remote_done, &ask->slots[i]) == 0)
+      ask->waiting++;
+  }
+  if (--ask->waiting == 0) vxd__pieces_send(ask);
+}
+
+void vxd__pieces_forget(vxd_worker *w) {
+  if (w->ask) w->ask->w = NULL;
+  w->ask = NULL;
+}
+
+void vxd__pieces_keep(vxd_server *s, const vxd_job *j, vxp_response *r) {
+  for (uint32_t i = 0; s->store && i < r->npieces; i++) {
+    vxp_piece *p = &r->pieces[i];
+    if (!p->entry) continue;
+    if (vxd_store_put(s->store, p->key, p->entry, p->entry_size, 0, j->source_name, 1, NULL) != 0) {
+      vxd__log_at(s, VXD_LOG_WARNING, "not cached: a piece %s: out of memory", p->key);
+      continue;
+    }
+    p->entry = NULL; /* the store's now */
+  }
 }
 
 /* The store thread wrote a compiled entry: share it (written hook). */

@@ -48,6 +48,18 @@ int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *sourc
   return vxk_key(source, len, parts, (size_t)n, key);
 }
 
+int vxd_piece_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const char *inputs,
+                  size_t len, char key[VXK_KEY_HEX + 1]) {
+  char fp[VXD_OPTIONS_MAX], sdk[4200], file_part[VXL_DEBUG_FILE_MAX + 16];
+  const char *parts[5];
+  int n = vxd__key_parts(cfg, o, source_name, fp, file_part, sdk, parts);
+  if (n < 0) return VXK_EINVAL;
+  /* never a module's key: a source whose bytes were a piece's inputs is
+   * another thing compiled */
+  parts[n++] = "piece of a module";
+  return vxk_key((const uint8_t *)inputs, len, parts, (size_t)n, key);
+}
+
 char *vxd_key_inputs(const vxd_config *cfg, const vxl_options *o, const char *source_name) {
   char fp[VXD_OPTIONS_MAX], sdk[4200], file_part[VXL_DEBUG_FILE_MAX + 16];
   const char *parts[4];

@@ -106,7 +106,8 @@ typedef struct vxd_worker {
   int open_handles; /* freed when this drops to 0 */
   int exited, timed_out;
   vxd_rbuf in;
-  vxd_job *job; /* in flight; NULL when idle */
+  vxd_job *job;                /* in flight; NULL when idle */
+  struct vxd__pieces_ask *ask; /* the job's pieces being looked up for it, or NULL */
   /* the last job answered, should the worker exit with
    * VXD_WORKER_EXIT_FATAL right after answering it */
   char last_key[VXK_KEY_HEX + 1];
@@ -240,6 +241,21 @@ void vxd__cache_damaged(vxd_server *s, const char *why);
 /* Queues a finished job's entry (r->entry, moved: r is left without one)
  * for the store thread; compile_us: what the compile took. */
 void vxd__cache_put(vxd_server *s, const vxd_job *j, vxp_response *r, uint64_t compile_us);
+
+/* A worker's pieces request r (the keys of its job's pieces): answered on
+ * w's stdin, key for key, with the entry the local cache holds (or is
+ * about to write), else the one the shared level gives, else none; r's
+ * pieces are taken.  What a piece's entry depends on is its key alone, as
+ * for a module.  Loop thread. */
+void vxd__pieces_answer(vxd_server *s, vxd_worker *w, vxp_response *r);
+
+/* w is gone: an answer still being gathered for it is dropped when it is
+ * complete.  Loop thread. */
+void vxd__pieces_forget(vxd_worker *w);
+
+/* Keeps the pieces a worker compiled for job j (r->pieces, taken): each
+ * stored and shared as an entry of its own, under its key.  Loop thread. */
+void vxd__pieces_keep(vxd_server *s, const vxd_job *j, vxp_response *r);
 /* Hands counters and LRU times to the store thread. */
 void vxd__flush_counters(vxd_server *s);
 /* Writes the entries queued so far and, with a shared level, waits (at most

@@ -22,6 +22,14 @@
  * soon as spare < 0, which happens when a new job went to a worker whose
  * core was lent: a build that fills every core gets its cores back within
  * one piece.
+ *
+ * With a piece store (the daemon's cache, through the worker), the worker
+ * first derives each piece's key from what the piece is compiled from
+ * (vxl_piece_inputs) and looks them all up at once; only the pieces not
+ * found are compiled (by the worker and its helpers, which wait for that
+ * list), and those that compiled cleanly are kept.  A module with one
+ * kernel edited then compiles that kernel's piece alone, plus the pieces
+ * whose lines the edit moved.
  */
 #define _GNU_SOURCE
 #include <assert.h>
@@ -111,13 +119,20 @@ int vxd_compiler_new(vxl_compiler **out) {
 /* A source of this many bytes most likely has more than one piece. */
 #define VXD_EARLY_HELPER_BYTES (64u << 10)
 
-/* One module being compiled: what the worker and its helpers share. */
+/* One module being compiled: what the worker and its helpers share.  The
+ * pieces to compile (todo, ntodo) are known once the worker has parsed the
+ * source and looked its pieces up: helpers wait for `ready` first. */
 typedef struct {
   const char *source;
   size_t len;
   const char *source_name;
   const vxl_options *opts;
-  atomic_uint next; /* the next piece to take */
+  pthread_mutex_t lock;
+  pthread_cond_t ready_cond;
+  int ready;      /* todo and ntodo are set (under lock) */
+  uint32_t *todo; /* the pieces to compile, in order */
+  uint32_t ntodo;
+  atomic_uint next; /* the next index into todo to take */
   vxl_result *pieces;
   atomic_int oom;
   atomic_uint helped;   /* pieces the helpers compiled */
@@ -138,7 +153,8 @@ struct vxd_crew {
   unsigned slot;
   vxd__helper helpers[VXD_MAX_HELPERS];
   unsigned max; /* helpers at most */
-  unsigned last_helped;
+  unsigned last_helped, last_reused;
+  const vxd_piece_store *store;
   atomic_uint started; /* pieces its helpers took, in all its compiles */
 };
 
@@ -158,16 +174,35 @@ void vxd_crew_destroy(vxd_crew *w) {
   free(w);
 }
 
-/* Takes pieces of m (n in all) from its counter and compiles them with c
- * from s until none is left, or (stop_when_short) until the cores are
- * overcommitted.  Returns the number compiled. */
-static unsigned vxd__take_pieces(vxd__module *m, vxl_compiler *c, const vxl_source *s, uint32_t n,
-                                 int stop_when_short) {
+void vxd_crew_set_store(vxd_crew *w, const vxd_piece_store *store) { w->store = store; }
+
+/* Waits until the worker has said which pieces are to be compiled. */
+static void vxd__wait_ready(vxd__module *m) {
+  pthread_mutex_lock(&m->lock);
+  while (!m->ready)
+    pthread_cond_wait(&m->ready_cond, &m->lock);
+  pthread_mutex_unlock(&m->lock);
+}
+
+/* The worker: the pieces to compile are todo[0 .. ntodo - 1]. */
+static void vxd__set_ready(vxd__module *m, uint32_t *todo, uint32_t ntodo) {
+  pthread_mutex_lock(&m->lock);
+  m->todo = todo, m->ntodo = ntodo, m->ready = 1;
+  pthread_cond_broadcast(&m->ready_cond);
+  pthread_mutex_unlock(&m->lock);
+}
+
+/* Takes pieces of m from its list and compiles them with c from s until
+ * none is left, or (stop_when_short) until the cores are overcommitted.
+ * Returns the number compiled. */
+static unsigned vxd__take_pieces(vxd__module *m, vxl_compiler *c, const vxl_source *s, int stop_when_short) {
   unsigned done = 0;
+  vxd__wait_ready(m);
   for (;;) {
     if (stop_when_short && vxd__spare(m->cores) < 0) break;
-    unsigned i = atomic_fetch_add(&m->next, 1);
-    if (i >= n) break;
+    unsigned k = atomic_fetch_add(&m->next, 1);
+    if (k >= m->ntodo) break;
+    uint32_t i = m->todo[k];
     if (stop_when_short && m->started) atomic_fetch_add(m->started, 1);
     if (vxl_compile_piece(c, s, i, m->opts, &m->pieces[i]) == -ENOMEM) atomic_store(&m->oom, 1);
     done++;
@@ -188,9 +223,9 @@ static void *vxd__helper_main(void *arg) {
   vxl_source *s = NULL;
   vxl_result parsed;
   memset(&parsed, 0, sizeof parsed);
-  /* its own parse gives the piece count the worker's does */
+  /* its own parse: the same source gives the same pieces */
   if (h->c && vxl_source_parse(h->c, m->source, m->len, m->source_name, &s, &parsed) == 0 && s) {
-    unsigned done = vxd__take_pieces(m, h->c, s, vxl_piece_count(vxl_source_kernels(s)), 1);
+    unsigned done = vxd__take_pieces(m, h->c, s, 1);
     h->compiles += done;
     atomic_fetch_add(&m->helped, done);
   }
@@ -218,11 +253,32 @@ static unsigned vxd__start_helpers(vxd_crew *w, vxd__module *m, unsigned first, 
 
 unsigned vxd_crew_last_helped(const vxd_crew *w) { return w->last_helped; }
 
+unsigned vxd_crew_last_reused(const vxd_crew *w) { return w->last_reused; }
+
 unsigned vxd_crew_pieces_started(vxd_crew *w) { return atomic_load(&w->started); }
+
+/* The keys of the n pieces of s (c's parse) in store: *keys (malloc()),
+ * or NULL when a key cannot be had (then no piece is looked up or kept). */
+static char (*vxd__piece_keys(const vxd_piece_store *store, vxl_compiler *c, const vxl_source *s, uint32_t n,
+                              const vxl_options *opts, const char *source_name))[65] {
+  char(*keys)[65] = calloc(n, sizeof *keys);
+  for (uint32_t i = 0; keys && i < n; i++) {
+    char *inputs = NULL;
+    size_t len = 0;
+    int rc = vxl_piece_inputs(c, s, i, &inputs, &len);
+    if (rc == 0) rc = store->key(store->ud, opts, source_name, inputs, len, keys[i]);
+    free(inputs);
+    if (rc != 0) {
+      free(keys);
+      return NULL;
+    }
+  }
+  return keys;
+}
 
 int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t len, const char *source_name,
                      const vxl_options *opts, vxl_result *res) {
-  if (w) w->last_helped = 0;
+  if (w) w->last_helped = 0, w->last_reused = 0;
   if (vxl_options_check(opts, source_name, res) != 0) return 0;
   vxl_result_clear(res);
   vxd__module m = {.source = source,
@@ -235,25 +291,49 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
   atomic_init(&m.next, 0);
   atomic_init(&m.oom, 0);
   atomic_init(&m.helped, 0);
+  pthread_mutex_init(&m.lock, NULL);
+  pthread_cond_init(&m.ready_cond, NULL);
   m.pieces = calloc(VXL_MAX_PIECES, sizeof *m.pieces); /* helpers may start before the count is known */
-  if (!m.pieces) return -ENOMEM;
+  uint32_t *todo = calloc(VXL_MAX_PIECES, sizeof *todo);
+  if (!m.pieces || !todo) {
+    free(m.pieces);
+    free(todo);
+    return -ENOMEM;
+  }
   /* a source this large most likely has several pieces: one helper
-   * parses it alongside the worker instead of after */
-  unsigned helpers = len >= VXD_EARLY_HELPER_BYTES ? vxd__start_helpers(w, &m, 0, 1) : 0;
+   * parses it alongside the worker instead of after; not with a store,
+   * where the pieces left to compile are most often one or none */
+  unsigned helpers = len >= VXD_EARLY_HELPER_BYTES && !(w && w->store) ? vxd__start_helpers(w, &m, 0, 1) : 0;
   vxl_source *s = NULL;
   int rc = vxl_source_parse(c, source, len, source_name, &s, res);
   uint32_t n = rc == 0 && res->ok ? vxl_piece_count(vxl_source_kernels(s)) : 0;
-  if (n) {
-    vxl_result_clear(res);
-    helpers += vxd__start_helpers(w, &m, helpers, n - 1);
-  } else {
-    atomic_store(&m.next, VXL_MAX_PIECES); /* refused: nothing for an early helper either */
+  if (n) vxl_result_clear(res);
+  /* the pieces compiled before, found by what they are compiled from */
+  const vxd_piece_store *store = w && n > 1 ? w->store : NULL;
+  char(*keys)[65] = store ? vxd__piece_keys(store, c, s, n, opts, source_name) : NULL;
+  uint8_t hit[VXL_MAX_PIECES] = {0};
+  if (keys && store->lookup(store->ud, n, (const char(*)[65])keys, m.pieces, hit) != 0) {
+    for (uint32_t i = 0; i < n; i++)
+      if (hit[i]) vxl_result_clear(&m.pieces[i]), hit[i] = 0;
   }
-  vxd__take_pieces(&m, c, s, n, 0);
+  uint32_t ntodo = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (!hit[i]) todo[ntodo++] = i;
+  vxd__set_ready(&m, todo, ntodo); /* refused: nothing for an early helper either */
+  if (w) w->last_reused = n - ntodo;
+  if (ntodo > 1) helpers += vxd__start_helpers(w, &m, helpers, ntodo - 1);
+  vxd__take_pieces(&m, c, s, 0);
   for (unsigned i = 0; i < helpers; i++)
     pthread_join(w->helpers[i].thread, NULL);
   if (w) w->last_helped = atomic_load(&m.helped);
   if (n) {
+    /* kept: the pieces compiled now that a compile of another module can
+     * take as they are (a piece with a warning is compiled again, so that
+     * every compile of the module says it) */
+    for (uint32_t k = 0; keys && k < ntodo; k++) {
+      const vxl_result *p = &m.pieces[todo[k]];
+      if (p->ok && p->ndiags == 0 && p->object) store->keep(store->ud, keys[todo[k]], p);
+    }
     /* the helpers have ended: this thread alone forks the link */
     rc = atomic_load(&m.oom) ? -ENOMEM : vxl_result_merge(m.pieces, n, vxd_merge_pieces, NULL, res);
     if (rc == 0 && res->ok && opts->emit_ir && vxl_source_lowered_ir(c, s, opts, &res->lowered_ir) == -ENOMEM)
@@ -263,5 +343,9 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
   for (uint32_t i = 0; i < VXL_MAX_PIECES; i++)
     vxl_result_clear(&m.pieces[i]);
   free(m.pieces);
+  free(todo);
+  free(keys);
+  pthread_mutex_destroy(&m.lock);
+  pthread_cond_destroy(&m.ready_cond);
   return rc;
 }

@@ -49,6 +49,38 @@ void vxd_crew_destroy(vxd_crew *w);
 int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t len, const char *source_name,
                      const vxl_options *opts, vxl_result *res);
 
+/* Where a crew finds the pieces of a module compiled before and keeps the
+ * ones it compiles (the daemon's cache, through the worker): callbacks on
+ * the thread that runs vxd_crew_compile.  A piece is known by its key,
+ * derived from what it is compiled from (vxl_piece_inputs), so a module
+ * with one kernel edited compiles only the piece that kernel is in (and
+ * the pieces whose lines it moved). */
+typedef struct {
+  void *ud;
+  /* Writes the cache key of a piece compiled with opts from inputs (len
+   * bytes, vxl_piece_inputs) of a source named source_name to key.
+   * Returns 0, or a negative errno (no piece of the module is looked up
+   * or kept then). */
+  int (*key)(void *ud, const vxl_options *opts, const char *source_name, const char *inputs, size_t len,
+             char key[65]);
+  /* Looks up the n keys: for each one found, fills got[i] (a piece that
+   * compiled: its object and kernels) and sets hit[i] to 1; the rest are
+   * left as they are.  Returns 0 or a negative errno (then nothing is
+   * used and every piece compiled). */
+  int (*lookup)(void *ud, uint32_t n, const char (*keys)[65], vxl_result *got, uint8_t *hit);
+  /* Keeps the piece compiled under key: r is a piece that compiled with
+   * no diagnostic (not changed; copied as needed). */
+  void (*keep)(void *ud, const char *key, const vxl_result *r);
+} vxd_piece_store;
+
+/* Makes w look up and keep the pieces of the modules it compiles of more
+ * than one piece in store (NULL: none; store must outlive w's compiles).
+ * The worker's main thread. */
+void vxd_crew_set_store(vxd_crew *w, const vxd_piece_store *store);
+
+/* Pieces w's last vxd_crew_compile took from its store. */
+unsigned vxd_crew_last_reused(const vxd_crew *w);
+
 /* Pieces w's helper threads compiled in its last vxd_crew_compile. */
 unsigned vxd_crew_last_helped(const vxd_crew *w);
 

@@ -94,6 +94,7 @@ static void vxd__worker_close(vxd_worker *w) {
 static void vxd__worker_exited(vxd_worker *w, int status, int term_signal) {
   vxd_server *s = w->srv;
   w->exited = 1;
+  vxd__pieces_forget(w);
   s->pool.slots[w->slot].died_on_job = w->job != NULL || status == VXD_WORKER_EXIT_FATAL;
   if (!w->job && !term_signal && status == VXD_WORKER_EXIT_FATAL && w->last_key[0])
     vxd__crash_remember(s, w->last_key, w->last_message); /* answered, then exited */
@@ -138,20 +139,31 @@ static void vxd__worker_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf
   vxd__rbuf_alloc(&w->in, buf);
 }
 
-/* A whole response frame from a worker: its job is done. */
+/* A whole response frame from a worker: its question about its job's
+ * pieces, or its job done. */
 static void vxd__worker_result(vxd_worker *w, const uint8_t *payload, size_t len) {
   vxd_server *s = w->srv;
   vxd_job *j = w->job;
   if (!j) return;             /* nothing asked: ignore */
   assert(j->started_ns != 0); /* dispatched */
+  vxp_response r;
+  int drc = vxp_response_decode(payload, len, &r);
+  if (drc == VXP_OK && r.op == VXP_OP_PIECES) {
+    if (w->ask) /* one question at a time: a worker that asks again is broken */
+      kill(w->pid, SIGKILL);
+    else
+      vxd__pieces_answer(s, w, &r);
+    vxp_response_clear(&r);
+    return;
+  }
   uv_timer_stop(&w->timer);
   w->job = NULL;
   memcpy(w->last_key, j->key, sizeof w->last_key);
   w->last_message[0] = '\0';
-  vxp_response r;
-  if (vxp_response_decode(payload, len, &r) != VXP_OK) {
+  if (drc != VXP_OK) {
     vxd__job_fail(s, j, "compile worker sent a malformed result");
   } else {
+    if (r.npieces) vxd__pieces_keep(s, j, &r);
     if (r.status == VXP_STATUS_INTERNAL && r.message && !j->emit_ir)
       snprintf(w->last_message, sizeof w->last_message, "%s", r.message);
     else

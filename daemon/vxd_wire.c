@@ -45,3 +45,41 @@ int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w) {
   memcpy(w->known_block, k->known_block, sizeof w->known_block);
   return 0;
 }
+
+int vxd_kernel_from_wire(const vxp_kernel *w, vxl_kernel *k) {
+  *k = (vxl_kernel){.kernel_id = w->kernel_id,
+                    .nargs = w->nargs,
+                    .args_size = w->args_size,
+                    .launch_offset = w->launch_offset,
+                    .buffer_size = w->buffer_size,
+                    .grid_dims = w->grid_dims,
+                    .shared_bytes = w->shared_bytes,
+                    .subgroup_size = w->subgroup_size,
+                    .vortex_abi = w->vortex_abi,
+                    .xlen = w->xlen,
+                    .dynamic_min = w->dynamic_min,
+                    .scratch_bytes = w->scratch_bytes};
+  memcpy(k->known_block, w->known_block, sizeof k->known_block);
+  k->name = strdup(w->name ? w->name : "");
+  k->entry = strdup(w->entry ? w->entry : "");
+  k->args = calloc(w->nargs ? w->nargs : 1, sizeof *k->args);
+  int ok = k->name && k->entry && k->args;
+  for (uint32_t i = 0; ok && i < w->nargs; i++) {
+    const vxp_arg *a = &w->args[i];
+    k->args[i] = (vxl_arg){.index = a->index,
+                           .type = strdup(a->type ? a->type : ""),
+                           .kind = a->kind == VXP_ARG_POINTER ? VXL_ARG_POINTER : VXL_ARG_SCALAR,
+                           .size = a->size,
+                           .align = a->align,
+                           .offset = a->offset,
+                           .rank = a->rank,
+                           .elem_size = a->elem_size};
+    ok = k->args[i].type != NULL;
+  }
+  if (!ok) {
+    if (!k->args) k->nargs = 0;
+    vxl_kernel_clear(k);
+    return -ENOMEM;
+  }
+  return 0;
+}

@@ -15,4 +15,9 @@
  * Returns 0 or -ENOMEM (w untouched).  Any thread. */
 int vxd_kernel_wire_view(const vxl_kernel *k, vxp_kernel *w);
 
+/* Fills *k with a copy of protocol record w: what a piece read back from
+ * the cache is to the lowering (k owns its strings; vxl_kernel_clear).
+ * Returns 0 or -ENOMEM (k cleared).  Any thread. */
+int vxd_kernel_from_wire(const vxp_kernel *w, vxl_kernel *k);
+
 #endif /* VXD_WIRE_H */

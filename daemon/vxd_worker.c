@@ -39,13 +39,143 @@ static int vxd__kernel_to_wire(vxl_kernel *k, vxp_kernel *w) {
   return 0;
 }
 
+/* ---- the pieces of a module: the daemon's cache, asked over the pipes ---- */
+
+/* The compile in progress, as the crew's piece store sees it. */
+typedef struct {
+  const vxd_config *cfg;
+  const vxp_request *req;
+  vxp_piece *kept; /* the pieces compiled, for the reply; malloc() */
+  uint32_t nkept;
+} vxd__pieces;
+
+static int vxd__piece_key(void *ud, const vxl_options *opts, const char *source_name, const char *inputs,
+                          size_t len, char key[65]) {
+  vxd__pieces *ps = ud;
+  return vxd_piece_key(ps->cfg, opts, source_name, inputs, len, key) == 0 ? 0 : -EINVAL;
+}
+
+/* Reads the daemon's answer to a pieces request: one frame from stdin.
+ * 0, or -EPROTO (then the pipe is in no known state: the caller exits). */
+static int vxd__read_answer(vxp_request *ans) {
+  uint8_t hdr[VXP_FRAME_HEADER_SIZE];
+  uint32_t len = 0;
+  if (vxp_read_full(0, hdr, sizeof hdr) != 0 || vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK)
+    return -EPROTO;
+  uint8_t *payload = malloc(len ? len : 1);
+  if (!payload || vxp_read_full(0, payload, len) != 0) {
+    free(payload);
+    return -EPROTO;
+  }
+  int rc = vxp_request_decode(payload, len, ans);
+  free(payload);
+  return rc == VXP_OK ? 0 : -EPROTO;
+}
+
+/* A piece's entry as the lowering's result: its object and kernels.  0,
+ * or -EINVAL / -ENOMEM (res cleared). */
+static int vxd__piece_result(const char *key, uint8_t *entry, size_t size, vxl_result *res) {
+  vxp_response r = {.key = (char *)key, .entry = entry, .entry_size = size};
+  int rc = vxp_entry_unpack(&r, NULL) == VXP_OK && !r.image ? 0 : -EINVAL;
+  memset(res, 0, sizeof *res);
+  if (rc == 0) {
+    res->kernels = calloc(r.nkernels ? r.nkernels : 1, sizeof *res->kernels);
+    rc = res->kernels ? 0 : -ENOMEM;
+  }
+  for (uint32_t i = 0; rc == 0 && i < r.nkernels; i++, res->nkernels++)
+    rc = vxd_kernel_from_wire(&r.kernels[i], &res->kernels[i]);
+  if (rc == 0) {
+    res->object = r.object, res->object_size = r.object_size; /* moved */
+    r.object = NULL;
+    res->ok = true;
+  } else {
+    vxl_result_clear(res);
+  }
+  r.key = NULL, r.entry = NULL; /* the caller's */
+  vxp_response_clear(&r);
+  return rc;
+}
+
+static int vxd__piece_lookup(void *ud, uint32_t n, const char (*keys)[65], vxl_result *got, uint8_t *hit) {
+  vxd__pieces *ps = ud;
+  if (ps->req->cache != VXP_CACHE_USE) return 0; /* recache, bypass: read nothing */
+  vxp_response q = {.id = ps->req->id, .op = VXP_OP_PIECES, .status = VXP_STATUS_OK, .npieces = n};
+  q.pieces = calloc(n, sizeof *q.pieces);
+  if (!q.pieces) return -ENOMEM;
+  for (uint32_t i = 0; i < n; i++)
+    memcpy(q.pieces[i].key, keys[i], 65);
+  uint8_t *frame = NULL;
+  size_t flen = 0;
+  int rc = vxp_response_encode(&q, &frame, &flen) == VXP_OK ? 0 : -ENOMEM;
+  vxp_response_clear(&q);
+  if (rc == 0 && vxp_write_full(1, frame, flen, 0) != 0) _exit(0); /* the daemon is gone */
+  free(frame);
+  if (rc) return rc;
+  vxp_request ans;
+  if (vxd__read_answer(&ans) != 0) _exit(3); /* out of step with the daemon: it starts another worker */
+  if (ans.op != VXP_OP_PIECES || ans.npieces != n) rc = -EPROTO;
+  for (uint32_t i = 0; rc == 0 && i < n; i++) {
+    if (strcmp(ans.pieces[i].key, keys[i]) != 0) {
+      rc = -EPROTO;
+    } else if (ans.pieces[i].entry) {
+      if (vxd__piece_result(keys[i], ans.pieces[i].entry, ans.pieces[i].entry_size, &got[i]) == 0) hit[i] = 1;
+    }
+  }
+  vxp_request_clear(&ans);
+  return rc;
+}
+
+/* A piece's result sealed as an entry under key, as vxd__seal_entry seals
+ * a module's, to go with the reply. */
+static void vxd__piece_keep(void *ud, const char *key, const vxl_result *res) {
+  vxd__pieces *ps = ud;
+  if (ps->req->cache == VXP_CACHE_BYPASS) return; /* write nothing */
+  vxl_options o;
+  vxd_options_from_request(ps->cfg, ps->req, &o);
+  char source[VXL_DEBUG_FILE_MAX + 1], options[VXD_OPTIONS_MAX];
+  vxd_cache_origin(&o, ps->req->source_name, source, options);
+  vxp_entry_kernel *ks = calloc(res->nkernels ? res->nkernels : 1, sizeof *ks);
+  vxp_piece *more = realloc(ps->kept, (ps->nkept + 1) * sizeof *more);
+  if (more) ps->kept = more;
+  int rc = ks && more ? 0 : -ENOMEM;
+  uint32_t n = 0;
+  for (; rc == 0 && n < res->nkernels; n++) {
+    vxp_kernel w;
+    uint8_t *rec = NULL;
+    size_t len = 0;
+    if (vxd_kernel_wire_view(&res->kernels[n], &w) != 0) {
+      rc = -ENOMEM;
+      break;
+    }
+    rc = vxp_kernel_meta_encode(&w, &rec, &len) == VXP_OK ? 0 : -ENOMEM;
+    free(w.args); /* the rest is borrowed */
+    if (rc) break;
+    ks[n] = (vxp_entry_kernel){res->kernels[n].name, strlen(res->kernels[n].name), rec, len};
+  }
+  vxp_piece p;
+  memset(&p, 0, sizeof p);
+  memcpy(p.key, key, 65);
+  if (rc == 0 && vxk_entry_encode(key, options, res->object, res->object_size, NULL, 0, ks, n,
+                                  ps->cfg ? ps->cfg->remote_signer : NULL, &p.entry, &p.entry_size) == 0)
+    ps->kept[ps->nkept++] = p;
+  for (uint32_t i = 0; ks && i < n; i++)
+    free((uint8_t *)ks[i].record);
+  free(ks);
+}
+
 /* Compiles one request into resp (ownership of the results moves into resp). */
 static void vxd__compile(vxd_crew *crew, vxl_compiler *c, const vxd_config *cfg, const vxp_request *req,
                          vxp_response *resp) {
   vxl_options o;
   vxd_options_from_request(cfg, req, &o);
   vxl_result r;
+  vxd__pieces ps = {.cfg = cfg, .req = req};
+  vxd_piece_store store = {&ps, vxd__piece_key, vxd__piece_lookup, vxd__piece_keep};
+  vxd_crew_set_store(crew, &store);
   int rc = vxd_crew_compile(crew, c, (const char *)req->source, req->source_len, req->source_name, &o, &r);
+  vxd_crew_set_store(crew, NULL);
+  resp->pieces = ps.kept; /* sent with the reply, when it fits in the frame */
+  resp->npieces = ps.nkept;
   resp->op = VXP_OP_COMPILE;
   resp->id = req->id;
   if (rc == -ENOMEM) {
@@ -226,7 +356,9 @@ static void vxd__fatal(const char *reason) {
 
 int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, unsigned slot) {
   /* NULL: this worker compiles alone */
-  vxd_crew *crew = cfg->piece_helpers ? vxd_crew_create(cores, slot, cfg->piece_helpers) : NULL;
+  /* piece_helpers 0: a crew that never borrows, for its piece store */
+  vxd_crew *crew = vxd_crew_create(cfg->piece_helpers ? cores : NULL, slot, cfg->piece_helpers);
+  if (!crew) return 1;
   signal(SIGPIPE, SIG_IGN);
   signal(SIGXFSZ, SIG_IGN); /* a file-size limit fails the write (like a full disk), not the process */
   vxl_install_fatal_error_handler(vxd__fatal);
@@ -276,6 +408,13 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
     uint8_t *frame = NULL;
     size_t flen = 0;
     int erc = vxp_response_encode(&resp, &frame, &flen);
+    if (erc == VXP_ETOOBIG && resp.npieces) { /* the module first: its pieces are not kept */
+      for (uint32_t i = 0; i < resp.npieces; i++)
+        free(resp.pieces[i].entry);
+      free(resp.pieces);
+      resp.pieces = NULL, resp.npieces = 0;
+      erc = vxp_response_encode(&resp, &frame, &flen);
+    }
     vxp_response_clear(&resp);
     if (erc != VXP_OK) {
       /* objects too large for one frame, or no memory: say so instead */

@@ -20,6 +20,7 @@
 #include "cache/vxk.h"
 #include "cache/vxk_entry.h"
 #include "client/vxc.h"
+#include "lowering/vxl.h"
 #include "protocol/vxp_entry.h"
 #include "vxt.h"
 
@@ -490,6 +491,78 @@ static void assert_still_serving(void) {
   cr_assert_eq(r.status, VXP_STATUS_OK);
   vxp_response_clear(&r);
   vxc_close(c);
+}
+
+static uint64_t entries(vxc_conn *c) {
+  vxp_response s;
+  cr_assert_eq(vxc_stats(c, &s), 0);
+  uint64_t n = s.stats.entries;
+  vxp_response_clear(&s);
+  return n;
+}
+
+/* A module compiled again after one kernel was edited: the daemon keeps
+ * each piece as an entry of its own, takes the unchanged ones from the
+ * cache and compiles the edited kernel's piece alone, into the bytes
+ * another daemon compiles the edited module into from nothing; the
+ * workers' question about pieces is no client request. */
+Test(e2e, a_module_with_one_kernel_edited_compiles_only_that_kernels_piece) {
+  size_t len;
+  unsigned n = 100, pieces = (n + VXL_PIECE_KERNELS - 1) / VXL_PIECE_KERNELS;
+  char *src = vxt_many_kernels(n, &len);
+  vxc_conn *c = conn();
+  uint64_t e0 = entries(c), m0 = misses(c);
+  vxp_response a = compile_as(c, src, len, "many.mlir");
+  cr_assert_eq(a.status, VXP_STATUS_OK, "%s", a.message ? a.message : "");
+  cr_assert_eq(entries(c), e0 + 1 + pieces, "the module and each of its %u pieces", pieces);
+  char *at = strstr(src, "%k = arith.constant 50.0 : f32");
+  cr_assert_not_null(at);
+  memcpy(at + strlen("%k = arith.constant "), "51", 2); /* kernel 50's constant */
+  vxp_response b = compile_as(c, src, len, "many.mlir");
+  cr_assert_eq(b.status, VXP_STATUS_OK, "%s", b.message ? b.message : "");
+  cr_assert_not(b.cached);
+  cr_assert_str_neq(b.key, a.key);
+  cr_assert_eq(misses(c), m0 + 2);
+  cr_assert_eq(entries(c), e0 + 1 + pieces + 2, "one more module and the one piece compiled again");
+  vxc_close(c);
+  /* a daemon with an empty cache: the edited module from nothing */
+  vxt_daemon d2 = {0};
+  cr_assert_eq(vxt_daemon_start(&d2, "--workers=1"), 0);
+  vxc_conn *c2 = NULL;
+  cr_assert_eq(vxc_connect(d2.sock, &c2), 0);
+  vxp_response w = compile_as(c2, src, len, "many.mlir");
+  cr_assert_not(w.cached);
+  cr_assert_str_eq(w.key, b.key);
+  cr_assert_eq(w.object_size, b.object_size);
+  cr_assert_eq(memcmp(w.object, b.object, b.object_size), 0, "an edited module from pieces: the same bytes");
+  cr_assert_eq(w.nkernels, b.nkernels);
+  for (uint32_t i = 0; i < w.nkernels; i++) {
+    cr_assert_str_eq(w.kernels[i].name, b.kernels[i].name);
+    cr_assert_str_eq(w.kernels[i].entry, b.kernels[i].entry);
+    cr_assert_eq(w.kernels[i].buffer_size, b.kernels[i].buffer_size);
+  }
+  vxc_close(c2);
+  cr_assert_eq(vxt_daemon_stop(&d2), 0);
+  vxt_remove_tree(d2.dir);
+  /* a client asking the workers' question is refused, the daemon goes on */
+  int fd = raw_connect();
+  vxp_piece one;
+  memset(&one, 0, sizeof one);
+  memcpy(one.key, a.key, 65);
+  vxp_request ask = {.id = 81, .op = VXP_OP_PIECES, .pieces = &one, .npieces = 1};
+  raw_send(fd, &ask);
+  vxp_response r;
+  cr_assert_eq(raw_read(fd, &r), 0);
+  cr_assert_eq(r.id, 81);
+  cr_assert_eq(r.status, VXP_STATUS_BAD_REQUEST);
+  cr_assert_eq(r.npieces, 0, "no entry to a client that asks for pieces");
+  vxp_response_clear(&r);
+  close(fd);
+  assert_still_serving();
+  vxp_response_clear(&a);
+  vxp_response_clear(&b);
+  vxp_response_clear(&w);
+  free(src);
 }
 
 Test(e2e, oversized_frame_gets_an_error_and_a_closed_connection) {

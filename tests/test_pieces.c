@@ -123,8 +123,8 @@ static int merge_by_ld_lld(void *ud, uint32_t n, const uint8_t *const *objects, 
 
 /* The daemon links a module's pieces with lld's driver in a fork of the
  * worker, no ld.lld process: the objects are byte for byte those of
- * `ld.lld -r` (the lld of the same LLVM, the same arguments), for 2, 5 and
- * 9 pieces, for both register widths; and a link lld refuses fails with
+ * `ld.lld -r` (the lld of the same LLVM, the same arguments), for 2, 10
+ * and 18 pieces, for both register widths; and a link lld refuses fails with
  * lld's own message. */
 Test(pieces, the_in_process_link_gives_the_bytes_of_an_ld_lld_process) {
   vxl_compiler *by_process = NULL;
@@ -324,4 +324,265 @@ Test(pieces, errors_in_several_pieces_are_each_reported_once) {
   vxl_result_clear(&parallel);
   free(text);
   free(src);
+}
+
+/* ---- a module compiled again after an edit ---- */
+
+/* src with the first `find` replaced by `repl` (malloc()). */
+static char *edited(const char *src, const char *find, const char *repl) {
+  const char *at = strstr(src, find);
+  cr_assert_not_null(at, "%s", find);
+  char *out = NULL;
+  cr_assert_gt(asprintf(&out, "%.*s%s%s", (int)(at - src), src, repl, at + strlen(find)), 0);
+  return out;
+}
+
+/* The inputs (vxl_piece_inputs) of every piece of src, parsed by c. */
+static uint32_t inputs_of(vxl_compiler *c, const char *src, char **inputs) {
+  vxl_source *s = NULL;
+  vxl_result r;
+  cr_assert_eq(vxl_source_parse(c, src, strlen(src), "many.mlir", &s, &r), 0);
+  cr_assert(r.ok && s, "%s", r.ndiags ? r.diags[0] : "");
+  vxl_result_clear(&r);
+  uint32_t n = vxl_piece_count(vxl_source_kernels(s));
+  for (uint32_t i = 0; i < n; i++) {
+    size_t len = 0;
+    cr_assert_eq(vxl_piece_inputs(c, s, i, &inputs[i], &len), 0);
+    cr_assert_eq(strlen(inputs[i]), len);
+  }
+  char *none = NULL;
+  size_t len = 0;
+  cr_assert_eq(vxl_piece_inputs(c, s, n, &none, &len), -EINVAL, "no such piece");
+  vxl_source_destroy(s);
+  return n;
+}
+
+/* Which pieces' inputs differ between two sources: a bit per piece. */
+static uint64_t inputs_changed(const char *a, const char *b) {
+  char *ia[VXL_MAX_PIECES], *ib[VXL_MAX_PIECES];
+  uint32_t n = inputs_of(cc, a, ia);
+  cr_assert_eq(inputs_of(cc, b, ib), n);
+  uint64_t changed = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (strcmp(ia[i], ib[i]) != 0) changed |= 1ull << i;
+    free(ia[i]), free(ib[i]);
+  }
+  return changed;
+}
+
+/* What a piece is compiled from changes with its own kernels, the
+ * functions, variables and gpu.module attributes every piece may use, and
+ * the lines it sits on: an edit in another piece's kernel changes nothing
+ * of it, a line added moves every later piece. */
+Test(pieces, the_inputs_of_a_piece_are_what_it_is_compiled_from) {
+  size_t len;
+  unsigned n = 5 * VXL_PIECE_KERNELS; /* five pieces; kernel 2P + 3 in the third */
+  char *src = vxt_many_kernels(n, &len), k[64], kc[80], find[80];
+  cr_assert_eq(vxl_piece_count(n), 5);
+  unsigned ki = 2 * VXL_PIECE_KERNELS + 3;
+  /* the same in another compiler, and piece after piece distinct */
+  char *ia[VXL_MAX_PIECES], *ib[VXL_MAX_PIECES];
+  vxl_compiler *other = NULL;
+  cr_assert_eq(vxl_compiler_create(&other), 0);
+  inputs_of(cc, src, ia);
+  inputs_of(other, src, ib);
+  for (uint32_t i = 0; i < 5; i++) {
+    cr_assert_str_eq(ia[i], ib[i], "piece %u", i);
+    for (uint32_t j = 0; j < i; j++)
+      cr_assert_str_neq(ia[i], ia[j]);
+  }
+  for (uint32_t i = 0; i < 5; i++)
+    free(ia[i]), free(ib[i]);
+  vxl_compiler_destroy(other);
+
+  snprintf(find, sizeof find, "%%k = arith.constant %u.0 : f32", ki);
+  snprintf(kc, sizeof kc, "%%k = arith.constant 1000.0 : f32");
+  char *constant = edited(src, find, kc);
+  cr_assert_eq(inputs_changed(src, constant), 1u << 2, "a constant of kernel %u: its piece alone", ki);
+
+  snprintf(k, sizeof k, "    gpu.func @k%u(", ki);
+  snprintf(kc, sizeof kc, "    // a line added\n    gpu.func @k%u(", ki);
+  char *line = edited(src, k, kc);
+  cr_assert_eq(inputs_changed(src, line), 0x1cu,
+               "a line added before kernel %u: its piece and the later ones", ki);
+  char *first_line = edited(src, "    gpu.func @k0(", "\n    gpu.func @k0(");
+  cr_assert_eq(inputs_changed(src, first_line), 0x1fu, "a line added before the first kernel: every piece");
+
+  char *helper = edited(src, "%y = arith.mulf %x, %k : f32", "%y = arith.addf %x, %k : f32");
+  cr_assert_eq(inputs_changed(src, helper), 0x1fu, "a function every kernel calls: every piece");
+  char *unused = edited(src, "%y = arith.addf %x, %x : f32", "%y = arith.subf %x, %x : f32");
+  cr_assert_eq(inputs_changed(src, unused), 0x1fu,
+               "a function no kernel calls is still checked: every piece");
+  char *variable = edited(src, "dense<0.5>", "dense<0.25>");
+  cr_assert_eq(inputs_changed(src, variable), 0x1fu, "a variable: every piece");
+  char *attribute = edited(src, "gpu.module @many {", "gpu.module @many attributes {note = 1 : i32} {");
+  cr_assert_eq(inputs_changed(src, attribute), 0x1fu, "an attribute of the gpu.module: every piece");
+  char *comment = edited(src, "  gpu.module @many {", "  gpu.module @many { // a comment");
+  cr_assert_eq(inputs_changed(src, comment), 0, "a comment that moves no line: no piece");
+  free(constant), free(line), free(first_line), free(helper), free(unused), free(variable), free(attribute);
+  free(comment), free(src);
+}
+
+/* ---- a piece store in memory, keyed by the inputs themselves ---- */
+
+typedef struct {
+  char *inputs[64]; /* key i: inputs[i] */
+  vxl_result kept[64];
+  uint8_t have[64];
+  unsigned ninputs, lookups, keeps, fail_lookup;
+} mem_store;
+
+static int mem_key(void *ud, const vxl_options *opts, const char *source_name, const char *inputs, size_t len,
+                   char key[65]) {
+  (void)opts, (void)source_name;
+  mem_store *m = ud;
+  unsigned i = 0;
+  while (i < m->ninputs && strcmp(m->inputs[i], inputs) != 0)
+    i++;
+  if (i == m->ninputs) {
+    cr_assert_lt(i, 64);
+    m->inputs[m->ninputs++] = strndup(inputs, len);
+  }
+  snprintf(key, 65, "%064u", i);
+  return 0;
+}
+
+static void copy_result(vxl_result *dst, const vxl_result *src) {
+  memset(dst, 0, sizeof *dst);
+  dst->ok = src->ok;
+  dst->object = malloc(src->object_size);
+  memcpy(dst->object, src->object, src->object_size);
+  dst->object_size = src->object_size;
+  dst->kernels = calloc(src->nkernels, sizeof *dst->kernels);
+  dst->nkernels = src->nkernels;
+  for (uint32_t i = 0; i < src->nkernels; i++) {
+    vxl_kernel *k = &dst->kernels[i];
+    *k = src->kernels[i];
+    k->name = strdup(k->name), k->entry = strdup(k->entry);
+    k->args = calloc(k->nargs ? k->nargs : 1, sizeof *k->args);
+    for (uint32_t a = 0; a < k->nargs; a++) {
+      k->args[a] = src->kernels[i].args[a];
+      k->args[a].type = strdup(k->args[a].type);
+    }
+  }
+}
+
+static int mem_lookup(void *ud, uint32_t n, const char (*keys)[65], vxl_result *got, uint8_t *hit) {
+  mem_store *m = ud;
+  m->lookups++;
+  if (m->fail_lookup) return -EIO;
+  for (uint32_t i = 0; i < n; i++) {
+    unsigned k = (unsigned)atoi(keys[i]);
+    if (k < 64 && m->have[k]) copy_result(&got[i], &m->kept[k]), hit[i] = 1;
+  }
+  return 0;
+}
+
+static void mem_keep(void *ud, const char *key, const vxl_result *r) {
+  mem_store *m = ud;
+  unsigned k = (unsigned)atoi(key);
+  cr_assert(r->ok && r->ndiags == 0 && r->object);
+  cr_assert_lt(k, 64);
+  if (m->have[k]) vxl_result_clear(&m->kept[k]);
+  copy_result(&m->kept[k], r);
+  m->have[k] = 1;
+  m->keeps++;
+}
+
+static void mem_clear(mem_store *m) {
+  for (unsigned i = 0; i < 64; i++) {
+    free(m->inputs[i]);
+    if (m->have[i]) vxl_result_clear(&m->kept[i]);
+  }
+}
+
+/* The crew compiles `src` with store ps and checks the result against a
+ * compile without one: the same bytes, the same kernels; returns how many
+ * pieces came from the store. */
+static unsigned compile_with_store(vxd_crew *w, const vxd_piece_store *ps, const char *src, unsigned n) {
+  vxl_result whole, incremental;
+  cr_assert_eq(vxl_compile(cc, src, strlen(src), "many.mlir", &o2, &whole), 0);
+  vxd_crew_set_store(w, ps);
+  cr_assert_eq(vxd_crew_compile(w, cc, src, strlen(src), "many.mlir", &o2, &incremental), 0);
+  vxd_crew_set_store(w, NULL);
+  assert_same_result(&whole, &incremental, n);
+  for (unsigned i = 0; i < n; i++) {
+    const vxl_kernel *x = &whole.kernels[i], *y = &incremental.kernels[i];
+    cr_assert_eq(x->kernel_id, y->kernel_id);
+    cr_assert_eq(x->args_size, y->args_size);
+    for (uint32_t a = 0; a < x->nargs; a++) {
+      cr_assert_str_eq(x->args[a].type, y->args[a].type);
+      cr_assert_eq(x->args[a].offset, y->args[a].offset);
+    }
+  }
+  vxl_result_clear(&whole);
+  vxl_result_clear(&incremental);
+  return vxd_crew_last_reused(w);
+}
+
+/* A module compiled again after one kernel was edited takes the other
+ * pieces from the store and compiles that kernel's piece alone, into the
+ * bytes of a whole compile of the edited module; a line added compiles
+ * the pieces it moved; with helpers, and when the store fails. */
+Test(pieces, a_module_with_one_kernel_edited_compiles_its_piece_alone) {
+  unsigned n = 5 * VXL_PIECE_KERNELS, ki = 2 * VXL_PIECE_KERNELS + 3;
+  size_t len;
+  char *src = vxt_many_kernels(n, &len), find[80], repl[80];
+  mem_store m = {0};
+  vxd_piece_store ps = {&m, mem_key, mem_lookup, mem_keep};
+  vxd_cores_set_idle(cores, 2);
+  cr_assert_eq(compile_with_store(crew, &ps, src, n), 0, "an empty store");
+  cr_assert_eq(m.keeps, 5, "every piece kept");
+
+  snprintf(find, sizeof find, "%%k = arith.constant %u.0 : f32", ki);
+  snprintf(repl, sizeof repl, "%%k = arith.constant 1000.0 : f32");
+  char *constant = edited(src, find, repl);
+  cr_assert_eq(compile_with_store(crew, &ps, constant, n), 4, "the other four pieces from the store");
+  cr_assert_eq(m.keeps, 6, "the edited piece kept");
+  cr_assert_eq(vxd_crew_last_helped(crew), 0, "one piece: no helper");
+
+  snprintf(find, sizeof find, "    gpu.func @k%u(", ki);
+  snprintf(repl, sizeof repl, "    // a line added\n    gpu.func @k%u(", ki);
+  char *line = edited(constant, find, repl);
+  cr_assert_eq(compile_with_store(crew, &ps, line, n), 2, "the two pieces before the line");
+  cr_assert_eq(m.keeps, 9);
+
+  cr_assert_eq(compile_with_store(crew, &ps, src, n), 5, "the module as it was: every piece");
+  cr_assert_eq(m.keeps, 9);
+
+  m.fail_lookup = 1; /* a store that cannot answer: every piece compiled */
+  cr_assert_eq(compile_with_store(crew, &ps, src, n), 0);
+  cr_assert_eq(m.keeps, 14);
+
+  /* a module of one piece is the module's own entry: no piece store */
+  unsigned lookups = m.lookups;
+  char *small = vxt_many_kernels(VXL_PIECE_KERNELS, &len);
+  cr_assert_eq(compile_with_store(crew, &ps, small, VXL_PIECE_KERNELS), 0);
+  cr_assert_eq(m.lookups, lookups);
+  mem_clear(&m);
+  free(small), free(line), free(constant), free(src);
+}
+
+/* Only a piece that compiled is kept: in a refused module, the piece that
+ * compiled is, the refused one is not (and a piece with a warning is
+ * never kept, so that every compile of the module says it). */
+Test(pieces, a_refused_piece_is_not_kept) {
+  unsigned n = 2 * VXL_PIECE_KERNELS;
+  size_t len;
+  char *src = vxt_many_kernels(n, &len), find[80];
+  snprintf(find, sizeof find, "%%k = arith.constant %u.0 : f32", VXL_PIECE_KERNELS + 1);
+  char *refused = edited(src, find, "%bad = gpu.cluster_id x\n        %k = arith.constant 1.0 : f32");
+  mem_store m = {0};
+  vxd_piece_store ps = {&m, mem_key, mem_lookup, mem_keep};
+  vxl_result r;
+  vxd_crew_set_store(crew, &ps);
+  cr_assert_eq(vxd_crew_compile(crew, cc, refused, strlen(refused), "many.mlir", &o2, &r), 0);
+  vxd_crew_set_store(crew, NULL);
+  cr_assert_not(r.ok);
+  cr_assert_not_null(strstr(r.ndiags ? r.diags[0] : "", "gpu.cluster_id"), "%s", r.ndiags ? r.diags[0] : "");
+  cr_assert_eq(m.lookups, 1);
+  cr_assert_eq(m.keeps, 1, "the piece that compiled is kept, the refused one is not");
+  vxl_result_clear(&r);
+  mem_clear(&m);
+  free(refused), free(src);
 }

@@ -32,6 +32,7 @@
 #include "cache/vxk_entry.h"
 #include "cache/vxk_remote.h"
 #include "client/vxc.h"
+#include "lowering/vxl.h"
 #include "vxt.h"
 
 static char root[128]; /* this test's directory: redis socket, daemons */
@@ -350,6 +351,63 @@ Test(remote, two_daemons_share_one_redis_the_second_compiles_nothing) {
   daemon_stop(&a);
   daemon_stop(&b);
   daemon_stop(&f);
+  redis_kill(&rd);
+}
+
+/* Compiles src (len bytes) as many.mlir through d with cache mode mode;
+ * the reply in *r (caller clears). */
+static void compile_text(const daemon_t *d, const char *src, size_t len, vxp_cache_mode mode,
+                         vxp_response *r) {
+  vxc_conn *c = NULL;
+  cr_assert_eq(vxc_connect(d->sock, &c), 0);
+  vxc_compile_options o = {.opt_level = 2, .cache = mode};
+  cr_assert_eq(vxc_compile(c, src, len, "many.mlir", &o, r), 0);
+  cr_assert_eq(r->status, VXP_STATUS_OK, "%s", r->message ? r->message : "");
+  vxc_close(c);
+}
+
+/* The pieces of a module are shared entries: a daemon compiling the
+ * module with one kernel edited takes the others' pieces another daemon
+ * compiled from Redis, compiles that kernel's piece alone, and gets the
+ * bytes of a whole compile of the edited module. */
+Test(remote, a_second_daemon_takes_the_pieces_of_a_module_from_redis) {
+  redis rd;
+  redis_start(&rd);
+  use_redis(&rd);
+  daemon_t a, b;
+  daemon_start(&a, "a", url_env);
+  daemon_start(&b, "b", url_env);
+  size_t len;
+  unsigned n = 100, pieces = (n + VXL_PIECE_KERNELS - 1) / VXL_PIECE_KERNELS;
+  char *src = vxt_many_kernels(n, &len);
+  vxp_response ra, rb, rw;
+  compile_text(&a, src, len, VXP_CACHE_USE, &ra);
+  vxp_stats sa = stats_of(&a); /* waits for the writes to the shared level */
+  cr_assert_eq(sa.l2_writes, 1 + pieces, "the module and its %u pieces", pieces);
+
+  char *at = strstr(src, "%k = arith.constant 50.0 : f32");
+  cr_assert_not_null(at);
+  memcpy(at + strlen("%k = arith.constant "), "51", 2); /* kernel 50's constant */
+  compile_text(&b, src, len, VXP_CACHE_USE, &rb);
+  cr_assert_not(rb.cached);
+  vxp_stats sb = stats_of(&b);
+  cr_assert_eq(sb.misses, 1);
+  cr_assert_eq(sb.l2_hits, pieces - 1, "every piece but the edited kernel's from Redis");
+  cr_assert_eq(sb.l2_writes, 2, "the module and the piece compiled; the pieces read are not written back");
+
+  compile_text(&a, src, len, VXP_CACHE_RECACHE, &rw); /* whole: no piece read */
+  cr_assert_str_eq(rw.key, rb.key);
+  cr_assert_eq(rw.object_size, rb.object_size);
+  cr_assert_eq(memcmp(rw.object, rb.object, rb.object_size), 0, "from shared pieces: the same bytes");
+  cr_assert_eq(rw.nkernels, n);
+  for (uint32_t i = 0; i < n; i++)
+    cr_assert_str_eq(rw.kernels[i].entry, rb.kernels[i].entry);
+  vxp_response_clear(&ra);
+  vxp_response_clear(&rb);
+  vxp_response_clear(&rw);
+  free(src);
+  daemon_stop(&a);
+  daemon_stop(&b);
   redis_kill(&rd);
 }
 
