@@ -35,6 +35,7 @@
  * Prints medians and the per-run ratios one/two, chain/two, busy/alone.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,12 +48,16 @@
 #include "daemon/vxd_pieces.h"
 #include "lowering/vxl.h"
 
-/* One module of n kernels; malloc()ed text, *len bytes. */
-static char *gen_module(int n, size_t *len) {
+/* One module of n kernels, kernel `edit` (-1: none) with the constant
+ * `value` instead of its own and add_lines more lines (comments) before
+ * it; malloc()ed text, *len bytes. */
+static char *gen_module_edit(int n, int edit, int value, int add_lines, size_t *len) {
   char *text = NULL;
   FILE *f = open_memstream(&text, len);
   fputs("module attributes {gpu.container_module} {\n  gpu.module @kernels {\n", f);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; i == edit && j < add_lines; j++)
+      fputs("    // a line added\n", f);
     fprintf(f,
             "    gpu.func @k%d(%%n: i32, %%a: memref<?xf32>, %%b: memref<?xf32>, %%s: f32) kernel {\n"
             "      %%bid = gpu.block_id x\n"
@@ -78,11 +83,14 @@ static char *gen_module(int n, size_t *len) {
             "      }\n"
             "      gpu.return\n"
             "    }\n",
-            i, i, 4 + i % 8);
+            i, i == edit ? value : i, 4 + i % 8);
+  }
   fputs("  }\n}\n", f);
   fclose(f);
   return text;
 }
+
+static char *gen_module(int n, size_t *len) { return gen_module_edit(n, -1, 0, 0, len); }
 
 /* One kernel with n branches on thread-dependent conditions, one after
  * the other, as unstructured control flow (cf.cond_br: each needs a split
@@ -196,7 +204,8 @@ static int bench_codegen(int argc, char **argv) {
   return 0;
 }
 
-/* A miss of src (len bytes) on c, made unique by tag; microseconds, or
+/* A miss of src (len bytes) on c, made unique by tag and compiled whole
+ * (recache: no piece of an earlier module reused); microseconds, or
  * -1 on failure. */
 static double miss_us(vxc_conn *c, const char *src, size_t len, const char *tag, uint32_t want_kernels) {
   size_t tlen = strlen(tag);
@@ -204,8 +213,10 @@ static double miss_us(vxc_conn *c, const char *src, size_t len, const char *tag,
   memcpy(var, src, len);
   size_t n = len + (size_t)sprintf(var + len, "\n// %s\n", tag);
   vxp_response r;
+  /* compiled whole: no piece of an earlier compile taken */
+  vxc_compile_options o = {.opt_level = 2, .cache = VXP_CACHE_RECACHE};
   double t0 = bench_now_us();
-  int rc = vxc_compile(c, var, n, "scale.mlir", NULL, &r);
+  int rc = vxc_compile(c, var, n, "scale.mlir", &o, &r);
   double us = bench_now_us() - t0;
   free(var);
   if (rc != 0 || r.status != VXP_STATUS_OK || r.cached || r.nkernels != want_kernels) {
@@ -310,6 +321,137 @@ static int bench_workers(int argc, char **argv) {
   return 0;
 }
 
+/* CPU time used so far by process pid and its children (the daemon and
+ * its workers), in microseconds: each one's CPU clock (every thread, the
+ * ended ones too) and the children they have waited for (a worker's lld
+ * fork; /proc's clock ticks).  -1 when pid is gone. */
+static double tree_cpu_us(pid_t pid) {
+  double us = 0;
+  int found = 0;
+  long tick = sysconf(_SC_CLK_TCK);
+  DIR *d = opendir("/proc");
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[300], buf[1024];
+    pid_t p = (pid_t)atoi(e->d_name);
+    if (p <= 0) continue;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    size_t n = bench_read_file(path, buf, sizeof buf - 1);
+    if (!n) continue;
+    buf[n] = '\0';
+    char *close = strrchr(buf, ')');
+    int ppid = 0;
+    unsigned long long f[15] = {0}; /* fields 4 .. 17 */
+    if (!close || sscanf(close + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ppid,
+                         &f[10], &f[11], &f[12], &f[13]) != 5)
+      continue;
+    if (p != pid && ppid != pid) continue;
+    clockid_t clk;
+    struct timespec ts;
+    if (clock_getcpuclockid(p, &clk) != 0 || clock_gettime(clk, &ts) != 0) continue;
+    us += (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+    us += (double)(f[12] + f[13]) * 1e6 / (double)tick; /* waited-for children */
+    found |= p == pid;
+  }
+  if (d) closedir(d);
+  return found ? us : -1;
+}
+
+/* One compile of src on c with cache mode `mode`; wall and daemon CPU in
+ * microseconds into *wall, *cpu.  0, or -1 on failure (said). */
+static int timed_compile(vxc_conn *c, pid_t daemon, const char *src, size_t len, vxp_cache_mode mode,
+                         uint32_t want_kernels, double *wall, double *cpu) {
+  vxc_compile_options o = {.opt_level = 2, .cache = mode};
+  vxp_response r;
+  double c0 = tree_cpu_us(daemon), t0 = bench_now_us();
+  int rc = vxc_compile(c, src, len, "incremental.mlir", &o, &r);
+  *wall = bench_now_us() - t0;
+  *cpu = tree_cpu_us(daemon) - c0;
+  if (rc != 0) {
+    fprintf(stderr, "compile of %u kernels: no answer\n", want_kernels);
+    return -1;
+  }
+  int ok = r.status == VXP_STATUS_OK && !r.cached && r.nkernels == want_kernels && c0 >= 0;
+  if (!ok) fprintf(stderr, "compile of %u kernels failed: %s\n", want_kernels, r.message ? r.message : "");
+  vxp_response_clear(&r);
+  return ok ? 0 : -1;
+}
+
+/* Modules compiled again after an edit of one kernel (the middle one), on
+ * the daemon at SOCKET (process DAEMON_PID, for its CPU): BENCH_RUNS paired
+ * runs of
+ *   full  - the module with that kernel's constant changed, compiled whole
+ *           (recache: no piece of an earlier compile taken);
+ *   const - the module with that kernel's constant changed (another value
+ *           each run): the pieces of the others come from the cache;
+ *   line  - the same with a line added before that kernel (run i: i + 1
+ *           lines), which moves the lines of every later kernel.
+ * Prints wall and CPU medians, and the per-run ratios const/full and
+ * line/full, min / median / max. */
+static int bench_incremental(int argc, char **argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s --incremental SOCKET DAEMON_PID [N]\n", argv[0]);
+    return 64;
+  }
+  pid_t daemon = (pid_t)atoi(argv[3]);
+  int n = argc > 4 ? atoi(argv[4]) : 256, k = n / 2;
+  int runs = getenv("BENCH_RUNS") ? atoi(getenv("BENCH_RUNS")) : 5;
+  if (runs < 1 || n < 1) return 64;
+  vxc_conn *c;
+  if (vxc_connect(argv[2], &c) != 0) {
+    fprintf(stderr, "cannot connect to %s\n", argv[2]);
+    return 2;
+  }
+  size_t len;
+  char *base = gen_module(n, &len);
+  double w, cpu;
+  /* the module as it was before the edits: its pieces in the cache */
+  if (timed_compile(c, daemon, base, len, VXP_CACHE_RECACHE, (uint32_t)n, &w, &cpu) != 0) return 1;
+  double *v[10];
+  for (int i = 0; i < 10; i++)
+    v[i] = calloc((size_t)runs, sizeof(double));
+  enum { FW, FC, CW, CC, LW, LC, RCW, RCC, RLW, RLC };
+  for (int i = 0; i < runs; i++) {
+    int unique = 100000 + (int)(getpid() % 1000) * 1000 + i * 3;
+    struct {
+      int value, line;
+      vxp_cache_mode mode;
+      int wi, ci;
+    } kinds[3] = {{unique, 0, VXP_CACHE_RECACHE, FW, FC},
+                  {unique + 1, 0, VXP_CACHE_USE, CW, CC},
+                  /* i + 1 lines: the later kernels' lines never where an
+                   * earlier run had them */
+                  {unique + 2, i + 1, VXP_CACHE_USE, LW, LC}};
+    for (int j = 0; j < 3; j++) {
+      size_t elen;
+      char *src = gen_module_edit(n, k, kinds[j].value, kinds[j].line, &elen);
+      int rc = timed_compile(c, daemon, src, elen, kinds[j].mode, (uint32_t)n, &v[kinds[j].wi][i],
+                             &v[kinds[j].ci][i]);
+      free(src);
+      if (rc) return 1;
+    }
+    v[RCW][i] = v[CW][i] / v[FW][i], v[RCC][i] = v[CC][i] / v[FC][i];
+    v[RLW][i] = v[LW][i] / v[FW][i], v[RLC][i] = v[LC][i] / v[FC][i];
+  }
+  printf("%d kernels, kernel %d edited, %d runs (medians; ratios per run, min-median-max)\n", n, k, runs);
+  printf("%-6s %10s %10s %26s %26s\n", "", "full ms", "edit ms", "edit/full", "");
+  const char *what[2] = {"const", "line"};
+  for (int j = 0; j < 2; j++) {
+    int ew = j ? LW : CW, ec = j ? LC : CC, rw = j ? RLW : RCW, rc = j ? RLC : RCC;
+    double fw = bench_median(v[FW], runs), fc = bench_median(v[FC], runs);
+    double mw = bench_median(v[ew], runs), mc = bench_median(v[ec], runs);
+    double rwm = bench_median(v[rw], runs), rcm = bench_median(v[rc], runs);
+    printf("%-6s wall %8.1f %10.1f   %.3f-%.3f-%.3fx\n", what[j], fw / 1e3, mw / 1e3, v[rw][0], rwm,
+           v[rw][runs - 1]);
+    printf("%-6s CPU  %8.1f %10.1f   %.3f-%.3f-%.3fx\n", what[j], fc / 1e3, mc / 1e3, v[rc][0], rcm,
+           v[rc][runs - 1]);
+  }
+  for (int i = 0; i < 10; i++)
+    free(v[i]);
+  free(base);
+  vxc_close(c);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s SOCKET [N ...]\n", argv[0]);
@@ -318,6 +460,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "--branches") == 0) return bench_branches(argc, argv);
   if (strcmp(argv[1], "--codegen") == 0) return bench_codegen(argc, argv);
   if (strcmp(argv[1], "--workers") == 0) return bench_workers(argc, argv);
+  if (strcmp(argv[1], "--incremental") == 0) return bench_incremental(argc, argv);
   if (strcmp(argv[1], "--print") == 0) {
     size_t len;
     char *m = gen_module(argc > 2 ? atoi(argv[2]) : 1, &len);
