@@ -10,7 +10,9 @@
  * (wait4).  Cold compile: a fresh private directory for the socket, the
  * build's own cache directory (VORTEXD_CACHE_DIR, made by a first run
  * that is not counted: a daemon that exited on idle and is started
- * again), FILE with a trailing comment of its own per run (a miss);
+ * again), FILE with a trailing comment of its own per run (a miss;
+ * compiled with --recache, so a module of several pieces is compiled
+ * whole, none of its pieces taken from an earlier run);
  * `vxc --socket DIR/s.sock compile` timed to its exit (wall), then `vxc
  * stop`; this process is the child subreaper, so the detached daemon is
  * reparented to it and reaped at its exit with the CPU time of the workers
@@ -96,7 +98,11 @@ static int cold_compile(build *b, const char *src, size_t len, int run_no, int m
   fprintf(kf, "\n// cold run %d\n", run_no);
   fclose(kf);
   setenv("VORTEXD_CACHE_DIR", b->cache, 1);
-  char *compile[] = {b->vxc, (char *)"--socket", sock, (char *)"compile", file, (char *)"-o", out, NULL};
+  /* --recache: a whole compile, no piece of an earlier run's module taken
+   * (the trailing comment moves no line of a module of several pieces) */
+  char *compile[] = {b->vxc, (char *)"--socket",  sock,         (char *)"compile",
+                     file,   (char *)"--recache", (char *)"-o", out,
+                     NULL};
   char *stop[] = {b->vxc, (char *)"--socket", sock, (char *)"--no-spawn", (char *)"stop", NULL};
   double t0 = bench_now_us(), c1 = 0, c2 = 0;
   int rc = run(compile, &c1);

@@ -222,7 +222,8 @@ static int helper_took_a_piece(void *arg) {
 
 Test(pieces, a_helper_gives_its_core_back_when_work_arrives_for_it) {
   size_t len;
-  char *src = vxt_many_kernels(320, &len); /* 10 pieces */
+  unsigned n = 10 * VXL_PIECE_KERNELS; /* 10 pieces */
+  char *src = vxt_many_kernels(n, &len);
   vxl_result alone;
   vxd_cores_set_idle(cores, 0);
   cr_assert_eq(vxl_compile(cc, src, len, "many.mlir", &o2, &alone), 0);
@@ -250,7 +251,7 @@ Test(pieces, a_helper_gives_its_core_back_when_work_arrives_for_it) {
     cr_assert_leq(vxd_crew_last_helped(crew), taken + 1,
                   "the helper compiled %u of 10 pieces, %u taken before its core was wanted",
                   vxd_crew_last_helped(crew), taken);
-    assert_same_result(&alone, &j.res, 320);
+    assert_same_result(&alone, &j.res, n);
     vxl_result_clear(&j.res);
   }
   cr_assert(observed, "in 5 rounds, a helper took a piece while the compile ran");
