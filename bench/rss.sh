@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A compile worker's memory over many compiles: one vortexd with one
 # worker compiles COMPILES distinct modules (each with a comment of its own,
-# so each is a miss), one kernel each but every 100th of 256 kernels
+# so each is a miss; --recache, so a 256-kernel one is compiled whole, not
+# from the pieces an earlier one left), one kernel each but every 100th of 256 kernels
 # (bench/vxd_scale --print), sent by `vxc compile -`; every STEP compiles it
 # prints the worker's resident set (VmRSS of the daemon's child), its pid
 # (a new pid: the worker was replaced) and the daemon's.
@@ -31,7 +32,7 @@ report 0
 for ((i = 1; i <= compiles; i++)); do
   src=$dir/k1.mlir
   ((i % 100 == 0)) && src=$dir/k256.mlir
-  { cat "$src"; echo "// compile $i"; } | "$build/vxc" --no-spawn --socket "$sock" compile - -o /dev/null
+  { cat "$src"; echo "// compile $i"; } | "$build/vxc" --no-spawn --socket "$sock" compile - --recache -o /dev/null
   ((i % step == 0)) && report "$i"
 done
 "$build/vxc" --no-spawn --socket "$sock" stats | grep -E "misses|worker restarts"
