@@ -37,6 +37,7 @@ typedef struct vxd__pieces_ask {
   vxd_worker *w; /* NULL once the worker is gone */
   vxp_request answer;
   uint32_t waiting;
+  uint32_t found, shared; /* entries found, of them from the shared level */
   struct vxd__pieces_slot {
     struct vxd__pieces_ask *ask;
     uint32_t i;
@@ -60,6 +61,10 @@ static void vxd__pieces_send(vxd__pieces_ask *ask) {
   vxd_worker *w = ask->w;
   if (w) {
     w->ask = NULL;
+    if (w->job)
+      vxd__log_at(ask->srv, VXD_LOG_DEBUG,
+                  "compile %.12s: %u of %u pieces from the cache (%u from the shared level)", w->job->key,
+                  ask->found, ask->answer.npieces, ask->shared);
     vxd__pieces_write *pw = calloc(1, sizeof *pw);
     size_t len = 0;
     int rc = pw ? vxp_request_encode(&ask->answer, &pw->frame, &len) : VXP_ENOMEM;
@@ -98,6 +103,7 @@ static void vxd__pieces_remote_done(void *ud, const char *key, vxk_entry *e, int
       memcpy(copy, e->data, e->size);
       p->entry = copy, p->entry_size = e->size;
       s->pending.l2_hits++;
+      ask->found++, ask->shared++;
       /* kept here too, for the next compile (the file name unknown) */
       if (s->store && vxd_store_put(s->store, p->key, e->data, e->size, 0, NULL, 0, NULL) == 0)
         e->data = NULL;
@@ -127,6 +133,7 @@ void vxd__pieces_answer(vxd_server *s, vxd_worker *w, vxp_response *r) {
     if (rc != VXK_OK && s->store) rc = vxd_store_pending(s->store, p->key, &e);
     if (rc == VXK_OK) {
       p->entry = e.data, p->entry_size = e.size;
+      ask->found++;
       if (s->cache) vxk_mark_used(s->cache, p->key);
       continue;
     }
