@@ -39,25 +39,28 @@ static int vxd__key_parts(const vxd_config *cfg, const vxl_options *o, const cha
   return cfg && cfg->sdk ? 4 : 3;
 }
 
-int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const uint8_t *source,
-                  size_t len, char key[VXK_KEY_HEX + 1]) {
-  char fp[VXD_OPTIONS_MAX], sdk[4200], file_part[VXL_DEBUG_FILE_MAX + 16];
-  const char *parts[4];
-  int n = vxd__key_parts(cfg, o, source_name, fp, file_part, sdk, parts);
-  if (n < 0) return VXK_EINVAL;
-  return vxk_key(source, len, parts, (size_t)n, key);
-}
-
-int vxd_piece_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const char *inputs,
-                  size_t len, char key[VXK_KEY_HEX + 1]) {
+/* vxk_key over bytes (len) with vxd__key_parts, and `extra` as one more
+ * part when not NULL. */
+static int vxd__key(const vxd_config *cfg, const vxl_options *o, const char *source_name,
+                    const uint8_t *bytes, size_t len, const char *extra, char key[VXK_KEY_HEX + 1]) {
   char fp[VXD_OPTIONS_MAX], sdk[4200], file_part[VXL_DEBUG_FILE_MAX + 16];
   const char *parts[5];
   int n = vxd__key_parts(cfg, o, source_name, fp, file_part, sdk, parts);
   if (n < 0) return VXK_EINVAL;
+  if (extra) parts[n++] = extra;
+  return vxk_key(bytes, len, parts, (size_t)n, key);
+}
+
+int vxd_cache_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const uint8_t *source,
+                  size_t len, char key[VXK_KEY_HEX + 1]) {
+  return vxd__key(cfg, o, source_name, source, len, NULL, key);
+}
+
+int vxd_piece_key(const vxd_config *cfg, const vxl_options *o, const char *source_name, const char *inputs,
+                  size_t len, char key[VXK_KEY_HEX + 1]) {
   /* never a module's key: a source whose bytes were a piece's inputs is
    * another thing compiled */
-  parts[n++] = "piece of a module";
-  return vxk_key((const uint8_t *)inputs, len, parts, (size_t)n, key);
+  return vxd__key(cfg, o, source_name, (const uint8_t *)inputs, len, "piece of a module", key);
 }
 
 char *vxd_key_inputs(const vxd_config *cfg, const vxl_options *o, const char *source_name) {

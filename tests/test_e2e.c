@@ -289,6 +289,21 @@ static vxp_response compile_as(vxc_conn *c, const char *src, size_t len, const c
   return r;
 }
 
+/* src compiled as source_name by a daemon of one worker started for it,
+ * from an empty cache (stopped and removed after). */
+static vxp_response compile_elsewhere(const char *src, size_t len, const char *source_name) {
+  vxt_daemon d2 = {0};
+  cr_assert_eq(vxt_daemon_start(&d2, "--workers=1"), 0);
+  vxc_conn *c2 = NULL;
+  cr_assert_eq(vxc_connect(d2.sock, &c2), 0);
+  vxp_response r = compile_as(c2, src, len, source_name);
+  cr_assert_not(r.cached);
+  vxc_close(c2);
+  cr_assert_eq(vxt_daemon_stop(&d2), 0);
+  vxt_remove_tree(d2.dir);
+  return r;
+}
+
 /* Same key, same bytes: the object depends on the source's text and its
  * file's name, never on the directory or the user it came from. */
 Test(e2e, one_text_from_two_directories_gives_one_object_naming_no_directory) {
@@ -353,18 +368,10 @@ Test(e2e, a_large_module_is_the_same_bytes_from_one_worker_or_several) {
   }
   vxc_close(c);
   /* one worker, on its own: every piece on one thread */
-  vxt_daemon d2 = {0};
-  cr_assert_eq(vxt_daemon_start(&d2, "--workers=1"), 0);
-  vxc_conn *c2 = NULL;
-  cr_assert_eq(vxc_connect(d2.sock, &c2), 0);
-  vxp_response b = compile_as(c2, src, len, "many.mlir");
-  cr_assert_not(b.cached);
+  vxp_response b = compile_elsewhere(src, len, "many.mlir");
   cr_assert_str_eq(b.key, a.key);
   cr_assert_eq(b.object_size, a.object_size);
   cr_assert_eq(memcmp(b.object, a.object, a.object_size), 0, "one worker or two: the same bytes");
-  vxc_close(c2);
-  cr_assert_eq(vxt_daemon_stop(&d2), 0);
-  vxt_remove_tree(d2.dir);
   vxp_response_clear(&a);
   vxp_response_clear(&b);
   free(src);
@@ -526,12 +533,7 @@ Test(e2e, a_module_with_one_kernel_edited_compiles_only_that_kernels_piece) {
   cr_assert_eq(entries(c), e0 + 1 + pieces + 2, "one more module and the one piece compiled again");
   vxc_close(c);
   /* a daemon with an empty cache: the edited module from nothing */
-  vxt_daemon d2 = {0};
-  cr_assert_eq(vxt_daemon_start(&d2, "--workers=1"), 0);
-  vxc_conn *c2 = NULL;
-  cr_assert_eq(vxc_connect(d2.sock, &c2), 0);
-  vxp_response w = compile_as(c2, src, len, "many.mlir");
-  cr_assert_not(w.cached);
+  vxp_response w = compile_elsewhere(src, len, "many.mlir");
   cr_assert_str_eq(w.key, b.key);
   cr_assert_eq(w.object_size, b.object_size);
   cr_assert_eq(memcmp(w.object, b.object, b.object_size), 0, "an edited module from pieces: the same bytes");
@@ -541,9 +543,6 @@ Test(e2e, a_module_with_one_kernel_edited_compiles_only_that_kernels_piece) {
     cr_assert_str_eq(w.kernels[i].entry, b.kernels[i].entry);
     cr_assert_eq(w.kernels[i].buffer_size, b.kernels[i].buffer_size);
   }
-  vxc_close(c2);
-  cr_assert_eq(vxt_daemon_stop(&d2), 0);
-  vxt_remove_tree(d2.dir);
   /* a client asking the workers' question is refused, the daemon goes on */
   int fd = raw_connect();
   vxp_piece one;
