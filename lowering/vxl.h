@@ -315,8 +315,9 @@ int vxl_compile_piece(vxl_compiler *c, const vxl_source *s, uint32_t piece, cons
                       vxl_result *res);
 
 /* What piece `piece` of s (parsed by c) is compiled from, as text: the
- * kernel numbering, the attributes of the source's gpu.modules and every
- * op of them but the other pieces' kernels, in MLIR's generic form with
+ * kernel numbering, the attributes of the source's module and of its
+ * gpu.modules, and every op of the gpu.modules but the other pieces'
+ * kernels, in MLIR's generic form with
  * every location (file:line:col), in *out (malloc(), NUL-terminated, *len
  * bytes without the NUL).  vxl_compile_piece's result for the piece is a
  * function of this text, the options (vxl_fingerprint) and the file name

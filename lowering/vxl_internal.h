@@ -332,7 +332,8 @@ int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const cha
                       MlirOperation *top, uint32_t *nkernels);
 
 /* What stages 4-9 read of top for kernels first .. first + count - 1:
- * the gpu.modules' attributes and the module stage 4 gathers (every op of
+ * the attributes of top and of its gpu.modules, and the module stage 4
+ * gathers (every op of
  * the gpu.modules but the other kernels), printed in MLIR's generic form
  * with every location, appended to *out.  Two pieces whose texts here are
  * equal compile (with equal options, file name and kernel numbering) to

@@ -601,6 +601,19 @@ int vxl__parse_source(vxl_compiler *c, const char *source, size_t len, const cha
   return 0;
 }
 
+/* "label name=value ...\n": op's attributes, printed, appended to out. */
+static void vxl__print_attributes(MlirOperation op, const char *label, vxl__buf *out) {
+  vxl__buf_append(mlirStringRefCreateFromCString(label), out);
+  for (intptr_t i = 0, n = mlirOperationGetNumAttributes(op); i < n; i++) {
+    MlirNamedAttribute a = mlirOperationGetAttribute(op, i);
+    vxl__buf_append(mlirStringRefCreateFromCString(" "), out);
+    vxl__buf_append(mlirIdentifierStr(a.name), out);
+    vxl__buf_append(mlirStringRefCreateFromCString("="), out);
+    mlirAttributePrint(a.attribute, vxl__buf_append, out);
+  }
+  vxl__buf_append(mlirStringRefCreateFromCString("\n"), out);
+}
+
 int vxl__piece_inputs(vxl_compiler *c, MlirOperation top, uint32_t first, uint32_t count, vxl__buf *out) {
   MlirModule mod = mlirModuleCreateEmpty(mlirOperationGetLocation(top));
   vxl__diags d = {0};
@@ -608,21 +621,13 @@ int vxl__piece_inputs(vxl_compiler *c, MlirOperation top, uint32_t first, uint32
   vxl__ops funcs = {0};
   uint32_t total = 0;
   /* what stage 4 reads besides the ops it copies: the gpu.modules'
-   * attributes (their #vortex.target), in order */
+   * attributes (their #vortex.target), in order; and the top module's,
+   * which no stage reads today (one that starts to cannot make two pieces
+   * alike that are not) */
+  vxl__print_attributes(top, "module", out);
   for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(mlirModuleFromOperation(top)));
-       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
-    if (!vxl__streq(vxl__op_name(op), "gpu.module")) continue;
-    vxl__buf_append(mlirStringRefCreateFromCString("gpu.module"), out);
-    for (intptr_t i = 0, n = mlirOperationGetNumAttributes(op); i < n; i++) {
-      MlirNamedAttribute a = mlirOperationGetAttribute(op, i);
-      MlirStringRef name = mlirIdentifierStr(a.name);
-      vxl__buf_append(mlirStringRefCreateFromCString(" "), out);
-      vxl__buf_append(name, out);
-      vxl__buf_append(mlirStringRefCreateFromCString("="), out);
-      mlirAttributePrint(a.attribute, vxl__buf_append, out);
-    }
-    vxl__buf_append(mlirStringRefCreateFromCString("\n"), out);
-  }
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op))
+    if (vxl__streq(vxl__op_name(op), "gpu.module")) vxl__print_attributes(op, "gpu.module", out);
   /* a refusal of stage 4 (a clash) is refused again when the piece is
    * compiled: both ops are in the module printed below */
   int rc = vxl__gather(&rw, top, "", first, count, &funcs, &total);

@@ -418,10 +418,13 @@ Test(pieces, the_inputs_of_a_piece_are_what_it_is_compiled_from) {
   cr_assert_eq(inputs_changed(src, variable), 0x1fu, "a variable: every piece");
   char *attribute = edited(src, "gpu.module @many {", "gpu.module @many attributes {note = 1 : i32} {");
   cr_assert_eq(inputs_changed(src, attribute), 0x1fu, "an attribute of the gpu.module: every piece");
+  char *top = edited(src, "module attributes {gpu.container_module}",
+                     "module attributes {gpu.container_module, test.note = 2 : i32}");
+  cr_assert_eq(inputs_changed(src, top), 0x1fu, "an attribute of the top module: every piece");
   char *comment = edited(src, "  gpu.module @many {", "  gpu.module @many { // a comment");
   cr_assert_eq(inputs_changed(src, comment), 0, "a comment that moves no line: no piece");
   free(constant), free(line), free(first_line), free(helper), free(unused), free(variable), free(attribute);
-  free(comment), free(src);
+  free(comment), free(top), free(src);
 }
 
 /* ---- a piece store in memory, keyed by the inputs themselves ---- */
