@@ -30,6 +30,11 @@ void vxd__cache_put(vxd_server *s, const vxd_job *j, vxp_response *r, uint64_t c
 
 /* ---- a module's pieces ---- */
 
+/* The entries one answer carries at most, in bytes: it must fit in one
+ * frame with its keys (VXP_MAX_PIECES of them); a piece past it is
+ * answered as not found, and compiled. */
+#define VXD__PIECES_ANSWER_MAX (VXP_MAX_FRAME_DEFAULT - (64u << 10))
+
 /* One worker's pieces request being answered: the answer, and how many
  * lookups of the shared level it still waits for. */
 typedef struct vxd__pieces_ask {
@@ -38,6 +43,7 @@ typedef struct vxd__pieces_ask {
   vxp_request answer;
   uint32_t waiting;
   uint32_t found, shared; /* entries found, of them from the shared level */
+  size_t bytes;           /* of the entries found */
   struct vxd__pieces_slot {
     struct vxd__pieces_ask *ask;
     uint32_t i;
@@ -97,13 +103,13 @@ static void vxd__pieces_remote_done(void *ud, const char *key, vxk_entry *e, int
   vxd__pieces_ask *ask = slot->ask;
   vxd_server *s = ask->srv;
   vxp_piece *p = &ask->answer.pieces[slot->i];
-  if (e && ask->w && !s->stopping) {
+  if (e && ask->w && !s->stopping && e->size <= VXD__PIECES_ANSWER_MAX - ask->bytes) {
     uint8_t *copy = malloc(e->size ? e->size : 1);
     if (copy) {
       memcpy(copy, e->data, e->size);
       p->entry = copy, p->entry_size = e->size;
       s->pending.l2_hits++;
-      ask->found++, ask->shared++;
+      ask->found++, ask->shared++, ask->bytes += e->size;
       /* kept here too, for the next compile (the file name unknown) */
       if (s->store && vxd_store_put(s->store, p->key, e->data, e->size, 0, NULL, 0, NULL) == 0)
         e->data = NULL;
@@ -131,9 +137,13 @@ void vxd__pieces_answer(vxd_server *s, vxd_worker *w, vxp_response *r) {
     vxk_entry e = {0};
     int rc = s->cache ? vxk_get(s->cache, p->key, &e) : VXK_ENOTFOUND;
     if (rc != VXK_OK && s->store) rc = vxd_store_pending(s->store, p->key, &e);
+    if (rc == VXK_OK && e.size > VXD__PIECES_ANSWER_MAX - ask->bytes) {
+      free(e.data); /* more than one answer holds: compiled */
+      continue;
+    }
     if (rc == VXK_OK) {
       p->entry = e.data, p->entry_size = e.size;
-      ask->found++;
+      ask->found++, ask->bytes += e.size;
       if (s->cache) vxk_mark_used(s->cache, p->key);
       continue;
     }
