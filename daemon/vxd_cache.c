@@ -160,10 +160,14 @@ void vxd__pieces_forget(vxd_worker *w) {
 }
 
 void vxd__pieces_keep(vxd_server *s, const vxd_job *j, vxp_response *r) {
+  /* listed as a piece of its module's file; not that file's own entry,
+   * which explain compares a compile with */
+  char origin[sizeof j->source_name + 16];
+  snprintf(origin, sizeof origin, "piece of %s", j->source_name[0] ? j->source_name : "<source>");
   for (uint32_t i = 0; s->store && i < r->npieces; i++) {
     vxp_piece *p = &r->pieces[i];
     if (!p->entry) continue;
-    if (vxd_store_put(s->store, p->key, p->entry, p->entry_size, 0, j->source_name, 1, NULL) != 0) {
+    if (vxd_store_put(s->store, p->key, p->entry, p->entry_size, 0, origin, 1, NULL) != 0) {
       vxd__log_at(s, VXD_LOG_WARNING, "not cached: a piece %s: out of memory", p->key);
       continue;
     }

@@ -525,6 +525,19 @@ Test(e2e, a_module_with_one_kernel_edited_compiles_only_that_kernels_piece) {
   char *at = strstr(src, "%k = arith.constant 50.0 : f32");
   cr_assert_not_null(at);
   memcpy(at + strlen("%k = arith.constant "), "51", 2); /* kernel 50's constant */
+  /* explain compares with the module's entry, not with its pieces */
+  vxp_response x;
+  cr_assert_eq(vxc_explain(c, src, len, "many.mlir", NULL, &x), 0);
+  cr_assert_eq(x.ncandidates, 1, "the module's entry alone, not its %u pieces", pieces);
+  cr_assert_str_eq(x.candidates[0].key, a.key);
+  vxp_response_clear(&x);
+  char cmd[512], out[16384];
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s ls --limit 1000", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  unsigned listed = 0;
+  for (const char *p = out; (p = strstr(p, "piece of many.mlir")); p++)
+    listed++;
+  cr_assert_eq(listed, pieces, "vxc ls names the pieces as such: %s", out);
   vxp_response b = compile_as(c, src, len, "many.mlir");
   cr_assert_eq(b.status, VXP_STATUS_OK, "%s", b.message ? b.message : "");
   cr_assert_not(b.cached);
