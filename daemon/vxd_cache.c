@@ -136,6 +136,12 @@ void vxd__pieces_answer(vxd_server *s, vxd_worker *w, vxp_response *r) {
     p->entry = NULL, p->entry_size = 0;
     vxk_entry e = {0};
     int rc = s->cache ? vxk_get(s->cache, p->key, &e) : VXK_ENOTFOUND;
+    /* a damaged piece is never used: dropped and counted as a module's
+     * would be (vxd__serve_cached), and compiled again */
+    if (rc == VXK_ECORRUPT && s->store && vxd_store_drop(s->store, p->key))
+      vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s (a piece) fails its checksum; dropping it", p->key);
+    else if (rc == VXK_EDAMAGED)
+      vxd__cache_damaged(s, vxk_errmsg(s->cache));
     if (rc != VXK_OK && s->store) rc = vxd_store_pending(s->store, p->key, &e);
     if (rc == VXK_OK && e.size > VXD__PIECES_ANSWER_MAX - ask->bytes) {
       free(e.data); /* more than one answer holds: compiled */

@@ -386,6 +386,93 @@ Test(hardening, a_damaged_cache_entry_is_never_served_but_compiled_again) {
   cr_assert_eq(vxt_daemon_stop(&d), 0);
 }
 
+/* The key of the first entry `vxc ls --json` lists as a piece of file. */
+static void first_piece_key(const vxt_daemon *d, const char *file, char key[65]) {
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s ls --json --limit 100", VXT_VXC, d->sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  char want[128];
+  snprintf(want, sizeof want, "\"source_name\":\"piece of %s\"", file);
+  for (const char *k = out; (k = strstr(k, "\"key\":\"")); k++) {
+    const char *end = strchr(k, '}');
+    const char *w = strstr(k, want);
+    if (end && w && w < end) {
+      memcpy(key, k + 7, 64);
+      key[64] = '\0';
+      return;
+    }
+  }
+  cr_assert_fail("no piece of %s listed: %s", file, out);
+}
+
+/* A damaged piece is never linked into a module: a module compiled again
+ * compiles that piece again (the others from the cache) into the bytes it
+ * had, the damage is counted, and the cache is whole after. */
+Test(hardening, a_damaged_piece_is_never_used_but_compiled_again) {
+  vxt_daemon d;
+  start_in(&d, "piece-damage", NULL);
+  size_t len;
+  char *src = vxt_many_kernels(40, &len), path[512];
+  snprintf(path, sizeof path, "%s/many.mlir", d.dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fwrite(src, 1, len, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile -o %s/first.o %s", VXT_VXC, d.sock, d.dir,
+           path);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  char key[65];
+  first_piece_key(&d, "many.mlir", key);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s fetch %s -o %s/piece.o", VXT_VXC, d.sock, key, d.dir);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  /* flip a byte of the piece's section headers (its own bytes: the
+   * module's object has other offsets) inside cache.db */
+  size_t plen, dlen;
+  snprintf(path, sizeof path, "%s/piece.o", d.dir);
+  char *piece = vxt_read_file(path, &plen);
+  cr_assert(piece && plen > 200);
+  snprintf(path, sizeof path, "%s/cache.db", d.cache);
+  char *db = vxt_read_file(path, &dlen);
+  cr_assert_not_null(db);
+  char *at = memmem(db, dlen, piece + plen - 48, 48);
+  cr_assert_not_null(at, "the piece's bytes are in cache.db");
+  cr_assert_null(memmem(at + 1, dlen - (size_t)(at + 1 - db), piece + plen - 48, 48), "once");
+  f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, (long)(at - db) + 20, SEEK_SET);
+  fputc(at[20] ^ 0x10, f);
+  fclose(f);
+  free(db);
+  free(piece);
+  /* the module again under another key (a trailing comment moves no line:
+   * every piece is looked up) */
+  cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
+  snprintf(path, sizeof path, "%s/many.mlir", d.dir);
+  f = fopen(path, "a");
+  cr_assert_not_null(f);
+  fputs("// again\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s compile -o %s/again.o %s", VXT_VXC, d.sock, d.dir,
+           path);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  size_t alen, blen;
+  snprintf(path, sizeof path, "%s/first.o", d.dir);
+  char *a = vxt_read_file(path, &alen);
+  snprintf(path, sizeof path, "%s/again.o", d.dir);
+  char *b = vxt_read_file(path, &blen);
+  cr_assert(a && b && alen == blen && memcmp(a, b, alen) == 0,
+            "the module's bytes, the damaged piece compiled again");
+  free(a), free(b);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s stats --json", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_eq(json_num(out, "corrupt"), 1, "%s", out);
+  snprintf(cmd, sizeof cmd, "%s --no-spawn --socket %s verify", VXT_VXC, d.sock);
+  cr_assert_eq(vxt_run(cmd, out, sizeof out), 0, "%s", out);
+  cr_assert_not_null(strstr(out, " 0 damaged"), "the piece was replaced: %s", out);
+  cr_assert_eq(vxt_daemon_stop(&d), 0);
+  free(src);
+}
+
 Test(hardening, admin_commands_zero_clear_prune_stop) {
   vxt_daemon d;
   start_in(&d, "admin", NULL);
