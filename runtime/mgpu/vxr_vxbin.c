@@ -544,10 +544,14 @@ static int vxr__ld_run(const char *ld, const char *const *args, int nargs, const
   *out = NULL;
   *out_size = 0;
   const char *name = strrchr(ld, '/') ? strrchr(ld, '/') + 1 : ld;
-  int in = memfd_create("vortexd-link-object", MFD_CLOEXEC),
-      res = memfd_create("vortexd-link-image", MFD_CLOEXEC);
+  /* every descriptor the child is given above 4, where it is given them:
+   * an image memory file at 3 would be overwritten by the object's dup2
+   * into 3, and its own dup2 into 4 would then make the output the input
+   * (ld truncates it, reads nothing, and says the entry is undefined) */
+  int in = vxr__fd_above(memfd_create("vortexd-link-object", MFD_CLOEXEC), 5),
+      res = vxr__fd_above(memfd_create("vortexd-link-image", MFD_CLOEXEC), 5);
   int p[2] = {-1, -1}, rc = 0;
-  if (in < 0 || res < 0 || pipe2(p, O_CLOEXEC) != 0) rc = -errno;
+  if (in < 0 || res < 0 || vxr__pipe_above(5, &p[0], &p[1]) != 0) rc = -errno;
   for (size_t done = 0; rc == 0 && done < obj_size;) {
     ssize_t w = write(in, obj + done, obj_size - done);
     if (w < 0 && errno != EINTR) rc = -errno;
