@@ -120,6 +120,13 @@ static int cold_compile(build *b, const char *src, size_t len, int run_no, int m
   if (run(stop, &c2) != 0) rc = -1;
   *cpu = c1 + reap_all();
   unlink(out), unlink(file), unlink(sock);
+  /* what vxc's start of the daemon leaves beside the socket */
+  static const char *const beside[] = {".lock", ".log", ".spawn"};
+  for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
+    char path[160];
+    snprintf(path, sizeof path, "%s%s", sock, beside[i]);
+    unlink(path);
+  }
   rmdir(dir);
   return rc;
 }
