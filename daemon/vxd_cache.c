@@ -28,6 +28,30 @@ void vxd__cache_put(vxd_server *s, const vxd_job *j, vxp_response *r, uint64_t c
   r->key_inputs = NULL, r->line_hashes = NULL, r->line_hashes_size = 0;
 }
 
+int vxd__cache_read(vxd_server *s, const char *key, vxk_entry *e) {
+  int rc = s->cache ? vxk_get(s->cache, key, e) : VXK_ENOTFOUND;
+  if (rc == VXK_ECORRUPT) {
+    /* never served: dropped (only while still damaged), counted, and, unless
+     * its replacement is already queued, compiled again */
+    if (s->store && vxd_store_drop(s->store, key))
+      vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s fails its checksum; dropping it", key);
+    rc = VXK_ENOTFOUND;
+  }
+  if (rc == VXK_ENOTFOUND && s->store) rc = vxd_store_pending(s->store, key, e); /* not written yet */
+  if (rc == VXK_EDAMAGED)
+    vxd__cache_damaged(s, vxk_errmsg(s->cache));
+  else if (rc != VXK_OK && rc != VXK_ENOTFOUND)
+    vxd__log_at(s, VXD_LOG_ERR, "cache read %s: %s", key, vxk_errmsg(s->cache));
+  return rc;
+}
+
+int vxd__cache_adopt(vxd_server *s, const char *key, vxk_entry *e, const char *source_name) {
+  if (!s->store) return -ENOENT;
+  int rc = vxd_store_put(s->store, key, e->data, e->size, e->compile_us, source_name, 0, NULL);
+  if (rc == 0) e->data = NULL;
+  return rc;
+}
+
 /* ---- a module's pieces ---- */
 
 /* The entries one answer carries at most, in bytes: it must fit in one
@@ -73,14 +97,8 @@ static void vxd__pieces_send(vxd__pieces_ask *ask) {
                   ask->found, ask->answer.npieces, ask->shared);
     vxd__pieces_write *pw = calloc(1, sizeof *pw);
     size_t len = 0;
+    /* fits in one frame: its entries are bounded (VXD__PIECES_ANSWER_MAX) */
     int rc = pw ? vxp_request_encode(&ask->answer, &pw->frame, &len) : VXP_ENOMEM;
-    if (rc == VXP_ETOOBIG) { /* more than one frame holds: the worker compiles them all */
-      for (uint32_t i = 0; i < ask->answer.npieces; i++) {
-        free(ask->answer.pieces[i].entry);
-        ask->answer.pieces[i].entry = NULL, ask->answer.pieces[i].entry_size = 0;
-      }
-      rc = vxp_request_encode(&ask->answer, &pw->frame, &len);
-    }
     if (rc != VXP_OK) {
       free(pw);
       kill(w->pid, SIGKILL); /* it waits for this answer: its job is retried */
@@ -110,9 +128,7 @@ static void vxd__pieces_remote_done(void *ud, const char *key, vxk_entry *e, int
       p->entry = copy, p->entry_size = e->size;
       s->pending.l2_hits++;
       ask->found++, ask->shared++, ask->bytes += e->size;
-      /* kept here too, for the next compile (the file name unknown) */
-      if (s->store && vxd_store_put(s->store, p->key, e->data, e->size, 0, NULL, 0, NULL) == 0)
-        e->data = NULL;
+      vxd__cache_adopt(s, p->key, e, NULL); /* kept here too (the file name unknown) */
     }
   }
   if (--ask->waiting == 0) vxd__pieces_send(ask);
@@ -135,14 +151,7 @@ void vxd__pieces_answer(vxd_server *s, vxd_worker *w, vxp_response *r) {
     free(p->entry); /* a request carries none */
     p->entry = NULL, p->entry_size = 0;
     vxk_entry e = {0};
-    int rc = s->cache ? vxk_get(s->cache, p->key, &e) : VXK_ENOTFOUND;
-    /* a damaged piece is never used: dropped and counted as a module's
-     * would be (vxd__serve_cached), and compiled again */
-    if (rc == VXK_ECORRUPT && s->store && vxd_store_drop(s->store, p->key))
-      vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s (a piece) fails its checksum; dropping it", p->key);
-    else if (rc == VXK_EDAMAGED)
-      vxd__cache_damaged(s, vxk_errmsg(s->cache));
-    if (rc != VXK_OK && s->store) rc = vxd_store_pending(s->store, p->key, &e);
+    int rc = vxd__cache_read(s, p->key, &e); /* a damaged piece: dropped, counted, compiled again */
     if (rc == VXK_OK && e.size > VXD__PIECES_ANSWER_MAX - ask->bytes) {
       free(e.data); /* more than one answer holds: compiled */
       continue;

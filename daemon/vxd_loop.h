@@ -242,6 +242,21 @@ void vxd__cache_damaged(vxd_server *s, const char *why);
  * for the store thread; compile_us: what the compile took. */
 void vxd__cache_put(vxd_server *s, const vxd_job *j, vxp_response *r, uint64_t compile_us);
 
+/* Reads key's entry into *e (caller frees e->data): from the local cache,
+ * else from the store's queue (not written yet).  An entry that fails its
+ * checksum is never returned: dropped (logged, counted) and VXK_ENOTFOUND,
+ * so it is compiled again; a damaged database is set aside
+ * (vxd__cache_damaged).  Returns VXK_OK, VXK_ENOTFOUND or another VXK
+ * error (logged).  Loop thread. */
+int vxd__cache_read(vxd_server *s, const char *key, vxk_entry *e);
+
+/* An entry the remote level answered with (e->data moved out on
+ * success): into the local cache (the store's pending list serves it at
+ * once), not shared back.  source_name: the source's file name, NULL when
+ * not known.  Returns 0, or -ENOENT (serving without a cache) / -ENOMEM:
+ * the caller treats the lookup as a miss.  Loop thread. */
+int vxd__cache_adopt(vxd_server *s, const char *key, vxk_entry *e, const char *source_name);
+
 /* A worker's pieces request r (the keys of its job's pieces): answered on
  * w's stdin, key for key, with the entry the local cache holds (or is
  * about to write), else the one the shared level gives, else none; r's

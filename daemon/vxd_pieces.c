@@ -291,15 +291,10 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
   atomic_init(&m.next, 0);
   atomic_init(&m.oom, 0);
   atomic_init(&m.helped, 0);
+  m.pieces = calloc(VXL_MAX_PIECES, sizeof *m.pieces); /* helpers may start before the count is known */
+  if (!m.pieces) return -ENOMEM;
   pthread_mutex_init(&m.lock, NULL);
   pthread_cond_init(&m.ready_cond, NULL);
-  m.pieces = calloc(VXL_MAX_PIECES, sizeof *m.pieces); /* helpers may start before the count is known */
-  uint32_t *todo = calloc(VXL_MAX_PIECES, sizeof *todo);
-  if (!m.pieces || !todo) {
-    free(m.pieces);
-    free(todo);
-    return -ENOMEM;
-  }
   /* a source this large most likely has several pieces: one helper
    * parses it alongside the worker instead of after; not with a store,
    * where the pieces left to compile are most often one or none */
@@ -312,6 +307,7 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
   const vxd_piece_store *store = w && n > 1 ? w->store : NULL;
   char(*keys)[65] = store ? vxd__piece_keys(store, c, s, n, opts, source_name) : NULL;
   uint8_t hit[VXL_MAX_PIECES] = {0};
+  uint32_t todo[VXL_MAX_PIECES]; /* read by the helpers, joined before this returns */
   if (keys && store->lookup(store->ud, n, (const char(*)[65])keys, m.pieces, hit) != 0) {
     for (uint32_t i = 0; i < n; i++)
       if (hit[i]) vxl_result_clear(&m.pieces[i]), hit[i] = 0;
@@ -343,7 +339,6 @@ int vxd_crew_compile(vxd_crew *w, vxl_compiler *c, const char *source, size_t le
   for (uint32_t i = 0; i < VXL_MAX_PIECES; i++)
     vxl_result_clear(&m.pieces[i]);
   free(m.pieces);
-  free(todo);
   free(keys);
   pthread_mutex_destroy(&m.lock);
   pthread_cond_destroy(&m.ready_cond);

@@ -249,22 +249,8 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   }
   if (!s->cache) return VXK_ENOTFOUND; /* serving without a cache */
   vxk_entry e;
-  int rc = vxk_get(s->cache, key, &e);
-  if (rc == VXK_ECORRUPT) {
-    /* never served: dropped (only while still damaged), counted, and, unless
-     * its replacement is already queued below, compiled again */
-    if (s->store && vxd_store_drop(s->store, key))
-      vxd__log_at(s, VXD_LOG_WARNING, "cache entry %s fails its checksum; dropping it", key);
-    rc = VXK_ENOTFOUND;
-  }
-  if (rc == VXK_ENOTFOUND && s->store) rc = vxd_store_pending(s->store, key, &e); /* not written yet */
-  if (rc != VXK_OK) {
-    if (rc == VXK_EDAMAGED)
-      vxd__cache_damaged(s, vxk_errmsg(s->cache));
-    else if (rc != VXK_ENOTFOUND)
-      vxd__log_at(s, VXD_LOG_ERR, "cache read %s: %s", key, vxk_errmsg(s->cache));
-    return rc;
-  }
+  int rc = vxd__cache_read(s, key, &e);
+  if (rc != VXK_OK) return rc;
   vxp_response r = {.id = req->id,
                     .op = req->op,
                     .status = VXP_STATUS_OK,
@@ -288,18 +274,6 @@ static int vxd__serve_cached(vxd_conn *c, const vxp_request *req, const char *ke
   return 0;
 }
 
-/* An entry the remote level answered with (e->data moved out on
- * success): into the local cache (the store's pending list serves it at
- * once), not shared back.  source_name: the source's file name, NULL for
- * a fetch by key.  Returns 0, or -ENOENT (serving without a cache) /
- * -ENOMEM: the caller treats the lookup as a miss. */
-static int vxd__adopt(vxd_server *s, const char *key, vxk_entry *e, const char *source_name) {
-  if (!s->store) return -ENOENT;
-  int rc = vxd_store_put(s->store, key, e->data, e->size, e->compile_us, source_name, 0, NULL);
-  if (rc == 0) e->data = NULL;
-  return rc;
-}
-
 static void vxd__fetch_answer(vxd_conn *c, const vxp_request *req, int rc) {
   if (rc == VXK_ENOTFOUND)
     vxd__send_error(c, req->id, VXP_OP_FETCH, VXP_STATUS_NOT_FOUND, "no cache entry with that key", 0);
@@ -321,7 +295,7 @@ static void vxd__fetch_remote_done(void *ud, const char *key, vxk_entry *e, int 
   if (c) {
     vxp_request req = {.id = fw->req_id, .op = VXP_OP_FETCH};
     int rc = VXK_ENOTFOUND;
-    if (e && vxd__adopt(s, key, e, NULL) == 0) { /* a key alone: the source's name unknown */
+    if (e && vxd__cache_adopt(s, key, e, NULL) == 0) { /* a key alone: the source's name unknown */
       rc = vxd__serve_cached(c, &req, key);
       if (rc == 0) s->pending.l2_hits++;
     }
@@ -369,7 +343,7 @@ static void vxd__compile_remote_done(void *ud, const char *key, vxk_entry *e, in
     vxd__job_free(s, j);
     return;
   }
-  if (e && vxd__adopt(s, key, e, j->source_name) == 0) {
+  if (e && vxd__cache_adopt(s, key, e, j->source_name) == 0) {
     for (vxd_waiter *w = j->waiters; w; w = w->next) {
       vxd_conn *c = vxd__conn_find(s, w->conn_id);
       if (!c) continue;

@@ -39,13 +39,52 @@ static int vxd__kernel_to_wire(vxl_kernel *k, vxp_kernel *w) {
   return 0;
 }
 
+/* The options text a compile's entries record (vxd_cache_origin of the
+ * request's options). */
+static void vxd__entry_options(const vxd_config *cfg, const vxp_request *req, char options[VXD_OPTIONS_MAX]) {
+  vxl_options o;
+  vxd_options_from_request(cfg, req, &o);
+  char source[VXL_DEBUG_FILE_MAX + 1];
+  vxd_cache_origin(&o, req->source_name, source, options);
+}
+
+/* The one entry every level stores (vxk_entry_encode) of object, image
+ * (NULL: none) and the n kernel records ks under key, with options, signed
+ * when a signing key is configured: *entry (malloc()), *entry_size.
+ * Returns 0, or -ENOMEM / -EINVAL. */
+static int vxd__encode_entry(const vxd_config *cfg, const char *key, const char *options,
+                             const uint8_t *object, size_t object_size, const uint8_t *image,
+                             size_t image_size, const vxp_kernel *ks, uint32_t n, uint8_t **entry,
+                             size_t *entry_size) {
+  vxp_entry_kernel *recs = calloc(n ? n : 1, sizeof *recs);
+  int rc = recs ? 0 : -ENOMEM;
+  uint32_t done = 0;
+  for (; rc == 0 && done < n; done++) {
+    uint8_t *rec = NULL;
+    size_t len = 0;
+    if (vxp_kernel_meta_encode(&ks[done], &rec, &len) != VXP_OK) {
+      rc = -ENOMEM;
+      break;
+    }
+    recs[done] = (vxp_entry_kernel){ks[done].name, strlen(ks[done].name), rec, len};
+  }
+  if (rc == 0)
+    rc = vxk_entry_encode(key, options, object, object_size, image, image_size, recs, done,
+                          cfg ? cfg->remote_signer : NULL, entry, entry_size);
+  for (uint32_t i = 0; recs && i < done; i++)
+    free((uint8_t *)recs[i].record);
+  free(recs);
+  return rc;
+}
+
 /* ---- the pieces of a module: the daemon's cache, asked over the pipes ---- */
 
 /* The compile in progress, as the crew's piece store sees it. */
 typedef struct {
   const vxd_config *cfg;
   const vxp_request *req;
-  vxp_piece *kept; /* the pieces compiled, for the reply; malloc() */
+  char options[VXD_OPTIONS_MAX]; /* its entries' options text; "" until the first is kept */
+  vxp_piece *kept;               /* the pieces compiled, for the reply; malloc() */
   uint32_t nkept;
 } vxd__pieces;
 
@@ -55,21 +94,22 @@ static int vxd__piece_key(void *ud, const vxl_options *opts, const char *source_
   return vxd_piece_key(ps->cfg, opts, source_name, inputs, len, key) == 0 ? 0 : -EINVAL;
 }
 
-/* Reads the daemon's answer to a pieces request: one frame from stdin.
- * 0, or -EPROTO (then the pipe is in no known state: the caller exits). */
-static int vxd__read_answer(vxp_request *ans) {
+/* Reads one frame from stdin: *payload (malloc()), *len bytes.  0; 1 when
+ * the input ended before it (the daemon is gone); -1 when what came is no
+ * frame (out of step with the daemon: the caller exits, and the daemon
+ * starts another worker). */
+static int vxd__read_frame(uint8_t **payload, uint32_t *len) {
   uint8_t hdr[VXP_FRAME_HEADER_SIZE];
-  uint32_t len = 0;
-  if (vxp_read_full(0, hdr, sizeof hdr) != 0 || vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK)
-    return -EPROTO;
-  uint8_t *payload = malloc(len ? len : 1);
-  if (!payload || vxp_read_full(0, payload, len) != 0) {
-    free(payload);
-    return -EPROTO;
+  *payload = NULL;
+  if (vxp_read_full(0, hdr, sizeof hdr) != 0) return 1;
+  if (vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, len) != VXP_OK) return -1;
+  *payload = malloc(*len ? *len : 1);
+  if (!*payload || vxp_read_full(0, *payload, *len) != 0) {
+    free(*payload);
+    *payload = NULL;
+    return -1;
   }
-  int rc = vxp_request_decode(payload, len, ans);
-  free(payload);
-  return rc == VXP_OK ? 0 : -EPROTO;
+  return 0;
 }
 
 /* A piece's entry as the lowering's result: its object and kernels.  0,
@@ -111,9 +151,13 @@ static int vxd__piece_lookup(void *ud, uint32_t n, const char (*keys)[65], vxl_r
   if (rc == 0 && vxp_write_full(1, frame, flen, 0) != 0) _exit(0); /* the daemon is gone */
   free(frame);
   if (rc) return rc;
+  uint8_t *payload = NULL;
+  uint32_t len = 0;
+  if (vxd__read_frame(&payload, &len) != 0) _exit(3); /* gone, or out of step with the daemon */
   vxp_request ans;
-  if (vxd__read_answer(&ans) != 0) _exit(3); /* out of step with the daemon: it starts another worker */
-  if (ans.op != VXP_OP_PIECES || ans.npieces != n) rc = -EPROTO;
+  rc = vxp_request_decode(payload, len, &ans) == VXP_OK ? 0 : -EPROTO;
+  free(payload);
+  if (rc == 0 && (ans.op != VXP_OP_PIECES || ans.npieces != n)) rc = -EPROTO;
   for (uint32_t i = 0; rc == 0 && i < n; i++) {
     if (strcmp(ans.pieces[i].key, keys[i]) != 0) {
       rc = -EPROTO;
@@ -125,41 +169,27 @@ static int vxd__piece_lookup(void *ud, uint32_t n, const char (*keys)[65], vxl_r
   return rc;
 }
 
-/* A piece's result sealed as an entry under key, as vxd__seal_entry seals
- * a module's, to go with the reply. */
+/* A piece's result sealed as an entry under key (vxd__encode_entry, as a
+ * module's is), to go with the reply. */
 static void vxd__piece_keep(void *ud, const char *key, const vxl_result *res) {
   vxd__pieces *ps = ud;
   if (ps->req->cache == VXP_CACHE_BYPASS) return; /* write nothing */
-  vxl_options o;
-  vxd_options_from_request(ps->cfg, ps->req, &o);
-  char source[VXL_DEBUG_FILE_MAX + 1], options[VXD_OPTIONS_MAX];
-  vxd_cache_origin(&o, ps->req->source_name, source, options);
-  vxp_entry_kernel *ks = calloc(res->nkernels ? res->nkernels : 1, sizeof *ks);
+  if (!ps->options[0]) vxd__entry_options(ps->cfg, ps->req, ps->options);
+  vxp_kernel *ks = calloc(res->nkernels ? res->nkernels : 1, sizeof *ks);
   vxp_piece *more = realloc(ps->kept, (ps->nkept + 1) * sizeof *more);
   if (more) ps->kept = more;
   int rc = ks && more ? 0 : -ENOMEM;
   uint32_t n = 0;
-  for (; rc == 0 && n < res->nkernels; n++) {
-    vxp_kernel w;
-    uint8_t *rec = NULL;
-    size_t len = 0;
-    if (vxd_kernel_wire_view(&res->kernels[n], &w) != 0) {
-      rc = -ENOMEM;
-      break;
-    }
-    rc = vxp_kernel_meta_encode(&w, &rec, &len) == VXP_OK ? 0 : -ENOMEM;
-    free(w.args); /* the rest is borrowed */
-    if (rc) break;
-    ks[n] = (vxp_entry_kernel){res->kernels[n].name, strlen(res->kernels[n].name), rec, len};
-  }
+  for (; rc == 0 && n < res->nkernels; n++) /* views: the strings are res's */
+    if (vxd_kernel_wire_view(&res->kernels[n], &ks[n]) != 0) rc = -ENOMEM;
   vxp_piece p;
   memset(&p, 0, sizeof p);
   memcpy(p.key, key, 65);
-  if (rc == 0 && vxk_entry_encode(key, options, res->object, res->object_size, NULL, 0, ks, n,
-                                  ps->cfg ? ps->cfg->remote_signer : NULL, &p.entry, &p.entry_size) == 0)
+  if (rc == 0 && vxd__encode_entry(ps->cfg, key, ps->options, res->object, res->object_size, NULL, 0, ks, n,
+                                   &p.entry, &p.entry_size) == 0)
     ps->kept[ps->nkept++] = p;
   for (uint32_t i = 0; ks && i < n; i++)
-    free((uint8_t *)ks[i].record);
+    free(ks[i].args);
   free(ks);
 }
 
@@ -284,28 +314,11 @@ static void vxd__link_image(const vxd_config *cfg, vxp_response *resp) {
  * -ENOMEM / -EINVAL (no valid key: a daemon fault). */
 static int vxd__seal_entry(const vxd_config *cfg, const vxp_request *req, vxp_response *resp) {
   if (!req->key || !vxk_key_valid(req->key)) return -EINVAL;
-  vxl_options o;
-  vxd_options_from_request(cfg, req, &o);
-  char source[VXL_DEBUG_FILE_MAX + 1], options[VXD_OPTIONS_MAX];
-  vxd_cache_origin(&o, req->source_name, source, options);
-  vxp_entry_kernel *ks = calloc(resp->nkernels ? resp->nkernels : 1, sizeof *ks);
-  int rc = ks ? 0 : -ENOMEM;
-  uint32_t n = 0;
-  for (; rc == 0 && n < resp->nkernels; n++) {
-    uint8_t *rec = NULL;
-    size_t len = 0;
-    if (vxp_kernel_meta_encode(&resp->kernels[n], &rec, &len) != VXP_OK) {
-      rc = -ENOMEM;
-      break;
-    }
-    ks[n] = (vxp_entry_kernel){resp->kernels[n].name, strlen(resp->kernels[n].name), rec, len};
-  }
-  if (rc == 0)
-    rc = vxk_entry_encode(req->key, options, resp->object, resp->object_size, resp->image, resp->image_size,
-                          ks, n, cfg ? cfg->remote_signer : NULL, &resp->entry, &resp->entry_size);
-  for (uint32_t i = 0; ks && i < n; i++)
-    free((uint8_t *)ks[i].record);
-  free(ks);
+  char options[VXD_OPTIONS_MAX];
+  vxd__entry_options(cfg, req, options);
+  int rc =
+      vxd__encode_entry(cfg, req->key, options, resp->object, resp->object_size, resp->image,
+                        resp->image_size, resp->kernels, resp->nkernels, &resp->entry, &resp->entry_size);
   if (rc != 0) return rc;
   resp->key = strdup(req->key);
   free(resp->object); /* carried in the entry only */
@@ -355,7 +368,6 @@ static void vxd__fatal(const char *reason) {
 }
 
 int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, unsigned slot) {
-  /* NULL: this worker compiles alone */
   /* piece_helpers 0: a crew that never borrows, for its piece store */
   vxd_crew *crew = vxd_crew_create(cfg->piece_helpers ? cores : NULL, slot, cfg->piece_helpers);
   if (!crew) return 1;
@@ -365,12 +377,11 @@ int vxd_worker_serve(vxl_compiler *c, const vxd_config *cfg, vxd_cores *cores, u
   signal(SIGINT, SIG_IGN); /* the daemon decides when workers stop */
   unsigned compiles = 0;
   for (;;) {
-    uint8_t hdr[VXP_FRAME_HEADER_SIZE];
+    uint8_t *payload = NULL;
     uint32_t len = 0;
-    if (vxp_read_full(0, hdr, sizeof hdr) != 0) break; /* daemon gone: EOF */
-    if (vxp_frame_length(hdr, VXP_MAX_FRAME_DEFAULT, &len) != VXP_OK) return 3;
-    uint8_t *payload = malloc(len);
-    if (!payload || vxp_read_full(0, payload, len) != 0) return 3;
+    int frc = vxd__read_frame(&payload, &len);
+    if (frc > 0) break; /* daemon gone: EOF */
+    if (frc < 0) return 3;
     vxp_request req;
     vxp_response resp;
     memset(&resp, 0, sizeof resp);

@@ -333,6 +333,25 @@ static long long json_num(const char *json, const char *key) {
   return p ? atoll(p + strlen(pat)) : -1;
 }
 
+/* Flips a byte of the n bytes `bytes` where they stand in d's cache.db
+ * (the daemon stopped); with once, they must stand there once. */
+static void flip_a_byte_of(const vxt_daemon *d, const void *bytes, size_t n, int once) {
+  char path[512];
+  size_t dlen;
+  snprintf(path, sizeof path, "%s/cache.db", d->cache);
+  char *db = vxt_read_file(path, &dlen);
+  cr_assert_not_null(db);
+  char *at = memmem(db, dlen, bytes, n);
+  cr_assert_not_null(at, "the bytes are in cache.db");
+  if (once) cr_assert_null(memmem(at + 1, dlen - (size_t)(at + 1 - db), bytes, n), "once");
+  FILE *f = fopen(path, "r+b");
+  cr_assert_not_null(f);
+  fseek(f, (long)(at - db) + 20, SEEK_SET);
+  fputc(at[20] ^ 0x10, f);
+  fclose(f);
+  free(db);
+}
+
 Test(hardening, a_damaged_cache_entry_is_never_served_but_compiled_again) {
   vxt_daemon d;
   start_in(&d, "damage", NULL);
@@ -348,21 +367,11 @@ Test(hardening, a_damaged_cache_entry_is_never_served_but_compiled_again) {
   /* flip one byte of the stored object inside cache.db */
   char path[512];
   snprintf(path, sizeof path, "%s/objs/polygeist_style.o", d.dir);
-  size_t olen, dlen;
+  size_t olen;
   char *obj = vxt_read_file(path, &olen);
   cr_assert_not_null(obj);
   cr_assert_gt(olen, 200);
-  snprintf(path, sizeof path, "%s/cache.db", d.cache);
-  char *db = vxt_read_file(path, &dlen);
-  cr_assert_not_null(db);
-  char *at = memmem(db, dlen, obj + 100, 48);
-  cr_assert_not_null(at, "the object's bytes are in cache.db");
-  FILE *f = fopen(path, "r+b");
-  cr_assert_not_null(f);
-  fseek(f, (long)(at - db) + 20, SEEK_SET);
-  fputc(at[20] ^ 0x10, f);
-  fclose(f);
-  free(db);
+  flip_a_byte_of(&d, obj + 100, 48, 0);
   free(obj);
   cr_assert_eq(vxt_daemon_start(&d, NULL), 0);
   /* fetch: not found, never the damaged bytes */
@@ -427,22 +436,11 @@ Test(hardening, a_damaged_piece_is_never_used_but_compiled_again) {
   cr_assert_eq(vxt_daemon_stop(&d), 0);
   /* flip a byte of the piece's section headers (its own bytes: the
    * module's object has other offsets) inside cache.db */
-  size_t plen, dlen;
+  size_t plen;
   snprintf(path, sizeof path, "%s/piece.o", d.dir);
   char *piece = vxt_read_file(path, &plen);
   cr_assert(piece && plen > 200);
-  snprintf(path, sizeof path, "%s/cache.db", d.cache);
-  char *db = vxt_read_file(path, &dlen);
-  cr_assert_not_null(db);
-  char *at = memmem(db, dlen, piece + plen - 48, 48);
-  cr_assert_not_null(at, "the piece's bytes are in cache.db");
-  cr_assert_null(memmem(at + 1, dlen - (size_t)(at + 1 - db), piece + plen - 48, 48), "once");
-  f = fopen(path, "r+b");
-  cr_assert_not_null(f);
-  fseek(f, (long)(at - db) + 20, SEEK_SET);
-  fputc(at[20] ^ 0x10, f);
-  fclose(f);
-  free(db);
+  flip_a_byte_of(&d, piece + plen - 48, 48, 1);
   free(piece);
   /* the module again under another key (a trailing comment moves no line:
    * every piece is looked up) */

@@ -372,10 +372,8 @@ static void compile_text(const daemon_t *d, const char *src, size_t len, vxp_cac
  * bytes of a whole compile of the edited module. */
 Test(remote, a_second_daemon_takes_the_pieces_of_a_module_from_redis) {
   redis rd;
-  redis_start(&rd);
-  use_redis(&rd);
   daemon_t a, b;
-  daemon_start(&a, "a", url_env);
+  redis_and_daemon(&rd, &a, "a");
   daemon_start(&b, "b", url_env);
   size_t len;
   unsigned n = 100, pieces = (n + VXL_PIECE_KERNELS - 1) / VXL_PIECE_KERNELS;
