@@ -21,6 +21,9 @@ and the linker saw, not from a reading of the sources:
      vortexd-hostcc's): every other LLVMInitialize<Target>Target nm finds
      is one of lld's stand-ins (lowering/vxl_lld_static.cpp), a function
      of a few bytes, never a target's initializer.
+  7. a vortexd linked by lld with LLVM's static archives lays out the
+     functions daemon/vortexd.order lists (those a start and a compile run)
+     together at the start of its .text, not among the other ~150 000.
 
     python3 tests/layering.py SOURCE_DIR BUILD_DIR
 
@@ -218,10 +221,39 @@ if static and os.path.exists(daemon):
 elif static:
     problems.append(f"no {daemon}: build first")
 
+# ---- 7. the functions a start and a compile run, together ----
+ORDER_SLACK = 1.25  # alignment padding between functions, and a few left out
+cache_text = open(cache).read() if os.path.exists(cache) else ""
+ordered = None
+if static and "VORTEXD_HAVE_LLD:INTERNAL=1" in cache_text and os.path.exists(daemon):
+    listed = [l.strip() for l in open(os.path.join(root, "daemon", "vortexd.order"))
+              if l.strip() and not l.startswith("#")]
+    sections = subprocess.run(["readelf", "-SW", daemon], capture_output=True, text=True).stdout
+    m = re.search(r"\] \.text\s+PROGBITS\s+(\w+) \w+ (\w+)", sections)
+    text_lo, text_hi = int(m.group(1), 16), int(m.group(1), 16) + int(m.group(2), 16)
+    at = {}
+    for line in subprocess.run(["nm", "-S", "--defined-only", daemon], capture_output=True, text=True).stdout.split("\n"):
+        f = line.split()
+        if len(f) == 4 and f[2] in "tTwW":
+            at[f[3]] = (int(f[0], 16), int(f[1], 16))
+    in_text = [at[n] for n in listed if n in at and text_lo <= at[n][0] < text_hi]
+    need = sum(size for _, size in in_text)
+    within = sum(1 for addr, _ in in_text if addr - text_lo < need * ORDER_SLACK)
+    ordered = (within, len(in_text), need)
+    if len(in_text) < len(listed) // 2:
+        problems.append(f"vortexd has only {len(in_text)} of the {len(listed)} functions daemon/vortexd.order lists "
+                        "in its .text: run daemon/order.sh again (LLVM or the lowering changed)")
+    elif within < 0.95 * len(in_text):
+        problems.append(f"only {within} of the {len(in_text)} functions daemon/vortexd.order lists lie in the first "
+                        f"{need * ORDER_SLACK / 1e6:.1f} MB of vortexd's .text: the link did not apply the order "
+                        "(--symbol-ordering-file, daemon/CMakeLists.txt)")
+
 for p in sorted(set(problems)):
     print("layering:", p, file=sys.stderr)
 if problems:
     sys.exit(1)
 print(f"layering: {len(MODULES)} modules, {len(rank)} loop files and the lowering's driver keep their layers; "
       f"{nfunctions} functions of at most {MAX_FUNCTION_LINES} lines; "
-      f"vortexd's LLVM targets: {', '.join(sorted(targets)) or 'not checked (shared LLVM)'}")
+      f"vortexd's LLVM targets: {', '.join(sorted(targets)) or 'not checked (shared LLVM)'}; "
+      + (f"{ordered[0]} of {ordered[1]} ordered functions in .text's first {ordered[2] * ORDER_SLACK / 1e6:.1f} MB"
+         if ordered else "function order not checked (no lld)"))
