@@ -1254,6 +1254,13 @@ static void vxk__hash_lp(EVP_MD_CTX *h, const void *p, uint64_t n) {
   EVP_DigestUpdate(h, p, (size_t)n);
 }
 
+int vxk_prepare(void) {
+  EVP_MD *md = EVP_MD_fetch(NULL, "SHA2-256", NULL); /* stays in the method cache when freed */
+  if (!md) return VXK_ENOMEM;
+  EVP_MD_free(md);
+  return VXK_OK;
+}
+
 int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t nparts,
             char out[VXK_KEY_HEX + 1]) {
   EVP_MD_CTX *h = EVP_MD_CTX_new();

@@ -350,6 +350,14 @@ int vxk_stats_get(vxk_cache *c, vxk_stats *out);
 int vxk_key(const uint8_t *source, size_t len, const char *const *parts, size_t nparts,
             char out[VXK_KEY_HEX + 1]);
 
+/* Readies OpenSSL for the hashes above: reads its configuration, loads its
+ * default provider and fetches SHA-256 into its method cache.  A process
+ * that calls it before forking hands that state to its children (compile
+ * workers), which otherwise each build it again at their first hash (about
+ * a third of a millisecond).  Any thread; calling it again costs a cache
+ * lookup.  Returns 0 or VXK_ENOMEM (OpenSSL has no SHA-256). */
+int vxk_prepare(void);
+
 /* True when s is 64 lowercase hex digits. */
 int vxk_key_valid(const char *s);
 

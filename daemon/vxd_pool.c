@@ -209,6 +209,11 @@ static void vxd__sigchld_cb(uv_signal_t *h, int signum) {
 }
 
 int vxd__pool_init(vxd_server *s) {
+  /* the workers forked from here on inherit a hash ready to use */
+  if (vxk_prepare() != VXK_OK) {
+    vxd__log_at(s, VXD_LOG_ERR, "cannot hash: OpenSSL has no SHA-256");
+    return -ENOSYS;
+  }
   int rc = vxd_compiler_new(&s->pool.template_compiler);
   if (rc != 0) {
     vxd__log_at(s, VXD_LOG_ERR, "cannot create the compiler (is LLVM's RISC-V target installed?)");

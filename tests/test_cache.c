@@ -225,6 +225,35 @@ Test(cache, key_depends_on_every_part_and_is_unambiguous) {
   cr_assert_str_eq(a, "f820acc1b8f9e947d5d085435701562fda082bbbbd8a12174178075905331acc");
 }
 
+/* The daemon readies OpenSSL and then forks its workers: a child's first
+ * key must be the same as its parent's. */
+Test(cache, a_child_forked_after_prepare_hashes_like_its_parent) {
+  cr_assert_eq(vxk_prepare(), VXK_OK);
+  cr_assert_eq(vxk_prepare(), VXK_OK, "again: a cache lookup");
+  const char *q1[] = {"ab", "c"};
+  char parent[VXK_KEY_HEX + 1];
+  cr_assert_eq(vxk_key((const uint8_t *)"", 0, q1, 2, parent), VXK_OK);
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    char child[VXK_KEY_HEX + 1] = "";
+    int ok = vxk_key((const uint8_t *)"", 0, q1, 2, child) == VXK_OK;
+    _exit(ok && write(fds[1], child, VXK_KEY_HEX) == VXK_KEY_HEX ? 0 : 1);
+  }
+  close(fds[1]);
+  char child[VXK_KEY_HEX + 1] = "";
+  ssize_t n = read(fds[0], child, VXK_KEY_HEX);
+  close(fds[0]);
+  int st = 0;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  cr_assert_eq(n, VXK_KEY_HEX);
+  cr_assert_str_eq(child, parent);
+  cr_assert_str_eq(child, "f820acc1b8f9e947d5d085435701562fda082bbbbd8a12174178075905331acc");
+}
+
 Test(cache, replacing_an_entry_is_atomic) {
   vxk_cache *c = open_cache(0);
   char key[VXK_KEY_HEX + 1];
