@@ -237,7 +237,9 @@ void vxd__pool_stop(vxd_server *s) {
     vxd__worker_close(w);
   }
   if (!uv_is_closing((uv_handle_t *)&s->pool.sigchld)) uv_close((uv_handle_t *)&s->pool.sigchld, NULL);
+#ifdef VXD_FULL_TEARDOWN /* else the process's end frees it (main) */
   vxl_compiler_destroy(s->pool.template_compiler);
+#endif
   s->pool.template_compiler = NULL;
   vxd_cores_destroy(s->pool.cores);
   s->pool.cores = NULL;
