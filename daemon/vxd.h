@@ -94,6 +94,39 @@ typedef struct {
 #undef VXD__COUNT_FIELD
 } vxd_counts;
 
+/* ---- vxd_systemd.c: the service manager's notifications, activation and
+ * watchdog, through libsystemd loaded when they are asked for ---- */
+
+typedef struct {
+  void *lib; /* dlopen's handle; NULL: not under a service manager */
+  int (*notify)(int unset_environment, const char *state);
+  int (*listen_fds)(int unset_environment);
+  int (*watchdog_enabled)(int unset_environment, uint64_t *usec);
+} vxd_systemd;
+
+/* Loads libsystemd's sd_notify, sd_listen_fds and sd_watchdog_enabled into
+ * *sd when the environment holds NOTIFY_SOCKET, LISTEN_FDS or
+ * WATCHDOG_USEC; else leaves *sd empty, and the calls below then do what
+ * libsystemd's do without those variables: nothing, returning 0.  Returns 0,
+ * or -1 with a message in err (a variable is set but libsystemd.so.0 or one
+ * of its functions is missing).  Before the loop starts; release with
+ * vxd_systemd_close. */
+int vxd_systemd_load(vxd_systemd *sd, char *err, size_t errcap);
+void vxd_systemd_close(vxd_systemd *sd);
+
+/* sd_notify(0, state) (sd_notify(3)); vxd_sd_notifyf formats the state
+ * first (at most 4 KiB; -1 beyond). */
+int vxd_sd_notify(const vxd_systemd *sd, const char *state);
+int vxd_sd_notifyf(const vxd_systemd *sd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* sd_listen_fds(1): the number of sockets passed by socket activation,
+ * from SD_LISTEN_FDS_START, the variables then unset (sd_listen_fds(3)). */
+int vxd_sd_listen_fds(const vxd_systemd *sd);
+
+/* sd_watchdog_enabled(0, usec): > 0 and *usec (microseconds) when the
+ * service manager expects a ping every *usec (sd_watchdog_enabled(3)). */
+int vxd_sd_watchdog_enabled(const vxd_systemd *sd, uint64_t *usec);
+
 /* ---- vxd_sdk.c: what a linked image depends on ---- */
 
 typedef struct vxd_sdk vxd_sdk;

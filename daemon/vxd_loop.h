@@ -156,6 +156,7 @@ struct vxd_server {
   int lock_fd;      /* single-instance lock, held while running */
   int dir_fd;       /* the checked runtime directory (vxp_runtime_dir_open) */
   int stopping;
+  vxd_systemd sd; /* the service manager, when there is one (vxd_systemd.c) */
   /* the connections of stop requests, duplicated and never closed: the
    * process's exit closes them, after the cache and the lock, so their
    * clients read the end only once the daemon is gone (vxc_admin) */

@@ -38,7 +38,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <systemd/sd-daemon.h>
 #include <uv.h>
 
 #include "vxd_loop.h"

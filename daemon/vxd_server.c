@@ -69,8 +69,8 @@ static void vxd__fit_connections(vxd_server *s) {
 }
 
 static void vxd__watchdog_cb(uv_timer_t *t) {
-  (void)t;
-  sd_notify(0, "WATCHDOG=1");
+  vxd_server *s = t->data;
+  vxd_sd_notify(&s->sd, "WATCHDOG=1");
 }
 
 static void vxd__signal_cb(uv_signal_t *h, int signum) {
@@ -97,7 +97,7 @@ static void vxd__count_handle(uv_handle_t *h, void *arg) {
  * another daemon holds the lock, or another negative errno (logged). */
 static int vxd__listen(vxd_server *s) {
   const char *path = s->cfg->socket_path;
-  int activated = sd_listen_fds(1) >= 1;
+  int activated = vxd_sd_listen_fds(&s->sd) >= 1;
   const char *rtenv = getenv("RUNTIME_DIRECTORY");
   char dir[4096], err[512];
   if (activated && rtenv && *rtenv && !strchr(rtenv, ':'))
@@ -172,9 +172,17 @@ int vxd_server_run(const vxd_config *cfg) {
   s->loop = uv_default_loop();
   s->on_payload = vxd__on_payload;
   s->start_ms = uv_now(s->loop);
+  /* before the workers' fork, which then inherits it */
+  char sderr[512];
+  if (vxd_systemd_load(&s->sd, sderr, sizeof sderr) != 0) {
+    vxd__log_at(s, VXD_LOG_ERR, "%s", sderr);
+    free(s);
+    return 1;
+  }
   s->hot = vxd_hot_create(VXD_HOT_MAX_BYTES); /* NULL: hits all read the cache */
   if (vxd__pool_init(s) != 0) {
     vxd_hot_destroy(s->hot);
+    vxd_systemd_close(&s->sd);
     free(s);
     return 1;
   }
@@ -217,13 +225,13 @@ int vxd_server_run(const vxd_config *cfg) {
   vxp_target_name(cfg->vortex_abi, cfg->xlen, target);
   vxd__log(s, "%s serving %s (cache %s, %u workers, default target %s)", VXD_SERVER_NAME, cfg->socket_path,
            cfg->cache_dir, s->pool.nslots, target);
-  sd_notifyf(0, "READY=1\nSTATUS=serving %s", cfg->socket_path);
+  vxd_sd_notifyf(&s->sd, "READY=1\nSTATUS=serving %s", cfg->socket_path);
   /* systemd's watchdog (WatchdogSec=): a ping at half the interval from
    * the loop, so a wedged loop gets the service restarted */
   uint64_t wd_usec = 0;
   uv_timer_init(s->loop, &s->watchdog);
   s->watchdog.data = s;
-  if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec >= 2000)
+  if (vxd_sd_watchdog_enabled(&s->sd, &wd_usec) > 0 && wd_usec >= 2000)
     uv_timer_start(&s->watchdog, vxd__watchdog_cb, 0, wd_usec / 2000);
 
 done:
@@ -240,6 +248,7 @@ done:
   vxk_close(s->cache);
   if (s->lock_fd >= 0) close(s->lock_fd);
   if (s->dir_fd >= 0) close(s->dir_fd);
+  vxd_systemd_close(&s->sd);
   free(s);
   return status;
 }

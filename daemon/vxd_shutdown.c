@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <systemd/sd-daemon.h>
 #include <uv.h>
 
 #include "protocol/vxp_paths.h"
@@ -27,7 +26,7 @@ void vxd__stop(vxd_server *s, const char *why) {
   if (s->stopping) return;
   s->stopping = 1;
   if (why) vxd__log(s, "stopping (%s)", why);
-  sd_notify(0, "STOPPING=1");
+  vxd_sd_notify(&s->sd, "STOPPING=1");
   vxd__close_if_open((uv_handle_t *)&s->listener);
   if (s->bound_socket) vxd__remove_stale_socket(s, vxp_path_base(s->cfg->socket_path));
   for (vxd_conn *c = s->conns; c; c = c->next)

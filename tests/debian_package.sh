@@ -48,7 +48,9 @@ dpkg -x "$deb" "$root"
 # (libcurl4) beside the daemon, where it looks for them
 [ -x "$root/usr/libexec/vortexd/vortexd-hostcc" ] || fail "no usr/libexec/vortexd/vortexd-hostcc"
 ls "$root"/usr/lib/*/vortexd/vortexd-http.so >/dev/null 2>&1 || fail "no usr/lib/*/vortexd/vortexd-http.so"
-needs=(libuv1 libsqlite3-0 libssl3 libllvm22 libcurl4 llvm-22-runtime binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf)
+# libsystemd0 named by hand: the daemon loads it with dlopen, unseen by dpkg-shlibdeps
+needs=(libuv1 libsqlite3-0 libssl3 libsystemd0 libllvm22 libcurl4 llvm-22-runtime binutils-riscv64-unknown-elf
+  picolibc-riscv64-unknown-elf)
 # the daemon holds LLVM and MLIR (VORTEXD_STATIC_LLVM, on by default: its
 # cold start binds no symbols of theirs); libmlir-22 only when it loads it
 if [ "$llvm_link" = static-llvm ]; then

@@ -1707,6 +1707,60 @@ Test(hardening, notifies_ready_watchdog_and_stopping_to_systemd) {
   cr_assert_eq(stopping, 1);
 }
 
+/* vxt_wait_until condition: READY=1 seen (arg: notices). */
+static int ready_seen(void *arg) {
+  read_notices(arg);
+  return ((notices *)arg)->ready >= 1;
+}
+
+/* Whether pid has a file whose name holds lib mapped. */
+static int maps_library(pid_t pid, const char *lib) {
+  char path[64], line[4096];
+  snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    found = strstr(line, lib) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* libsystemd is loaded when a variable it reads is set, not at every
+ * start; and one that lacks the daemon's functions stops the daemon with
+ * the reason instead of leaving the service manager waiting for READY=1. */
+Test(hardening, libsystemd_is_loaded_only_for_a_service_manager) {
+  char nsock[100];
+  snprintf(nsock, sizeof nsock, "%.80s/notify2.sock", root);
+  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  memcpy(a.sun_path, nsock, strlen(nsock) + 1);
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  vxt_daemon plain, managed;
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("LISTEN_FDS");
+  unsetenv("WATCHDOG_USEC");
+  start_in(&plain, "plain", NULL);
+  setenv("NOTIFY_SOCKET", nsock, 1);
+  start_in(&managed, "managed", NULL);
+  unsetenv("NOTIFY_SOCKET");
+  cr_assert_not(maps_library(plain.pid, "libsystemd.so"), "a daemon no service manager started");
+  cr_assert(maps_library(managed.pid, "libsystemd.so"), "a daemon told to notify");
+  notices seen = {.fd = fd};
+  cr_assert(vxt_wait_until(ready_seen, &seen, 60000), "and it said READY=1");
+  cr_assert_eq(vxt_daemon_stop(&plain), 0);
+  cr_assert_eq(vxt_daemon_stop(&managed), 0);
+  close(fd);
+
+  snprintf(cmd, sizeof cmd,
+           "NOTIFY_SOCKET=%s LD_LIBRARY_PATH=%s %s --socket %s/fake.sock --cache-dir %s/fake-cache 2>&1; "
+           "echo rc=$?",
+           nsock, VXT_FAKE_LIBSYSTEMD_DIR, VXT_VORTEXD, root, root);
+  vxt_run(cmd, out, sizeof out);
+  cr_assert_not_null(strstr(out, "libsystemd.so.0 lacks sd_notify"), "%s", out);
+  cr_assert_not_null(strstr(out, "rc=1"), "%s", out);
+}
+
 Test(hardening, the_single_instance_lock_holds_under_socket_activation_too) {
   vxt_daemon d;
   start_in(&d, "activated", NULL);
