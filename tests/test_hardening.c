@@ -1682,13 +1682,20 @@ static int three_pings(void *arg) {
   return ((notices *)arg)->pings >= 3;
 }
 
-Test(hardening, notifies_ready_watchdog_and_stopping_to_systemd) {
-  char nsock[100];
-  snprintf(nsock, sizeof nsock, "%.80s/notify.sock", root);
+/* A service manager's notify socket: a datagram socket bound at
+ * root/name, its path into path (100 bytes).  Returns its descriptor. */
+static int notify_socket(const char *name, char path[100]) {
+  snprintf(path, 100, "%.80s/%.16s", root, name);
   int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
   struct sockaddr_un a = {.sun_family = AF_UNIX};
-  memcpy(a.sun_path, nsock, strlen(nsock) + 1);
-  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0, "%s", path);
+  return fd;
+}
+
+Test(hardening, notifies_ready_watchdog_and_stopping_to_systemd) {
+  char nsock[100];
+  int fd = notify_socket("notify.sock", nsock);
   setenv("NOTIFY_SOCKET", nsock, 1);
   setenv("WATCHDOG_USEC", "200000", 1); /* a ping every 100 ms */
   vxt_daemon d;
@@ -1731,11 +1738,7 @@ static int maps_library(pid_t pid, const char *lib) {
  * the reason instead of leaving the service manager waiting for READY=1. */
 Test(hardening, libsystemd_is_loaded_only_for_a_service_manager) {
   char nsock[100];
-  snprintf(nsock, sizeof nsock, "%.80s/notify2.sock", root);
-  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  memcpy(a.sun_path, nsock, strlen(nsock) + 1);
-  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  int fd = notify_socket("notify2.sock", nsock);
   vxt_daemon plain, managed;
   unsetenv("NOTIFY_SOCKET");
   unsetenv("LISTEN_FDS");
