@@ -12,7 +12,7 @@
  * A daemon under systemd, or one vxc starts (it waits on NOTIFY_SOCKET),
  * loads it as before; `vortexd --version`, a configuration check or a
  * daemon started by hand no longer pay for it.  systemd 256 and later load
- * those five libraries lazily themselves, for the same reason.
+ * libgcrypt, liblzma and liblz4 lazily themselves, for the same reason.
  *
  * Loop thread: the functions are loaded once, before the loop starts.
  */
