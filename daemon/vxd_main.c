@@ -218,12 +218,6 @@ static _Noreturn void vxd__exit(int status) {
 }
 
 int main(int argc, char **argv) {
-  vxp_config pc;
-  char err[4200];
-  if (vxp_config_load(&pc, err, sizeof err) != 0) {
-    fprintf(stderr, "vortexd: %s\n", err);
-    vxd__exit(78); /* EX_CONFIG */
-  }
   /* one long option per configuration key, '_' spelled '-' */
   enum { O_VERSION = 1000, O_VERBOSE, O_HELP };
   static char names[VXP_CONF_COUNT][64];
@@ -238,15 +232,14 @@ int main(int argc, char **argv) {
   opts[VXP_CONF_COUNT + 1] = (struct option){"verbose", no_argument, NULL, O_VERBOSE};
   opts[VXP_CONF_COUNT + 2] = (struct option){"help", no_argument, NULL, O_HELP};
   opts[VXP_CONF_COUNT + 3] = (struct option){NULL, 0, NULL, 0};
+  /* the command line first: --version, --help and a usage error answer
+   * whatever the configuration files hold; the values given as flags are
+   * set over the configuration once it is read (the last one given wins) */
+  const char *given[VXP_CONF_COUNT] = {0};
   int c, verbose = 0;
   while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
     if (c >= 0 && c < VXP_CONF_COUNT) {
-      int rc = vxp_config_set(&pc, vxp_config_name((vxp_conf_key)c), optarg, VXP_FROM_FLAG);
-      if (rc != 0) {
-        fprintf(stderr, "vortexd: --%s: %s\n", names[c],
-                rc == -E2BIG ? "configuration values too long in all" : "value too long");
-        vxd__exit(78);
-      }
+      given[c] = optarg;
       continue;
     }
     switch (c) {
@@ -264,6 +257,20 @@ int main(int argc, char **argv) {
   if (optind < argc) {
     fprintf(stderr, "vortexd: unexpected argument '%s'\n", argv[optind]);
     vxd__exit(64);
+  }
+  vxp_config pc;
+  char err[4200];
+  if (vxp_config_load(&pc, err, sizeof err) != 0) {
+    fprintf(stderr, "vortexd: %s\n", err);
+    vxd__exit(78); /* EX_CONFIG */
+  }
+  for (int k = 0; k < VXP_CONF_COUNT; k++) {
+    int rc = given[k] ? vxp_config_set(&pc, vxp_config_name((vxp_conf_key)k), given[k], VXP_FROM_FLAG) : 0;
+    if (rc != 0) {
+      fprintf(stderr, "vortexd: --%s: %s\n", names[k],
+              rc == -E2BIG ? "configuration values too long in all" : "value too long");
+      vxd__exit(78);
+    }
   }
   vxd_config cfg;
   memset(&cfg, 0, sizeof cfg);

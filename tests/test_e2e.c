@@ -956,6 +956,26 @@ Test(e2e, vxc_compile_follows_a_compilers_conventions) {
   cr_assert_null(strstr(out, "vxc config` lists"), "not sent to a command that fails alike: %s", out);
   const char *first = strstr(out, "rc=78\n");
   cr_assert(first && strstr(first + 1, "rc=78\n"), "both: %s", out);
+  /* the daemon's --version and --help (which that error names) answer
+   * whatever the configuration holds; a usage error is a usage error;
+   * only serving needs a sound configuration */
+  static const struct {
+    const char *args, *says, *status;
+  } daemon_with_bad_conf[] = {
+      {"--version", "lowering ABI", "rc=0\n"},
+      {"--help", "usage: vortexd", "rc=0\n"},
+      {"--frobnicate", "usage: vortexd", "rc=64\n"},
+      {"--socket none.sock", "unknown key 'workres'", "rc=78\n"},
+  };
+  for (size_t i = 0; i < sizeof daemon_with_bad_conf / sizeof *daemon_with_bad_conf; i++) {
+    snprintf(cmd, sizeof cmd, "cd %s && VORTEXD_CONFIG=%s/bad.conf %s %s 2>&1; echo rc=$?", d.dir, d.dir,
+             VXT_VORTEXD, daemon_with_bad_conf[i].args);
+    run(cmd, out, sizeof out);
+    cr_assert_not_null(strstr(out, daemon_with_bad_conf[i].says), "vortexd %s: %s",
+                       daemon_with_bad_conf[i].args, out);
+    cr_assert_not_null(strstr(out, daemon_with_bad_conf[i].status), "vortexd %s: %s",
+                       daemon_with_bad_conf[i].args, out);
+  }
   /* a bad value: 78 before any daemon is asked (a compile included), and
    * `vxc config` prints what it read, then fails the same way */
   snprintf(cmd, sizeof cmd,
