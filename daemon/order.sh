@@ -34,14 +34,13 @@ mkdir -m 700 "$tmp/s" "$tmp/c" "$tmp/bin" "$tmp/out"
 # Valgrind 3.19 cannot read the DWARF 5 clang writes: run a copy without it.
 strip --strip-debug -o "$tmp/bin/vortexd" "$build/vortexd"
 cp "$build/vxc" "$tmp/bin/vxc"
-grind() { valgrind -q --tool=callgrind --demangle=no --dump-instr=no "$@"; }
+grind=(valgrind -q --tool=callgrind --demangle=no --dump-instr=no)
 
-grind --callgrind-out-file="$tmp/out/version.%p" "$tmp/bin/vortexd" --version >/dev/null
+"${grind[@]}" --callgrind-out-file="$tmp/out/version.%p" "$tmp/bin/vortexd" --version >/dev/null
 
-valgrind -q --tool=callgrind --demangle=no --dump-instr=no --trace-children=yes \
-  --callgrind-out-file="$tmp/out/daemon.%p" "$tmp/bin/vortexd" \
+"${grind[@]}" --trace-children=yes --callgrind-out-file="$tmp/out/daemon.%p" "$tmp/bin/vortexd" \
   --socket "$tmp/s/s.sock" --cache-dir "$tmp/c" --workers 1 --idle-timeout 0 2>"$tmp/daemon.log" &
-daemon=$!
+daemon=$! # valgrind runs the daemon as this process: its file is daemon.$daemon
 for _ in $(seq 600); do [ -S "$tmp/s/s.sock" ] && break; sleep 0.1; done
 [ -S "$tmp/s/s.sock" ] || { cat "$tmp/daemon.log" >&2; exit 1; }
 # (vxc notes that the daemon's executable is valgrind's, not the vortexd beside it)
@@ -61,10 +60,9 @@ wait "$daemon"
 # "cfn=(N) NAME" the first time it mentions them.
 names() { sed -nE 's/^c?fn=\([0-9]+\) (.+)$/\1/p' "$@" | sort -u; }
 nm --defined-only "$tmp/bin/vortexd" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u >"$tmp/text"
-daemon_pid=$daemon # valgrind runs the daemon as the process it started
 names "$tmp"/out/version.* | comm -12 - "$tmp/text" >"$tmp/v"
-names "$tmp/out/daemon.$daemon_pid" | comm -12 - "$tmp/text" | comm -23 - "$tmp/v" >"$tmp/d"
-find "$tmp/out" -name 'daemon.*' ! -name "daemon.$daemon_pid" -print0 | xargs -0 cat | names | comm -12 - "$tmp/text" |
+names "$tmp/out/daemon.$daemon" | comm -12 - "$tmp/text" | comm -23 - "$tmp/v" >"$tmp/d"
+find "$tmp/out" -name 'daemon.*' ! -name "daemon.$daemon" -print0 | xargs -0 cat | names | comm -12 - "$tmp/text" |
   comm -23 - <(sort -u "$tmp/v" "$tmp/d") >"$tmp/w"
 
 out="$here/vortexd.order"

@@ -24,13 +24,19 @@
 #include "protocol/vxp_config.h"
 #include "vxd.h"
 
+/* The long option of configuration key k: its name, '_' spelled '-'. */
+static void vxd__flag_name(vxp_conf_key k, char name[64]) {
+  snprintf(name, 64, "%s", vxp_config_name(k));
+  for (char *p = name; *p; p++)
+    if (*p == '_') *p = '-';
+}
+
 static void vxd__usage(FILE *f) {
   fputs("usage: vortexd [options]   (each also a configuration key and a variable)\n", f);
   for (int k = 0; k < VXP_CONF_COUNT; k++) {
-    char flag[64];
-    snprintf(flag, sizeof flag, "--%s", vxp_config_name((vxp_conf_key)k));
-    for (char *p = flag + 2; *p; p++)
-      if (*p == '_') *p = '-';
+    char name[64], flag[66];
+    vxd__flag_name((vxp_conf_key)k, name);
+    snprintf(flag, sizeof flag, "--%s", name);
     fprintf(f, "  %-27s %s ($%s)\n", flag, vxp_config_help((vxp_conf_key)k), vxp_config_env((vxp_conf_key)k));
   }
   fputs("  --verbose                   log at info level\n"
@@ -217,26 +223,24 @@ static _Noreturn void vxd__exit(int status) {
 #endif
 }
 
-int main(int argc, char **argv) {
-  /* one long option per configuration key, '_' spelled '-' */
+/* Reads the command line: the value of each configuration key given as a
+ * flag into given[k] (the last one given wins; NULL when not given),
+ * --verbose into *verbose.  --version, --help and a usage error are
+ * answered here, and the process ends, before any configuration file is
+ * read: they answer whatever those files hold. */
+static void vxd__command_line(int argc, char **argv, const char *given[VXP_CONF_COUNT], int *verbose) {
   enum { O_VERSION = 1000, O_VERBOSE, O_HELP };
-  static char names[VXP_CONF_COUNT][64];
+  char names[VXP_CONF_COUNT][64];
   struct option opts[VXP_CONF_COUNT + 4];
   for (int k = 0; k < VXP_CONF_COUNT; k++) {
-    snprintf(names[k], sizeof names[k], "%s", vxp_config_name((vxp_conf_key)k));
-    for (char *p = names[k]; *p; p++)
-      if (*p == '_') *p = '-';
+    vxd__flag_name((vxp_conf_key)k, names[k]);
     opts[k] = (struct option){names[k], required_argument, NULL, k};
   }
   opts[VXP_CONF_COUNT] = (struct option){"version", no_argument, NULL, O_VERSION};
   opts[VXP_CONF_COUNT + 1] = (struct option){"verbose", no_argument, NULL, O_VERBOSE};
   opts[VXP_CONF_COUNT + 2] = (struct option){"help", no_argument, NULL, O_HELP};
   opts[VXP_CONF_COUNT + 3] = (struct option){NULL, 0, NULL, 0};
-  /* the command line first: --version, --help and a usage error answer
-   * whatever the configuration files hold; the values given as flags are
-   * set over the configuration once it is read (the last one given wins) */
-  const char *given[VXP_CONF_COUNT] = {0};
-  int c, verbose = 0;
+  int c;
   while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
     if (c >= 0 && c < VXP_CONF_COUNT) {
       given[c] = optarg;
@@ -244,7 +248,7 @@ int main(int argc, char **argv) {
     }
     switch (c) {
     case 'v':
-    case O_VERBOSE: verbose = 1; break;
+    case O_VERBOSE: *verbose = 1; break;
     case O_VERSION:
       printf("%s\nlowering ABI %u, protocol %u\n%s\n", VXD_SERVER_NAME, VXL_LOWERING_ABI_VERSION,
              VXP_PROTOCOL_VERSION, vxl_toolchain_fingerprint());
@@ -258,16 +262,24 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vortexd: unexpected argument '%s'\n", argv[optind]);
     vxd__exit(64);
   }
+}
+
+int main(int argc, char **argv) {
+  const char *given[VXP_CONF_COUNT] = {0};
+  int verbose = 0;
+  vxd__command_line(argc, argv, given, &verbose);
   vxp_config pc;
   char err[4200];
   if (vxp_config_load(&pc, err, sizeof err) != 0) {
     fprintf(stderr, "vortexd: %s\n", err);
     vxd__exit(78); /* EX_CONFIG */
   }
-  for (int k = 0; k < VXP_CONF_COUNT; k++) {
+  for (int k = 0; k < VXP_CONF_COUNT; k++) { /* flags over the configuration */
     int rc = given[k] ? vxp_config_set(&pc, vxp_config_name((vxp_conf_key)k), given[k], VXP_FROM_FLAG) : 0;
     if (rc != 0) {
-      fprintf(stderr, "vortexd: --%s: %s\n", names[k],
+      char name[64];
+      vxd__flag_name((vxp_conf_key)k, name);
+      fprintf(stderr, "vortexd: --%s: %s\n", name,
               rc == -E2BIG ? "configuration values too long in all" : "value too long");
       vxd__exit(78);
     }
